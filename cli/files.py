@@ -1,0 +1,42 @@
+"""Reading fixture files: strict, and failing with one line that names the file and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reassemble import EnvelopeError, strict_json, validate_envelope
+from reassemble.limits import Limits
+
+#: Fixture files may hold long streams; nesting and number limits stay those of arguments.
+FILE_LIMITS = Limits(max_argument_bytes=256 << 20)
+
+
+class InputError(Exception):
+    """A file callgate was given cannot be used. ``str()`` is the one line to show."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+
+
+def load_json(path: Path) -> Any:
+    """The strictly parsed JSON document in ``path`` (UTF-8, RFC 8259, no duplicate keys)."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(path, f"cannot read: {error.strerror or error}") from None
+    try:
+        return strict_json.loads_bytes(data, FILE_LIMITS)
+    except strict_json.StrictJSONError as error:
+        raise InputError(path, f"not strict JSON ({error.code.value}): {error.message}") from None
+
+
+def load_envelope(path: Path) -> dict[str, Any]:
+    """The envelope in ``path``; ``InputError`` if it is unreadable, not JSON or not an envelope."""
+    document = load_json(path)
+    try:
+        validate_envelope(document)
+    except EnvelopeError as error:
+        raise InputError(path, str(error)) from None
+    assert isinstance(document, dict)
+    return document

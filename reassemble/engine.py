@@ -1,0 +1,404 @@
+"""The reassembly engine: raw provider events in, findings out, a report at the end.
+
+How this works: a profile translates each raw event into provider-neutral events
+(``reassemble.events``). Each slot (one tool call, or one non-call content block) moves through
+the state table in ``reassemble.state``; an impossible move is a finding that blocks the slot.
+Argument fragments are kept in a list and joined once, when the provider ends the slot, then
+parsed strictly and validated against the tool's schema: never earlier, however parseable a prefix
+looks. Turn-level rules (terminal reasons, duplicate terminals, truncation) live here too. Any
+blocking finding anywhere makes the whole turn non-executable.
+
+The engine is sans-I/O: it never reads, writes, logs or looks at a clock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reassemble import strict_json
+from reassemble.codes import Code
+from reassemble.events import (
+    Event,
+    Problem,
+    SlotDelta,
+    SlotEnded,
+    SlotKey,
+    SlotStarted,
+    TurnEnded,
+)
+from reassemble.findings import Finding, Severity
+from reassemble.limits import DEFAULT_LIMITS, Limits
+from reassemble.profiles import PROFILES
+from reassemble.quirks import quirks_in_force
+from reassemble.report import Call, Report
+from reassemble.schema import SchemaProblem, ToolSchema, compile_schema
+from reassemble.state import SlotInput, SlotState, slot_state, step
+
+_TABLE_MESSAGES = {
+    Code.DELTA_BEFORE_START: "a fragment arrived for a slot that was never started",
+    Code.DUPLICATE_START: "the slot was started again",
+    Code.DELTA_AFTER_TERMINAL: "a fragment arrived after the slot ended",
+    Code.DUPLICATE_TERMINAL: "the slot was ended again",
+}
+
+
+@dataclass
+class _Slot:
+    key: SlotKey
+    is_call: bool
+    #: What the provider did: UNSEEN, ACCUMULATING or TERMINAL (``reassemble.state``).
+    lifecycle: SlotState = SlotState.UNSEEN
+    blocked: bool = False
+    validated: bool = False
+    #: (attribute, value) pairs already reported as collisions: a provider that restates the
+    #: other call's id on every chunk gets one finding, not one per chunk.
+    collisions: set[tuple[str, str]] = field(default_factory=set)
+    call_id: str | None = None
+    name: str | None = None
+    stated_input: object = None
+    fragments: list[str] = field(default_factory=list)
+    #: (first character offset, event index, pointer) of each non-empty fragment.
+    origins: list[tuple[int, int, str]] = field(default_factory=list)
+    chars: int = 0
+    size: int = 0
+    arguments: str | None = None
+    parsed: Any = None
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class Reassembler:
+    """Checks one streamed assistant turn.
+
+    ``profile`` names a provider profile ("openai", "mistral", "anthropic"); ``tool_schemas`` maps
+    tool names to JSON Schemas; ``request`` holds the non-prompt request parameters
+    (``tool_choice`` decides whether ``stop`` may end a forced call); ``provider`` selects the
+    provider's named quirks and ``allow_quirks`` adds quirks by name. Feed raw events in order with
+    ``feed``; call ``close`` once at the end of the stream. Raises ``ValueError`` for an unknown
+    profile or quirk, ``RuntimeError`` when fed after ``close``.
+    """
+
+    def __init__(
+        self,
+        profile: str,
+        tool_schemas: Mapping[str, object] | None = None,
+        *,
+        request: Mapping[str, object] | None = None,
+        provider: str | None = None,
+        limits: Limits | None = None,
+        allow_quirks: Iterable[str] = (),
+    ) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
+        self._profile = PROFILES[profile]
+        self._provider = provider
+        self._quirks = quirks_in_force(provider, allow_quirks)
+        request = dict(request or {})
+        self._accepted = self._profile.accepted_reasons(request)
+        self._translator = self._profile.translator(self._quirks, request)
+        self._limits = limits or DEFAULT_LIMITS
+        self._tool_schemas = dict(tool_schemas or {})
+        self._compiled: dict[str, ToolSchema | SchemaProblem] = {}
+        self._slots: dict[SlotKey, _Slot] = {}
+        self._ids: dict[str, SlotKey] = {}
+        self._turns: dict[int, str] = {}
+        self._claimed_calls = False
+        self._findings: list[Finding] = []
+        self._event = -1
+        self._closed = False
+
+    # -- the public face -------------------------------------------------------------------------
+
+    def feed(self, raw: object) -> list[Finding]:
+        """Take the next raw provider event; return the findings it raised, in order."""
+        if self._closed:
+            raise RuntimeError("Reassembler.feed() called after close()")
+        self._event += 1
+        first = len(self._findings)
+        for event in self._translator.translate(raw):
+            self._apply(event)
+        return self._findings[first:]
+
+    def close(self) -> Report:
+        """End of stream: report what is unfinished and return the verdict."""
+        if not self._closed:
+            self._closed = True
+            self._report_unfinished()
+        calls = tuple(self._call(slot) for key, slot in sorted(self._slots.items()) if slot.is_call)
+        applicable = bool(calls) or self._claimed_calls
+        return Report(self._profile.name, self._provider, applicable, calls, tuple(self._findings))
+
+    # -- dispatch ----------------------------------------------------------------------------------
+
+    def _apply(self, event: Event) -> None:
+        if isinstance(event, Problem):
+            self._add(event.code, event.message, event.pointer, event.choice, event.slot,
+                      event.severity, event.quirk)
+        elif isinstance(event, SlotStarted):
+            self._start(event)
+        elif isinstance(event, SlotDelta):
+            self._delta(event)
+        elif isinstance(event, SlotEnded):
+            self._end_slot(event.key, event.pointer)
+        else:
+            self._end_turn(event)
+
+    def _add(self, code: Code, message: str, pointer: str, choice: int | None = None,
+             slot: int | None = None, severity: Severity = Severity.BLOCKING,
+             quirk: str | None = None, *, path: str | None = None, event: int | None = None,
+             detail: dict[str, str] | None = None) -> Finding:
+        if path is None:
+            path = f"/{self._profile.stream_key}/{self._event}{pointer}"
+        finding = Finding(code, message, severity, choice, slot,
+                          self._event if event is None else event, path, quirk, detail or {})
+        self._findings.append(finding)
+        return finding
+
+    def _block(self, slot: _Slot, code: Code, message: str, pointer: str, **where: Any) -> None:
+        self._add(code, message, pointer, slot.key[0], slot.key[1], **where)
+        slot.blocked = True
+
+    def _move(self, slot: _Slot, move: SlotInput, pointer: str) -> bool:
+        """Apply one lifecycle move from the table; False when the pair is a finding."""
+        outcome = step(slot.lifecycle, move)
+        if isinstance(outcome, Code):
+            self._block(slot, outcome, f"{_TABLE_MESSAGES[outcome]} (slot {slot.key[1]} was "
+                        f"{slot.lifecycle.value}, event was {move.value})", pointer)
+            return False
+        slot.lifecycle = outcome
+        return True
+
+    def _slot(self, key: SlotKey, is_call: bool) -> _Slot:
+        if key not in self._slots:
+            self._slots[key] = _Slot(key, is_call)
+        return self._slots[key]
+
+    # -- slot events -------------------------------------------------------------------------------
+
+    def _start(self, event: SlotStarted) -> None:
+        slot = self._slot(event.key, event.is_call)
+        if self._turn_over(slot, event.pointer):
+            return
+        if slot.lifecycle is SlotState.UNSEEN:
+            slot.is_call, slot.stated_input = event.is_call, event.stated_input
+        self._move(slot, SlotInput.START, event.pointer)
+        if event.is_call and slot.is_call:
+            self._identify(slot, event.call_id, event.name, event.pointer)
+
+    def _delta(self, event: SlotDelta) -> None:
+        slot = self._slot(event.key, is_call=event.arguments is not None)
+        if self._turn_over(slot, event.pointer) or not self._move(slot, SlotInput.DELTA,
+                                                                   event.pointer):
+            return
+        if slot.is_call:
+            self._identify(slot, event.call_id, event.name, event.pointer)
+            if event.arguments:
+                self._append(slot, event.arguments, event.pointer)
+
+    def _end_slot(self, key: SlotKey, pointer: str) -> None:
+        slot = self._slot(key, is_call=False)
+        if self._turn_over(slot, pointer) or not self._move(slot, SlotInput.END, pointer):
+            return
+        if slot.is_call and not slot.blocked:
+            self._validate(slot, pointer)
+
+    def _turn_over(self, slot: _Slot, pointer: str) -> bool:
+        choice = slot.key[0]
+        if choice not in self._turns:
+            return False
+        self._block(slot, Code.DELTA_AFTER_TERMINAL, f"slot {slot.key[1]} received an event after "
+                    f"the turn ended with {self._turns[choice]!r}", pointer)
+        return True
+
+    def _identify(self, slot: _Slot, call_id: str | None, name: str | None, pointer: str) -> None:
+        """First non-empty id and name stick; a different one later is a collision."""
+        for attribute, value in (("call_id", call_id), ("name", name)):
+            if not value:
+                continue  # "" and null mean "not given" in continuation deltas
+            current = getattr(slot, attribute)
+            if current is None:
+                setattr(slot, attribute, value)
+                if attribute == "call_id":
+                    self._register_id(slot, value, pointer)
+            elif current != value and (attribute, value) not in slot.collisions:
+                slot.collisions.add((attribute, value))
+                label = "id" if attribute == "call_id" else "name"
+                self._block(slot, Code.IDENTITY_COLLISION, f"slot {slot.key[1]} has {label} "
+                            f"{current[:64]!r}; a later fragment says {value[:64]!r}", pointer)
+
+    def _register_id(self, slot: _Slot, call_id: str, pointer: str) -> None:
+        owner = self._ids.setdefault(call_id, slot.key)
+        if owner != slot.key:
+            self._block(slot, Code.DUPLICATE_CALL_ID, f"call id {call_id[:64]!r} is also the id "
+                        f"of choice {owner[0]} slot {owner[1]}", pointer)
+
+    def _append(self, slot: _Slot, text: str, pointer: str) -> None:
+        size = len(text.encode("utf-8"))
+        if slot.size + size > self._limits.max_argument_bytes:
+            slot.fragments.clear()
+            slot.origins.clear()
+            self._block(slot, Code.LIMIT_EXCEEDED, "arguments exceed "
+                        f"{self._limits.max_argument_bytes} bytes", pointer)
+            return
+        slot.origins.append((slot.chars, self._event, pointer))
+        slot.fragments.append(text)
+        slot.chars += len(text)
+        slot.size += size
+
+    # -- turn events -------------------------------------------------------------------------------
+
+    def _end_turn(self, event: TurnEnded) -> None:
+        choice, reason = event.choice, event.reason
+        if choice in self._turns:
+            self._repeated_terminal(choice, reason, event.pointer)
+            return
+        self._turns[choice] = reason
+        slots = [s for s in self._slots.values() if s.key[0] == choice]
+        calls = [s for s in slots if s.is_call]
+        if reason in self._profile.call_reasons:
+            self._claimed_calls = True
+        if calls:
+            self._check_reason(choice, reason, event.pointer)
+        elif reason in self._profile.call_reasons:
+            self._add(Code.TERMINAL_WITHOUT_CALL, f"the turn ended with {reason!r} but holds no "
+                      "tool call", event.pointer, choice)
+        if self._profile.turn_ends_slots:
+            for slot in slots:
+                if self._move(slot, SlotInput.END, event.pointer) and slot.is_call and not (
+                        slot.blocked):
+                    self._validate(slot, event.pointer)
+
+    def _check_reason(self, choice: int, reason: str, pointer: str) -> None:
+        if reason in self._accepted:
+            return
+        if reason == "stop" and "stop_finish_with_tool_calls" in self._quirks:
+            self._add(Code.WRONG_TERMINAL_REASON, "the turn made tool calls but ended with 'stop'",
+                      pointer, choice, severity=Severity.TOLERATED,
+                      quirk="stop_finish_with_tool_calls")
+            return
+        expected = " or ".join(repr(r) for r in sorted(self._accepted))
+        self._add(Code.WRONG_TERMINAL_REASON, f"the turn made tool calls but ended with "
+                  f"{reason[:40]!r}, not {expected}", pointer, choice)
+
+    def _repeated_terminal(self, choice: int, reason: str, pointer: str) -> None:
+        if reason == self._turns[choice] and "repeated_finish_chunk" in self._quirks:
+            self._add(Code.DUPLICATE_TERMINAL, f"the provider repeated the terminal {reason!r}",
+                      pointer, choice, severity=Severity.TOLERATED, quirk="repeated_finish_chunk")
+            return
+        self._add(Code.DUPLICATE_TERMINAL, f"the turn already ended with {self._turns[choice]!r}; "
+                  f"a second terminal says {reason[:40]!r}", pointer, choice)
+
+    def _report_unfinished(self) -> None:
+        pointer = f"/{self._profile.stream_key}"
+        for slot in self._slots.values():
+            if slot.is_call and slot.lifecycle is SlotState.ACCUMULATING:
+                self._block(slot, Code.MISSING_TERMINAL, f"the stream ended before slot "
+                            f"{slot.key[1]} was ended by the provider", "", path=pointer)
+        open_choices = {key[0] for key in self._slots}
+        if not self._turns and self._event >= 0:
+            open_choices.add(0)
+        for choice in sorted(open_choices - self._turns.keys()):
+            self._add(Code.MISSING_TERMINAL, f"the stream ended before the provider ended the "
+                      f"turn (choice {choice})", "", choice, path=pointer)
+
+    # -- validation, once the provider ended the call --------------------------------------------
+
+    def _validate(self, slot: _Slot, pointer: str) -> None:
+        self._check_identity_complete(slot, pointer)
+        slot.arguments = self._arguments_text(slot)
+        parsed = self._parse(slot, pointer)
+        if parsed is not None:
+            self._check_stated_input(slot, parsed, pointer)
+            self._check_schema(slot, parsed, pointer)
+        slot.validated = not slot.blocked
+
+    def _check_identity_complete(self, slot: _Slot, pointer: str) -> None:
+        if slot.call_id is None:
+            if "missing_call_id" in self._quirks:
+                self._add(Code.MISSING_CALL_ID, "the call has no id", pointer, *slot.key,
+                          severity=Severity.TOLERATED, quirk="missing_call_id")
+            else:
+                self._block(slot, Code.MISSING_CALL_ID, "the call ended without an id", pointer)
+        if slot.name is None:
+            self._block(slot, Code.MISSING_TOOL_NAME, "the call ended without a name", pointer)
+
+    @staticmethod
+    def _arguments_text(slot: _Slot) -> str:
+        text = "".join(slot.fragments)
+        if text or slot.stated_input is None:
+            return text
+        # No argument deltas (or only ""): the arguments are what the start event stated.
+        try:
+            return _canonical(slot.stated_input)
+        except ValueError:
+            return ""
+
+    def _parse(self, slot: _Slot, pointer: str) -> dict[str, Any] | None:
+        assert slot.arguments is not None
+        try:
+            parsed = strict_json.loads(slot.arguments, self._limits)
+        except strict_json.StrictJSONError as error:
+            event, where = self._origin(slot, error.position, pointer)
+            self._block(slot, error.code, f"arguments: {error.message}", where, event=event,
+                        path=f"/{self._profile.stream_key}/{event}{where}")
+            return None
+        slot.parsed = parsed
+        if not isinstance(parsed, dict):
+            self._block(slot, Code.ARGUMENTS_NOT_OBJECT, "arguments are a JSON "
+                        f"{type(parsed).__name__}, not an object", pointer)
+            return None
+        return parsed
+
+    def _origin(self, slot: _Slot, position: int, pointer: str) -> tuple[int, str]:
+        """The event and pointer of the fragment holding character ``position``."""
+        if not slot.origins:
+            return self._event, pointer
+        starts = [start for start, _, _ in slot.origins]
+        _, event, where = slot.origins[max(bisect.bisect_right(starts, position) - 1, 0)]
+        return event, where
+
+    def _check_stated_input(self, slot: _Slot, parsed: dict[str, Any], pointer: str) -> None:
+        stated = slot.stated_input
+        if not slot.fragments or stated is None or stated == {}:
+            return
+        if json.dumps(parsed, sort_keys=True) != json.dumps(stated, sort_keys=True):
+            self._block(slot, Code.ARGUMENT_MISMATCH, "the streamed arguments differ from the "
+                        "input the start event stated", pointer)
+
+    def _check_schema(self, slot: _Slot, parsed: dict[str, Any], pointer: str) -> None:
+        name = slot.name
+        if name is None:
+            return
+        if name not in self._tool_schemas:
+            self._block(slot, Code.UNKNOWN_TOOL, f"no schema for tool {name[:64]!r}", pointer)
+            return
+        if name not in self._compiled:
+            self._compiled[name] = compile_schema(self._tool_schemas[name])
+        schema = self._compiled[name]
+        if isinstance(schema, SchemaProblem):
+            self._block(slot, schema.code, f"tool {name[:64]!r}: {schema.message}", pointer,
+                        path=f"/tool_schemas/{_escape(name)}{schema.schema_path}")
+            return
+        for violation in schema.violations(parsed):
+            self._block(slot, Code.SCHEMA_VIOLATION, f"{violation.keyword!r} fails at "
+                        f"{violation.instance_path or '(root)'}: {violation.message}", pointer,
+                        detail={"keyword": violation.keyword,
+                                "argument_path": violation.instance_path,
+                                "schema_path": violation.schema_path})
+
+    def _call(self, slot: _Slot) -> Call:
+        codes = tuple(f.code for f in self._findings
+                      if (f.choice, f.slot) == slot.key)
+        arguments = slot.arguments if slot.arguments is not None else "".join(slot.fragments)
+        return Call(slot.key[0], slot.key[1], slot.call_id, slot.name, arguments, slot.parsed,
+                    slot_state(slot.lifecycle, slot.blocked, slot.validated), codes)

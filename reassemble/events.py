@@ -1,0 +1,74 @@
+"""The provider-neutral events that profiles translate raw stream events into.
+
+A profile reads one provider event (an OpenAI chunk, an Anthropic SSE event's JSON) and says what
+happened in these terms; the engine alone decides what that means for each slot. Every event
+carries ``pointer``: where in the raw provider event it came from (a JSON pointer relative to
+that event), so findings can name the exact place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reassemble.codes import Code
+from reassemble.findings import Severity
+
+#: (choice index, slot index). Anthropic has one "choice", 0, and the content-block index as slot.
+SlotKey = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class SlotStarted:
+    """A slot was opened: a tool call, or (``is_call=False``) some other content block."""
+
+    key: SlotKey
+    pointer: str
+    is_call: bool = True
+    call_id: str | None = None
+    name: str | None = None
+    #: Arguments the start event itself states (Anthropic's ``input``), as a JSON value.
+    stated_input: object = None
+
+
+@dataclass(frozen=True)
+class SlotDelta:
+    """More of a slot: argument text and/or a restated id or name (``None``/"" = not given)."""
+
+    key: SlotKey
+    pointer: str
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+@dataclass(frozen=True)
+class SlotEnded:
+    """The provider ended one slot (Anthropic ``content_block_stop``)."""
+
+    key: SlotKey
+    pointer: str
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    """The provider ended a choice (``finish_reason``) or the message (``stop_reason``)."""
+
+    choice: int
+    reason: str
+    pointer: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the profile itself found while translating."""
+
+    code: Code
+    message: str
+    pointer: str
+    choice: int | None = None
+    slot: int | None = None
+    severity: Severity = Severity.BLOCKING
+    quirk: str | None = None
+
+
+Event = SlotStarted | SlotDelta | SlotEnded | TurnEnded | Problem

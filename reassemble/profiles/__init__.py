@@ -1,0 +1,46 @@
+"""Provider profiles: one module each, all built the same way, looked up in ``PROFILES``.
+
+A profile translates one raw provider event into provider-neutral events
+(``reassemble.events``). It keeps only the state it needs to read the wire format (which block
+index is which kind, the next free slot for index-less calls); what a slot *is* and whether the
+turn may run is the engine's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from reassemble.events import Event
+
+
+class Translator(Protocol):
+    def translate(self, raw: object) -> list[Event]:
+        """The neutral events one raw provider event amounts to, in order."""
+        ...
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    #: The envelope key holding this profile's stream: "chunks" or "events".
+    stream_key: str
+    #: Terminal reasons that claim the turn made tool calls ("tool_calls", "tool_use").
+    call_reasons: frozenset[str]
+    #: Terminal reasons that properly end a choice holding calls, given the request parameters.
+    accepted_reasons: Callable[[Mapping[str, object]], frozenset[str]]
+    #: Whether the end of a turn also ends its slots (Chat Completions), or each slot has its
+    #: own end event (Anthropic ``content_block_stop``).
+    turn_ends_slots: bool
+    #: Build a translator for one stream, given the quirks in force and the request parameters.
+    translator: Callable[[frozenset[str], Mapping[str, object]], Translator]
+
+
+def _registry() -> dict[str, Profile]:
+    from reassemble.profiles import anthropic, mistral, openai
+
+    return {p.name: p for p in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE)}
+
+
+PROFILES: dict[str, Profile] = _registry()

@@ -1,0 +1,161 @@
+"""Anthropic Messages streams: ``events[]`` of ``content_block_*`` and ``message_*`` events.
+
+Wire facts (Anthropic's streaming docs; SDK types ``RawMessageStreamEvent``): each content block
+has an ``index``; a ``tool_use`` block starts with its id, name and a placeholder ``input``
+(``{}``), grows by ``input_json_delta.partial_json`` and ends with ``content_block_stop``; the
+message ends with ``message_delta`` carrying ``stop_reason`` (``tool_use`` when it holds calls),
+then ``message_stop``. ``ping`` may come anywhere; ``error`` is a mid-stream failure. Blocks the
+client does not execute (text, thinking, server tools and their results) are slots too, so a reused
+index is caught whatever its kind, but they are not calls. The docs say new event types may be
+added; an unknown one is ``unsupported_event`` until a profile update reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reassemble.codes import Code
+from reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotStarted, TurnEnded
+from reassemble.profiles import Profile
+
+#: Block types that are not client tool calls, with the delta types each may receive.
+_NON_CALL_BLOCKS: dict[str, frozenset[str]] = {
+    "text": frozenset({"text_delta", "citations_delta"}),
+    "thinking": frozenset({"thinking_delta", "signature_delta"}),
+    "redacted_thinking": frozenset(),
+    # Server-executed tools stream their input like tool_use, but the client never runs them.
+    "server_tool_use": frozenset({"input_json_delta"}),
+    "mcp_tool_use": frozenset({"input_json_delta"}),
+    "container_upload": frozenset(),
+}
+_CALL_DELTAS = frozenset({"input_json_delta"})
+_CONSUMED_EVENTS = frozenset({"message_start", "message_stop", "ping"})
+
+
+def _non_call_deltas(block_type: str) -> frozenset[str] | None:
+    if block_type in _NON_CALL_BLOCKS:
+        return _NON_CALL_BLOCKS[block_type]
+    # Results of server tools (web_search_tool_result, tool_search_tool_result, ...) are output.
+    if block_type.endswith("_tool_result"):
+        return frozenset({"input_json_delta"})
+    return None
+
+
+class MessagesTranslator:
+    def __init__(self) -> None:
+        self._block_types: dict[int, str] = {}
+
+    def translate(self, raw: object) -> list[Event]:
+        if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+            return [Problem(Code.UNSUPPORTED_EVENT, "event has no type", "")]
+        kind = raw["type"]
+        if kind in _CONSUMED_EVENTS:
+            return []
+        handler = {
+            "content_block_start": self._start,
+            "content_block_delta": self._delta,
+            "content_block_stop": self._stop,
+            "message_delta": self._message_delta,
+            "error": self._error,
+        }.get(kind)
+        if handler is None:
+            return [Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:40]!r} is not known",
+                            "/type")]
+        return handler(raw)
+
+    @staticmethod
+    def _index(raw: Mapping[str, object]) -> int | Problem:
+        index = raw.get("index")
+        if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
+            return index
+        return Problem(Code.INVALID_SLOT, f"block index {index!r} is not a non-negative integer",
+                       "/index")
+
+    def _start(self, raw: Mapping[str, object]) -> list[Event]:
+        index = self._index(raw)
+        if isinstance(index, Problem):
+            return [index]
+        block = raw.get("content_block")
+        block_type = block.get("type") if isinstance(block, dict) else None
+        if not isinstance(block, dict) or not isinstance(block_type, str):
+            return [Problem(Code.UNSUPPORTED_EVENT, "content_block has no type", "/content_block")]
+        self._block_types.setdefault(index, block_type)
+        key = (0, index)
+        if block_type == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            return [SlotStarted(key, "/content_block",
+                                call_id=call_id if isinstance(call_id, str) else None,
+                                name=name if isinstance(name, str) else None,
+                                stated_input=block.get("input"))]
+        started = SlotStarted(key, "/content_block", is_call=False)
+        if _non_call_deltas(block_type) is None:
+            return [Problem(Code.UNSUPPORTED_EVENT, f"content block type {block_type[:40]!r} is "
+                            "not known", "/content_block/type", 0, index), started]
+        return [started]
+
+    def _delta(self, raw: Mapping[str, object]) -> list[Event]:
+        index = self._index(raw)
+        if isinstance(index, Problem):
+            return [index]
+        delta = raw.get("delta")
+        delta_type = delta.get("type") if isinstance(delta, dict) else None
+        key = (0, index)
+        if not isinstance(delta, dict) or not isinstance(delta_type, str):
+            return [Problem(Code.UNSUPPORTED_EVENT, "delta has no type", "/delta", 0, index)]
+        block_type = self._block_types.get(index)
+        if block_type is None:  # the engine reports delta_before_start
+            partial = delta.get("partial_json")
+            text = partial if isinstance(partial, str) else None
+            return [SlotDelta(key, "/delta", arguments=text)]
+        allowed = _CALL_DELTAS if block_type == "tool_use" else _non_call_deltas(block_type)
+        if allowed is not None and delta_type not in allowed:
+            return [Problem(Code.UNSUPPORTED_EVENT, f"{delta_type[:40]!r} delta on a "
+                            f"{block_type[:40]!r} block", "/delta/type", 0, index)]
+        if block_type != "tool_use":
+            return [SlotDelta(key, "/delta")]
+        partial = delta.get("partial_json")
+        if not isinstance(partial, str):
+            return [Problem(Code.UNSUPPORTED_EVENT, "partial_json is not a string",
+                            "/delta/partial_json", 0, index)]
+        return [SlotDelta(key, "/delta/partial_json", arguments=partial)]
+
+    def _stop(self, raw: Mapping[str, object]) -> list[Event]:
+        index = self._index(raw)
+        if isinstance(index, Problem):
+            return [index]
+        return [SlotEnded((0, index), "")]
+
+    @staticmethod
+    def _message_delta(raw: Mapping[str, object]) -> list[Event]:
+        delta = raw.get("delta")
+        if not isinstance(delta, dict):
+            return [Problem(Code.UNSUPPORTED_EVENT, "message_delta has no delta", "/delta")]
+        reason = delta.get("stop_reason")
+        if reason is None:
+            return []
+        if not isinstance(reason, str):
+            return [Problem(Code.UNSUPPORTED_EVENT, "stop_reason is not a string",
+                            "/delta/stop_reason")]
+        return [TurnEnded(0, reason, "/delta/stop_reason")]
+
+    @staticmethod
+    def _error(raw: Mapping[str, object]) -> list[Event]:
+        error = raw.get("error")
+        kind = error.get("type") if isinstance(error, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        return [Problem(Code.STREAM_ERROR, f"provider sent an error: {kind}: {str(message)[:200]}",
+                        "/error")]
+
+
+def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
+    return frozenset({"tool_use"})
+
+
+PROFILE = Profile(
+    name="anthropic",
+    stream_key="events",
+    call_reasons=frozenset({"tool_use"}),
+    accepted_reasons=accepted_reasons,
+    turn_ends_slots=False,
+    translator=lambda quirks, request: MessagesTranslator(),
+)

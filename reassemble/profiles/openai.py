@@ -1,0 +1,208 @@
+"""OpenAI-compatible Chat Completions: ``chunks[].choices[].delta.tool_calls[]``.
+
+Wire facts this relies on (OpenAI's streaming docs and recorded streams): a call's id, type and
+name come in its first delta and continuations carry ``index`` plus argument text; a choice ends
+with a non-null ``finish_reason``; a usage-only chunk has ``choices: []`` (or ``null`` on vLLM);
+Azure adds chunks with ``choices: []`` and ``prompt_filter_results``; a mid-stream error is a chunk
+with an ``error`` key (vLLM: ``"object": "error"``). Fields this profile does not name
+(``obfuscation``, ``x_groq``, ``provider``, ``timings``, ...) carry no tool call and are ignored;
+tool data in a form it cannot read (legacy ``function_call``, non-function call types) is
+``unsupported_event``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reassemble.codes import Code
+from reassemble.events import Event, Problem, SlotDelta, SlotKey, SlotStarted, TurnEnded
+from reassemble.findings import Severity
+from reassemble.profiles import Profile
+
+
+def _is_index(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _optional_str(entry: Mapping[str, object], key: str) -> tuple[str | None, bool]:
+    """(value, ok): a string or None is fine; anything else is not readable."""
+    value = entry.get(key)
+    return (value, True) if value is None or isinstance(value, str) else (None, False)
+
+
+class ChatTranslator:
+    """Reads Chat Completions chunks. ``indexless`` says how index-less tool calls are placed:
+    ``"reject"`` (OpenAI), ``"mistral"`` (id and name required, next slot) or set per quirk."""
+
+    def __init__(self, quirks: frozenset[str], *, mistral: bool = False) -> None:
+        self._mistral = mistral
+        self._indexless_quirk = "missing_tool_call_index" in quirks
+        self._mirror_quirk = "choice_message_mirror" in quirks
+        self._mirror_reported = False
+        self._seen: set[SlotKey] = set()
+        self._next_slot: dict[int, int] = {}
+
+    def translate(self, raw: object) -> list[Event]:
+        if not isinstance(raw, dict):
+            return [Problem(Code.UNSUPPORTED_EVENT, "chunk is not a JSON object", "")]
+        error = self._stream_error(raw)
+        if error is not None:
+            return [error]
+        choices = raw.get("choices")
+        if choices is None and "usage" in raw:
+            return []
+        if not isinstance(choices, list):
+            return [Problem(Code.UNSUPPORTED_EVENT, "chunk has no choices list", "/choices")]
+        events: list[Event] = []
+        for position, choice in enumerate(choices):
+            events.extend(self._choice(choice, f"/choices/{position}", position))
+        return events
+
+    @staticmethod
+    def _stream_error(raw: Mapping[str, object]) -> Problem | None:
+        error = raw.get("error")
+        if error is not None:
+            detail = error.get("message") or error.get("code") if isinstance(error, dict) else error
+            return Problem(Code.STREAM_ERROR, f"provider sent an error: {str(detail)[:200]}",
+                           "/error")
+        if raw.get("object") == "error":
+            return Problem(Code.STREAM_ERROR, f"provider sent an error: {raw.get('message')}", "")
+        return None
+
+    def _choice(self, choice: object, pointer: str, position: int) -> list[Event]:
+        if not isinstance(choice, dict):
+            return [Problem(Code.UNSUPPORTED_EVENT, "choice is not an object", pointer)]
+        index = choice.get("index", position)
+        if not _is_index(index):
+            return [Problem(Code.INVALID_SLOT, f"choice index {index!r} is not a number", pointer)]
+        assert isinstance(index, int)
+        delta = choice.get("delta")
+        delta = {} if delta is None else delta
+        if not isinstance(delta, dict):
+            return [Problem(Code.UNSUPPORTED_EVENT, "delta is not an object", pointer + "/delta")]
+        events = self._message_mirror(choice, delta, index, pointer)
+        events += self._tool_calls(index, delta, pointer + "/delta")
+        if delta.get("function_call") is not None:
+            events.append(Problem(Code.UNSUPPORTED_EVENT, "legacy function_call deltas are not "
+                                  "reassembled", pointer + "/delta/function_call", choice=index))
+        events.extend(self._finish(index, choice.get("finish_reason"), pointer))
+        return events
+
+    def _message_mirror(self, choice: Mapping[str, object], delta: Mapping[str, object],
+                        index: int, pointer: str) -> list[Event]:
+        """A streamed choice has no ``message``; Writer mirrors ``delta`` there. Anything else in
+        it could be tool data this profile does not read."""
+        message = choice.get("message")
+        if message is None:
+            return []
+        if not (self._mirror_quirk and message == delta):
+            return [Problem(Code.UNSUPPORTED_EVENT, "a streamed choice carries a message object",
+                            pointer + "/message", choice=index)]
+        if self._mirror_reported:
+            return []
+        self._mirror_reported = True
+        return [Problem(Code.UNSUPPORTED_EVENT, "choices carry a message object equal to their "
+                        "delta", pointer + "/message", index, None, Severity.TOLERATED,
+                        "choice_message_mirror")]
+
+    @staticmethod
+    def _finish(choice: int, reason: object, pointer: str) -> list[Event]:
+        if reason is None:
+            return []
+        if not isinstance(reason, str):
+            return [Problem(Code.UNSUPPORTED_EVENT, "finish_reason is not a string",
+                            pointer + "/finish_reason", choice=choice)]
+        return [TurnEnded(choice, reason, pointer + "/finish_reason")]
+
+    def _tool_calls(self, choice: int, delta: Mapping[str, object], pointer: str) -> list[Event]:
+        calls = delta.get("tool_calls")
+        if calls is None:
+            return []
+        if not isinstance(calls, list):
+            return [Problem(Code.UNSUPPORTED_EVENT, "tool_calls is not a list",
+                            pointer + "/tool_calls", choice=choice)]
+        events: list[Event] = []
+        for position, entry in enumerate(calls):
+            events.extend(self._entry(choice, entry, f"{pointer}/tool_calls/{position}"))
+        return events
+
+    def _entry(self, choice: int, entry: object, pointer: str) -> list[Event]:
+        fields = self._fields(choice, entry, pointer)
+        if isinstance(fields, Problem):
+            return [fields]
+        call_id, name, arguments = fields
+        assert isinstance(entry, dict)
+        placed = self._place(choice, entry.get("index"), call_id, name, pointer)
+        if isinstance(placed, Problem):
+            return [placed]
+        key, notes = placed
+        if key not in self._seen:
+            self._seen.add(key)
+            self._next_slot[choice] = max(self._next_slot.get(choice, 0), key[1] + 1)
+            events: list[Event] = [*notes, SlotStarted(key, pointer, call_id=call_id, name=name)]
+            if arguments is not None:
+                events.append(SlotDelta(key, pointer + "/function/arguments", arguments=arguments))
+            return events
+        return [*notes, SlotDelta(key, pointer, call_id=call_id, name=name, arguments=arguments)]
+
+    @staticmethod
+    def _fields(choice: int, entry: object, pointer: str) -> tuple[str | None, ...] | Problem:
+        """(id, name, arguments) of one tool_calls entry, or why it cannot be read."""
+        if not isinstance(entry, dict):
+            return Problem(Code.UNSUPPORTED_EVENT, "tool call is not an object", pointer, choice)
+        kind = entry.get("type")
+        if kind not in (None, "", "function"):
+            return Problem(Code.UNSUPPORTED_EVENT, f"tool call type {str(kind)[:40]!r} is not "
+                           "reassembled", pointer + "/type", choice)
+        function = entry.get("function")
+        function = {} if function is None else function
+        if not isinstance(function, dict):
+            return Problem(Code.UNSUPPORTED_EVENT, "function is not an object",
+                           pointer + "/function", choice)
+        call_id, ok_id = _optional_str(entry, "id")
+        name, ok_name = _optional_str(function, "name")
+        arguments, ok_args = _optional_str(function, "arguments")
+        for ok, where in ((ok_id, "/id"), (ok_name, "/function/name"),
+                          (ok_args, "/function/arguments")):
+            if not ok:
+                return Problem(Code.UNSUPPORTED_EVENT, f"{where[1:]} is not a string",
+                               pointer + where, choice)
+        return call_id, name, arguments
+
+    def _place(self, choice: int, index: object, call_id: str | None, name: str | None,
+               pointer: str) -> tuple[SlotKey, list[Event]] | Problem:
+        """The slot an entry belongs to, plus any tolerated-quirk note."""
+        if index is not None:
+            if not _is_index(index):
+                return Problem(Code.INVALID_SLOT, f"tool call index {index!r} is not a "
+                               "non-negative integer", pointer + "/index", choice)
+            assert isinstance(index, int)
+            return (choice, index), []
+        next_key = (choice, self._next_slot.get(choice, 0))
+        if self._mistral and call_id and name:
+            return next_key, []
+        if self._indexless_quirk and name:
+            return next_key, [Problem(Code.INVALID_SLOT, "tool call has no index; it names a "
+                                      "function, so it takes the next slot", pointer, choice,
+                                      next_key[1], Severity.TOLERATED, "missing_tool_call_index")]
+        need = "an id and a name" if self._mistral else "an index"
+        return Problem(Code.INVALID_SLOT, f"tool call without index has no {need}; it cannot be "
+                       "placed in a slot", pointer, choice)
+
+
+def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
+    """Finish reasons that end a choice holding calls. OpenAI documents ``stop`` for a call forced
+    by a named ``tool_choice`` (corpus: openai/chat-forced-tool-finish-stop-magentic.sse)."""
+    choice = request.get("tool_choice")
+    forced = isinstance(choice, dict) and choice.get("type") == "function"
+    return frozenset({"tool_calls", "stop"} if forced else {"tool_calls"})
+
+
+PROFILE = Profile(
+    name="openai",
+    stream_key="chunks",
+    call_reasons=frozenset({"tool_calls"}),
+    accepted_reasons=accepted_reasons,
+    turn_ends_slots=True,
+    translator=lambda quirks, request: ChatTranslator(quirks),
+)

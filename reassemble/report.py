@@ -1,0 +1,97 @@
+"""The verdict on one streamed turn, as data and as the JSON report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from reassemble.codes import Code
+from reassemble.findings import Finding
+from reassemble.state import SlotState
+
+REPORT_VERSION = 1
+
+
+class Status(StrEnum):
+    #: Every call is complete, unambiguous and schema-valid: eligible for a policy gate.
+    PASS = "pass"
+    #: A tool-call turn with a blocking finding: execute none of its calls.
+    FAIL = "fail"
+    #: No streamed tool call: nothing for callgate to decide.
+    NOT_APPLICABLE = "not_applicable"
+    #: No streamed tool call, and the stream itself is broken.
+    INVALID = "invalid"
+
+
+EXIT_CODES = {Status.PASS: 0, Status.FAIL: 1, Status.NOT_APPLICABLE: 2, Status.INVALID: 2}
+
+
+@dataclass(frozen=True)
+class Call:
+    choice: int
+    slot: int
+    id: str | None
+    name: str | None
+    #: The exact reassembled argument text (``None`` when it was not kept, e.g. over the limit).
+    arguments: str | None
+    #: The strictly parsed arguments, when they parsed.
+    parsed_arguments: Any
+    #: This call's own state; whether the turn may run is the report's ``executable``.
+    state: SlotState
+    findings: tuple[Code, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "choice": self.choice,
+            "slot": self.slot,
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "parsed_arguments": self.parsed_arguments,
+            "state": self.state.value,
+            "findings": [code.value for code in self.findings],
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    profile: str
+    provider: str | None
+    #: Whether the turn holds a streamed tool call (or the provider claimed one).
+    applicable: bool
+    calls: tuple[Call, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def status(self) -> Status:
+        blocked = any(f.blocking for f in self.findings)
+        if not self.applicable:
+            return Status.INVALID if blocked else Status.NOT_APPLICABLE
+        return Status.FAIL if blocked else Status.PASS
+
+    @property
+    def executable(self) -> bool:
+        """The atomic gate: every call of the turn may run, or none may."""
+        return self.status is Status.PASS
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    @property
+    def blocking_codes(self) -> list[str]:
+        """The distinct codes of blocking findings, sorted: what a fixture's ``expect`` pins."""
+        return sorted({f.code.value for f in self.findings if f.blocking})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "report_version": REPORT_VERSION,
+            "status": self.status.value,
+            "applicable": self.applicable,
+            "executable": self.executable,
+            "profile": self.profile,
+            "provider": self.provider,
+            "calls": [call.to_dict() for call in self.calls],
+            "findings": [finding.to_dict() for finding in self.findings],
+        }

@@ -1,0 +1,146 @@
+"""Strict RFC 8259 parsing of tool-call arguments.
+
+How this works: the standard library's C scanner does the parsing, so it is fast and linear,
+and hooks make it strict where it is lenient by default: ``parse_constant`` refuses NaN and
+Infinity, ``parse_float``/``parse_int`` see every number literal (length limit, overflow to
+infinity), ``object_pairs_hook`` sees every object's members in order (duplicate names).
+``raw_decode`` plus a whitespace check separates trailing data from syntax errors. Lone surrogate
+escapes and nesting depth are checked by one iterative walk over the parsed value. No
+well-kept library rejects both duplicate names and lone surrogates, so this stays a thin layer
+over ``json`` rather than a parser of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from reassemble.codes import Code
+from reassemble.limits import DEFAULT_LIMITS, Limits
+
+_JSON_WHITESPACE = " \t\n\r"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class StrictJSONError(ValueError):
+    """Why a text is not strict JSON: ``code`` is an argument finding code, ``position`` the
+    character offset (byte offset for ``loads_bytes`` decoding errors)."""
+
+    def __init__(self, code: Code, message: str, position: int = 0) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.position = position
+
+
+class _HookError(Exception):
+    """Raised inside a hook; the C scanner lets it through untouched."""
+
+    def __init__(self, code: Code, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def loads(text: str, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """Parse ``text`` as one strict JSON document; raise ``StrictJSONError`` otherwise."""
+    _check_size(text, limits)
+    value, end = _decode(text, limits)
+    rest = text[end:]
+    if rest.strip(_JSON_WHITESPACE):
+        offset = end + len(rest) - len(rest.lstrip(_JSON_WHITESPACE))
+        raise StrictJSONError(Code.TRAILING_DATA, "more text follows a complete JSON value",
+                              offset)
+    _walk(value, limits)
+    return value
+
+
+def loads_bytes(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """Decode ``data`` as strict UTF-8, then ``loads`` it."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise StrictJSONError(Code.INVALID_UNICODE, f"not UTF-8: {error.reason} at byte "
+                              f"{error.start}", error.start) from None
+    return loads(text, limits)
+
+
+def _check_size(text: str, limits: Limits) -> None:
+    # Characters are 1 to 4 UTF-8 bytes: encode only when the count cannot decide.
+    over = len(text) > limits.max_argument_bytes or (
+        len(text) * 4 > limits.max_argument_bytes
+        and len(text.encode("utf-8", "surrogatepass")) > limits.max_argument_bytes)
+    if over:
+        raise StrictJSONError(Code.LIMIT_EXCEEDED, "text is longer than "
+                              f"{limits.max_argument_bytes} bytes")
+
+
+def _decode(text: str, limits: Limits) -> tuple[Any, int]:
+    start = len(text) - len(text.lstrip(_JSON_WHITESPACE))
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_object,
+                               parse_constant=_refuse_constant,
+                               parse_float=_number_hook(limits, float),
+                               parse_int=_number_hook(limits, int))
+    try:
+        return decoder.raw_decode(text, start)
+    except _HookError as error:
+        raise StrictJSONError(error.code, error.message) from None
+    except json.JSONDecodeError as error:
+        message = "empty text" if not text.strip(_JSON_WHITESPACE) else error.msg
+        raise StrictJSONError(Code.INVALID_ARGUMENTS_JSON, message, error.pos) from None
+    except RecursionError:
+        raise StrictJSONError(Code.LIMIT_EXCEEDED, "nesting is deeper than "
+                              f"{limits.max_depth}") from None
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise _HookError(Code.DUPLICATE_KEY, f"member name {duplicate[:40]!r} appears twice")
+    return result
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _HookError(Code.NON_FINITE_NUMBER, f"{name} is not a JSON number")
+
+
+def _number_hook(limits: Limits, kind: type[int] | type[float]) -> Any:
+    def convert(literal: str) -> int | float:
+        if len(literal) > limits.max_number_chars:
+            raise _HookError(Code.LIMIT_EXCEEDED, "a number literal is longer than "
+                             f"{limits.max_number_chars} characters")
+        value = kind(literal)
+        if isinstance(value, float) and math.isinf(value):
+            raise _HookError(Code.NON_FINITE_NUMBER, f"{literal[:40]} overflows to infinity")
+        return value
+
+    return convert
+
+
+def _walk(value: Any, limits: Limits) -> None:
+    """Depth and lone surrogates, in one iterative pass (no recursion on hostile input)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            _check_string(item)
+        elif isinstance(item, dict | list):
+            if depth > limits.max_depth:
+                raise StrictJSONError(Code.LIMIT_EXCEEDED, "nesting is deeper than "
+                                      f"{limits.max_depth}")
+            if isinstance(item, dict):
+                stack.extend((key, depth) for key in item)
+                stack.extend((child, depth + 1) for child in item.values())
+            else:
+                stack.extend((child, depth + 1) for child in item)
+
+
+def _check_string(text: str) -> None:
+    # The scanner pairs valid surrogate escapes into one character, so any surrogate code point
+    # left in a decoded string came from a lone escape.
+    if _SURROGATE.search(text):
+        raise StrictJSONError(Code.INVALID_UNICODE, "a string holds a lone surrogate escape")

@@ -1,0 +1,34 @@
+"""Shared test helpers: the bundled fixtures and the optional shared corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFORMANCE = ROOT / "fixtures" / "conformance"
+#: The shared corpus lives beside the repository for the developers and CI; users won't have it.
+SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def conformance_fixtures() -> list[Path]:
+    return sorted(CONFORMANCE.rglob("*.json"))
+
+
+def load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def fixture_id(path: Path) -> str:
+    return str(path.relative_to(CONFORMANCE).with_suffix(""))
+
+
+def require_corpus(sub: str) -> Path:
+    path = SHARED_CORPUS / sub
+    if not path.is_dir():
+        pytest.skip(f"shared corpus not present at {path}")
+    return path

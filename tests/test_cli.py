@@ -1,0 +1,99 @@
+"""``callgate check`` as a user meets it: exit codes, JSON lines, one-line errors, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.app import app
+from tests.conftest import CONFORMANCE
+
+runner = CliRunner()
+GOOD = CONFORMANCE / "openai" / "valid_fragmented.json"
+BAD = CONFORMANCE / "openai" / "reused_index_new_id.json"
+TEXT = CONFORMANCE / "anthropic" / "text_only.json"
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["check", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_valid_fixture_exits_0_with_its_exact_call() -> None:
+    code, out, _ = invoke(str(GOOD))
+    report = json.loads(out)
+    assert code == 0
+    assert (report["status"], report["executable"], report["fixture"]) == ("pass", True, str(GOOD))
+    assert [(c["id"], c["name"], c["arguments"]) for c in report["calls"]] == [
+        ("call_w1", "get_weather", '{"city":"Paris","unit":"c"}')]
+
+
+def test_a_reused_slot_exits_1_with_identity_collision() -> None:
+    code, out, _ = invoke(str(BAD))
+    report = json.loads(out)
+    assert (code, report["status"], report["executable"]) == (1, "fail", False)
+    assert {f["code"] for f in report["findings"]} == {"identity_collision"}
+
+
+def test_a_text_only_stream_exits_2_not_applicable() -> None:
+    code, out, _ = invoke(str(TEXT))
+    assert (code, json.loads(out)["status"], json.loads(out)["applicable"]) == (
+        2, "not_applicable", False)
+
+
+def test_several_fixtures_give_one_line_each_and_the_worst_exit() -> None:
+    code, out, _ = invoke(str(GOOD), str(BAD))
+    assert code == 1
+    assert [json.loads(line)["status"] for line in out.splitlines()] == ["pass", "fail"]
+
+
+def test_text_report_names_the_verdict_and_the_finding() -> None:
+    code, out, _ = invoke("--report", "text", str(BAD))
+    assert code == 1
+    assert "fail (BLOCKED)" in out and "identity_collision" in out
+
+
+def test_allow_quirk_tolerates_a_repeated_finish(tmp_path: Path) -> None:
+    envelope = json.loads((CONFORMANCE / "openai" /
+                           "quirk_repeated_finish_openrouter.json").read_text())
+    del envelope["provider"]
+    path = tmp_path / "repeat.json"
+    path.write_text(json.dumps(envelope))
+    assert invoke(str(path))[0] == 1
+    assert invoke("--allow-quirk", "repeated_finish_chunk", str(path))[0] == 0
+
+
+def test_an_unknown_quirk_name_is_one_line_and_exit_2() -> None:
+    code, out, err = invoke("--allow-quirk", "be_nice", str(GOOD))
+    assert (code, out) == (2, "")
+    assert err.startswith("callgate: unknown quirk 'be_nice'") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (b"\xff\xfe{}", "not strict JSON (invalid_unicode)"),
+    (b'{"profile": "openai", "profile": "anthropic", "chunks": []}', "duplicate_key"),
+    (b'{"profile": "openai", "chunks": [NaN]}', "non_finite_number"),
+    (b'{"profile": "openai", "chunks": []', "not strict JSON (invalid_arguments_json)"),
+    (b'{"profile": "cohere", "chunks": []}', "not a callgate envelope: at /profile"),
+    (b'{"profile": "anthropic", "chunks": []}', "'events' is a required property"),
+    (b'{"profile": "openai", "chunks": [], "tool_schema": {}}', "Additional properties"),
+    (b'[]', "not a callgate envelope: at (root)"),
+])
+def test_bad_input_is_one_line_naming_the_file_and_exit_2(tmp_path: Path, content: bytes,
+                                                          problem: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    code, out, err = invoke(str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"callgate: {path}: ") and problem in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_missing_file_is_one_line_and_the_rest_still_run(tmp_path: Path) -> None:
+    code, out, err = invoke(str(tmp_path / "absent.json"), str(GOOD))
+    assert code == 2
+    assert err == f"callgate: {tmp_path / 'absent.json'}: cannot read: No such file or directory\n"
+    assert json.loads(out)["status"] == "pass"

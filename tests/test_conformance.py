@@ -1,0 +1,118 @@
+"""Every bundled conformance fixture, fed three ways, gives its pinned verdict."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reassemble import Reassembler, Report, check
+from reassemble.profiles import PROFILES
+from tests.conftest import conformance_fixtures, fixture_id, load
+
+FIXTURES = conformance_fixtures()
+
+
+def summary(report: Report) -> tuple[str, list[str], list[tuple[Any, ...]]]:
+    calls = [(c.id, c.name, c.arguments) for c in report.calls]
+    return report.status.value, report.blocking_codes, calls
+
+
+def feed_one_at_a_time(envelope: dict[str, Any]) -> tuple[Report, list[str]]:
+    reassembler = Reassembler(envelope["profile"], envelope.get("tool_schemas"),
+                              request=envelope.get("request"), provider=envelope.get("provider"))
+    live: list[str] = []
+    for raw in envelope[PROFILES[envelope["profile"]].stream_key]:
+        live.extend(f.code.value for f in reassembler.feed(raw))
+    return reassembler.close(), live
+
+
+def resplit_arguments(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The same stream with every argument fragment cut in two across two events."""
+    out = copy.deepcopy(envelope)
+    key = PROFILES[out["profile"]].stream_key
+    split = resplit_anthropic if key == "events" else resplit_chat
+    out[key] = [piece for raw in out[key] for piece in split(raw)]
+    return out
+
+
+def resplit_anthropic(event: Any) -> list[Any]:
+    delta = event.get("delta") if isinstance(event, dict) else None
+    text = delta.get("partial_json") if isinstance(delta, dict) else None
+    if event.get("type") != "content_block_delta" or not isinstance(text, str) or len(text) < 2:
+        return [event]
+    head, tail = copy.deepcopy(event), copy.deepcopy(event)
+    head["delta"]["partial_json"], tail["delta"]["partial_json"] = text[:len(text) // 2], text[
+        len(text) // 2:]
+    return [head, tail]
+
+
+def resplit_chat(chunk: Any) -> list[Any]:
+    """Halve the arguments of indexed entries; the halves follow in a second chunk that also takes
+    over the finish_reason, so the order of terminal evidence is unchanged."""
+    if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
+        return [chunk]
+    if len(chunk["choices"]) != 1 or not isinstance(chunk["choices"][0], dict):
+        return [chunk]
+    choice = chunk["choices"][0]
+    entries = (choice.get("delta") or {}).get("tool_calls")
+    if not isinstance(entries, list):
+        return [chunk]
+    tails = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
+            continue
+        arguments = (entry.get("function") or {}).get("arguments")
+        if isinstance(arguments, str) and len(arguments) > 1:
+            half = len(arguments) // 2
+            entry["function"]["arguments"] = arguments[:half]
+            tails.append({"index": entry["index"], "function": {"arguments": arguments[half:]}})
+    if not tails:
+        return [chunk]
+    second = copy.deepcopy(chunk)
+    second["choices"][0]["delta"] = {"tool_calls": tails}
+    choice["finish_reason"] = None
+    return [chunk, second]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)
+def test_fixture_gives_its_pinned_verdict(path: Path) -> None:
+    envelope = load(path)
+    expect = envelope["expect"]
+    report = check(envelope)
+    assert report.status.value == expect["status"]
+    assert report.blocking_codes == sorted(expect["codes"])
+    if "calls" in expect:
+        assert [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in report.calls] == (
+            expect["calls"])
+    assert report.exit_code == {"pass": 0, "fail": 1}.get(expect["status"], 2)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)
+def test_fixture_fed_one_event_at_a_time_gives_the_same_report(path: Path) -> None:
+    envelope = load(path)
+    whole = check(envelope)
+    report, live = feed_one_at_a_time(envelope)
+    assert report.to_dict() == whole.to_dict()
+    close_only = [f.code.value for f in whole.findings][len(live):]
+    assert [f.code.value for f in whole.findings] == live + close_only
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)
+def test_fixture_with_resplit_arguments_gives_the_same_calls_and_codes(path: Path) -> None:
+    envelope = load(path)
+    assert summary(check(resplit_arguments(envelope))) == summary(check(envelope))
+
+
+def test_the_matrix_covers_every_finding_code() -> None:
+    from reassemble import Code
+
+    seen = {code for path in FIXTURES for code in load(path)["expect"]["codes"]}
+    assert {code.value for code in Code} - seen == set()
+
+
+def test_every_fixture_says_what_it_shows_first() -> None:
+    for path in FIXTURES:
+        assert next(iter(load(path))) == "description", path

@@ -1,0 +1,165 @@
+"""Real recorded streams from ../shared/corpus/real get the verdict a careful engineer gives.
+
+The corpus is not shipped; without it these tests skip. Each body is turned into an envelope
+here (SSE ``data:`` JSON, JSON lines, or a JSON array), with tool schemas and non-prompt request
+parameters taken from the recorded request when there is one. When no request was recorded the
+called tools get the schema ``true``, so the verdict is about the stream alone.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reassemble import check
+from reassemble.sse import decode_all
+from tests.conftest import SHARED_CORPUS
+
+REAL = SHARED_CORPUS / "real"
+PROFILE_BY_PROVIDER = {"anthropic": "anthropic", "anthropic-vertex": "anthropic",
+                       "mistral": "mistral"}
+
+# file -> (status, blocking codes, tolerated quirks). Why each block is right:
+#  - anthropic max-tokens fixture: stop_reason max_tokens cut the input mid-string and the
+#    tool block never got its content_block_stop.
+#  - computer-use: Anthropic-defined tool "computer" has no input_schema in the request, so there
+#    is nothing to validate its input against: fail closed until the user supplies one.
+#  - openrouter kimi-k2 (variant a): no chunk ever carries a finish_reason.
+#  - ollama: the model sent "value" as the string "[1, 2, 3, 4, 5]" where the schema wants an array.
+#  - tgi: the stored snapshot stops before any finish_reason (its last chunks were not recorded).
+EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
+    "openai/chat-gpt4o-single-pydantic-tool.sse": ("pass", [], []),
+    "openai/chat-gpt4o-parallel-2-tools.sse": ("pass", [], []),
+    "openai/chat-gpt4o-single-fantasy.sse": ("pass", [], []),
+    "openai/chat-gpt5-parallel-fantasy.sse": ("pass", [], []),
+    "openai/chat-parallel-magentic.sse": ("pass", [], []),
+    "openai/chat-text-then-tool-magentic.sse": ("pass", [], []),
+    "openai/chat-forced-tool-finish-stop-magentic.sse": ("pass", [], []),
+    "openai/chat-parallel-otel-contrib.sse": ("pass", [], []),
+    "openai/chat-parallel-pydantic-ai-temporal.sse": ("pass", [], []),
+    "azure-openai/chat-azure-gpt5-mini.sse": ("pass", [], []),
+    "anthropic/messages-text-then-tool-sdk-fixture.sse": ("pass", [], []),
+    "anthropic/messages-tool-cut-by-max-tokens-sdk-fixture.sse": (
+        "fail", ["missing_terminal", "wrong_terminal_reason"], []),
+    "anthropic/messages-haiku45-single-sdk-snapshot.sse": ("pass", [], []),
+    "anthropic/messages-two-tool-use-llm-anthropic.sse": ("pass", [], []),
+    "anthropic/messages-thinking-then-tool-llm-anthropic.sse": ("pass", [], []),
+    "anthropic/messages-opus3-parallel-magentic.sse": ("pass", [], []),
+    "anthropic/messages-text-then-tool-magentic.sse": ("pass", [], []),
+    "anthropic/messages-thinking-then-tool-fantasy.sse": ("pass", [], []),
+    "anthropic/messages-text-then-2-tools-fantasy.sse": ("pass", [], []),
+    "anthropic/messages-computer-use-opus46-fantasy.sse": ("fail", ["unknown_tool"], []),
+    "anthropic/messages-text-then-2-tools-openinference.sse": ("pass", [], []),
+    "anthropic/messages-single-delta-input-mirascope.sse": ("pass", [], []),
+    "anthropic/messages-tool-search-then-tool-pydantic-ai.sse": ("pass", [], []),
+    "anthropic/messages-no-args-tool-vercel.jsonl": ("pass", [], []),
+    "anthropic-vertex/messages-vertex-claude37-text-then-tool.sse": ("pass", [], []),
+    "mistral/chat-mistral-large-single-magentic.sse": ("pass", [], []),
+    "mistral/chat-mistral-large-parallel-magentic.sse": ("pass", [], []),
+    "mistral/chat-mistral-small-openinference.sse": ("pass", [], []),
+    "mistral/chat-mistral-small-vercel.jsonl": ("pass", [], []),
+    "mistral/chat-mistral-endpoint-glm-incremental-vercel.jsonl": ("pass", [], []),
+    "gemini-openai-compat/chat-gemini-openai-compat-magentic.sse": (
+        "pass", [], ["missing_call_id", "missing_tool_call_index"]),
+    "groq/chat-groq-kimi-k2-parallel-fantasy.sse": ("pass", [], []),
+    "groq/chat-groq-reasoning-then-call-pydantic-ai.sse": ("pass", [], []),
+    "groq/chat-groq-llama33-vercel.jsonl": ("pass", [], []),
+    "deepseek/chat-deepseek-reasoner-vercel.jsonl": ("pass", [], []),
+    "xai/chat-xai-grok4-fast-parallel-fantasy.sse": ("pass", [], []),
+    "xai/chat-xai-grok-code-fast-reasoning-fantasy.sse": ("pass", [], []),
+    "xai/chat-xai-finish-on-tool-chunk-magentic.sse": ("pass", [], []),
+    "zai/chat-zai-glm47-parallel-fantasy.sse": ("pass", [], []),
+    "openrouter/chat-openrouter-novita-kimi-k2-llm.sse": ("fail", ["missing_terminal"], []),
+    "openrouter/chat-openrouter-novita-kimi-k2-variant-c-llm.sse": ("pass", [], []),
+    "openrouter/chat-openrouter-text-then-tool-magentic.sse": ("pass", [], []),
+    "openrouter/chat-openrouter-anthropic-parallel-fantasy.sse": (
+        "pass", [], ["repeated_finish_chunk"]),
+    "openrouter/chat-openrouter-kimi-reasoning-parallel-fantasy.sse": (
+        "pass", [], ["repeated_finish_chunk"]),
+    "vercel-ai-gateway/chat-vercel-gateway-claude-parallel-fantasy.sse": ("pass", [], []),
+    "vercel-ai-gateway/chat-vercel-gateway-gpt5-fantasy.sse": ("pass", [], []),
+    "huggingface-router/chat-hf-router-kimi-k2-parallel-fantasy.sse": ("pass", [], []),
+    "llamacpp/chat-llamacpp-gpt-oss-fantasy.sse": ("pass", [], []),
+    "ollama/chat-ollama-openai-compat-magentic.sse": (
+        "fail", ["schema_violation"], ["missing_tool_call_index"]),
+    "avian/chat-avian-kimi-parallel-fantasy.sse": ("pass", [], ["repeated_finish_chunk"]),
+    "alibaba-dashscope/chat-alibaba-qwen3-max-vercel.jsonl": ("pass", [], []),
+    "writer/chat-writer-palmyra-x4-7-calls-openllmetry.sse": (
+        "pass", [], ["choice_message_mirror"]),
+    "tgi/chat-tgi-llama31-tool-choice.json": ("fail", ["missing_terminal"], []),
+}
+
+
+def index_rows() -> list[dict[str, str]]:
+    if not (REAL / "INDEX.tsv").is_file():
+        return []
+    with (REAL / "INDEX.tsv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    return [r for r in rows if r["api"] in ("chat.completions", "messages")]
+
+
+def body_events(path: Path) -> list[Any]:
+    data = path.read_bytes()
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+    if path.suffix == ".json":
+        return list(json.loads(data))
+    events, _ = decode_all(data)
+    return [json.loads(e.data) for e in events if e.data != "[DONE]"]
+
+
+def schemas_and_request(path: Path, events: list[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    request_path = path.with_name(path.name.split(".")[0] + ".request.json")
+    if not request_path.is_file():
+        return {name: True for name in called_names(events)}, {}
+    body = json.loads(request_path.read_text(encoding="utf-8"))
+    schemas: dict[str, Any] = {}
+    for tool in body.get("tools") or []:
+        if "function" in tool:
+            schemas[tool["function"]["name"]] = tool["function"].get("parameters", {})
+        elif "input_schema" in tool:
+            schemas[tool["name"]] = tool["input_schema"]
+    request = {k: body[k] for k in ("model", "tool_choice", "parallel_tool_calls", "n")
+               if k in body}
+    return schemas, request
+
+
+def called_names(events: list[Any]) -> set[str]:
+    names = set()
+    for event in events:
+        block = event.get("content_block") or {}
+        if block.get("type") == "tool_use":
+            names.add(block["name"])
+        for choice in event.get("choices") or []:
+            for call in (choice.get("delta") or {}).get("tool_calls") or []:
+                if (call.get("function") or {}).get("name"):
+                    names.add(call["function"]["name"])
+    return names
+
+
+ROWS = index_rows()
+
+
+def test_every_chat_and_messages_stream_has_an_expected_verdict() -> None:
+    if not ROWS:
+        pytest.skip("shared corpus not present")
+    assert sorted(r["file"] for r in ROWS) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r["file"])
+def test_real_stream_gets_the_careful_verdict(row: dict[str, str]) -> None:
+    path = REAL / row["file"]
+    events = body_events(path)
+    schemas, request = schemas_and_request(path, events)
+    profile = PROFILE_BY_PROVIDER.get(row["provider"], "openai")
+    envelope = {"profile": profile, "provider": row["provider"], "tool_schemas": schemas,
+                "request": request, ("events" if profile == "anthropic" else "chunks"): events}
+    report = check(envelope)
+    tolerated = sorted({f.quirk for f in report.findings if f.quirk})
+    status, codes, quirks = EXPECTED[row["file"]]
+    assert (report.status.value, report.blocking_codes, tolerated) == (status, codes, quirks), (
+        [f.to_dict() for f in report.findings])

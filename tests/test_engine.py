@@ -1,0 +1,205 @@
+"""The engine's contract: live findings, the state table, identity, limits, quirks, misuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reassemble import Code, Limits, Reassembler, Severity, SlotState, Status
+from reassemble.state import LIFECYCLE, TRANSITIONS, SlotInput
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
+def chunk(*entries: dict[str, Any], finish: str | None = None, choice: int = 0) -> dict[str, Any]:
+    delta = {"tool_calls": list(entries)} if entries else {}
+    return {"choices": [{"index": choice, "delta": delta, "finish_reason": finish}]}
+
+
+def entry(index: int, arguments: str, call_id: str | None = None,
+          name: str | None = None) -> dict[str, Any]:
+    function: dict[str, Any] = {"arguments": arguments}
+    if name is not None:
+        function["name"] = name
+    out: dict[str, Any] = {"index": index, "function": function}
+    if call_id is not None:
+        out["id"] = call_id
+    return out
+
+
+def openai() -> Reassembler:
+    return Reassembler("openai", {"get_weather": WEATHER})
+
+
+def test_feed_returns_the_collision_at_the_event_that_causes_it() -> None:
+    engine = openai()
+    assert engine.feed(chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather"))) == []
+    findings = engine.feed(chunk(entry(0, "", "call_B", "get_weather")))
+    assert [(f.code, f.slot, f.event, f.path) for f in findings] == [
+        (Code.IDENTITY_COLLISION, 0, 1, "/chunks/1/choices/0/delta/tool_calls/0")]
+
+
+def test_parseable_arguments_are_not_validated_before_the_finish_reason() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather")))
+    assert engine.feed(chunk(entry(0, "}"))) == []
+    findings = engine.feed(chunk(finish="tool_calls"))
+    assert [f.code for f in findings] == [Code.TRAILING_DATA]
+    assert findings[0].event == 1  # the fragment where the trailing text begins
+
+
+def test_truncated_stream_is_reported_at_close() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather")))
+    report = engine.close()
+    assert report.status is Status.FAIL and report.exit_code == 1
+    assert report.blocking_codes == ["missing_terminal"]
+    assert report.calls[0].state is SlotState.BLOCKED
+    assert report.calls[0].parsed_arguments is None
+
+
+def test_a_valid_call_is_validated_with_exact_arguments() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city":', "call_A", "get_weather")))
+    engine.feed(chunk(entry(0, ' "Oslo"}')))
+    engine.feed(chunk(finish="tool_calls"))
+    report = engine.close()
+    assert report.executable
+    call = report.calls[0]
+    assert (call.id, call.name, call.arguments, call.parsed_arguments, call.state) == (
+        "call_A", "get_weather", '{"city": "Oslo"}', {"city": "Oslo"}, SlotState.VALIDATED)
+    assert report.to_dict()["calls"][0]["state"] == "validated"
+
+
+def test_argument_limit_blocks_without_keeping_the_text() -> None:
+    engine = Reassembler("openai", {"get_weather": WEATHER},
+                         limits=Limits(max_argument_bytes=16))
+    engine.feed(chunk(entry(0, '{"city":"Osl', "call_A", "get_weather")))
+    findings = engine.feed(chunk(entry(0, 'o, Norway"}')))
+    assert [f.code for f in findings] == [Code.LIMIT_EXCEEDED]
+    engine.feed(chunk(finish="tool_calls"))
+    assert engine.close().calls[0].arguments == ""
+
+
+def test_multibyte_text_counts_in_utf8_bytes_against_the_limit() -> None:
+    engine = Reassembler("openai", {"get_weather": WEATHER}, limits=Limits(max_argument_bytes=15))
+    findings = engine.feed(chunk(entry(0, '{"city":"ÅÅÅ"}', "call_A", "get_weather")))
+    assert [f.code for f in findings] == [Code.LIMIT_EXCEEDED]  # 14 characters, 17 bytes
+
+
+def test_allowing_a_quirk_by_name_tolerates_and_reports_it() -> None:
+    stream = [chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather")),
+              chunk(finish="tool_calls"), chunk(finish="tool_calls")]
+    strict = openai()
+    lenient = Reassembler("openai", {"get_weather": WEATHER},
+                          allow_quirks=["repeated_finish_chunk"])
+    for raw in stream:
+        strict.feed(raw)
+        lenient.feed(raw)
+    assert strict.close().blocking_codes == ["duplicate_terminal"]
+    report = lenient.close()
+    assert report.status is Status.PASS
+    assert [(f.code, f.severity, f.quirk) for f in report.findings] == [
+        (Code.DUPLICATE_TERMINAL, Severity.TOLERATED, "repeated_finish_chunk")]
+
+
+def test_a_repeated_finish_with_a_different_reason_is_not_the_quirk() -> None:
+    engine = Reassembler("openai", {"get_weather": WEATHER}, provider="openrouter")
+    engine.feed(chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather")))
+    engine.feed(chunk(finish="tool_calls"))
+    engine.feed(chunk(finish="stop"))
+    assert engine.close().blocking_codes == ["duplicate_terminal"]
+
+
+def test_quirks_apply_only_to_the_providers_that_have_them() -> None:
+    stream = [chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather")),
+              chunk(finish="tool_calls"), chunk(finish="tool_calls")]
+    for provider, status in (("openrouter", Status.PASS), ("openai", Status.FAIL), (None,
+                                                                                   Status.FAIL)):
+        engine = Reassembler("openai", {"get_weather": WEATHER}, provider=provider)
+        for raw in stream:
+            engine.feed(raw)
+        assert engine.close().status is status, provider
+
+
+def test_unknown_profile_and_unknown_quirk_are_caller_errors() -> None:
+    with pytest.raises(ValueError, match="unknown profile"):
+        Reassembler("cohere")
+    with pytest.raises(ValueError, match="unknown quirk"):
+        Reassembler("openai", allow_quirks=["be_nice"])
+
+
+def test_feeding_after_close_is_a_caller_error() -> None:
+    engine = openai()
+    engine.close()
+    with pytest.raises(RuntimeError):
+        engine.feed(chunk(finish="stop"))
+
+
+def test_close_twice_gives_the_same_report() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, "{", "call_A", "get_weather")))
+    assert engine.close().to_dict() == engine.close().to_dict()
+
+
+def test_a_chunk_that_is_not_an_object_is_unsupported() -> None:
+    assert [f.code for f in openai().feed(["not", "a", "chunk"])] == [Code.UNSUPPORTED_EVENT]
+
+
+def test_a_usage_only_chunk_with_null_choices_is_consumed() -> None:
+    assert openai().feed({"choices": None, "usage": {"total_tokens": 3}}) == []
+
+
+def test_azure_prompt_filter_chunk_is_consumed() -> None:
+    assert openai().feed({"choices": [], "prompt_filter_results": [{"prompt_index": 0}]}) == []
+
+
+def test_schema_violation_names_the_keyword_and_argument_path() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city": 7}', "call_A", "get_weather"), finish="tool_calls"))
+    finding = engine.close().findings[0]
+    assert finding.code is Code.SCHEMA_VIOLATION
+    assert finding.to_dict()["keyword"] == "type"
+    assert finding.to_dict()["argument_path"] == "/city"
+
+
+def test_unsupported_schema_keyword_points_into_the_tool_schema() -> None:
+    engine = Reassembler("openai", {"get/weather": {"type": "object", "requird": ["city"]}})
+    engine.feed(chunk(entry(0, '{"city":"Oslo"}', "call_A", "get/weather"), finish="tool_calls"))
+    finding = engine.close().findings[0]
+    assert (finding.code, finding.path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
+                                            "/tool_schemas/get~1weather/requird")
+
+
+def test_the_table_has_a_row_for_every_lifecycle_state_and_input() -> None:
+    assert set(TRANSITIONS) == {(state, move) for state in LIFECYCLE for move in SlotInput}
+
+
+def test_blocked_is_permanent_and_later_violations_are_still_reported() -> None:
+    engine = Reassembler("anthropic", {"get_weather": WEATHER})
+    engine.feed({"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {}}})
+    engine.feed({"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "input_json_delta", "partial_json": '{"city":'}})
+    assert [f.code for f in engine.feed({"type": "content_block_stop", "index": 0})] == [
+        Code.INVALID_ARGUMENTS_JSON]
+    late = engine.feed({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "input_json_delta", "partial_json": '"Oslo"}'}})
+    assert [f.code for f in late] == [Code.DELTA_AFTER_TERMINAL]
+    engine.feed({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
+    assert engine.close().calls[0].state is SlotState.BLOCKED
+
+
+def test_anthropic_tool_use_left_open_at_message_delta_is_missing_its_terminal() -> None:
+    engine = Reassembler("anthropic", {"get_weather": WEATHER})
+    engine.feed({"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {}}})
+    engine.feed({"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "input_json_delta", "partial_json": '{"city":"Oslo"}'}})
+    engine.feed({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
+    report = engine.close()
+    assert report.blocking_codes == ["missing_terminal"]
+    assert report.calls[0].findings == (Code.MISSING_TERMINAL,)

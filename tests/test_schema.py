@@ -1,0 +1,531 @@
+"""The tool-schema keyword policy and the mapping of jsonschema errors to violations."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reassemble.codes import Code
+from reassemble.schema import (
+    DRAFT7_KEYWORDS,
+    DRAFT202012_KEYWORDS,
+    SchemaProblem,
+    ToolSchema,
+    Violation,
+    compile_schema,
+)
+
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+
+# What Pydantic v2 emits for a weather tool: $defs + $ref, Optional as anyOf with null,
+# an Enum, a datetime, titles and defaults everywhere.
+PYDANTIC_WEATHER: dict[str, Any] = {
+    "$defs": {
+        "Unit": {"enum": ["celsius", "fahrenheit"], "title": "Unit", "type": "string"},
+        "Location": {
+            "properties": {
+                "city": {"title": "City", "type": "string", "pattern": "^[A-Z][a-z]+$"},
+                "country": {
+                    "anyOf": [{"type": "string"}, {"type": "null"}],
+                    "default": None,
+                    "title": "Country",
+                },
+            },
+            "required": ["city"],
+            "title": "Location",
+            "type": "object",
+        },
+    },
+    "properties": {
+        "location": {"$ref": "#/$defs/Location"},
+        "unit": {"$ref": "#/$defs/Unit", "default": "celsius"},
+        "when": {"format": "date-time", "title": "When", "type": "string"},
+        "days": {"default": 1, "maximum": 14, "minimum": 1, "title": "Days", "type": "integer"},
+    },
+    "required": ["location", "when"],
+    "title": "GetWeather",
+    "type": "object",
+}
+
+# Pydantic v2 for a field typed `Cat | Dog = Field(discriminator="pet_type")`.
+PYDANTIC_PETS: dict[str, Any] = {
+    "$defs": {
+        "Cat": {
+            "properties": {
+                "pet_type": {"const": "cat", "title": "Pet Type", "type": "string"},
+                "meows": {"title": "Meows", "type": "integer"},
+            },
+            "required": ["pet_type", "meows"],
+            "title": "Cat",
+            "type": "object",
+        },
+        "Dog": {
+            "properties": {
+                "pet_type": {"const": "dog", "title": "Pet Type", "type": "string"},
+                "barks": {"title": "Barks", "type": "number"},
+            },
+            "required": ["pet_type", "barks"],
+            "title": "Dog",
+            "type": "object",
+        },
+    },
+    "properties": {
+        "pet": {
+            "discriminator": {
+                "mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"},
+                "propertyName": "pet_type",
+            },
+            "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+            "title": "Pet",
+        }
+    },
+    "required": ["pet"],
+    "title": "AdoptPet",
+    "type": "object",
+}
+
+# OpenAI structured-outputs strict mode: closed objects, every property required, optional
+# values spelled as a null union.
+OPENAI_STRICT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Search terms"},
+        "limit": {"type": ["integer", "null"], "description": "Max results"},
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "minLength": 1}},
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["query", "limit", "items"],
+    "additionalProperties": False,
+}
+
+
+def compiled(schema: object) -> ToolSchema:
+    result = compile_schema(schema)
+    assert isinstance(result, ToolSchema), result
+    return result
+
+
+def problem(schema: object) -> SchemaProblem:
+    result = compile_schema(schema)
+    assert isinstance(result, SchemaProblem), "schema was accepted"
+    return result
+
+
+def where(violations: list[Violation]) -> list[tuple[str, str, str]]:
+    return [(v.keyword, v.instance_path, v.schema_path) for v in violations]
+
+
+def test_a_pydantic_model_accepts_arguments_that_fit_it() -> None:
+    arguments = {"location": {"city": "Paris", "country": None}, "unit": "celsius",
+                 "when": "2024-06-01T12:00:00Z", "days": 3}
+    assert compiled(PYDANTIC_WEATHER).violations(arguments) == []
+
+
+def test_a_pydantic_model_reports_missing_fields_wrong_enums_and_ranges() -> None:
+    arguments = {"location": {"country": 7}, "unit": "kelvin", "days": 15}
+    assert where(compiled(PYDANTIC_WEATHER).violations(arguments)) == [
+        ("required", "", "/required"),
+        ("maximum", "/days", "/properties/days/maximum"),
+        ("required", "/location", "/$defs/Location/required"),
+        ("anyOf", "/location/country", "/$defs/Location/properties/country/anyOf"),
+        ("enum", "/unit", "/$defs/Unit/enum"),
+    ]
+
+
+def test_a_violation_behind_a_ref_points_at_the_real_schema_location() -> None:
+    (violation,) = compiled(PYDANTIC_WEATHER).violations(
+        {"location": {"city": "paris"}, "when": "2024-06-01T12:00:00Z"})
+    assert violation.keyword == "pattern"
+    assert violation.instance_path == "/location/city"
+    assert violation.schema_path == "/$defs/Location/properties/city/pattern"
+
+
+def test_a_date_time_format_is_asserted_not_just_annotated() -> None:
+    (violation,) = compiled(PYDANTIC_WEATHER).violations(
+        {"location": {"city": "Paris"}, "when": "next tuesday"})
+    assert (violation.keyword, violation.instance_path) == ("format", "/when")
+    assert violation.schema_path == "/properties/when/format"
+
+
+def test_a_pydantic_discriminated_union_is_accepted_and_validated_by_its_one_of() -> None:
+    schema = compiled(PYDANTIC_PETS)
+    assert schema.violations({"pet": {"pet_type": "cat", "meows": 3}}) == []
+    assert schema.violations({"pet": {"pet_type": "dog", "barks": 1.5}}) == []
+    assert where(schema.violations({"pet": {"pet_type": "cat", "barks": 1.5}})) == [
+        ("oneOf", "/pet", "/properties/pet/oneOf")]
+
+
+def test_an_openai_strict_schema_accepts_arguments_with_every_property_present() -> None:
+    arguments = {"query": "weather", "limit": None, "items": [{"name": "a"}]}
+    assert compiled(OPENAI_STRICT).violations(arguments) == []
+
+
+def test_an_openai_strict_schema_rejects_extra_missing_and_nested_bad_properties() -> None:
+    arguments = {"query": "q", "items": [{"name": "a"}, {"name": "b"},
+                                          {"name": "", "note": 1}], "extra": True}
+    assert where(compiled(OPENAI_STRICT).violations(arguments)) == [
+        ("additionalProperties", "", "/additionalProperties"),
+        ("required", "", "/required"),
+        ("additionalProperties", "/items/2", "/properties/items/items/additionalProperties"),
+        ("minLength", "/items/2/name", "/properties/items/items/properties/name/minLength"),
+    ]
+
+
+def test_a_misspelled_keyword_is_unsupported_and_pointed_at() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string", "requird": True}}}
+    found = problem(schema)
+    assert found.code is Code.UNSUPPORTED_SCHEMA_KEYWORD
+    assert found.schema_path == "/properties/city/requird"
+    assert "requird" in found.message
+
+
+def test_a_misspelled_keyword_under_an_awkward_property_name_gets_an_escaped_pointer() -> None:
+    found = problem({"properties": {"a/b~c": {"maxLenght": 3}}})
+    assert found.schema_path == "/properties/a~1b~0c/maxLenght"
+
+
+def test_properties_named_like_keywords_or_typos_are_not_keywords() -> None:
+    schema = {"type": "object",
+              "properties": {"requird": {"type": "string"}, "$id": {"type": "integer"},
+                             "nullable": {"type": "boolean"}},
+              "required": ["requird", "$id", "nullable"], "additionalProperties": False}
+    validator = compiled(schema)
+    assert validator.violations({"requird": "x", "$id": 1, "nullable": True}) == []
+    assert where(validator.violations({"requird": 1, "$id": 1, "nullable": True})) == [
+        ("type", "/requird", "/properties/requird/type")]
+
+
+def test_data_valued_keywords_are_never_walked_for_keywords() -> None:
+    weird = {"requird": 1, "$dynamicRef": "#x", "nullable": True, "$ref": "https://evil/x"}
+    schema = {"type": "object", "enum": [weird], "const": weird, "default": weird,
+              "examples": [weird], "required": ["requird"]}
+    assert compiled(schema).violations(weird) == []
+
+
+@pytest.mark.parametrize(("keyword", "value"), [
+    ("$id", "https://example.com/x"), ("$anchor", "a"), ("$dynamicRef", "#meta"),
+    ("$dynamicAnchor", "meta"), ("$vocabulary", {"https://example.com/vocab": True}),
+    ("$recursiveRef", "#"), ("nullable", True), ("x-extra", 1), ("id", "x"),
+])
+def test_keywords_outside_the_policy_are_unsupported(keyword: str, value: object) -> None:
+    found = problem({"properties": {"x": {"type": "string", keyword: value}}})
+    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
+                                               f"/properties/x/{keyword}")
+
+
+def test_an_unknown_format_is_unsupported() -> None:
+    found = problem({"properties": {"tel": {"type": "string", "format": "phone"}}})
+    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
+                                               "/properties/tel/format")
+
+
+def test_a_format_is_only_supported_where_its_draft_defines_a_checker() -> None:
+    assert isinstance(compile_schema({"format": "uuid"}), ToolSchema)
+    assert problem({"$schema": DRAFT7, "format": "uuid"}).schema_path == "/format"
+
+
+HOSTILE_TEXT = ["", "\x00", "\udcff", "a" * 5000, "9" * 500, "a{4294967296}", "(" * 100_000,
+                "xn--", "xn--zz", "\u3002", "@", "a@b@c", "::::", "[", "%", "P", "PT", "{+a",
+                "/~2", "2024-02-30T25:61:61Z", "http://\udcff", "\u0300"]
+
+
+@pytest.mark.parametrize("uri", [DRAFT7, "https://json-schema.org/draft/2020-12/schema"])
+def test_every_supported_format_answers_on_hostile_text_instead_of_raising(uri: str) -> None:
+    from reassemble.schema import _DIALECTS
+
+    dialect = _DIALECTS[uri.replace("http:", "https:").removesuffix("#")]
+    for name in sorted(dialect.formats.checkers):
+        validator = compiled({"$schema": uri, "format": name})
+        for text in HOSTILE_TEXT:
+            assert all(v.keyword == "format" for v in validator.violations(text))
+
+
+@pytest.mark.parametrize("name", ["iri", "iri-reference"])
+def test_iri_formats_are_unsupported_because_their_checker_is_slow_on_long_text(name: str) -> None:
+    assert problem({"format": name}).code is Code.UNSUPPORTED_SCHEMA_KEYWORD
+
+
+def test_a_pattern_violation_names_the_pattern_keyword() -> None:
+    validator = compiled({"type": "string", "pattern": "^[0-9]{3}$"})
+    assert where(validator.violations("12a")) == [("pattern", "", "/pattern")]
+    assert validator.violations("123") == []
+
+
+@pytest.mark.parametrize("ref", ["https://example.com/schema.json", "other.json#/$defs/A",
+                                 "#anchor", "", "/$defs/A"])
+def test_refs_that_leave_this_document_or_use_anchors_are_unsupported(
+    ref: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a remote $ref was fetched")
+
+    monkeypatch.setattr("urllib.request.urlopen", no_network)
+    found = problem({"$defs": {"A": {}}, "properties": {"a": {"$ref": ref}}})
+    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
+                                               "/properties/a/$ref")
+
+
+def test_the_validator_registry_refuses_to_retrieve_anything() -> None:
+    from referencing.exceptions import NoSuchResource
+
+    from reassemble.schema import _OFFLINE
+
+    with pytest.raises(NoSuchResource):
+        _OFFLINE.get_or_retrieve("https://example.com/schema.json")
+
+
+@pytest.mark.parametrize("ref", ["#/$defs/Missing", "#/properties/a/items", "#/$defs/A/0"])
+def test_a_local_ref_that_does_not_resolve_is_an_invalid_schema(ref: str) -> None:
+    found = problem({"$defs": {"A": {}}, "properties": {"a": {"$ref": ref}}})
+    assert (found.code, found.schema_path) == (Code.INVALID_SCHEMA, "/properties/a/$ref")
+    assert "does not resolve" in found.message
+
+
+@pytest.mark.parametrize("ref", ["#/$defs", "#/properties/a/enum/0", "#/required",
+                                 "#/$defs/A/default"])
+def test_a_ref_that_lands_on_data_instead_of_a_subschema_is_an_invalid_schema(ref: str) -> None:
+    schema = {"$defs": {"A": {"default": {"type": "string"}}}, "required": ["a"],
+              "properties": {"a": {"enum": [{"type": "string"}]}, "b": {"$ref": ref}}}
+    assert (problem(schema).code, problem(schema).schema_path) == (
+        Code.INVALID_SCHEMA, "/properties/b/$ref")
+
+
+def test_a_ref_with_tilde_and_slash_escapes_and_percent_encoding_resolves() -> None:
+    schema = {"$defs": {"a/b": {"type": "integer"}, "m~n": {"type": "string"},
+                        "sp ace": {"minimum": 0}},
+              "properties": {"x": {"$ref": "#/$defs/a~1b"}, "y": {"$ref": "#/$defs/m~0n"},
+                             "z": {"$ref": "#/$defs/sp%20ace"}}}
+    validator = compiled(schema)
+    assert validator.violations({"x": 1, "y": "s", "z": 0}) == []
+    assert where(validator.violations({"x": "1", "y": 2, "z": -1})) == [
+        ("type", "/x", "/$defs/a~1b/type"),
+        ("type", "/y", "/$defs/m~0n/type"),
+        ("minimum", "/z", "/$defs/sp ace/minimum"),
+    ]
+
+
+def test_a_draft_07_schema_with_definitions_and_tuple_items_validates() -> None:
+    schema = {"$schema": DRAFT7, "definitions": {"Name": {"type": "string"}},
+              "type": "array", "items": [{"$ref": "#/definitions/Name"}, {"type": "integer"}],
+              "additionalItems": False}
+    validator = compiled(schema)
+    assert validator.violations(["a", 1]) == []
+    assert where(validator.violations([1, "a", None])) == [
+        ("additionalItems", "", "/additionalItems"),
+        ("type", "/0", "/definitions/Name/type"),
+        ("type", "/1", "/items/1/type"),
+    ]
+
+
+@pytest.mark.parametrize("uri", [DRAFT7, DRAFT7[:-1], "https://json-schema.org/draft-07/schema#"])
+def test_the_draft_07_uri_is_recognised_with_or_without_its_fragment(uri: str) -> None:
+    compiled({"$schema": uri, "dependencies": {"a": ["b"], "c": {"required": ["d"]}}})
+
+
+def test_draft_07_dependencies_hold_data_arrays_and_walked_schemas() -> None:
+    schema = {"$schema": DRAFT7, "dependencies": {"a": ["b"], "c": {"required": ["d"]}}}
+    validator = compiled(schema)
+    assert where(validator.violations({"a": 1, "c": 2})) == [
+        ("dependencies", "", "/dependencies"), ("required", "", "/dependencies/c/required")]
+    assert problem({"$schema": DRAFT7, "dependencies": {"c": {"requird": ["d"]}}}).schema_path == (
+        "/dependencies/c/requird")
+
+
+def test_draft_07_rejects_assertions_it_would_silently_ignore_next_to_a_ref() -> None:
+    base = {"$schema": DRAFT7, "definitions": {"S": {"type": "string"}}}
+    compiled({**base, "properties": {"a": {"$ref": "#/definitions/S", "description": "ok"}}})
+    found = problem({**base, "properties": {"a": {"$ref": "#/definitions/S", "maxLength": 3}}})
+    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
+                                               "/properties/a/maxLength")
+
+
+def test_2020_12_evaluates_assertions_next_to_a_ref() -> None:
+    validator = compiled({"$defs": {"S": {"type": "string"}},
+                          "properties": {"a": {"$ref": "#/$defs/S", "maxLength": 3}}})
+    assert where(validator.violations({"a": "long"})) == [
+        ("maxLength", "/a", "/properties/a/maxLength")]
+
+
+@pytest.mark.parametrize(("schema", "pointer"), [
+    ({"$schema": DRAFT7, "prefixItems": [{}]}, "/prefixItems"),
+    ({"$schema": DRAFT7, "$defs": {}}, "/$defs"),
+    ({"definitions": {"A": {}}}, "/definitions"),
+    ({"dependencies": {"a": ["b"]}}, "/dependencies"),
+])
+def test_keywords_of_the_other_draft_are_unsupported(schema: dict[str, Any], pointer: str) -> None:
+    assert problem(schema).schema_path == pointer
+
+
+def test_the_allowed_keyword_sets_cover_both_drafts_and_exclude_identity_keywords() -> None:
+    for forbidden in ("$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "$schema", "nullable"):
+        assert forbidden not in DRAFT7_KEYWORDS | DRAFT202012_KEYWORDS
+    assert {"discriminator", "unevaluatedProperties", "$defs"} <= DRAFT202012_KEYWORDS
+    assert {"definitions", "additionalItems", "dependencies"} <= DRAFT7_KEYWORDS
+
+
+@pytest.mark.parametrize("uri", ["https://json-schema.org/draft/2019-09/schema",
+                                 "http://json-schema.org/draft-04/schema#", 7])
+def test_an_unknown_dialect_is_unsupported(uri: object) -> None:
+    found = problem({"$schema": uri, "type": "object"})
+    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD, "/$schema")
+
+
+def test_dollar_schema_below_the_root_is_unsupported() -> None:
+    found = problem({"properties": {"a": {"$schema": DRAFT7}}})
+    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
+                                               "/properties/a/$schema")
+
+
+def test_an_invalid_type_name_is_caught_by_the_metaschema() -> None:
+    found = problem({"properties": {"a": {"type": "strng"}}})
+    assert (found.code, found.schema_path) == (Code.INVALID_SCHEMA, "/properties/a/type")
+
+
+@pytest.mark.parametrize("schema", [[], "object", 1, None, 1.5])
+def test_a_root_that_is_neither_an_object_nor_a_boolean_is_an_invalid_schema(
+    schema: object,
+) -> None:
+    assert (problem(schema).code, problem(schema).schema_path) == (Code.INVALID_SCHEMA, "")
+
+
+@pytest.mark.parametrize(("schema", "pointer"), [
+    ({"maximum": float("nan")}, "/maximum"),
+    ({"enum": ("a", "b")}, "/enum"),
+    ({"properties": {1: {}}}, "/properties"),
+    ({"pattern": "a{4294967296}"}, "/pattern"),
+    ({"patternProperties": {"(": {}}}, "/patternProperties"),
+])
+def test_values_json_or_python_regexes_cannot_express_are_an_invalid_schema(
+    schema: dict[str, Any], pointer: str
+) -> None:
+    assert (problem(schema).code, problem(schema).schema_path) == (Code.INVALID_SCHEMA, pointer)
+
+
+def test_false_subschemas_report_their_own_path_and_the_false_keyword() -> None:
+    validator = compiled({"properties": {"x": False, "y": True}, "prefixItems": [False],
+                          "items": False})
+    assert where(validator.violations({"x": 1, "y": 2})) == [("false", "/x", "/properties/x")]
+    assert where(validator.violations([1, 2])) == [
+        ("items", "", "/items"), ("false", "/0", "/prefixItems/0")]
+
+
+def test_boolean_root_schemas_accept_everything_or_nothing() -> None:
+    assert compiled(True).violations({"any": "thing"}) == []
+    assert where(compiled(False).violations({})) == [("false", "", "")]
+
+
+@pytest.mark.parametrize("schema", [
+    {"$ref": "#"},
+    {"anyOf": [{"type": "string"}, {"$ref": "#"}]},
+    {"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"allOf": [{"$ref": "#/$defs/A"}]}},
+     "properties": {"a": {"$ref": "#/$defs/A"}}},
+    {"if": {"not": {"$ref": "#"}}},
+])
+def test_a_ref_cycle_that_never_descends_is_an_invalid_schema(schema: dict[str, Any]) -> None:
+    found = problem(schema)
+    assert found.code is Code.INVALID_SCHEMA and found.schema_path.endswith("/$ref")
+
+
+def test_a_recursive_ref_that_descends_into_children_validates_trees() -> None:
+    schema = {"$defs": {"Node": {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string"},
+        "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}},
+        "$ref": "#/$defs/Node"}
+    tree: dict[str, Any] = {"name": "leaf"}
+    for _ in range(60):
+        tree = {"name": "n", "children": [tree]}
+    validator = compiled(schema)
+    assert validator.violations(tree) == []
+    bad = {"name": "root", "children": [{"name": "a"}, {"name": "b", "children": [{}]}]}
+    assert where(validator.violations(bad)) == [
+        ("required", "/children/1/children/0", "/$defs/Node/required")]
+
+
+def test_violations_are_sorted_by_instance_path_then_schema_path() -> None:
+    schema = {"type": "object", "required": ["b", "a"], "properties": {
+        "z": {"type": "integer", "minimum": 5, "multipleOf": 2}, "m": {"type": "string"}}}
+    found = compiled(schema).violations({"z": 3, "m": 1})
+    assert [(v.instance_path, v.schema_path) for v in found] == sorted(
+        (v.instance_path, v.schema_path) for v in found)
+    assert [v.message for v in found[:2]] == ["'a' is a required property",
+                                              "'b' is a required property"]
+
+
+def test_a_compiled_schema_is_reusable_and_independent_of_the_callers_dict() -> None:
+    schema = copy.deepcopy(OPENAI_STRICT)
+    validator = compiled(schema)
+    schema["properties"]["query"]["type"] = "integer"
+    schema["required"].append("new")
+    for _ in range(3):
+        assert validator.violations({"query": "q", "limit": 1, "items": []}) == []
+        assert len(validator.violations({})) == 3
+
+
+def test_long_messages_are_truncated_to_200_characters() -> None:
+    (violation,) = compiled({"enum": ["a"]}).violations("x" * 1000)
+    assert len(violation.message) == 200
+
+
+def test_a_huge_integer_against_a_fractional_multiple_of_is_answered_not_raised() -> None:
+    validator = compiled({"multipleOf": 0.5})
+    assert validator.violations(10**400) == []
+    assert where(compiled({"multipleOf": 0.3}).violations(10**400 + 1)) == [
+        ("multipleOf", "", "/multipleOf")]
+
+
+def test_unique_items_on_many_objects_is_fast_and_uses_json_equality() -> None:
+    validator = compiled({"type": "array", "uniqueItems": True})
+    assert validator.violations([{"a": i, "b": [i, {"c": None}]} for i in range(50_000)]) == []
+    for duplicated in ([{"a": 1, "b": 2}, {"b": 2, "a": 1}], [1, 1.0], [[1, {"x": 2}], [1.0, {"x": 2}]]):
+        assert where(validator.violations(duplicated)) == [("uniqueItems", "", "/uniqueItems")]
+    for distinct in ([True, 1], [False, 0, None, "0", ""], [[1, 2], [2, 1]], [{"a": 1}, {"a": True}]):
+        assert validator.violations(distinct) == []
+
+
+@pytest.mark.parametrize("text", ["a{4294967296}", "(" * 100_000, "[", "a**"])
+def test_model_written_text_that_breaks_re_compile_is_a_format_violation(text: str) -> None:
+    validator = compiled({"type": "string", "format": "regex"})
+    assert where(validator.violations(text)) == [("format", "", "/format")]
+
+
+def test_unevaluated_properties_false_closes_a_composed_object() -> None:
+    validator = compiled({"allOf": [{"properties": {"a": {}}}], "properties": {"b": {}},
+                          "unevaluatedProperties": False})
+    assert validator.violations({"a": 1, "b": 2}) == []
+    assert where(validator.violations({"a": 1, "c": 3})) == [
+        ("unevaluatedProperties", "", "/unevaluatedProperties")]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(sorted(DRAFT202012_KEYWORDS | {"$ref", "requird", "a"})) | st.text(
+            max_size=4), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_compiling_any_json_value_answers_instead_of_raising(schema: object) -> None:
+    assert isinstance(compile_schema(schema), ToolSchema | SchemaProblem)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_validating_any_json_arguments_answers_instead_of_raising(arguments: object) -> None:
+    for schema in (PYDANTIC_WEATHER, PYDANTIC_PETS, OPENAI_STRICT):
+        for violation in compiled(schema).violations(arguments):
+            assert violation.schema_path.startswith("/") or violation.schema_path == ""
