@@ -113,7 +113,12 @@ def _number_hook(limits: Limits, kind: type[int] | type[float]) -> Any:
         if len(literal) > limits.max_number_chars:
             raise _HookError(Code.LIMIT_EXCEEDED, "a number literal is longer than "
                              f"{limits.max_number_chars} characters")
-        value = kind(literal)
+        try:
+            value = kind(literal)
+        except ValueError:
+            # int's own digit limit (sys.set_int_max_str_digits) when max_number_chars is above it.
+            raise _HookError(Code.LIMIT_EXCEEDED, "a number literal is longer than this "
+                             "interpreter converts") from None
         if isinstance(value, float) and math.isinf(value):
             raise _HookError(Code.NON_FINITE_NUMBER, f"{literal[:40]} overflows to infinity")
         return value
