@@ -1,0 +1,26 @@
+"""Redaction: from a captured exchange (or an envelope) to a fixture that is safe to keep.
+
+Plain functions over data: no file, socket or logging here.
+"""
+
+from redact.exchange import Exchange
+from redact.policy import (
+    ArgumentMode,
+    NotApplicable,
+    Redacted,
+    RedactionRefused,
+    redact_envelope,
+    redact_exchange,
+    tool_schemas,
+)
+
+__all__ = [
+    "ArgumentMode",
+    "Exchange",
+    "NotApplicable",
+    "Redacted",
+    "RedactionRefused",
+    "redact_envelope",
+    "redact_exchange",
+    "tool_schemas",
+]

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -29,7 +30,7 @@ arguments = st.dictionaries(st.text(max_size=6), json_leaf, max_size=5).map(
 def fragments(draw: st.DrawFn, text: str) -> list[str]:
     cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=8))))
     bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 @st.composite

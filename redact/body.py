@@ -1,0 +1,80 @@
+"""A recorded response body as the provider's stream events: SSE, JSON lines or a JSON array."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reassemble import strict_json
+from reassemble.limits import Limits
+from reassemble.sse import SSEError, decode_all
+
+_BODY_LIMITS = Limits(max_argument_bytes=256 << 20)
+
+
+class BodyError(ValueError):
+    """The body is not a stream callgate can read; the message is one line."""
+
+
+@dataclass(frozen=True)
+class StreamBody:
+    #: Each event's JSON value, in order; data that is not strict JSON stays a string so the
+    #: engine sees (and reports) it instead of it vanishing.
+    events: list[object]
+    framing: str
+    #: ``data: [DONE]`` was sent (Chat Completions' end-of-stream sentinel).
+    done: bool = False
+    #: The SSE body ended inside an event (no dispatching blank line).
+    incomplete: bool = False
+
+
+def parse_stream_body(body: bytes, content_type: str | None) -> StreamBody:
+    """Split ``body`` into events by its content type (``text/event-stream``,
+    ``application/x-ndjson`` or ``application/json``). Raises ``BodyError``."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "text/event-stream":
+        return _sse(body)
+    if kind in ("application/x-ndjson", "application/jsonl", "application/json-lines"):
+        return _json_lines(body)
+    if kind == "application/json":
+        return _json_array(body)
+    raise BodyError(f"not streamed (content-type {kind or 'missing'})")
+
+
+def _sse(body: bytes) -> StreamBody:
+    try:
+        decoded, incomplete = decode_all(body)
+    except SSEError as error:
+        raise BodyError(f"not an SSE body: {error}") from None
+    events: list[object] = []
+    done = False
+    for event in decoded:
+        if event.data == "[DONE]":
+            done = True
+            continue
+        events.append(_json_or_text(event.data))
+    return StreamBody(events, "sse", done, incomplete)
+
+
+def _json_lines(body: bytes) -> StreamBody:
+    try:
+        lines = body.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise BodyError(f"not UTF-8 at byte {error.start}") from None
+    return StreamBody([_json_or_text(line) for line in lines if line.strip()], "jsonl")
+
+
+def _json_array(body: bytes) -> StreamBody:
+    try:
+        value = strict_json.loads_bytes(body, _BODY_LIMITS)
+    except strict_json.StrictJSONError as error:
+        raise BodyError(f"not a JSON array of chunks: {error.message}") from None
+    if not isinstance(value, list):
+        raise BodyError("not streamed: the body is one JSON document, not a list of chunks")
+    return StreamBody(value, "json")
+
+
+def _json_or_text(data: str) -> object:
+    try:
+        return strict_json.loads(data, _BODY_LIMITS)
+    except strict_json.StrictJSONError:
+        return data

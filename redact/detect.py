@@ -1,0 +1,61 @@
+"""Which profile reads an exchange and which provider served it, from its URL and body."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+#: Host suffix -> provider name (the names the quirk registry uses). First match wins.
+_HOSTS: tuple[tuple[str, str], ...] = (
+    ("api.openai.com", "openai"),
+    (".openai.azure.com", "azure-openai"),
+    (".cognitiveservices.azure.com", "azure-openai"),
+    ("api.anthropic.com", "anthropic"),
+    ("api.mistral.ai", "mistral"),
+    ("openrouter.ai", "openrouter"),
+    ("api.groq.com", "groq"),
+    ("api.deepseek.com", "deepseek"),
+    ("api.x.ai", "xai"),
+    ("api.together.xyz", "together"),
+    ("api.fireworks.ai", "fireworks"),
+    ("api.avian.io", "avian"),
+    ("api.z.ai", "zai"),
+    ("api.writer.com", "writer"),
+    ("ai-gateway.vercel.sh", "vercel-ai-gateway"),
+    ("router.huggingface.co", "huggingface-router"),
+    ("dashscope.aliyuncs.com", "alibaba-dashscope"),
+    ("dashscope-intl.aliyuncs.com", "alibaba-dashscope"),
+)
+
+
+def provider_from_url(url: str) -> str | None:
+    """The provider serving ``url``, when its host is a known one."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if host == "generativelanguage.googleapis.com" and "/openai/" in parts.path:
+        return "gemini-openai-compat"
+    if host.endswith("aiplatform.googleapis.com") and "/publishers/anthropic/" in parts.path:
+        return "anthropic-vertex"
+    if parts.port == 11434:
+        return "ollama"
+    return next((name for suffix, name in _HOSTS if host == suffix.lstrip(".")
+                 or host.endswith(suffix if suffix.startswith(".") else "." + suffix)), None)
+
+
+def profile_for(url: str, provider: str | None) -> str | None:
+    """The profile that reads a stream from ``url``, or None when callgate has none for it."""
+    path = urlsplit(url).path
+    if path.endswith("/chat/completions") or path.endswith("/v1/chat"):
+        return "mistral" if provider == "mistral" else "openai"
+    if path.endswith("/messages") or path.endswith(":streamRawPredict"):
+        return "anthropic"
+    return None
+
+
+def unsupported_reason(url: str) -> str:
+    """Why no profile reads this endpoint, for the one-line skip message."""
+    path = urlsplit(url).path
+    if path.endswith("/responses"):
+        return "OpenAI Responses streams are not supported yet"
+    if "streamGenerateContent" in path:
+        return "Gemini streams are not supported yet"
+    return f"no profile reads endpoint {path or '/'}"

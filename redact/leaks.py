@@ -1,0 +1,111 @@
+"""The last gate before a fixture is written: does it still hold a secret?
+
+Two nets: every credential value seen in the exchange (header values, query values, cookies),
+also in base64 and URL-encoded form; and the formats of well-known credentials. A hit names the
+JSON path and which net caught it, never the secret itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
+
+from redact.exchange import Exchange
+
+#: Named formats of credentials (prefixes published by the providers; cf. gitleaks rules).
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "anthropic-key": re.compile(r"sk-ant-[A-Za-z0-9_-]{16,}"),
+    "openai-key": re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    "google-api-key": re.compile(r"AIza[0-9A-Za-z_-]{30,}"),
+    "groq-key": re.compile(r"gsk_[A-Za-z0-9]{20,}"),
+    "xai-key": re.compile(r"xai-[A-Za-z0-9]{20,}"),
+    "huggingface-token": re.compile(r"hf_[A-Za-z0-9]{20,}"),
+    "aws-access-key": re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}"),
+    "github-token": re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+    "jwt": re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    "bearer-token": re.compile(r"[Bb]earer\s+[A-Za-z0-9._~+/-]{12,}"),
+}
+#: Values shorter than this are too common ("gzip", "true") to be told apart from secrets.
+MIN_SECRET_CHARS = 8
+#: Headers whose values are never secrets, so they are not searched for.
+_HARMLESS_HEADERS = frozenset({
+    "content-type", "content-length", "accept", "accept-encoding", "connection", "host",
+    "anthropic-version", "user-agent", "x-stainless-lang", "x-stainless-package-version",
+    "x-stainless-runtime", "x-stainless-runtime-version", "x-stainless-os", "x-stainless-arch",
+    "x-stainless-retry-count", "x-stainless-async", "x-stainless-read-timeout", "openai-beta",
+    "anthropic-beta", "transfer-encoding", "date", "cache-control", "te",
+})
+
+
+@dataclass(frozen=True)
+class Leak:
+    path: str
+    caught_by: str
+
+
+def secrets_of(exchange: Exchange) -> set[str]:
+    """Credential values of an exchange: header and cookie values, query values, and the token
+    part of ``Authorization`` schemes."""
+    values: set[str] = set()
+    for name, value in exchange.request_headers + exchange.response_headers:
+        if name.lower() not in _HARMLESS_HEADERS:
+            values.update(_header_values(name, value))
+    values.update(value for _, value in parse_qsl(urlsplit(exchange.url).query))
+    return {v for v in values if len(v) >= MIN_SECRET_CHARS}
+
+
+def _header_values(name: str, value: str) -> Iterator[str]:
+    yield value
+    scheme, _, token = value.partition(" ")
+    if token and scheme.lower() in ("bearer", "basic", "token"):
+        yield token.strip()
+    if name.lower() in ("cookie", "set-cookie"):
+        for part in value.split(";"):
+            yield part.partition("=")[2].strip()
+
+
+def encodings(secret: str) -> set[str]:
+    """``secret`` as it could appear: plain, URL-encoded and base64 at every byte alignment
+    (only the characters a surrounding blob cannot change are kept)."""
+    forms = {secret, quote(secret, safe=""), quote_plus(secret)}
+    raw = secret.encode()
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode()
+        # Characters holding only the secret's own bits: from ceil(8*shift/6) up to the last
+        # character that ends inside it.
+        stable = encoded[-(-8 * shift // 6):(8 * (shift + len(raw))) // 6]
+        if len(stable) >= MIN_SECRET_CHARS:
+            forms.add(stable)
+            forms.add(stable.replace("+", "-").replace("/", "_"))
+    return forms
+
+
+def find_leaks(strings: Iterable[tuple[str, str]], secrets: set[str]) -> list[Leak]:
+    """Leaks among ``(json path, text)`` pairs: any encoding of a secret, or a credential format."""
+    needles = {form: "credential-from-exchange" for secret in secrets
+               for form in encodings(secret)}
+    leaks = []
+    for path, text in strings:
+        hit = next((name for form, name in needles.items() if form in text), None)
+        hit = hit or next((name for name, pattern in PATTERNS.items() if pattern.search(text)),
+                          None)
+        if hit:
+            leaks.append(Leak(path, hit))
+    return leaks
+
+
+def json_strings(value: object, path: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a JSON value, keys included, with its JSON pointer."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            token = str(key).replace("~", "~0").replace("/", "~1")
+            yield f"{path}/{token}", str(key)
+            yield from json_strings(child, f"{path}/{token}")
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from json_strings(child, f"{path}/{index}")

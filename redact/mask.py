@@ -1,0 +1,165 @@
+"""Masks that hide content but keep everything a verdict depends on.
+
+- ``mask_text``: model output and other free text. Same length, whitespace kept, so empty stays
+  empty and non-empty stays non-empty.
+- ``mask_arguments``: tool-call argument text, possibly split across fragments. A small lexer
+  walks the whole text of one call and masks JSON string *values* character for character
+  (keys, numbers, booleans, null, punctuation and whitespace stay); escapes keep their shape so
+  the decoded length is unchanged; lone surrogate escapes, control characters and broken escapes
+  stay as they are, because they decide ``invalid_unicode`` and syntax findings. Text that does
+  not lex as JSON is masked letter for letter and digit for digit. The masked text is cut back at
+  the original fragment boundaries.
+- ``Pseudonyms``: provider ids replaced by stable stand-ins, equal for equal ids, idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_LITERALS = ("true", "false", "null", "NaN", "Infinity")
+_STRUCTURE = frozenset(' \t\n\r{}[]:,')
+_HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
+_ID_PREFIX = re.compile(r"^[A-Za-z]+[-_]")
+
+
+def mask_text(text: str) -> str:
+    """Every character but whitespace becomes ``x``."""
+    return "".join(c if c.isspace() else "x" for c in text)
+
+
+def mask_arguments(fragments: Sequence[str], keep: frozenset[str] = frozenset()) -> list[str]:
+    """Mask one call's argument fragments as one text; string values in ``keep`` stay."""
+    masked = _mask_json_text("".join(fragments), keep)
+    out, position = [], 0
+    for fragment in fragments:
+        out.append(masked[position:position + len(fragment)])
+        position += len(fragment)
+    return out
+
+
+def _mask_json_text(text: str, keep: frozenset[str]) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        end, piece = _token(text, i, keep)
+        out.append(piece)
+        i = end
+    return "".join(out)
+
+
+def _token(text: str, i: int, keep: frozenset[str]) -> tuple[int, str]:
+    """(end, masked text) of the token that starts at ``i``."""
+    char = text[i]
+    if char in _STRUCTURE:
+        return i + 1, char
+    if char == '"':
+        end, closed = _string_end(text, i)
+        literal = text[i:end]
+        if _is_key(text, end) or _decoded(literal) in keep:
+            return end, literal
+        return end, _mask_string(literal, closed)
+    number = _NUMBER.match(text, i)
+    if number:
+        return number.end(), number.group()
+    for literal in _LITERALS:
+        if text.startswith(literal, i):
+            return i + len(literal), literal
+    return i + 1, _mask_char(char)
+
+
+def _mask_char(char: str) -> str:
+    if char.isdigit():
+        return "0"
+    return "x" if char.isalpha() else char
+
+
+def _string_end(text: str, start: int) -> tuple[int, bool]:
+    """(index just past the closing quote, True) of the string at ``start``, or (the text's end,
+    False) when it is never closed."""
+    i = start + 1
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == '"':
+            return i + 1, True
+        else:
+            i += 1
+    return len(text), False
+
+
+def _is_key(text: str, end: int) -> bool:
+    rest = text[end:end + 64].lstrip(" \t\n\r")
+    return rest.startswith(":")
+
+
+def _decoded(literal: str) -> str | None:
+    try:
+        value = json.loads(literal)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _mask_string(literal: str, closed: bool) -> str:
+    body_end = len(literal) - 1 if closed else len(literal)
+    out, i = ['"'], 1
+    while i < body_end:
+        piece = _mask_string_piece(literal, i)
+        out.append(piece)
+        i += len(piece)
+    out.append(literal[body_end:])
+    return "".join(out)
+
+
+def _mask_string_piece(literal: str, i: int) -> str:
+    """One character or escape of a string body, masked to the same length and shape."""
+    char = literal[i]
+    if char != "\\":
+        return char if _kept(char) else "x"
+    if literal[i + 1:i + 2] != "u":
+        return literal[i:i + 2]  # \n, \" ... and invalid escapes keep their shape
+    digits = literal[i + 2:i + 6]
+    if not _HEX4.fullmatch(digits):
+        return literal[i:i + 2]
+    return literal[i:i + 6] if _kept(chr(int(digits, 16))) else "\\u0078"
+
+
+def _kept(char: str) -> bool:
+    """Characters a string mask keeps, however they are encoded: those that simple escapes
+    stand for (so ``\\n`` and a raw control character mask alike) and surrogates, which decide
+    ``invalid_unicode``. Keeping the rule at the level of decoded characters makes masking
+    commute with re-encoding: a stated input object and its streamed text mask to equal values."""
+    code = ord(char)
+    return char in '/"\\' or code < 0x20 or 0xD800 <= code <= 0xDFFF
+
+
+def mask_value(value: object, keep: frozenset[str] = frozenset(), mask: str = "x") -> object:
+    """Mask the strings of an already parsed argument value the way ``mask_arguments`` masks
+    their JSON text: keys stay, string values become ``mask`` but for kept characters."""
+    if isinstance(value, str):
+        return value if value in keep else "".join(c if _kept(c) else mask for c in value)
+    if isinstance(value, dict):
+        return {key: mask_value(child, keep, mask) for key, child in value.items()}
+    if isinstance(value, list):
+        return [mask_value(child, keep, mask) for child in value]
+    return value
+
+
+class Pseudonyms:
+    """Stable stand-ins for ids: ``call_F9Za…`` becomes ``call_redacted1``, the same id always the
+    same stand-in, ``""`` stays ``""``; applying it to its own output changes nothing."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+
+    def __call__(self, value: str) -> str:
+        if not value:
+            return value
+        if value not in self._names:
+            match = _ID_PREFIX.match(value)
+            prefix = match.group() if match else ""
+            self._names[value] = f"{prefix}redacted{len(self._names) + 1}"
+        return self._names[value]

@@ -1,0 +1,386 @@
+"""From a captured exchange (or an existing envelope) to a fixture that is safe to keep.
+
+How this works, default deny: nothing from the exchange enters the envelope unless a rule here
+keeps it. The request keeps its tools (as ``tool_schemas``) and a short list of non-prompt
+parameters; prompts, system text, tool results and every other field are dropped, leaving only
+counts. Headers keep a short allow-list of version pins; the query string is dropped whole. The
+response keeps every event in order with its structure: ids become pseudonyms, free text is masked
+to the same length, tool-call arguments are masked by ``redact.mask`` (or kept, or dropped).
+Then two gates, both before anything can be written: the verdict of the redacted envelope must
+equal the verdict of the unredacted one, and no credential from the exchange, in any encoding,
+nor any known credential format, may remain.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+from urllib.parse import urlsplit
+
+from reassemble import Report, check, strict_json
+from reassemble.profiles import PROFILES
+from redact.body import BodyError, StreamBody, parse_stream_body
+from redact.detect import profile_for, provider_from_url, unsupported_reason
+from redact.exchange import Exchange
+from redact.leaks import find_leaks, json_strings, secrets_of
+from redact.mask import Pseudonyms, mask_arguments, mask_text, mask_value
+
+POLICY = {"name": "callgate-default", "version": 1}
+#: Request parameters that pin behaviour and hold no prompt.
+REQUEST_PARAMETERS = ("model", "tool_choice", "parallel_tool_calls", "n", "stream",
+                      "stream_options", "max_tokens", "max_completion_tokens", "temperature")
+#: Headers kept (into ``meta.headers``) because they pin versions and hold no secret.
+KEPT_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "openai-beta",
+                "x-stainless-package-version", "x-stainless-lang", "x-stainless-runtime",
+                "x-stainless-runtime-version")
+_PRODUCT = re.compile(r"[A-Za-z][\w.-]*/[\w.+-]+")
+#: String fields of stream events that are structure, not content.
+_STRUCTURAL_KEYS = frozenset({"type", "object", "role", "finish_reason", "stop_reason", "model",
+                              "system_fingerprint", "service_tier", "native_finish_reason",
+                              "name", "status"})
+
+
+class ArgumentMode(StrEnum):
+    MASK = "mask"
+    KEEP = "keep"
+    DROP = "drop"
+
+
+class NotApplicable(Exception):
+    """The exchange is not a streamed LLM exchange callgate reads; ``str()`` says why."""
+
+
+class RedactionRefused(Exception):
+    """Writing this fixture would leak a secret or change its verdict; ``str()`` says where."""
+
+
+@dataclass(frozen=True)
+class Redacted:
+    envelope: dict[str, Any]
+    report: Report
+
+
+def redact_exchange(exchange: Exchange, *, profile: str | None = None,
+                    provider: str | None = None, arguments: ArgumentMode = ArgumentMode.MASK,
+                    allow_verdict_change: bool = False) -> Redacted:
+    """The safe envelope for one exchange. Raises ``NotApplicable`` or ``RedactionRefused``."""
+    provider = provider or provider_from_url(exchange.url)
+    body = _stream_body(exchange)
+    profile = profile or profile_for(exchange.url, provider) or _profile_from_events(body.events)
+    if profile is None:
+        raise NotApplicable(unsupported_reason(exchange.url))
+    request = _request_json(exchange.request_body)
+    envelope = _raw_envelope(profile, provider, request, body)
+    envelope["meta"] = _meta(exchange, request, body, provider)
+    redacted = redact_envelope(envelope, arguments=arguments,
+                               allow_verdict_change=allow_verdict_change)
+    _refuse_leaks(redacted.envelope, secrets_of(exchange))
+    redacted.envelope["expect"] = {"status": redacted.report.status.value,
+                                   "codes": redacted.report.blocking_codes}
+    return redacted
+
+
+def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = ArgumentMode.MASK,
+                    allow_verdict_change: bool = False) -> Redacted:
+    """Redact an envelope's stream and request; idempotent. Raises ``RedactionRefused`` when the
+    verdict would change (unless allowed) and ``reassemble.EnvelopeError`` for a non-envelope."""
+    before = check(envelope)
+    out = _redacted_copy(envelope, arguments)
+    after = check(out)
+    preserved = _verdict(before) == _verdict(after)
+    if not preserved and not allow_verdict_change:
+        raise RedactionRefused(_change_message(before, after))
+    redaction = out.setdefault("meta", {}).setdefault("redaction", {})
+    # A verdict changed by an earlier pass stays changed: re-redacting must not launder it.
+    preserved = preserved and redaction.get("verdict_preserved", True)
+    redaction.update({"policy": POLICY["name"], "policy_version": POLICY["version"],
+                      "arguments": arguments.value, "verdict_preserved": preserved})
+    if not preserved:
+        redaction["verdict_changed"] = True
+        redaction.setdefault("original_verdict", {"status": before.status.value,
+                                                  "codes": before.blocking_codes})
+    _refuse_leaks(out, set())
+    return Redacted(out, after)
+
+
+def _verdict(report: Report) -> tuple[str, list[str]]:
+    return report.status.value, report.blocking_codes
+
+
+def _change_message(before: Report, after: Report) -> str:
+    gained = sorted({(f.choice, f.slot, f.code.value, f.detail.get("keyword", ""))
+                     for f in after.findings if f.blocking}
+                    - {(f.choice, f.slot, f.code.value, f.detail.get("keyword", ""))
+                       for f in before.findings if f.blocking})
+    lost = sorted(set(before.blocking_codes) - set(after.blocking_codes))
+    where = "; ".join(f"choice {c} slot {s}: {code}{' (' + k + ')' if k else ''}"
+                      for c, s, code, k in gained[:3]) or f"lost {', '.join(lost)}"
+    return (f"masking would change the verdict ({before.status.value} -> "
+            f"{after.status.value}): {where}; use --arguments keep, or --allow-verdict-change")
+
+
+def _refuse_leaks(envelope: Mapping[str, Any], secrets: set[str]) -> None:
+    leaks = find_leaks(json_strings(envelope), secrets)
+    if leaks:
+        first = leaks[0]
+        raise RedactionRefused(f"a secret would be written at {first.path} (caught by "
+                               f"{first.caught_by}); nothing was written")
+
+
+# -- the exchange ------------------------------------------------------------------------------
+
+
+def _stream_body(exchange: Exchange) -> StreamBody:
+    if exchange.method.upper() != "POST":
+        raise NotApplicable(f"method {exchange.method} is not a model call")
+    if not 200 <= exchange.status < 300:
+        raise NotApplicable(f"HTTP status {exchange.status}")
+    try:
+        return parse_stream_body(exchange.response_body,
+                                 exchange.header("content-type", response=True))
+    except BodyError as error:
+        raise NotApplicable(str(error)) from None
+
+
+def _profile_from_events(events: list[object]) -> str | None:
+    first = next((e for e in events if isinstance(e, dict)), None)
+    if first is None:
+        return None
+    if "choices" in first:
+        return "openai"
+    return "anthropic" if str(first.get("type", "")).startswith(("message_", "content_block_")) \
+        else None
+
+
+def _request_json(body: bytes) -> dict[str, Any]:
+    try:
+        value = strict_json.loads_bytes(body) if body.strip() else {}
+    except strict_json.StrictJSONError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _raw_envelope(profile: str, provider: str | None, request: Mapping[str, Any],
+                  body: StreamBody) -> dict[str, Any]:
+    envelope: dict[str, Any] = {
+        "description": f"Captured {profile} stream" + (f" from {provider}" if provider else ""),
+        "envelope_version": 1, "profile": profile}
+    if provider:
+        envelope["provider"] = provider
+    envelope["tool_schemas"] = tool_schemas(request)
+    envelope["request"] = {k: request[k] for k in REQUEST_PARAMETERS if k in request}
+    envelope[PROFILES[profile].stream_key] = body.events
+    return envelope
+
+
+def tool_schemas(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Tool name -> argument schema, from an OpenAI/Mistral or Anthropic request body. Tools
+    without a schema (Anthropic-defined tools such as computer use) are left out: a call to one
+    is then ``unknown_tool`` until the user supplies a schema."""
+    schemas: dict[str, Any] = {}
+    for tool in _list(request.get("tools")) + _list(request.get("functions")):
+        function = tool.get("function", tool)
+        name = function.get("name")
+        schema = function.get("parameters", function.get("input_schema"))
+        if "function" in tool and schema is None:
+            schema = {"type": "object", "properties": {}}  # OpenAI: no parameters = none
+        if isinstance(name, str) and isinstance(schema, dict | bool):
+            schemas[name] = schema
+    return schemas
+
+
+def _list(value: object) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _meta(exchange: Exchange, request: Mapping[str, Any], body: StreamBody,
+          provider: str | None) -> dict[str, Any]:
+    tools = [t.get("function", t).get("name") for t in _list(request.get("tools"))]
+    roles = Counter(str(m.get("role")) for m in _list(request.get("messages")))
+    meta: dict[str, Any] = {
+        "capture": exchange.capture, "provider": provider, "model": request.get("model"),
+        "endpoint": urlsplit(exchange.url).path, "sdk": _sdk(exchange),
+        "headers": _kept_headers(exchange), "tools": [t for t in tools if isinstance(t, str)],
+        "parallel_tool_calls": request.get("parallel_tool_calls"),
+        "messages_by_role": dict(sorted(roles.items())),
+        "stream": {"framing": body.framing, "events": len(body.events), "done": body.done,
+                   "incomplete_event": body.incomplete, "complete": exchange.complete},
+        "redaction": {"removed": sorted(_removed(exchange, request))},
+    }
+    if exchange.error:
+        meta["stream"]["error"] = "client disconnected" if "client" in exchange.error.lower() \
+            else "upstream error"
+    return meta
+
+
+def _sdk(exchange: Exchange) -> dict[str, str]:
+    sdk = {}
+    version = exchange.header("x-stainless-package-version")
+    if version:
+        sdk["package_version"] = version
+    agent = _PRODUCT.match(exchange.header("user-agent") or "")
+    if agent:
+        sdk["user_agent"] = agent.group()
+    return sdk
+
+
+def _kept_headers(exchange: Exchange) -> dict[str, str]:
+    kept = {name: value[:80] for name in KEPT_HEADERS
+            if (value := exchange.header(name)) is not None}
+    response_type = exchange.header("content-type", response=True)
+    if response_type:
+        kept["response-content-type"] = response_type[:80]
+    return kept
+
+
+def _removed(exchange: Exchange, request: Mapping[str, Any]) -> set[str]:
+    removed = {"headers", "output_text", "provider_ids"}
+    if urlsplit(exchange.url).query:
+        removed.add("query_string")
+    prompt_fields = {"messages", "system", "input", "instructions", "contents", "prompt"}
+    removed |= {f"request.{key}" for key in request
+                if key in prompt_fields or (key not in REQUEST_PARAMETERS and key != "tools")}
+    return removed
+
+
+# -- the stream --------------------------------------------------------------------------------
+
+
+def _redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode) -> dict[str, Any]:
+    out = copy.deepcopy(dict(envelope))
+    out["request"] = {k: v for k, v in out.get("request", {}).items() if k in REQUEST_PARAMETERS}
+    key = PROFILES[out["profile"]].stream_key
+    keep = _enum_values(out.get("tool_schemas", {}))
+    events = out.get(key, [])
+    handled = _redact_arguments(out["profile"], events, arguments, keep)
+    ids = Pseudonyms()
+    out[key] = [_scrub(event, ids, handled) for event in events]
+    return out
+
+
+def _enum_values(schemas: object) -> frozenset[str]:
+    """String ``enum``/``const`` values anywhere in the tool schemas: masking keeps these."""
+    found: set[str] = set()
+    stack = [schemas]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                values = value if key == "enum" and isinstance(value, list) else (
+                    [value] if key == "const" else [])
+                found.update(v for v in values if isinstance(v, str))
+                stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(found)
+
+
+ArgumentRef = tuple[dict[str, Any], str]
+
+
+def _redact_arguments(profile: str, events: list[Any], mode: ArgumentMode,
+                      keep: frozenset[str]) -> set[tuple[int, str]]:
+    """Mask each call's argument fragments as one text, in place, per the mode. Returns the
+    (container id, field) pairs that hold arguments, which the generic scrub then leaves alone."""
+    refs: dict[object, list[ArgumentRef]] = {}
+    finder = _anthropic_arguments if profile == "anthropic" else _chat_arguments
+    for slot, container, field in finder(events):
+        refs.setdefault(slot, []).append((container, field))
+    if mode is not ArgumentMode.KEEP:
+        differ = _stated_inputs_that_differ(refs) if profile == "anthropic" else set()
+        for group in refs.values():
+            _mask_group(group, mode, keep, differ)
+    return {(id(container), field) for group in refs.values() for container, field in group}
+
+
+def _mask_group(group: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str],
+                differ: set[int]) -> None:
+    texts = [(c, f) for c, f in group if isinstance(c[f], str)]
+    masked = mask_arguments([c[f] for c, f in texts], keep) if mode is ArgumentMode.MASK \
+        else ["" for _ in texts]
+    for (container, field), text in zip(texts, masked, strict=True):
+        container[field] = text
+    for container, field in group:
+        if isinstance(container[field], dict | list):
+            mask = "y" if id(container) in differ else "x"
+            container[field] = mask_value(container[field], keep, mask) \
+                if mode is ArgumentMode.MASK else {}
+
+
+def _stated_inputs_that_differ(refs: Mapping[object, list[ArgumentRef]]) -> set[int]:
+    """Anthropic blocks whose stated ``input`` differs from their streamed input. Masking both
+    with one letter could make them equal and hide ``argument_mismatch``; these get another."""
+    streamed = {slot[1]: "".join(c[f] for c, f in group if isinstance(c[f], str))
+                for slot, group in refs.items() if isinstance(slot, tuple) and slot[0] == "partial"}
+    differ = set()
+    for slot, group in refs.items():
+        if not (isinstance(slot, tuple) and slot[0] == "input" and streamed.get(slot[1])):
+            continue
+        for container, field in group:
+            try:
+                same = _canonical(strict_json.loads(streamed[slot[1]])) == _canonical(
+                    container[field])
+            except (strict_json.StrictJSONError, ValueError):
+                same = False
+            if not same:
+                differ.add(id(container))
+    return differ
+
+
+def _chat_arguments(events: list[Any]) -> Iterator[tuple[object, dict[str, Any], str]]:
+    for number, chunk in enumerate(events):
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        for position, choice in enumerate(choices if isinstance(choices, list) else []):
+            if not isinstance(choice, dict):
+                continue
+            for part in ("delta", "message"):
+                yield from _entries(choice.get(part), (part, choice.get("index", position)),
+                                    number)
+
+
+def _entries(holder: object, scope: tuple[object, ...],
+             number: int) -> Iterator[tuple[object, dict[str, Any], str]]:
+    calls = holder.get("tool_calls") if isinstance(holder, dict) else None
+    for position, entry in enumerate(calls if isinstance(calls, list) else []):
+        function = entry.get("function") if isinstance(entry, dict) else None
+        if isinstance(function, dict) and "arguments" in function:
+            index = entry.get("index")
+            slot = (*scope, index) if isinstance(index, int) else (*scope, number, position)
+            yield slot, function, "arguments"
+
+
+def _anthropic_arguments(events: list[Any]) -> Iterator[tuple[object, dict[str, Any], str]]:
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        block, delta = event.get("content_block"), event.get("delta")
+        if isinstance(block, dict) and "input" in block:
+            yield ("input", event.get("index"), id(block)), block, "input"
+        if isinstance(delta, dict) and "partial_json" in delta:
+            yield ("partial", event.get("index")), delta, "partial_json"
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=False)
+
+
+def _scrub(value: Any, ids: Callable[[str], str], handled: set[tuple[int, str]],
+           key: str = "") -> Any:
+    """Ids to pseudonyms, free text masked, structure and numbers kept. Argument fields were
+    already handled and are left as they are."""
+    if isinstance(value, dict):
+        return {k: v if (id(value), k) in handled else _scrub(v, ids, handled, k)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(item, ids, handled, key) for item in value]
+    if not isinstance(value, str):
+        return value
+    if key == "id" or key.endswith(("_id", "Id")):
+        return ids(value)
+    return value if key in _STRUCTURAL_KEYS else mask_text(value)

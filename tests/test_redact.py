@@ -1,0 +1,217 @@
+"""Redaction: default deny, masks that keep the verdict, stable pseudonyms, fail-closed leaks."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reassemble import check
+from redact import (
+    ArgumentMode,
+    Exchange,
+    NotApplicable,
+    RedactionRefused,
+    redact_envelope,
+    redact_exchange,
+)
+from redact.leaks import encodings
+from redact.mask import Pseudonyms, mask_arguments
+from tests.conftest import conformance_fixtures, fixture_id, load
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
+                                            "unit": {"enum": ["celsius", "fahrenheit"]}},
+           "required": ["city"]}
+
+
+def sse(*chunks: Any, done: bool = True) -> bytes:
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    return (body + ("data: [DONE]\n\n" if done else "")).encode()
+
+
+def openai_exchange(arguments: list[str], *, content: str = "Let me look.",
+                    headers: list[tuple[str, str]] | None = None, query: str = "",
+                    request: dict[str, Any] | None = None) -> Exchange:
+    first = {"index": 0, "id": "call_abc123", "type": "function",
+             "function": {"name": "get_weather", "arguments": ""}}
+    chunks = [{"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {"content": content}}]},
+              {"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {"tool_calls": [first]}}]}]
+    chunks += [{"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": part}}]}}]} for part in arguments]
+    chunks.append({"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {},
+                                                     "finish_reason": "tool_calls"}]})
+    body = request or {"model": "gpt-4o-mini", "stream": True,
+                       "messages": [{"role": "system", "content": "You are helpful."},
+                                    {"role": "user", "content": "Weather in Oslo?"}],
+                       "tools": [{"type": "function", "function": {
+                           "name": "get_weather", "description": "Weather now.",
+                           "parameters": WEATHER}}]}
+    return Exchange("POST", "https://api.openai.com/v1/chat/completions" + query,
+                    headers or [("content-type", "application/json")],
+                    json.dumps(body).encode(), 200, [("content-type", "text/event-stream")],
+                    sse(*chunks), capture="import:har")
+
+
+@pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
+def test_redacting_a_fixture_keeps_its_verdict_and_is_idempotent(path: Path) -> None:
+    envelope = load(path)
+    once = redact_envelope(envelope)
+    assert (once.report.status, once.report.blocking_codes) == (
+        check(envelope).status, check(envelope).blocking_codes)
+    assert redact_envelope(once.envelope).envelope == once.envelope
+
+
+def test_an_exchange_becomes_an_envelope_without_prompt_headers_or_query() -> None:
+    exchange = openai_exchange(['{"city": "Os', 'lo", "unit": "celsius"}'],
+                               headers=[("Authorization", "Bearer sk-proj-" + "a" * 40),
+                                        ("x-stainless-package-version", "1.54.0"),
+                                        ("x-stainless-os", "Linux"),
+                                        ("user-agent", "OpenAI/Python 1.54.0")],
+                               query="?api-version=2024-10-21")
+    envelope = redact_exchange(exchange).envelope
+    assert envelope["profile"] == "openai" and envelope["provider"] == "openai"
+    assert envelope["tool_schemas"] == {"get_weather": WEATHER}
+    assert envelope["request"] == {"model": "gpt-4o-mini", "stream": True}
+    meta = envelope["meta"]
+    assert meta["headers"] == {"x-stainless-package-version": "1.54.0",
+                               "response-content-type": "text/event-stream"}
+    assert meta["sdk"] == {"package_version": "1.54.0", "user_agent": "OpenAI/Python"}
+    assert meta["messages_by_role"] == {"system": 1, "user": 1}
+    assert meta["endpoint"] == "/v1/chat/completions" and meta["capture"] == "import:har"
+    assert "query_string" in meta["redaction"]["removed"]
+    assert "request.messages" in meta["redaction"]["removed"]
+    text = json.dumps(envelope)
+    for secret in ("You are helpful", "Weather in Oslo", "Let me look", "Linux", "api-version",
+                   "call_abc123", "chatcmpl-9x", "Oslo"):
+        assert secret not in text
+    assert envelope["expect"] == {"status": "pass", "codes": []}
+
+
+def test_arguments_are_masked_across_fragments_keeping_keys_enums_and_boundaries() -> None:
+    envelope = redact_exchange(openai_exchange(
+        ['{"city": "Os', 'lo", "unit": "celsius", "n": 3}'])).envelope
+    parts = [c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+             for c in envelope["chunks"][1:-1]]
+    assert parts == ["", '{"city": "xx', 'xx", "unit": "celsius", "n": 3}']
+
+
+def test_output_text_keeps_its_shape_and_ids_keep_equality() -> None:
+    envelope = redact_exchange(openai_exchange(['{"city":"Oslo"}'])).envelope
+    chunks = envelope["chunks"]
+    assert chunks[0]["choices"][0]["delta"]["content"] == "xxx xx xxxxx"
+    assert {c["id"] for c in chunks} == {"chatcmpl-redacted1"}
+    assert chunks[1]["choices"][0]["delta"]["tool_calls"][0]["id"] == "call_redacted2"
+
+
+@pytest.mark.parametrize(("mode", "parts"), [
+    (ArgumentMode.KEEP, ["", '{"city":"Oslo"}']),
+    (ArgumentMode.MASK, ["", '{"city":"xxxx"}']),
+])
+def test_argument_modes(mode: ArgumentMode, parts: list[str]) -> None:
+    envelope = redact_exchange(openai_exchange(['{"city":"Oslo"}']), arguments=mode).envelope
+    assert [c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+            for c in envelope["chunks"][1:-1]] == parts
+
+
+def test_dropping_arguments_changes_the_verdict_and_needs_permission() -> None:
+    exchange = openai_exchange(['{"city":"Oslo"}'])
+    with pytest.raises(RedactionRefused, match="pass -> fail"):
+        redact_exchange(exchange, arguments=ArgumentMode.DROP)
+    envelope = redact_exchange(exchange, arguments=ArgumentMode.DROP,
+                               allow_verdict_change=True).envelope
+    assert envelope["meta"]["redaction"]["verdict_changed"] is True
+    assert envelope["meta"]["redaction"]["original_verdict"] == {"status": "pass", "codes": []}
+
+
+def test_a_pattern_that_masking_breaks_is_refused_naming_call_and_keyword() -> None:
+    request = {"model": "m", "tools": [{"type": "function", "function": {
+        "name": "get_weather", "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "pattern": "^[A-Z]"}}}}}]}
+    exchange = openai_exchange(['{"city":"Oslo"}'], request=request)
+    with pytest.raises(RedactionRefused) as refused:
+        redact_exchange(exchange)
+    assert "choice 0 slot 0: schema_violation (pattern)" in str(refused.value)
+    assert redact_exchange(exchange, arguments=ArgumentMode.KEEP).report.executable
+
+
+def test_a_credential_left_in_kept_data_refuses_the_write_without_naming_it() -> None:
+    key = "sk-ant-api03-" + "Q" * 40
+    exchange = openai_exchange(['{"city":"Oslo"}'], headers=[("x-api-key", key)],
+                               request={"model": key, "tools": []})
+    with pytest.raises(RedactionRefused) as refused:
+        redact_exchange(exchange)
+    assert "/request/model" in str(refused.value) and key not in str(refused.value)
+
+
+def test_a_non_streamed_exchange_is_not_applicable() -> None:
+    exchange = Exchange("POST", "https://api.openai.com/v1/chat/completions", [], b"{}", 200,
+                        [("content-type", "application/json")], b'{"choices": []}')
+    with pytest.raises(NotApplicable, match="not streamed: the body is one JSON document"):
+        redact_exchange(exchange)
+
+
+def test_responses_endpoint_is_skipped_with_its_reason() -> None:
+    exchange = Exchange("POST", "https://api.openai.com/v1/responses", [], b"{}", 200,
+                        [("content-type", "text/event-stream")],
+                        b'data: {"type":"response.created"}\n\n')
+    with pytest.raises(NotApplicable, match="Responses streams are not supported yet"):
+        redact_exchange(exchange)
+
+
+def test_mask_keeps_syntax_findings_letter_for_letter() -> None:
+    assert mask_arguments(['{"a": Par', "is", "}"]) == ['{"a": xxx', "xx", "}"]
+    assert mask_arguments(['{"a": NaN, "b": "\\ud800"}']) == ['{"a": NaN, "b": "\\ud800"}']
+
+
+def test_pseudonyms_are_stable_and_idempotent() -> None:
+    ids = Pseudonyms()
+    assert [ids(x) for x in ("call_A", "msg_B", "call_A", "", "gSIMJ")] == [
+        "call_redacted1", "msg_redacted2", "call_redacted1", "", "redacted3"]
+    again = Pseudonyms()
+    assert [again(x) for x in ("call_redacted1", "msg_redacted2")] == [
+        "call_redacted1", "msg_redacted2"]
+
+
+canary = st.text("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", min_size=16, max_size=24).map(
+    lambda s: "Cy" + s)
+
+
+@settings(max_examples=60, deadline=None)
+@given(canary, st.sampled_from(["authorization", "x-api-key", "api-key", "cookie",
+                                "openai-organization", "x-custom-token", "query", "system",
+                                "user", "tool_result", "output", "argument"]))
+def test_a_planted_canary_never_reaches_a_fixture_in_any_encoding(secret: str,
+                                                                  place: str) -> None:
+    headers = [("content-type", "application/json")]
+    query, content, arguments = "", "Sure.", ['{"city":"Oslo"}']
+    request: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [
+        {"role": "system", "content": "sys"}, {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "call_0", "content": "result"}],
+        "system": "s", "tools": [{"type": "function", "function": {
+            "name": "get_weather", "parameters": WEATHER}}]}
+    if place in ("authorization", "x-api-key", "api-key", "openai-organization",
+                 "x-custom-token"):
+        headers.append((place, f"Bearer {secret}" if place == "authorization" else secret))
+    elif place == "cookie":
+        headers.append(("cookie", f"session={secret}; theme=dark"))
+    elif place == "query":
+        query = f"?key={secret}"
+    elif place in ("system", "user", "tool_result"):
+        message = {"system": 0, "user": 1, "tool_result": 2}[place]
+        request["messages"][message]["content"] = f"note {secret} end"
+    elif place == "output":
+        content = f"Here is {secret}"
+    else:
+        arguments = ['{"city": "', secret[:5], secret[5:] + '"}']
+    exchange = openai_exchange(arguments, content=content, headers=headers, query=query,
+                               request=request)
+    text = json.dumps(redact_exchange(exchange).envelope)
+    for form in encodings(secret) | {base64.b64encode(secret.encode()).decode(),
+                                     quote(secret)}:
+        assert form not in text
