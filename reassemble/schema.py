@@ -6,8 +6,9 @@ position and rejects any keyword outside an explicit allow-list. jsonschema sile
 keywords it does not know, so an unknown keyword (``requird``) would otherwise turn a
 constraint into a no-op. ``$ref`` must be a local JSON pointer that lands on a subschema the
 walk visited, and may not loop back to the same instance without descending. Only then is a
-jsonschema validator built, once, with format assertion on and remote retrieval impossible.
-``ToolSchema.violations`` maps jsonschema's errors to sorted ``Violation`` records.
+jsonschema validator built, once: formats asserted, nothing retrievable, and ``multipleOf``,
+``uniqueItems`` and the ``regex`` format replaced where model-written arguments could crash or
+stall jsonschema's own. ``ToolSchema.violations`` maps its errors to sorted ``Violation``s.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def _format_checker(base: Any) -> FormatChecker:
 
 
 _MULTIPLE_OF = Draft202012Validator.VALIDATORS["multipleOf"]
+_UNIQUE_ITEMS = Draft202012Validator.VALIDATORS["uniqueItems"]
 
 
 def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -138,13 +140,13 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
     # jsonschema compares unsortable items (objects) pairwise: 16,000 small objects take minutes.
     if not unique or not validator.is_type(instance, "array"):
         return
-    seen: set[object] = set()
-    for item in instance:
-        key = _canonical(item)
-        if key in seen:
-            yield ValidationError(f"{instance!r} has non-unique elements")
-            return
-        seen.add(key)
+    try:
+        repeated = len(set(map(_canonical, instance))) != len(instance)
+    except TypeError:  # something unhashable that JSON cannot produce: let jsonschema judge
+        yield from _UNIQUE_ITEMS(validator, unique, instance, schema)
+        return
+    if repeated:
+        yield ValidationError(f"{instance!r} has non-unique elements")
 
 
 @dataclass(frozen=True)
@@ -207,14 +209,6 @@ def _dialect_of(schema: object) -> _Dialect:
                   f"$schema {uri!r}: only draft-07 and 2020-12 are supported")
 
 
-def _step(node: object, token: str) -> tuple[bool, object]:
-    if isinstance(node, dict):
-        return token in node, node.get(token)
-    if isinstance(node, list) and re.fullmatch(r"0|[1-9][0-9]*", token) and int(token) < len(node):
-        return True, node[int(token)]
-    return False, None
-
-
 class _Walk:
     """One pass over the schema positions: policy checks, and the facts refs and errors need."""
 
@@ -275,8 +269,8 @@ class _Walk:
         if key == "format" and node[key] not in self.dialect.formats.checkers:
             raise _Reject(unsupported, here, f"format {node[key]!r} cannot be checked")
 
-    def link_refs(self, document: object) -> None:
-        targets = [self._target(document, here, ref) for here, _, ref in self.refs]
+    def link_refs(self) -> None:
+        targets = [self._target(here, ref) for here, _, ref in self.refs]
         for (_, owner, _), target in zip(self.refs, targets, strict=True):
             self.edges[owner].append(target)
         for (here, owner, ref), target in zip(self.refs, targets, strict=True):
@@ -284,20 +278,18 @@ class _Walk:
                 raise _Reject(Code.INVALID_SCHEMA, here, f"$ref {ref!r} loops back to the same "
                               "instance without descending, so validation would never end")
 
-    def _target(self, document: object, here: str, ref: str) -> str:
+    def _target(self, here: str, ref: str) -> str:
         if ref != "#" and not ref.startswith("#/"):
             raise _Reject(Code.UNSUPPORTED_SCHEMA_KEYWORD, here, f"$ref {ref!r}: only '#' and "
                           "'#/...' pointers into this schema are supported")
-        # RFC 6901 in a URI fragment: percent-decode, split, then ~1 -> / before ~0 -> ~.
+        # RFC 6901 in a URI fragment: percent-decode, split, then ~1 -> / before ~0 -> ~. The
+        # walk indexed every subschema by its canonical pointer, so resolving is a lookup, and a
+        # pointer into data (enum, default, the `properties` map itself) resolves to nothing.
         tokens = [t.replace("~1", "/").replace("~0", "~") for t in unquote(ref[1:]).split("/")]
-        node = document
-        for token in tokens[1:]:
-            found, node = _step(node, token)
-            if not found:
-                raise _Reject(Code.INVALID_SCHEMA, here, f"$ref {ref!r} does not resolve")
         target = _pointer(tokens[1:])
         if target not in self.edges:
-            raise _Reject(Code.INVALID_SCHEMA, here, f"$ref {ref!r} points at data, not a schema")
+            raise _Reject(Code.INVALID_SCHEMA, here, f"$ref {ref!r} does not resolve to a "
+                          "subschema")
         return target
 
     def _reaches(self, start: str, goal: str) -> bool:
@@ -363,5 +355,5 @@ def _compile(schema: object) -> ToolSchema:
         raise _Reject(Code.INVALID_SCHEMA, _pointer(error.absolute_path), error.message) from None
     walk = _Walk(dialect)
     document = walk.visit(document, "")
-    walk.link_refs(document)
+    walk.link_refs()
     return ToolSchema(document, dialect, walk)

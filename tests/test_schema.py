@@ -8,9 +8,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from referencing.exceptions import NoSuchResource
 
 from reassemble.codes import Code
 from reassemble.schema import (
+    _DIALECTS,
+    _OFFLINE,
     DRAFT7_KEYWORDS,
     DRAFT202012_KEYWORDS,
     SchemaProblem,
@@ -20,6 +24,7 @@ from reassemble.schema import (
 )
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
+DRAFT202012 = "https://json-schema.org/draft/2020-12/schema"
 
 # What Pydantic v2 emits for a weather tool: $defs + $ref, Optional as anyOf with null,
 # an Enum, a datetime, titles and defaults everywhere.
@@ -240,10 +245,8 @@ HOSTILE_TEXT = ["", "\x00", "\udcff", "a" * 5000, "9" * 500, "a{4294967296}", "(
                 "/~2", "2024-02-30T25:61:61Z", "http://\udcff", "\u0300"]
 
 
-@pytest.mark.parametrize("uri", [DRAFT7, "https://json-schema.org/draft/2020-12/schema"])
+@pytest.mark.parametrize("uri", [DRAFT7, DRAFT202012])
 def test_every_supported_format_answers_on_hostile_text_instead_of_raising(uri: str) -> None:
-    from reassemble.schema import _DIALECTS
-
     dialect = _DIALECTS[uri.replace("http:", "https:").removesuffix("#")]
     for name in sorted(dialect.formats.checkers):
         validator = compiled({"$schema": uri, "format": name})
@@ -277,28 +280,20 @@ def test_refs_that_leave_this_document_or_use_anchors_are_unsupported(
 
 
 def test_the_validator_registry_refuses_to_retrieve_anything() -> None:
-    from referencing.exceptions import NoSuchResource
-
-    from reassemble.schema import _OFFLINE
-
     with pytest.raises(NoSuchResource):
         _OFFLINE.get_or_retrieve("https://example.com/schema.json")
 
 
-@pytest.mark.parametrize("ref", ["#/$defs/Missing", "#/properties/a/items", "#/$defs/A/0"])
-def test_a_local_ref_that_does_not_resolve_is_an_invalid_schema(ref: str) -> None:
-    found = problem({"$defs": {"A": {}}, "properties": {"a": {"$ref": ref}}})
-    assert (found.code, found.schema_path) == (Code.INVALID_SCHEMA, "/properties/a/$ref")
-    assert "does not resolve" in found.message
-
-
-@pytest.mark.parametrize("ref", ["#/$defs", "#/properties/a/enum/0", "#/required",
-                                 "#/$defs/A/default"])
-def test_a_ref_that_lands_on_data_instead_of_a_subschema_is_an_invalid_schema(ref: str) -> None:
+@pytest.mark.parametrize("ref", [
+    "#/$defs/Missing", "#/properties/a/items", "#/$defs/A/0", "#/allOf/01", "#/allOf/-1",
+    "#/$defs", "#/properties/a/enum/0", "#/required", "#/$defs/A/default"])
+def test_a_local_ref_that_does_not_land_on_a_subschema_is_an_invalid_schema(ref: str) -> None:
     schema = {"$defs": {"A": {"default": {"type": "string"}}}, "required": ["a"],
+              "allOf": [{}, {}, {}],
               "properties": {"a": {"enum": [{"type": "string"}]}, "b": {"$ref": ref}}}
-    assert (problem(schema).code, problem(schema).schema_path) == (
-        Code.INVALID_SCHEMA, "/properties/b/$ref")
+    found = problem(schema)
+    assert (found.code, found.schema_path) == (Code.INVALID_SCHEMA, "/properties/b/$ref")
+    assert "does not resolve" in found.message
 
 
 def test_a_ref_with_tilde_and_slash_escapes_and_percent_encoding_resolves() -> None:
@@ -330,7 +325,16 @@ def test_a_draft_07_schema_with_definitions_and_tuple_items_validates() -> None:
 
 @pytest.mark.parametrize("uri", [DRAFT7, DRAFT7[:-1], "https://json-schema.org/draft-07/schema#"])
 def test_the_draft_07_uri_is_recognised_with_or_without_its_fragment(uri: str) -> None:
-    compiled({"$schema": uri, "dependencies": {"a": ["b"], "c": {"required": ["d"]}}})
+    # `dependencies` is a draft-07 keyword only, so compiling proves which dialect was picked.
+    compiled({"$schema": uri, "dependencies": {"a": ["b"]}})
+    assert problem({"$schema": uri, "$defs": {}}).schema_path == "/$defs"
+
+
+@pytest.mark.parametrize("uri", [DRAFT202012, DRAFT202012 + "#", None])
+def test_the_2020_12_uri_or_no_dollar_schema_means_2020_12(uri: str | None) -> None:
+    schema = {"$defs": {"A": {}}, "prefixItems": [{"$ref": "#/$defs/A"}]}
+    compiled(schema if uri is None else {"$schema": uri, **schema})
+    assert problem({"dependencies": {"a": ["b"]}}).schema_path == "/dependencies"
 
 
 def test_draft_07_dependencies_hold_data_arrays_and_walked_schemas() -> None:
@@ -530,8 +534,6 @@ EQUALITY_TRAPS = [0, 0.0, -0.0, 1, 1.0, True, False, None, "", "1", [], {}, [1],
 @settings(max_examples=300, deadline=None)
 @given(st.lists(JSON | st.sampled_from(EQUALITY_TRAPS), max_size=6))
 def test_unique_items_agrees_with_jsonschemas_own_pairwise_check(items: list[object]) -> None:
-    from jsonschema import Draft202012Validator
-
     theirs = Draft202012Validator({"uniqueItems": True}).is_valid(items)
     assert (compiled({"uniqueItems": True}).violations(items) == []) is theirs
 
@@ -542,9 +544,17 @@ def test_compiling_any_json_value_answers_instead_of_raising(schema: object) -> 
     assert isinstance(compile_schema(schema), ToolSchema | SchemaProblem)
 
 
+def resolve(document: Any, pointer: str) -> Any:
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        document = document[int(token)] if isinstance(document, list) else document[token]
+    return document
+
+
 @settings(max_examples=300, deadline=None)
 @given(JSON)
-def test_validating_any_json_arguments_answers_instead_of_raising(arguments: object) -> None:
+def test_any_json_arguments_get_violations_at_real_schema_locations(arguments: object) -> None:
     for schema in (PYDANTIC_WEATHER, PYDANTIC_PETS, OPENAI_STRICT):
         for violation in compiled(schema).violations(arguments):
-            assert violation.schema_path.startswith("/") or violation.schema_path == ""
+            assert violation.keyword in DRAFT202012_KEYWORDS
+            assert resolve(schema, violation.schema_path) is not None
