@@ -1,9 +1,11 @@
 """Real recorded streams from ../shared/corpus/real get the verdict a careful engineer gives.
 
-The corpus is not shipped; without it these tests skip. Each body is turned into an envelope
-here (SSE ``data:`` JSON, JSON lines, or a JSON array), with tool schemas and non-prompt request
-parameters taken from the recorded request when there is one. When no request was recorded the
-called tools get the schema ``true``, so the verdict is about the stream alone.
+The corpus is not shipped; without it these tests skip. Each stream is judged twice: as an
+envelope built directly from the body (SSE ``data:`` JSON, JSON lines, or a JSON array), and
+through ``callgate import BODY --request REQ --profile P --provider NAME --out OUT.json`` then
+``callgate check OUT.json``, which redacts it on the way. Tool schemas come from the recorded
+request; when none was recorded the called tools get an empty (accept-all) schema, so the verdict
+is about the stream alone.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from cli.app import app
 from reassemble import check
 from reassemble.sse import decode_all
 from tests.conftest import SHARED_CORPUS
@@ -115,7 +119,7 @@ def body_events(path: Path) -> list[Any]:
 def schemas_and_request(path: Path, events: list[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     request_path = path.with_name(path.name.split(".")[0] + ".request.json")
     if not request_path.is_file():
-        return {name: True for name in called_names(events)}, {}
+        return {name: {} for name in called_names(events)}, {}
     body = json.loads(request_path.read_text(encoding="utf-8"))
     schemas: dict[str, Any] = {}
     for tool in body.get("tools") or []:
@@ -142,6 +146,7 @@ def called_names(events: list[Any]) -> set[str]:
 
 
 ROWS = index_rows()
+runner = CliRunner()
 
 
 def test_every_chat_and_messages_stream_has_an_expected_verdict() -> None:
@@ -163,3 +168,28 @@ def test_real_stream_gets_the_careful_verdict(row: dict[str, str]) -> None:
     status, codes, quirks = EXPECTED[row["file"]]
     assert (report.status.value, report.blocking_codes, tolerated) == (status, codes, quirks), (
         [f.to_dict() for f in report.findings])
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r["file"])
+def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path: Path) -> None:
+    path = REAL / row["file"]
+    request = path.with_name(path.name.split(".")[0] + ".request.json")
+    if not request.is_file():
+        request = tmp_path / "request.json"
+        tools = [{"type": "function", "function": {"name": name, "parameters": {}}}
+                 for name in sorted(called_names(body_events(path)))]
+        request.write_text(json.dumps({"tools": tools}))
+    out = tmp_path / "fixture.json"
+    profile = PROFILE_BY_PROVIDER.get(row["provider"], "openai")
+    imported = runner.invoke(app, ["import", str(path), "--request", str(request), "--profile",
+                                   profile, "--provider", row["provider"], "--out", str(out)])
+    assert imported.exit_code == 0, imported.stdout + imported.stderr
+    checked = runner.invoke(app, ["check", str(out)])
+    report = json.loads(checked.stdout)
+    status, codes, quirks = EXPECTED[row["file"]]
+    tolerated = sorted({f["quirk"] for f in report["findings"] if "quirk" in f})
+    assert (report["status"], sorted({f["code"] for f in report["findings"]
+                                       if f["severity"] == "blocking"}), tolerated) == (
+        status, codes, quirks)
+    assert checked.exit_code == {"pass": 0, "fail": 1}[status]
+    assert out.stat().st_mode & 0o777 == 0o600

@@ -1,0 +1,135 @@
+"""``callgate import``: recordings users already have, turned into redacted fixtures.
+
+Each source file is read into exchanges (``cli.sources``), each exchange is redacted
+(``redact``), and each fixture is written atomically, mode 0600, under a name made only of the
+provider, the profile and a hash of the fixture: nothing from inside the recording names a file.
+One bad exchange never stops the rest; every exchange gets one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from cli.files import write_atomic
+from cli.sources import Skipped, SourceError, read_source
+from reassemble.profiles import PROFILES
+from redact import ArgumentMode, NotApplicable, RedactionRefused, redact_exchange
+from redact.exchange import Exchange
+
+_SAFE_NAME = re.compile(r"[^a-z0-9-]+")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    out: Path | None = None
+    out_dir: Path = Path(".")
+    request: Path | None = None
+    profile: str | None = None
+    provider: str | None = None
+    url: str | None = None
+    arguments: ArgumentMode = ArgumentMode.MASK
+    allow_verdict_change: bool = False
+
+
+@dataclass
+class _Tally:
+    written: int = 0
+    refused: int = 0
+    unreadable: int = 0
+
+
+def run_import(sources: Sequence[Path], options: ImportOptions, out: TextIO, err: TextIO) -> int:
+    """Import every source. Exit 0: every streamed exchange found was written (at least one);
+    1: one was refused or nothing was found to import; 2: a source file could not be used."""
+    if options.profile is not None and options.profile not in PROFILES:
+        print(f"callgate: unknown profile {options.profile!r}; known: "
+              f"{', '.join(sorted(PROFILES))}", file=err)
+        return 2
+    request_body = _request_body(options, err)
+    if request_body is None:
+        return 2
+    tally = _Tally()
+    planned: list[tuple[str, dict[str, Any]]] = []
+    for source in sources:
+        try:
+            items = read_source(source, request_body=request_body, url=options.url)
+        except SourceError as error:
+            print(f"callgate: {source}: {error}", file=err)
+            tally.unreadable += 1
+            continue
+        for number, item in enumerate(items, 1):
+            label = f"{source} #{number}"
+            envelope = _redact_one(label, item, options, out, err, tally)
+            if envelope is not None:
+                planned.append((label, envelope))
+    _write_all(planned, options, out, err, tally)
+    return _exit_code(tally, err)
+
+
+def _request_body(options: ImportOptions, err: TextIO) -> bytes | None:
+    if options.request is None:
+        return b"{}"
+    try:
+        return options.request.read_bytes()
+    except OSError as error:
+        print(f"callgate: {options.request}: cannot read: {error.strerror or error}", file=err)
+        return None
+
+
+def _redact_one(label: str, item: Exchange | Skipped, options: ImportOptions, out: TextIO,
+                err: TextIO, tally: _Tally) -> dict[str, Any] | None:
+    if isinstance(item, Skipped):
+        print(f"skipped {label} ({item.label}): {item.reason}", file=out)
+        return None
+    try:
+        redacted = redact_exchange(item, profile=options.profile, provider=options.provider,
+                                   arguments=options.arguments,
+                                   allow_verdict_change=options.allow_verdict_change)
+    except NotApplicable as reason:
+        print(f"skipped {label}: {reason}", file=out)
+        return None
+    except RedactionRefused as reason:
+        print(f"callgate: refused {label}: {reason}", file=err)
+        tally.refused += 1
+        return None
+    return redacted.envelope
+
+
+def _write_all(planned: list[tuple[str, dict[str, Any]]], options: ImportOptions, out: TextIO,
+               err: TextIO, tally: _Tally) -> None:
+    if options.out is not None and len(planned) > 1:
+        print(f"callgate: --out names one file but {len(planned)} fixtures were found; use "
+              "--out-dir", file=err)
+        tally.refused += len(planned)
+        return
+    for label, envelope in planned:
+        data = (json.dumps(envelope, indent=2, ensure_ascii=False) + "\n").encode()
+        path = options.out or options.out_dir / _file_name(envelope, data)
+        write_atomic(path, data)
+        tally.written += 1
+        expect = envelope["expect"]
+        codes = ", ".join(expect["codes"]) or "-"
+        print(f"imported {label} -> {path} ({expect['status']}: {codes})", file=out)
+
+
+def _file_name(envelope: dict[str, Any], data: bytes) -> str:
+    provider = _SAFE_NAME.sub("-", str(envelope.get("provider") or "unknown").lower())[:40]
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    return f"{provider}-{envelope['profile']}-{digest}.json"
+
+
+def _exit_code(tally: _Tally, err: TextIO) -> int:
+    if tally.unreadable:
+        return 2
+    if tally.refused:
+        return 1
+    if not tally.written:
+        print("callgate: nothing to import: no streamed tool-call exchange was found", file=err)
+        return 1
+    return 0

@@ -1,0 +1,127 @@
+"""``callgate import`` as a user meets it: files in, redacted fixtures out, one line each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mitmproxy import http
+from mitmproxy.addons.savehar import SaveHar
+from mitmproxy.test import tflow, tutils
+from typer.testing import CliRunner
+
+from cli.app import app
+
+runner = CliRunner()
+KEY = "sk-proj-" + "Zq7" * 16
+QUERY_KEY = "AIza" + "Yx9" * 12
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+REQUEST = json.dumps({"model": "gpt-4o-mini", "stream": True, "tools": TOOLS, "messages": [
+    {"role": "user", "content": "What is the weather in Lisbon?"}]}).encode()
+
+
+def sse_body(*arguments: str, finish: str | None = "tool_calls") -> bytes:
+    chunks = [{"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": ""}}]}}]}]
+    chunks += [{"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": a}}]}}]} for a in arguments]
+    if finish:
+        chunks.append({"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {},
+                                                        "finish_reason": finish}]})
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+
+
+def flow(body: bytes, query: str = "") -> http.HTTPFlow:
+    request = tutils.treq(method=b"POST", host="api.openai.com", port=443, scheme=b"https",
+                          path=f"/v1/chat/completions{query}".encode(), content=REQUEST,
+                          headers=http.Headers(authorization=f"Bearer {KEY}",
+                                               content_type="application/json"))
+    response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"),
+                            content=body)
+    return tflow.tflow(req=request, resp=response)
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["import", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_har_exported_by_mitmproxy_becomes_safe_fixtures(tmp_path: Path) -> None:
+    har = tmp_path / "session.har"
+    flows = [flow(sse_body('{"city":', '"Lisbon"}')),
+             flow(sse_body('{"city":"Li', finish=None), f"?key={QUERY_KEY}")]
+    har.write_text(json.dumps(SaveHar().make_har(flows)))
+    code, out, err = invoke(str(har), "--out-dir", str(tmp_path / "fx"))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("(pass: -)") and lines[1].endswith("(fail: missing_terminal)")
+    files = sorted((tmp_path / "fx").iterdir())
+    assert [f.name.startswith("openai-openai-") and f.suffix == ".json" for f in files] == [
+        True, True]
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o600
+        text = path.read_text()
+        for secret in (KEY, QUERY_KEY, "Lisbon", "weather in", "call_1"):
+            assert secret not in text
+
+
+def test_the_scripted_raw_body_form_works(tmp_path: Path) -> None:
+    body, request, out = tmp_path / "b.sse", tmp_path / "r.json", tmp_path / "o.json"
+    body.write_bytes(sse_body('{"city":"Porto"}'))
+    request.write_bytes(REQUEST)
+    code, stdout, _ = invoke(str(body), "--request", str(request), "--profile", "openai",
+                             "--provider", "groq", "--out", str(out))
+    assert code == 0 and stdout.endswith(f"-> {out} (pass: -)\n")
+    envelope = json.loads(out.read_text())
+    assert (envelope["profile"], envelope["provider"], list(envelope["tool_schemas"])) == (
+        "openai", "groq", ["get_weather"])
+    checked = runner.invoke(app, ["check", str(out)])
+    assert checked.exit_code == 0
+
+
+def test_out_with_several_fixtures_writes_nothing(tmp_path: Path) -> None:
+    har = tmp_path / "two.har"
+    har.write_text(json.dumps(SaveHar().make_har([flow(sse_body("{}")), flow(sse_body("{}"))])))
+    code, _, err = invoke(str(har), "--out", str(tmp_path / "one.json"))
+    assert code == 1 and "use --out-dir" in err
+    assert not (tmp_path / "one.json").exists()
+
+
+def test_bad_inputs_are_one_line_each_and_never_a_traceback(tmp_path: Path) -> None:
+    truncated = tmp_path / "cut.har"
+    truncated.write_text(json.dumps(SaveHar().make_har([flow(sse_body("{}"))]))[:200])
+    not_cassette = tmp_path / "list.yaml"
+    not_cassette.write_text("- just\n- a list\n")
+    not_sse = tmp_path / "body.sse"
+    not_sse.write_text("hello world\n")
+    good = tmp_path / "good.sse"
+    good.write_bytes(sse_body('{"city":"Faro"}'))
+    code, out, err = invoke(str(truncated), str(not_cassette), str(not_sse), str(good),
+                            "--profile", "openai", "--out-dir", str(tmp_path / "fx"))
+    assert code == 2
+    problems = err.splitlines()
+    assert [p.split(": ")[1] for p in problems] == [str(truncated), str(not_cassette),
+                                                     str(not_sse)]
+    assert "Traceback" not in err and len(problems) == 3
+    assert "imported" in out and len(list((tmp_path / "fx").iterdir())) == 1
+
+
+def test_a_non_streamed_exchange_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    har = tmp_path / "mixed.har"
+    plain = flow(b'{"choices": []}')
+    plain.response.headers["content-type"] = "application/json"
+    har.write_text(json.dumps(SaveHar().make_har([plain])))
+    code, out, err = invoke(str(har), "--out-dir", str(tmp_path))
+    assert code == 1
+    assert "skipped" in out and "not a streamed response" in out
+    assert err == "callgate: nothing to import: no streamed tool-call exchange was found\n"
+
+
+def test_an_unknown_profile_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    body = tmp_path / "b.sse"
+    body.write_bytes(sse_body("{}"))
+    code, _, err = invoke(str(body), "--profile", "cohere")
+    assert code == 2 and err.startswith("callgate: unknown profile 'cohere'")
