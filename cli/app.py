@@ -59,6 +59,54 @@ def import_command(
     raise typer.Exit(run_import(sources, options, sys.stdout, sys.stderr))
 
 
+@app.command("record")
+def record_command(
+    upstream: Annotated[str | None, typer.Option(
+        help="The API to forward to, e.g. https://api.openai.com (reverse mode).")] = None,
+    listen: Annotated[str, typer.Option(help="HOST:PORT to listen on.")] = "127.0.0.1:8080",
+    out: Annotated[Path, typer.Option(help="Folder for redacted fixtures.")] = Path(
+        "callgate-fixtures"),
+    web: Annotated[bool, typer.Option(help="Run mitmweb (flows, live warnings) too.")] = False,
+    enforce: Annotated[bool, typer.Option(
+        help="Replace the terminal events of a failing turn by an error event.")] = False,
+    arguments: Annotated[ArgumentMode, typer.Option(
+        help="Tool-call arguments in fixtures.")] = ArgumentMode.MASK,
+    provider: Annotated[str | None, typer.Option(
+        help="Provider name (default: from the upstream host).")] = None,
+    mode: Annotated[str, typer.Option(
+        help="reverse (set the app's base URL) or regular (HTTPS_PROXY, needs the CA).")] = (
+        "reverse"),
+    allow_raw_dump: Annotated[bool, typer.Option(
+        help="Allow mitmproxy's own unredacted writers alongside.")] = False,
+) -> None:
+    """Record redacted fixtures from your app's traffic and flag failing streams live."""
+    from cli.record import RecordOptions, run_record
+
+    options = RecordOptions(upstream, listen, out, web, enforce, arguments.value, provider, mode,
+                            allow_raw_dump)
+    raise typer.Exit(run_record(options))
+
+
+@app.command("serve")
+def serve_command(
+    paths: Annotated[list[Path], typer.Argument(help="Fixture files or folders.")],
+    listen: Annotated[str, typer.Option(help="HOST:PORT to listen on.")] = "127.0.0.1:8000",
+    timing: Annotated[float, typer.Option(help="Seconds between events (0: fast).")] = 0.0,
+) -> None:
+    """A fake provider on loopback that streams fixtures with each profile's real framing."""
+    from cli.serve import run_serve
+
+    raise typer.Exit(run_serve(paths, listen, timing))
+
+
+@app.command("addon-path")
+def addon_path_command() -> None:
+    """Print the path of the mitmproxy addon, for `mitmdump -s "$(callgate addon-path)"`."""
+    import proxy_addon
+
+    print(Path(proxy_addon.__file__).with_name("addon.py"))
+
+
 @app.callback()
 def _root() -> None:
     """callgate: gate, record, redact and replay streamed LLM tool calls."""

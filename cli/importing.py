@@ -8,21 +8,23 @@ One bad exchange never stops the rest; every exchange gets one line.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cli.files import write_atomic
 from cli.sources import Skipped, SourceError, read_source
+from proxy_addon.storage import write_atomic
 from reassemble.profiles import PROFILES
-from redact import ArgumentMode, NotApplicable, RedactionRefused, redact_exchange
+from redact import (
+    ArgumentMode,
+    NotApplicable,
+    RedactionRefused,
+    fixture_bytes,
+    fixture_name,
+    redact_exchange,
+)
 from redact.exchange import Exchange
-
-_SAFE_NAME = re.compile(r"[^a-z0-9-]+")
 
 
 @dataclass(frozen=True)
@@ -109,19 +111,13 @@ def _write_all(planned: list[tuple[str, dict[str, Any]]], options: ImportOptions
         tally.refused += len(planned)
         return
     for label, envelope in planned:
-        data = (json.dumps(envelope, indent=2, ensure_ascii=False) + "\n").encode()
-        path = options.out or options.out_dir / _file_name(envelope, data)
+        data = fixture_bytes(envelope)
+        path = options.out or options.out_dir / fixture_name(envelope, data)
         write_atomic(path, data)
         tally.written += 1
         expect = envelope["expect"]
         codes = ", ".join(expect["codes"]) or "-"
         print(f"imported {label} -> {path} ({expect['status']}: {codes})", file=out)
-
-
-def _file_name(envelope: dict[str, Any], data: bytes) -> str:
-    provider = _SAFE_NAME.sub("-", str(envelope.get("provider") or "unknown").lower())[:40]
-    digest = hashlib.sha256(data).hexdigest()[:12]
-    return f"{provider}-{envelope['profile']}-{digest}.json"
 
 
 def _exit_code(tally: _Tally, err: TextIO) -> int:

@@ -9,8 +9,11 @@ from redact.policy import (
     NotApplicable,
     Redacted,
     RedactionRefused,
+    fixture_bytes,
+    fixture_name,
     redact_envelope,
     redact_exchange,
+    request_context,
     tool_schemas,
 )
 
@@ -20,7 +23,10 @@ __all__ = [
     "NotApplicable",
     "Redacted",
     "RedactionRefused",
+    "fixture_bytes",
+    "fixture_name",
     "redact_envelope",
     "redact_exchange",
+    "request_context",
     "tool_schemas",
 ]

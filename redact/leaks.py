@@ -40,6 +40,12 @@ _HARMLESS_HEADERS = frozenset({
 })
 
 
+_CREDENTIAL_NAME = re.compile(
+    r"auth|key|token|secret|cookie|session|passw|signature|credential|organi[sz]ation|project")
+#: A value shaped like a token: long, no spaces, letters and digits both.
+_TOKEN_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_\-.+/=:~]{16,}")
+
+
 @dataclass(frozen=True)
 class Leak:
     path: str
@@ -47,11 +53,15 @@ class Leak:
 
 
 def secrets_of(exchange: Exchange) -> set[str]:
-    """Credential values of an exchange: header and cookie values, query values, and the token
-    part of ``Authorization`` schemes."""
+    """Credential values of an exchange: values of headers named like credentials, token-like
+    values of any other header, cookie values, query values, and the token part of
+    ``Authorization`` schemes."""
     values: set[str] = set()
     for name, value in exchange.request_headers + exchange.response_headers:
-        if name.lower() not in _HARMLESS_HEADERS:
+        lower = name.lower()
+        if lower in _HARMLESS_HEADERS or lower.startswith("x-stainless-"):
+            continue
+        if _CREDENTIAL_NAME.search(lower) or _TOKEN_LIKE.fullmatch(value):
             values.update(_header_values(name, value))
     values.update(value for _, value in parse_qsl(urlsplit(exchange.url).query))
     return {v for v in values if len(v) >= MIN_SECRET_CHARS}

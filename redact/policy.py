@@ -14,6 +14,7 @@ nor any known credential format, may remain.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 from collections import Counter
@@ -177,6 +178,23 @@ def _raw_envelope(profile: str, provider: str | None, request: Mapping[str, Any]
     envelope["request"] = {k: request[k] for k in REQUEST_PARAMETERS if k in request}
     envelope[PROFILES[profile].stream_key] = body.events
     return envelope
+
+
+def request_context(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(tool schemas, non-prompt request parameters) of a request body; empty when unreadable."""
+    request = _request_json(body)
+    return tool_schemas(request), {k: request[k] for k in REQUEST_PARAMETERS if k in request}
+
+
+def fixture_bytes(envelope: Mapping[str, Any]) -> bytes:
+    """How a fixture is stored: indented UTF-8 JSON with a final newline."""
+    return (json.dumps(envelope, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def fixture_name(envelope: Mapping[str, Any], data: bytes) -> str:
+    """``<provider>-<profile>-<hash>.json``: nothing from inside the recording names a file."""
+    provider = re.sub(r"[^a-z0-9-]+", "-", str(envelope.get("provider") or "unknown").lower())
+    return f"{provider[:40]}-{envelope['profile']}-{hashlib.sha256(data).hexdigest()[:12]}.json"
 
 
 def tool_schemas(request: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,120 @@
+"""``callgate record``: run mitmproxy with the callgate addon in front of an LLM API.
+
+Reverse mode needs no CA: the app points its base URL at the proxy
+(``OPENAI_BASE_URL=http://127.0.0.1:8080/v1``, ``ANTHROPIC_BASE_URL=http://127.0.0.1:8080``).
+Regular mode serves apps that only honour ``HTTPS_PROXY`` and needs mitmproxy's CA, which lives in
+callgate's own folder (``~/.callgate/mitmproxy`` or ``$CALLGATE_HOME/mitmproxy``), not in
+``~/.mitmproxy``. mitmdump's per-flow lines are off: they print request URLs, and keys travel in
+query strings; callgate prints its own line per captured turn instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LOOPBACK_NAMES = ("localhost",)
+
+
+@dataclass(frozen=True)
+class RecordOptions:
+    upstream: str | None
+    listen: str = "127.0.0.1:8080"
+    out: Path = Path("callgate-fixtures")
+    web: bool = False
+    enforce: bool = False
+    arguments: str = "mask"
+    provider: str | None = None
+    mode: str = "reverse"
+    allow_raw_dump: bool = False
+    web_port: int = 8081
+
+
+def callgate_home() -> Path:
+    return Path(os.environ.get("CALLGATE_HOME") or Path.home() / ".callgate")
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    host, _, port = listen.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def mitmproxy_options(options: RecordOptions) -> dict[str, Any]:
+    """The mitmproxy options that ``record`` runs with (callgate's own are set after loading)."""
+    host, port = split_listen(options.listen)
+    mode = f"reverse:{options.upstream}" if options.mode == "reverse" else "regular"
+    return {"mode": [mode], "listen_host": host, "listen_port": port,
+            "confdir": str(callgate_home() / "mitmproxy")}
+
+
+def callgate_options(options: RecordOptions) -> dict[str, Any]:
+    return {"callgate_out": str(options.out), "callgate_enforce": options.enforce,
+            "callgate_arguments": options.arguments,
+            "callgate_provider": options.provider or "",
+            "callgate_allow_raw_dump": options.allow_raw_dump}
+
+
+def build_master(options: RecordOptions) -> Any:
+    """A DumpMaster (or, with ``web``, a WebMaster) with the callgate addon loaded."""
+    from mitmproxy import options as mitm_options
+
+    from proxy_addon.addon import CallgateAddon
+
+    opts = mitm_options.Options(**mitmproxy_options(options))
+    master: Any
+    if options.web:
+        from mitmproxy.tools.web.master import WebMaster
+
+        master = WebMaster(opts)
+        master.options.update(web_open_browser=False, web_port=options.web_port)
+    else:
+        from mitmproxy.tools.dump import DumpMaster
+
+        master = DumpMaster(opts)
+        master.options.update(flow_detail=0)
+    master.addons.add(CallgateAddon())
+    master.options.update(**callgate_options(options))
+    return master
+
+
+def run_record(options: RecordOptions) -> int:
+    if options.mode == "reverse" and not options.upstream:
+        print("callgate: --upstream is required in reverse mode", file=sys.stderr)
+        return 2
+    host, port = split_listen(options.listen)
+    if not is_loopback(host):
+        print(f"callgate: warning: listening on {host}, not loopback: anyone who can reach this "
+              "machine can use your API credentials through it", file=sys.stderr)
+    try:
+        master = build_master(options)
+    except Exception as error:  # mitmproxy reports bad options as exceptions: one line
+        print(f"callgate: {error}", file=sys.stderr)
+        return 2
+    where = f"http://{host}:{port}"
+    print(f"callgate record: proxy on {where} -> {options.upstream or 'any host (regular mode)'}")
+    print(f"callgate record: redacted fixtures go to {options.out.resolve()}")
+    if options.web:
+        print(f"callgate record: mitmweb on http://127.0.0.1:{options.web_port}/")
+    asyncio.run(_run(master))
+    return 0
+
+
+async def _run(master: Any) -> None:
+    try:
+        await master.run()
+    except KeyboardInterrupt:
+        master.shutdown()

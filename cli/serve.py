@@ -1,0 +1,173 @@
+"""``callgate serve``: a fake provider on loopback that streams fixtures with real framing.
+
+Point a real app or SDK at it (``OPENAI_BASE_URL=http://127.0.0.1:PORT/v1``) and watch what it
+does with adversarial streams. Chat Completions fixtures go out as ``data:`` lines ending with
+``data: [DONE]`` (unless the fixture's ``meta.stream.done`` says the recording had none);
+Anthropic fixtures as ``event:`` + ``data:`` pairs. The body is sent with chunked transfer
+encoding, one flush per event, so clients see events as they are sent.
+
+Which fixture: the URL prefix ``/f/<name>/`` (``<name>`` is the fixture's path relative to the
+served folder, without ``.json``) followed by the provider's own path, or the header
+``x-callgate-fixture: <name>``; otherwise the fixtures in turn. Two request headers simulate
+faults: ``x-callgate-abort-after: N`` cuts the connection after N events, and
+``x-callgate-compress: gzip`` compresses the body (flushed per event).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from cli.files import InputError, load_envelope
+from reassemble.profiles import PROFILES
+
+
+def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
+    """Fixtures by name. Raises ``InputError`` for a file that is not an envelope."""
+    fixtures: dict[str, dict[str, Any]] = {}
+    for root in paths:
+        files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
+        for path in files:
+            name = path.relative_to(root).with_suffix("") if root.is_dir() else Path(path.stem)
+            fixtures[name.as_posix()] = load_envelope(path)
+    return fixtures
+
+
+def frames(envelope: dict[str, Any]) -> Iterator[bytes]:
+    """The SSE bytes of each event, as the profile's provider frames them."""
+    profile = PROFILES[envelope["profile"]]
+    for event in envelope[profile.stream_key]:
+        data = json.dumps(event, ensure_ascii=False)
+        if profile.stream_key == "events" and isinstance(event, dict) and "type" in event:
+            yield f"event: {event['type']}\ndata: {data}\n\n".encode()
+        else:
+            yield f"data: {data}\n\n".encode()
+    done = envelope.get("meta", {}).get("stream", {}).get("done", True)
+    if profile.stream_key == "chunks" and done:
+        yield b"data: [DONE]\n\n"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients hang up (the OpenAI SDK closes after [DONE]); that is not an error here."""
+
+
+class FakeProvider:
+    """The server; ``url`` is its base URL. ``timing`` is seconds between events (0 = fast)."""
+
+    def __init__(self, fixtures: dict[str, dict[str, Any]], host: str = "127.0.0.1",
+                 port: int = 0, timing: float = 0.0) -> None:
+        if not fixtures:
+            raise ValueError("no fixtures to serve")
+        self.fixtures, self.timing = fixtures, timing
+        self._order = list(fixtures)
+        self._turn = 0
+        self._lock = threading.Lock()
+        handler = type("Handler", (_Handler,), {"provider": self})
+        self.server = _Server((host, port), handler)
+        self.url = f"http://{host}:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self) -> FakeProvider:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def choose(self, path: str, header: str | None) -> tuple[str, dict[str, Any]] | None:
+        if header:
+            return (header, self.fixtures[header]) if header in self.fixtures else None
+        if path.startswith("/f/"):
+            name = next((n for n in sorted(self.fixtures, key=len, reverse=True)
+                         if path.startswith(f"/f/{n}/")), None)
+            return (name, self.fixtures[name]) if name else None
+        with self._lock:
+            name = self._order[self._turn % len(self._order)]
+            self._turn += 1
+        return name, self.fixtures[name]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    provider: FakeProvider
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        chosen = self.provider.choose(self.path, self.headers.get("x-callgate-fixture"))
+        if chosen is None:
+            self._error(404, "no such fixture")
+            return
+        abort_after = int(self.headers.get("x-callgate-abort-after") or -1)
+        gzip = self.headers.get("x-callgate-compress") == "gzip"
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        if gzip:
+            self.send_header("content-encoding", "gzip")
+        self.end_headers()
+        self._stream(chosen[1], abort_after, gzip)
+
+    def _stream(self, envelope: dict[str, Any], abort_after: int, gzip: bool) -> None:
+        compressor = zlib.compressobj(wbits=31) if gzip else None
+        for number, frame in enumerate(frames(envelope)):
+            if number == abort_after:
+                self._abort()
+                return
+            if number and self.provider.timing:
+                time.sleep(self.provider.timing)
+            data = compressor.compress(frame) + compressor.flush(zlib.Z_SYNC_FLUSH) \
+                if compressor else frame
+            self._chunk(data)
+        if compressor:
+            self._chunk(compressor.flush())
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _chunk(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    def _abort(self) -> None:
+        """Cut the connection mid-body, as a failing upstream does."""
+        self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_RDWR)
+        self.close_connection = True
+
+    def _error(self, status: int, message: str) -> None:
+        body = json.dumps({"error": {"message": message, "type": "callgate_serve"}}).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: request lines would go to stderr for every call."""
+
+
+def run_serve(paths: Sequence[Path], listen: str, timing: float) -> int:
+    try:
+        fixtures = collect(paths)
+    except InputError as error:
+        print(f"callgate: {error}")
+        return 2
+    host, _, port = listen.rpartition(":")
+    provider = FakeProvider(fixtures, host or "127.0.0.1", int(port), timing)
+    print(f"callgate serve: {len(fixtures)} fixtures on {provider.url} "
+          f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})")
+    with contextlib.suppress(KeyboardInterrupt):
+        provider.server.serve_forever()
+    return 0

@@ -1,0 +1,228 @@
+"""The callgate mitmproxy addon: hooks only; the work is in ``tap``, ``reassemble`` and ``redact``.
+
+Load it with ``mitmdump -s "$(callgate addon-path)"`` (or through ``callgate record``). For every
+streamed response of a known LLM endpoint it installs a tap that forwards each chunk unchanged
+and checks the stream as it passes, marks the flow the moment a blocking finding appears, and at
+the end writes a redacted fixture off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mitmproxy import ctx, exceptions, http
+from mitmproxy.hooks import UpdateHook
+
+from proxy_addon.storage import write_atomic
+from proxy_addon.tap import StreamTap
+from reassemble import Finding, Reassembler, Report
+from redact import (
+    ArgumentMode,
+    Exchange,
+    NotApplicable,
+    RedactionRefused,
+    fixture_bytes,
+    fixture_name,
+    redact_exchange,
+    request_context,
+)
+from redact.detect import profile_for, provider_from_url
+
+log = logging.getLogger("callgate")
+
+WARNING_MARK, FAIL_MARK, PASS_MARK = ":warning:", ":x:", ":white_check_mark:"
+
+
+@dataclass
+class _Capture:
+    tap: StreamTap
+    profile: str
+    provider: str | None
+    live_warned: bool = False
+
+
+class CallgateAddon:
+    def __init__(self) -> None:
+        self._captures: dict[str, _Capture] = {}
+        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="callgate-writer")
+        self._pending: set[Future[Any]] = set()
+
+    def load(self, loader: Any) -> None:
+        loader.add_option("callgate_out", str, "callgate-fixtures",
+                          "Folder where redacted fixtures are written.")
+        loader.add_option("callgate_arguments", str, "mask",
+                          "Tool-call arguments in fixtures: mask, keep or drop.",
+                          choices=[mode.value for mode in ArgumentMode])
+        loader.add_option("callgate_provider", str, "",
+                          "Provider name to assume (default: from the upstream host).")
+        loader.add_option("callgate_enforce", bool, False,
+                          "Hold terminal events until the verdict; replace them by an error "
+                          "event when the turn fails.")
+        loader.add_option("callgate_hosts", Sequence[str], [],
+                          "Only inspect these hosts (default: every known LLM endpoint).")
+        loader.add_option("callgate_allow_raw_dump", bool, False,
+                          "Allow mitmproxy's own unredacted writers (-w, hardump) alongside.")
+        loader.add_option("callgate_allow_verdict_change", bool, False,
+                          "Write fixtures even when redaction changes their verdict.")
+
+    def configure(self, updated: set[str]) -> None:
+        raw_writers = [name for name in ("save_stream_file", "hardump")
+                       if getattr(ctx.options, name, None)]
+        if raw_writers and not ctx.options.callgate_allow_raw_dump:
+            raise exceptions.OptionsError(
+                f"callgate: {' and '.join(raw_writers)} would write unredacted traffic to disk; "
+                "remove it or set callgate_allow_raw_dump=true")
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        capture = self._start(flow)
+        if capture is None:
+            return
+        assert flow.response is not None
+        self._captures[flow.id] = capture
+        if ctx.options.callgate_enforce and capture.tap.decompressor.encoding not in ("",
+                                                                                     "identity"):
+            # Enforce mode releases whole decoded events, so the client gets them decoded.
+            flow.response.headers.pop("content-encoding", None)
+            flow.response.headers.pop("content-length", None)
+        flow.response.stream = capture.tap
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._finish(flow, complete=True)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        capture = self._captures.get(flow.id)
+        # The OpenAI SDK closes the connection right after [DONE]: that stream is complete.
+        self._finish(flow, complete=bool(capture and capture.tap.end_marker_seen))
+
+    async def done(self) -> None:
+        """At shutdown: let fixtures being written finish."""
+        pending = [asyncio.wrap_future(future) for future in self._pending]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        self._executor.shutdown(wait=True)
+
+    # -- the flow's life -------------------------------------------------------------------------
+
+    def _start(self, flow: http.HTTPFlow) -> _Capture | None:
+        response = flow.response
+        if response is None or flow.request.method != "POST":
+            return None
+        if not 200 <= response.status_code < 300:
+            return None
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            return None
+        hosts = ctx.options.callgate_hosts
+        if hosts and flow.request.pretty_host not in hosts:
+            return None
+        provider = ctx.options.callgate_provider or provider_from_url(flow.request.pretty_url)
+        profile = profile_for(flow.request.pretty_url, provider)
+        if profile is None:
+            return None
+        return self._capture(flow, profile, provider)
+
+    def _capture(self, flow: http.HTTPFlow, profile: str, provider: str | None) -> _Capture | None:
+        schemas, request = request_context(flow.request.get_content(strict=False) or b"")
+        engine = Reassembler(profile, schemas, request=request, provider=provider)
+        encoding = flow.response.headers.get("content-encoding", "") if flow.response else ""
+        try:
+            capture = _Capture(StreamTap(engine, profile, encoding,
+                                         enforce=ctx.options.callgate_enforce,
+                                         on_finding=lambda f: self._live(flow, f),
+                                         on_failure=lambda kind: self._broken(flow, kind)),
+                               profile, provider)
+        except ValueError:
+            log.warning("callgate: %s %s: content-encoding %r is not supported; not inspected",
+                        flow.id, _where(flow), encoding)
+            return None
+        return capture
+
+    def _live(self, flow: http.HTTPFlow, finding: Finding) -> None:
+        capture = self._captures.get(flow.id)
+        if capture is None or capture.live_warned or not finding.blocking:
+            return
+        capture.live_warned = True
+        flow.marked = WARNING_MARK
+        flow.comment = f"callgate: {finding.code.value} (stream still running)"
+        log.warning("callgate: %s %s %s slot=%s event=%s", flow.id, _where(flow),
+                    finding.code.value, finding.slot, finding.event)
+        ctx.master.addons.trigger(UpdateHook([flow]))
+
+    def _broken(self, flow: http.HTTPFlow, kind: str) -> None:
+        log.error("callgate: %s %s: inspection stopped after an internal %s; the stream was "
+                  "passed through unchanged", flow.id, _where(flow), kind)
+
+    def _finish(self, flow: http.HTTPFlow, *, complete: bool) -> None:
+        capture = self._captures.pop(flow.id, None)
+        if capture is None:
+            return
+        report = capture.tap.close()
+        flow.marked = PASS_MARK if report.executable else FAIL_MARK
+        codes = ", ".join(report.blocking_codes) or "-"
+        flow.comment = f"callgate: {report.status.value} ({codes})"
+        flow.metadata["callgate"] = report.to_dict()
+        ctx.master.addons.trigger(UpdateHook([flow]))
+        exchange = _exchange(flow, capture, complete)
+        self._write_later(flow.id, exchange, capture)
+
+    def _write_later(self, flow_id: str, exchange: Exchange, capture: _Capture) -> None:
+        out = Path(ctx.options.callgate_out)
+        mode = ArgumentMode(ctx.options.callgate_arguments)
+        allow = ctx.options.callgate_allow_verdict_change
+        future = self._executor.submit(_write_fixture, exchange, capture.profile,
+                                       capture.provider, out, mode, allow)
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
+        loop = asyncio.get_running_loop()
+        future.add_done_callback(
+            lambda done: loop.call_soon_threadsafe(_report_written, flow_id, done))
+
+
+def _where(flow: http.HTTPFlow) -> str:
+    """Host and path, never the query string (keys travel there)."""
+    return f"{flow.request.pretty_host}{flow.request.path.split('?', 1)[0]}"
+
+
+def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchange:
+    response = flow.response
+    assert response is not None
+    return Exchange(
+        method=flow.request.method, url=flow.request.pretty_url,
+        request_headers=[(k, v) for k, v in flow.request.headers.items(multi=True)],
+        request_body=flow.request.get_content(strict=False) or b"",
+        status=response.status_code,
+        response_headers=[(k, v) for k, v in response.headers.items(multi=True)],
+        response_body=b"".join(capture.tap.body), complete=complete, capture="proxy",
+        error=flow.error.msg if flow.error else None)
+
+
+def _write_fixture(exchange: Exchange, profile: str, provider: str | None, out: Path,
+                   mode: ArgumentMode, allow: bool) -> tuple[Path, Report]:
+    """Runs in a worker thread: redaction is linear in the stream and must not hold the loop."""
+    redacted = redact_exchange(exchange, profile=profile, provider=provider, arguments=mode,
+                               allow_verdict_change=allow)
+    data = fixture_bytes(redacted.envelope)
+    path = out / fixture_name(redacted.envelope, data)
+    write_atomic(path, data)
+    return path, redacted.report
+
+
+def _report_written(flow_id: str, done: Future[tuple[Path, Report]]) -> None:
+    error = done.exception()
+    if isinstance(error, NotApplicable | RedactionRefused):
+        log.warning("callgate: %s: no fixture written: %s", flow_id, error)
+    elif error is not None:
+        log.error("callgate: %s: no fixture written: internal %s", flow_id,
+                  type(error).__name__)
+    else:
+        path, report = done.result()
+        codes = ", ".join(report.blocking_codes) or "-"
+        log.info("callgate: %s %s -> %s (%s)", flow_id, report.status.value, path, codes)
+
+
+addons = [CallgateAddon()]

@@ -1,0 +1,268 @@
+"""The per-flow pipeline behind ``flow.response.stream``: bytes in, the same bytes out.
+
+How this works: each body chunk is decompressed incrementally, split into SSE events by the shared
+decoder, parsed as JSON and fed to the engine, whose findings are reported as they happen. In
+observe mode the tap returns every chunk unchanged the moment it has looked at it. In enforce mode
+it works on whole events instead: everything streams as before except the provider's terminal
+evidence (a chunk with ``finish_reason`` and what follows it; Anthropic's ``message_delta`` and
+``message_stop``), which is held until the verdict is known at the end marker (``[DONE]``,
+``message_stop``) or the end of the body, then released unchanged on a pass or replaced by a
+provider-shaped error event on a fail. Per chunk the work is proportional to the chunk.
+
+mitmproxy drops a chunk whose stream callable raises, so nothing here may raise: a failure inside
+the pipeline is reported once, the tap stops inspecting, and every byte still goes through.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable
+
+from reassemble import Finding, Reassembler, Report, strict_json
+from reassemble.sse import SSEDecoder, SSEEvent
+
+_DONE = "[DONE]"
+
+
+class Decompressor:
+    """Incremental content decoding: identity, gzip, deflate, br and zstd."""
+
+    def __init__(self, encoding: str) -> None:
+        name = encoding.strip().lower()
+        self.encoding = name
+        self._decode: Callable[[bytes], bytes]
+        if name in ("", "identity"):
+            self._decode = bytes
+        elif name in ("gzip", "x-gzip", "deflate"):
+            # wbits=47 reads both gzip and zlib headers; raw deflate is handled on first use.
+            self._zlib = zlib.decompressobj(wbits=47)
+            self._inflated = False
+            self._decode = self._inflate
+        elif name == "br":
+            import brotli  # a mitmproxy dependency
+
+            self._decode = brotli.Decompressor().process
+        elif name == "zstd":
+            self._decode = _zstd_decoder()
+        else:
+            raise ValueError(f"unsupported content-encoding {name!r}")
+
+    def __call__(self, data: bytes) -> bytes:
+        return self._decode(data) if data else b""
+
+    def _inflate(self, data: bytes) -> bytes:
+        try:
+            out = self._zlib.decompress(data)
+        except zlib.error:
+            if self._inflated:  # real corruption after a good start
+                raise
+            self._zlib = zlib.decompressobj(wbits=-15)  # headerless deflate
+            out = self._zlib.decompress(data)
+        self._inflated = True
+        return out
+
+
+def _zstd_decoder() -> Callable[[bytes], bytes]:
+    try:
+        from compression import zstd  # Python 3.14
+
+        return zstd.ZstdDecompressor().decompress  # type: ignore[no-any-return]
+    except ImportError:
+        pass
+    try:
+        from backports import zstd as backport  # mitmproxy 12
+
+        return backport.ZstdDecompressor().decompress  # type: ignore[no-any-return]
+    except ImportError:
+        import zstandard  # mitmproxy 11
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress
+
+
+class EventFramer:
+    """Cuts a byte stream into whole SSE event blocks (everything up to and including the blank
+    line that ends an event), so enforce mode can hold and release exact upstream bytes.
+
+    Line ends are LF, CRLF or CR. A CR that ends an event may be the first half of a CRLF whose
+    LF has not arrived yet, so that cut waits for the next byte."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._line_empty = True
+        self._previous_cr = False
+        self._cut_pending = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        offset = len(self._buffer)
+        self._buffer += data
+        cuts = [cut for i, byte in enumerate(data) if (cut := self._step(byte, offset + i))]
+        return self._take(cuts)
+
+    def rest(self) -> bytes:
+        """Bytes after the last whole event, at the end of the stream."""
+        rest = bytes(self._buffer)
+        self._buffer.clear()
+        return rest
+
+    def _take(self, cuts: list[int]) -> list[bytes]:
+        blocks, start = [], 0
+        for cut in cuts:
+            blocks.append(bytes(self._buffer[start:cut]))
+            start = cut
+        del self._buffer[:start]
+        return blocks
+
+    def _step(self, byte: int, i: int) -> int | None:
+        """The cut position this byte decides, if any (always > 0)."""
+        cut = None
+        if self._cut_pending:
+            self._cut_pending = False
+            if byte == 0x0A:
+                self._previous_cr = False
+                return i + 1
+            cut = i
+        if byte == 0x0A and self._previous_cr:
+            self._previous_cr = False
+            return cut
+        if byte in (0x0A, 0x0D):
+            self._previous_cr = byte == 0x0D
+            if not self._line_empty:
+                self._line_empty = True
+            elif byte == 0x0A:
+                return i + 1
+            else:
+                self._cut_pending = True
+            return cut
+        self._line_empty = self._previous_cr = False
+        return cut
+
+
+def is_terminal_evidence(profile: str, event: object) -> bool:
+    """Whether one parsed stream event carries the turn's terminal evidence (or follows it)."""
+    if not isinstance(event, dict):
+        return False
+    if profile == "anthropic":
+        return event.get("type") in ("message_delta", "message_stop")
+    choices = event.get("choices")
+    return isinstance(choices, list) and any(
+        isinstance(c, dict) and c.get("finish_reason") is not None for c in choices)
+
+
+def blocked_event(profile: str, codes: list[str]) -> bytes:
+    """A provider-shaped error event that makes the provider's own SDK raise."""
+    message = f"callgate blocked this turn: {', '.join(codes) or 'conformance failure'}"
+    if profile == "anthropic":
+        body = {"type": "error", "error": {"type": "callgate_blocked", "message": message}}
+        return f"event: error\ndata: {json.dumps(body)}\n\n".encode()
+    body = {"error": {"message": message, "type": "callgate_blocked",
+                      "code": codes[0] if codes else "blocked", "param": None}}
+    return f"data: {json.dumps(body)}\n\n".encode()
+
+
+class StreamTap:
+    """The stream callable for one flow. ``on_finding`` is told every finding as it happens;
+    ``on_failure`` once, if the pipeline itself breaks (with the exception's type name only)."""
+
+    def __init__(self, engine: Reassembler, profile: str, encoding: str, *, enforce: bool,
+                 on_finding: Callable[[Finding], None],
+                 on_failure: Callable[[str], None]) -> None:
+        self.engine = engine
+        self.profile = profile
+        self.enforce = enforce
+        self.decompressor = Decompressor(encoding)
+        self.body: list[bytes] = []
+        self.end_marker_seen = False
+        self.report: Report | None = None
+        self._sse = SSEDecoder()
+        self._framer = EventFramer()
+        self._held: list[bytes] = []
+        self._verdict: bool | None = None  # enforce: None until decided, then pass/fail
+        self._broken = False
+        self._on_finding, self._on_failure = on_finding, on_failure
+
+    def __call__(self, chunk: bytes) -> bytes | list[bytes]:
+        try:
+            decoded = self.decompressor(chunk)
+        except Exception as error:  # a bug of ours, or corrupt upstream data: pass it on
+            self._break(error)
+            return chunk
+        if self._broken:
+            return decoded if self.enforce else chunk
+        self.body.append(decoded)
+        if not self.enforce:
+            self._observe(decoded)
+            return chunk
+        return self._enforce(decoded, end=not chunk)
+
+    def close(self) -> Report:
+        """The verdict; call once the flow has ended (cleanly or not)."""
+        if self.report is None:
+            self.report = self.engine.close()
+        return self.report
+
+    def _observe(self, decoded: bytes) -> None:
+        try:
+            self._inspect(decoded)
+        except Exception as error:  # never raise into mitmproxy
+            self._break(error)
+
+    def _enforce(self, decoded: bytes, *, end: bool) -> list[bytes]:
+        blocks = self._framer.feed(decoded)
+        if end:
+            blocks.append(self._framer.rest())
+        out: list[bytes] = []
+        for position, block in enumerate(blocks):
+            try:
+                out += self._route(block)
+            except Exception as error:  # release everything not yet sent, unchanged
+                self._break(error)
+                held, self._held = self._held, []
+                return [*out, *held, *blocks[position:], self._framer.rest()]
+        if end and self._verdict is None:
+            out += self._decide()
+        return out
+
+    def _break(self, error: Exception) -> None:
+        if not self._broken:
+            self._broken = True
+            self._on_failure(type(error).__name__)
+
+    def _inspect(self, data: bytes) -> list[object]:
+        events = []
+        for sse in self._sse.feed(data) if data else self._sse.close():
+            event = self._event(sse)
+            if event is not None:
+                events.append(event)
+                for finding in self.engine.feed(event):
+                    self._on_finding(finding)
+        return events
+
+    def _event(self, sse: SSEEvent) -> object:
+        if sse.data == _DONE:
+            self.end_marker_seen = True
+            return None
+        event: object
+        try:
+            event = strict_json.loads(sse.data)
+        except strict_json.StrictJSONError:
+            event = sse.data
+        if isinstance(event, dict) and event.get("type") == "message_stop":
+            self.end_marker_seen = True
+        return event
+
+    def _route(self, block: bytes) -> list[bytes]:
+        """Enforce mode: where one whole event block goes now."""
+        if self._verdict is not None:
+            return [block] if self._verdict else []
+        events = self._inspect(block)
+        if self._held or any(is_terminal_evidence(self.profile, e) for e in events):
+            self._held.append(block)
+            return self._decide() if self.end_marker_seen else []
+        return [block]
+
+    def _decide(self) -> list[bytes]:
+        report = self.close()
+        self._verdict = report.exit_code != 1
+        held, self._held = self._held, []
+        return held if self._verdict else [blocked_event(self.profile, report.blocking_codes)]

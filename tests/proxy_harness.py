@@ -1,0 +1,174 @@
+"""Real parts for the proxy tests: mitmproxy on loopback, the fake provider, and SDK apps.
+
+The proxy is mitmproxy's own DumpMaster with the callgate addon, running on its own event loop in
+a thread (as it runs in ``callgate record``); the upstream is ``callgate serve``'s fake provider;
+the apps are the real openai, anthropic and mistralai SDKs in their own virtualenv
+(``.venv-apps``), run as separate processes, as a user's app would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cli.serve import FakeProvider, collect
+
+ROOT = Path(__file__).resolve().parents[1]
+APPS_PYTHON = ROOT / ".venv-apps" / "bin" / "python"
+CLIENT = ROOT / "tests" / "apps" / "client.py"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def fake_provider(timing: float = 0.0) -> FakeProvider:
+    return FakeProvider(collect([ROOT / "fixtures" / "conformance"]), timing=timing).start()
+
+
+class Proxy:
+    """mitmproxy (reverse mode to ``upstream``) with the callgate addon, on its own loop."""
+
+    def __init__(self, upstream: str, out: Path, **options: Any) -> None:
+        from proxy_addon.addon import CallgateAddon
+
+        self.port, self.out = free_port(), out
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.addon = CallgateAddon()
+        self._upstream, self._options = upstream, {"callgate_out": str(out), **options}
+        self._ready, self._loop = threading.Event(), asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_until_complete,
+                                        args=(self._main(),), daemon=True)
+
+    def __enter__(self) -> Proxy:
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise RuntimeError("mitmproxy did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.call_soon_threadsafe(self.master.shutdown)
+        self._thread.join(30)
+
+    async def _main(self) -> None:
+        from mitmproxy import options
+        from mitmproxy.tools.dump import DumpMaster
+
+        opts = options.Options(mode=[f"reverse:{self._upstream}"], listen_host="127.0.0.1",
+                               listen_port=self.port, confdir=str(self.out.parent / "confdir"))
+        self.master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+        self.master.addons.add(self.addon)
+        self.master.options.update(**self._options)
+        task = asyncio.create_task(self.master.run())
+        while not _listening(self.port):
+            await asyncio.sleep(0.05)
+        self._ready.set()
+        await task
+
+    def set(self, **options: Any) -> None:
+        """Change options between requests."""
+        done = threading.Event()
+
+        def apply() -> None:
+            self.master.options.update(**options)
+            done.set()
+
+        self._loop.call_soon_threadsafe(apply)
+        done.wait(10)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def fixtures_in(folder: Path, count: int, timeout: float = 20) -> list[dict[str, Any]]:
+    """Wait until ``count`` fixtures are in ``folder`` (they are written off the event loop)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+        if len(files) >= count:
+            time.sleep(0.1)
+            return [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))]
+        time.sleep(0.05)
+    raise AssertionError(f"expected {count} fixtures in {folder}")
+
+
+def request_body(name: str) -> bytes:
+    """The request an app would send for conformance fixture ``name``: its tools and parameters."""
+    envelope = json.loads((ROOT / "fixtures" / "conformance" / f"{name}.json").read_text())
+    schemas = envelope.get("tool_schemas", {})
+    if envelope["profile"] == "anthropic":
+        tools: list[Any] = [{"name": n, "input_schema": s} for n, s in schemas.items()]
+    else:
+        tools = [{"type": "function", "function": {"name": n, "parameters": s}}
+                 for n, s in schemas.items()]
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}],
+            "tools": tools, **envelope.get("request", {})}
+    return json.dumps(body).encode()
+
+
+def tools_file(name: str, folder: Path) -> str:
+    """A ``--tools`` file for the app, with fixture ``name``'s schemas."""
+    envelope = json.loads((ROOT / "fixtures" / "conformance" / f"{name}.json").read_text())
+    path = folder / "tools.json"
+    path.write_text(json.dumps(envelope.get("tool_schemas", {})))
+    return str(path)
+
+
+def post(base: str, path: str, body: bytes = b"{}", headers: dict[str, str] | None = None,
+         ) -> tuple[int, dict[str, str], bytes]:
+    """One POST with http.client: the raw body bytes (chunked framing removed, nothing
+    decompressed) and the response headers."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection.request("POST", path, body, {"content-type": "application/json",
+                                            **(headers or {})})
+    response = connection.getresponse()
+    data = response.read()
+    connection.close()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+
+
+def read_events(base: str, path: str, stop_after: int | None = None,
+                headers: dict[str, str] | None = None) -> Iterator[tuple[float, bytes]]:
+    """Each SSE event block as it arrives, with its arrival time; stop (and hang up) after
+    ``stop_after`` events."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    start = time.monotonic()
+    name = path.split("/f/", 1)[1].rsplit("/v1/", 1)[0]
+    connection.request("POST", path, request_body(name), {"content-type": "application/json",
+                                                          **(headers or {})})
+    response = connection.getresponse()
+    block, count = b"", 0
+    while line := response.readline():
+        block += line
+        if line in (b"\n", b"\r\n"):
+            yield time.monotonic() - start, block
+            block, count = b"", count + 1
+            if stop_after is not None and count >= stop_after:
+                connection.sock.shutdown(socket.SHUT_RDWR)
+                connection.close()
+                return
+    connection.close()
+
+
+def run_app(sdk: str, base_url: str, *args: str) -> dict[str, Any]:
+    """Run the SDK app once; its JSON report."""
+    done = subprocess.run([str(APPS_PYTHON), str(CLIENT), sdk, base_url, *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result

@@ -1,0 +1,235 @@
+"""The mitmproxy addon with real parts: mitmproxy on 127.0.0.1, the fake provider upstream, the
+real openai, anthropic and mistralai SDKs as apps."""
+
+from __future__ import annotations
+
+import json
+import logging
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redact import redact_envelope
+from tests.conftest import CONFORMANCE, load
+from tests.proxy_harness import (
+    APPS_PYTHON,
+    Proxy,
+    fake_provider,
+    fixtures_in,
+    post,
+    read_events,
+    request_body,
+    run_app,
+    tools_file,
+)
+
+needs_apps = pytest.mark.skipif(not APPS_PYTHON.exists(),
+                                reason="run `make test` to create .venv-apps")
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[Any]:
+    provider = fake_provider()
+    yield provider
+    provider.close()
+
+
+@pytest.fixture
+def proxy(upstream: Any, tmp_path: Path) -> Iterator[Proxy]:
+    with Proxy(upstream.url, tmp_path / "fixtures") as running:
+        yield running
+
+
+def chat_path(name: str) -> str:
+    return f"/f/{name}/v1/chat/completions"
+
+
+@pytest.mark.parametrize("name", ["openai/valid_parallel_interleaved", "openai/reused_index_new_id",
+                                  "anthropic/valid_text_then_two_tools"])
+@pytest.mark.parametrize("compress", [False, True])
+def test_observe_mode_gives_the_client_the_upstream_bytes_exactly(
+        upstream: Any, proxy: Proxy, name: str, compress: bool) -> None:
+    path = f"/f/{name}/v1/messages" if name.startswith("anthropic") else chat_path(name)
+    headers = {"x-callgate-compress": "gzip"} if compress else {}
+    direct = post(upstream.url, path, request_body(name), headers)
+    proxied = post(proxy.url, path, request_body(name), headers)
+    assert proxied[0] == direct[0] == 200
+    assert proxied[2] == direct[2]
+    assert proxied[1].get("content-encoding") == ("gzip" if compress else None)
+    if compress:
+        assert zlib.decompress(proxied[2], wbits=31).startswith(b"data: " if "openai" in name
+                                                                 else b"event: ")
+    fixture = fixtures_in(proxy.out, 1)[0]
+    assert fixture["expect"] == {"status": load(CONFORMANCE / f"{name}.json")["expect"]["status"],
+                                 "codes": load(CONFORMANCE / f"{name}.json")["expect"]["codes"]}
+
+
+def test_events_reach_the_client_as_they_are_sent(tmp_path: Path) -> None:
+    slow = fake_provider(timing=0.3)
+    try:
+        with Proxy(slow.url, tmp_path / "fixtures") as running:
+            times = [t for t, _ in read_events(running.url, chat_path("openai/valid_fragmented"))]
+    finally:
+        slow.close()
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert len(times) == 9 and min(gaps) > 0.2  # 8 chunks and [DONE], 0.3 s apart upstream
+
+
+def test_an_upstream_abort_gives_a_fixture_with_missing_terminal(proxy: Proxy) -> None:
+    events = list(read_events(proxy.url, chat_path("openai/valid_fragmented"),
+                              headers={"x-callgate-abort-after": "3"}))
+    assert len(events) == 3
+    fixture = fixtures_in(proxy.out, 1)[0]
+    assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}
+    assert fixture["meta"]["stream"]["complete"] is False
+    assert fixture["meta"]["stream"]["error"] == "upstream error"
+
+
+def test_a_client_that_hangs_up_mid_stream_is_recorded_as_such(tmp_path: Path) -> None:
+    slow = fake_provider(timing=0.2)
+    try:
+        with Proxy(slow.url, tmp_path / "fixtures") as running:
+            assert len(list(read_events(running.url, chat_path("openai/valid_fragmented"),
+                                        stop_after=2))) == 2
+            fixture = fixtures_in(running.out, 1)[0]
+    finally:
+        slow.close()
+    assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}
+    assert fixture["meta"]["stream"]["error"] == "client disconnected"
+    assert fixture["meta"]["stream"]["complete"] is False
+
+
+def test_a_failure_inside_the_pipeline_costs_the_client_no_byte(
+        upstream: Any, proxy: Proxy, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from reassemble import engine
+
+    calls = {"n": 0}
+    original = engine.Reassembler.feed
+
+    def failing_feed(self: Any, raw: object) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("injected")
+        return original(self, raw)
+
+    monkeypatch.setattr(engine.Reassembler, "feed", failing_feed)
+    caplog.set_level(logging.INFO, logger="callgate")
+    name = "openai/valid_parallel_interleaved"
+    body = request_body(name)
+    assert post(proxy.url, chat_path(name), body)[2] == post(upstream.url, chat_path(name),
+                                                             body)[2]
+    assert any("inspection stopped after an internal RuntimeError" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_fifty_concurrent_streams_give_fifty_correct_fixtures(upstream: Any, proxy: Proxy) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [p.relative_to(CONFORMANCE).with_suffix("").as_posix()
+             for p in sorted((CONFORMANCE / "openai").glob("*.json"))
+             if "quirk" not in p.name and "argument_limit" not in p.name][:25] * 2
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        list(pool.map(lambda n: post(proxy.url, chat_path(n), request_body(n)), names))
+    written = fixtures_in(proxy.out, len(set(names)))  # identical streams give identical files
+    expected = {json.dumps(redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope["chunks"])
+                for n in names}
+    assert {json.dumps(f["chunks"]) for f in written} == expected
+    assert len(written) == len(set(names))
+
+
+def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
+        proxy: Proxy, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    key, query_key, prompt = "sk-proj-CANARYkey0123456789abcdef", "AIzaCANARYq", "CANARYprompt"
+    body = json.loads(request_body("openai/reused_index_new_id"))
+    body["messages"] = [{"role": "user", "content": prompt}]
+    post(proxy.url, chat_path("openai/reused_index_new_id") + f"?key={query_key}",
+         json.dumps(body).encode(),
+         {"authorization": f"Bearer {key}", "x-api-key": key})
+    fixture = json.dumps(fixtures_in(proxy.out, 1)[0])
+    logs = "\n".join(r.getMessage() for r in caplog.records)
+    assert "identity_collision" in logs
+    for canary in (key, query_key, prompt, "CANARY"):
+        assert canary not in fixture and canary not in logs
+
+
+@needs_apps
+@pytest.mark.parametrize(("sdk", "base"), [
+    ("openai", "/f/openai/valid_fragmented/v1"),
+    ("anthropic", "/f/anthropic/valid_fragmented"),
+    ("mistral", "/f/mistral/native_parallel_calls"),
+])
+def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Proxy, sdk: str,
+                                                      base: str, tmp_path: Path) -> None:
+    if sdk == "mistral":
+        proxy.set(callgate_provider="mistral")
+    tools = tools_file(base.split("/f/")[1].removesuffix("/v1"), tmp_path)
+    direct = run_app(sdk, upstream.url + base, "--tools", tools)
+    through = run_app(sdk, proxy.url + base, "--tools", tools)
+    assert through["error"] is None
+    for key in ("kinds", "finish", "tool_calls"):
+        assert through[key] == direct[key]
+    assert fixtures_in(proxy.out, 1)[0]["expect"] == {"status": "pass", "codes": []}
+
+
+@needs_apps
+@pytest.mark.parametrize(("sdk", "good", "bad", "raised"), [
+    ("openai", "/f/openai/valid_fragmented/v1", "/f/openai/reused_index_new_id/v1", "APIError"),
+    ("anthropic", "/f/anthropic/valid_fragmented", "/f/anthropic/reused_index_new_id",
+     "APIStatusError"),
+])
+def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
+        upstream: Any, tmp_path: Path, sdk: str, good: str, bad: str, raised: str) -> None:
+    tools = tools_file(good.split("/f/")[1].removesuffix("/v1"), tmp_path)
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
+        passed = run_app(sdk, running.url + good, "--tools", tools)
+        blocked = run_app(sdk, running.url + bad, "--tools", tools)
+    direct = run_app(sdk, upstream.url + good, "--tools", tools)
+    assert passed["error"] is None
+    assert (passed["kinds"], passed["tool_calls"]) == (direct["kinds"], direct["tool_calls"])
+    assert blocked["error"]["type"] == raised
+    assert "callgate blocked this turn" in blocked["error"]["message"]
+    assert "identity_collision" in blocked["error"]["message"]
+
+
+def test_enforce_mode_bytes_of_a_good_turn_are_unchanged_even_when_compressed(
+        upstream: Any, tmp_path: Path) -> None:
+    name = "openai/valid_parallel_interleaved"
+    path, body = chat_path(name), request_body(name)
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
+        plain = post(running.url, path, body)
+        gz = post(running.url, path, body, {"x-callgate-compress": "gzip"})
+    assert plain[2] == post(upstream.url, path, body)[2]
+    assert "content-encoding" not in gz[1] and gz[2] == plain[2]
+
+
+def test_enforce_mode_replaces_the_terminal_of_a_bad_turn_with_an_error_event(
+        upstream: Any, tmp_path: Path) -> None:
+    name = "openai/reused_index_new_id"
+    path = chat_path(name)
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
+        body = post(running.url, path, request_body(name))[2]
+    original = post(upstream.url, path, request_body(name))[2]
+    kept, _, _ = original.partition(b'data: {"id": "chatcmpl-fixture", "object": '
+                                    b'"chat.completion.chunk", "created": 1700000000, '
+                                    b'"model": "gpt-4o-mini", "choices": [{"index": 0, '
+                                    b'"delta": {}, "logprobs": null, "finish_reason": '
+                                    b'"tool_calls"}]}')
+    assert body.startswith(kept) and len(kept) < len(original)
+    error = json.loads(body[len(kept):].decode().removeprefix("data: "))
+    assert error["error"]["code"] == "identity_collision"
+    assert b"[DONE]" not in body
+
+
+def test_raw_writers_are_refused_unless_allowed(upstream: Any, tmp_path: Path) -> None:
+    from mitmproxy import exceptions
+
+    with Proxy(upstream.url, tmp_path / "fixtures") as running:
+        with pytest.raises(exceptions.OptionsError, match="unredacted"):
+            running.master.options.update(save_stream_file=str(tmp_path / "raw.flow"))
+        running.master.options.update(callgate_allow_raw_dump=True,
+                                      save_stream_file=str(tmp_path / "raw.flow"))
