@@ -3,6 +3,7 @@ real openai, anthropic and mistralai SDKs as apps."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import zlib
@@ -74,7 +75,7 @@ def test_events_reach_the_client_as_they_are_sent(tmp_path: Path) -> None:
             times = [t for t, _ in read_events(running.url, chat_path("openai/valid_fragmented"))]
     finally:
         slow.close()
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(times) == 9 and min(gaps) > 0.2  # 8 chunks and [DONE], 0.3 s apart upstream
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 TOOLS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}},
@@ -92,7 +93,7 @@ def main() -> None:
     parser.add_argument("--header", action="append", default=[])
     parser.add_argument("--tools", help="JSON file: tool name -> argument schema")
     args = parser.parse_args()
-    args.tools = json.loads(open(args.tools).read()) if args.tools else TOOLS
+    args.tools = json.loads(Path(args.tools).read_text()) if args.tools else TOOLS
     args.headers = dict(h.split("=", 1) for h in args.header)
     out: dict[str, Any] = {"times": [], "kinds": [], "finish": None, "tool_calls": [],
                            "error": None}
