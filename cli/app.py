@@ -104,7 +104,7 @@ def addon_path_command() -> None:
     """Print the path of the mitmproxy addon, for `mitmdump -s "$(callgate addon-path)"`."""
     import proxy_addon
 
-    print(Path(proxy_addon.__file__).with_name("addon.py"))
+    print(Path(proxy_addon.__file__).with_name("script.py"))
 
 
 @app.callback()

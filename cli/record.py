@@ -13,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 LOOPBACK_NAMES = ("localhost",)
+#: mitmweb's flow list, with the comment column where callgate writes its verdict.
+WEB_COLUMNS = ["icon", "path", "method", "status", "size", "time", "comment"]
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,8 @@ def build_master(options: RecordOptions) -> Any:
         from mitmproxy.tools.web.master import WebMaster
 
         master = WebMaster(opts)
-        master.options.update(web_open_browser=False, web_port=options.web_port)
+        master.options.update(web_open_browser=False, web_port=options.web_port,
+                              web_columns=WEB_COLUMNS)
     else:
         from mitmproxy.tools.dump import DumpMaster
 
@@ -95,26 +99,30 @@ def run_record(options: RecordOptions) -> int:
     if options.mode == "reverse" and not options.upstream:
         print("callgate: --upstream is required in reverse mode", file=sys.stderr)
         return 2
-    host, port = split_listen(options.listen)
+    host, _ = split_listen(options.listen)
     if not is_loopback(host):
         print(f"callgate: warning: listening on {host}, not loopback: anyone who can reach this "
               "machine can use your API credentials through it", file=sys.stderr)
+    try:
+        return asyncio.run(_main(options))
+    except KeyboardInterrupt:
+        return 0
+
+
+async def _main(options: RecordOptions) -> int:
     try:
         master = build_master(options)
     except Exception as error:  # mitmproxy reports bad options as exceptions: one line
         print(f"callgate: {error}", file=sys.stderr)
         return 2
-    where = f"http://{host}:{port}"
-    print(f"callgate record: proxy on {where} -> {options.upstream or 'any host (regular mode)'}")
-    print(f"callgate record: redacted fixtures go to {options.out.resolve()}")
+    host, port = split_listen(options.listen)
+    print(f"callgate record: proxy on http://{host}:{port} -> "
+          f"{options.upstream or 'any host (regular mode)'}", flush=True)
+    print(f"callgate record: redacted fixtures go to {options.out.resolve()}", flush=True)
     if options.web:
-        print(f"callgate record: mitmweb on http://127.0.0.1:{options.web_port}/")
-    asyncio.run(_run(master))
+        print(f"callgate record: mitmweb on http://127.0.0.1:{options.web_port}/", flush=True)
+    loop = asyncio.get_running_loop()
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signal_number, master.shutdown)
+    await master.run()
     return 0
-
-
-async def _run(master: Any) -> None:
-    try:
-        await master.run()
-    except KeyboardInterrupt:
-        master.shutdown()

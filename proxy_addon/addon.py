@@ -1,6 +1,7 @@
 """The callgate mitmproxy addon: hooks only; the work is in ``tap``, ``reassemble`` and ``redact``.
 
-Load it with ``mitmdump -s "$(callgate addon-path)"`` (or through ``callgate record``). For every
+Load it with ``mitmdump -s "$(callgate addon-path)"`` (``proxy_addon/script.py``) or through
+``callgate record``. For every
 streamed response of a known LLM endpoint it installs a tap that forwards each chunk unchanged
 and checks the stream as it passes, marks the flow the moment a blocking finding appears, and at
 the end writes a redacted fixture off the event loop.
@@ -54,6 +55,8 @@ class CallgateAddon:
         self._pending: set[Future[Any]] = set()
 
     def load(self, loader: Any) -> None:
+        if log.level == logging.NOTSET:  # the root logger stops INFO; our per-turn lines are INFO
+            log.setLevel(logging.INFO)
         loader.add_option("callgate_out", str, "callgate-fixtures",
                           "Folder where redacted fixtures are written.")
         loader.add_option("callgate_arguments", str, "mask",
@@ -224,5 +227,3 @@ def _report_written(flow_id: str, done: Future[tuple[Path, Report]]) -> None:
         codes = ", ".join(report.blocking_codes) or "-"
         log.info("callgate: %s %s -> %s (%s)", flow_id, report.status.value, path, codes)
 
-
-addons = [CallgateAddon()]

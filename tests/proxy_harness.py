@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cli.record import WEB_COLUMNS
 from cli.serve import FakeProvider, collect
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,10 +41,11 @@ def fake_provider(timing: float = 0.0) -> FakeProvider:
 class Proxy:
     """mitmproxy (reverse mode to ``upstream``) with the callgate addon, on its own loop."""
 
-    def __init__(self, upstream: str, out: Path, **options: Any) -> None:
+    def __init__(self, upstream: str, out: Path, *, web: bool = False, **options: Any) -> None:
         from proxy_addon.addon import CallgateAddon
 
-        self.port, self.out = free_port(), out
+        self.port, self.out, self.web = free_port(), out, web
+        self.web_port = free_port() if web else 0
         self.url = f"http://127.0.0.1:{self.port}"
         self.addon = CallgateAddon()
         self._upstream, self._options = upstream, {"callgate_out": str(out), **options}
@@ -64,10 +66,16 @@ class Proxy:
     async def _main(self) -> None:
         from mitmproxy import options
         from mitmproxy.tools.dump import DumpMaster
+        from mitmproxy.tools.web.master import WebMaster
 
         opts = options.Options(mode=[f"reverse:{self._upstream}"], listen_host="127.0.0.1",
                                listen_port=self.port, confdir=str(self.out.parent / "confdir"))
-        self.master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+        if self.web:
+            self.master = WebMaster(opts, with_termlog=False)
+            self.master.options.update(web_open_browser=False, web_port=self.web_port,
+                                       web_columns=WEB_COLUMNS)
+        else:
+            self.master = DumpMaster(opts, with_termlog=False, with_dumper=False)
         self.master.addons.add(self.addon)
         self.master.options.update(**self._options)
         task = asyncio.create_task(self.master.run())

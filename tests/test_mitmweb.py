@@ -1,0 +1,52 @@
+"""mitmweb, as a person sees it in a browser: the live warning, then the verdict, on the flow.
+
+Uses Debian's Chromium, headless (``make test`` installs it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.proxy_harness import Proxy, fake_provider, post, request_body
+
+CHROMIUM = shutil.which("chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--virtual-time-budget=4000", "--window-size=1400,400"]
+
+
+def browse(url: str, profile: Path, *extra: str) -> str:
+    assert CHROMIUM is not None
+    done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *extra, url],
+                          capture_output=True, text=True, timeout=90, check=False)
+    return done.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
+def test_mitmweb_shows_the_live_warning_then_the_verdict_on_a_failing_flow(
+        tmp_path: Path) -> None:
+    name = "openai/reused_index_new_id"
+    upstream = fake_provider(timing=1.0)  # six chunks: the collision comes at 2 s, the end at 6 s
+    try:
+        with Proxy(upstream.url, tmp_path / "fixtures", web=True) as proxy:
+            request = threading.Thread(target=post, args=(
+                proxy.url, f"/f/{name}/v1/chat/completions", request_body(name)))
+            request.start()
+            time.sleep(2.8)
+            ui = f"http://127.0.0.1:{proxy.web_port}/"
+            live = browse(ui, tmp_path / "browser", "--dump-dom")
+            request.join()
+            time.sleep(0.5)
+            done = browse(ui, tmp_path / "browser", "--dump-dom")
+            browse(ui, tmp_path / "browser", f"--screenshot={tmp_path / 'mitmweb.png'}")
+    finally:
+        upstream.close()
+    assert "\u26a0" in live and "callgate: identity_collision (stream still running)" in live
+    assert "\u274c" in done and "callgate: fail (identity_collision)" in done
+    assert (tmp_path / "mitmweb.png").stat().st_size > 1000

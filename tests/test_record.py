@@ -1,0 +1,83 @@
+"""``callgate record`` and ``mitmdump -s`` as a user runs them: real processes, real terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.proxy_harness import fake_provider, free_port, post, request_body
+
+BIN = Path(sys.executable).parent
+KEY, QUERY_KEY, PROMPT = "sk-proj-CANARYkey0123456789ab", "AIzaCANARYquery0123", "CANARYprompt"
+
+
+def wait_listening(port: int, process: subprocess.Popen[str]) -> None:
+    import socket
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError("record did not start listening")
+
+
+def test_record_flags_live_writes_redacted_fixtures_and_prints_no_secret(tmp_path: Path) -> None:
+    upstream = fake_provider(timing=0.05)
+    port = free_port()
+    env = {**os.environ, "CALLGATE_HOME": str(tmp_path / "home"), "PYTHONUNBUFFERED": "1",
+           "HOME": str(tmp_path / "user-home")}
+    process = subprocess.Popen(
+        [str(BIN / "callgate"), "record", "--upstream", upstream.url, "--listen",
+         f"127.0.0.1:{port}", "--out", str(tmp_path / "fx")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        wait_listening(port, process)
+        body = json.loads(request_body("openai/reused_index_new_id"))
+        body["messages"] = [{"role": "user", "content": PROMPT}]
+        post(f"http://127.0.0.1:{port}",
+             f"/f/openai/reused_index_new_id/v1/chat/completions?key={QUERY_KEY}",
+             json.dumps(body).encode(), {"authorization": f"Bearer {KEY}"})
+        post(f"http://127.0.0.1:{port}", "/f/anthropic/valid_fragmented/v1/messages",
+             request_body("anthropic/valid_fragmented"), {"x-api-key": KEY})
+        deadline = time.monotonic() + 20
+        while len(list((tmp_path / "fx").glob("*.json"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=30)
+        upstream.close()
+    assert process.returncode == 0, output
+    lines = output.splitlines()
+    assert any("/f/openai/reused_index_new_id/v1/chat/completions identity_collision slot=0 "
+               "event=2" in line for line in lines), output
+    assert any(" fail -> " in line and "(identity_collision)" in line for line in lines), output
+    assert any(" pass -> " in line for line in lines), output
+    fixtures = sorted((tmp_path / "fx").glob("*.json"))
+    assert len(fixtures) == 2
+    for text in [output, *(f.read_text() for f in fixtures)]:
+        for canary in (KEY, QUERY_KEY, PROMPT, "CANARY"):
+            assert canary not in text
+    assert (tmp_path / "home" / "mitmproxy").is_dir()
+    assert not (tmp_path / "user-home" / ".mitmproxy").exists()
+
+
+def test_mitmdump_loads_the_addon_and_refuses_raw_writers(tmp_path: Path) -> None:
+    addon = subprocess.run([str(BIN / "callgate"), "addon-path"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert addon.endswith("proxy_addon/script.py") and Path(addon).is_file()
+    refused = subprocess.run(
+        [str(BIN / "mitmdump"), "-s", addon, "--set", f"confdir={tmp_path / 'conf'}",
+         "--listen-port", str(free_port()), "-w", str(tmp_path / "raw.flow")],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode != 0
+    assert "would write unredacted traffic to disk" in refused.stdout + refused.stderr
+    raw = tmp_path / "raw.flow"  # mitmproxy's save addon may create it before we refuse
+    assert not raw.exists() or raw.stat().st_size == 0
