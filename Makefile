@@ -8,7 +8,13 @@ STAMP := $(VENV)/.installed-$(call hash,pyproject.toml)
 APPS_STAMP := $(APPS)/.installed-$(call hash,tests/apps/requirements.txt)
 PIP := --quiet --disable-pip-version-check
 
-.PHONY: demo test lint bench docs browser clean
+# mitmproxy 12 needs Python 3.12+: the proxy tests run there too when one is installed.
+PYTHON12 ?= $(shell command -v python3.12 || command -v python3.13)
+VENV12 := .venv-mitmproxy12
+STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
+PROXY_TESTS := tests/test_proxy.py tests/test_record.py tests/test_mitmweb.py
+
+.PHONY: demo test test-mitmproxy12 lint bench docs browser clean
 
 # callgate itself, with its test tools.
 $(STAMP): pyproject.toml
@@ -44,6 +50,24 @@ lint: $(STAMP)
 
 test: lint $(APPS_STAMP) browser
 	$(BIN)/python -m pytest -q
+	$(MAKE) --no-print-directory test-mitmproxy12
+
+$(STAMP12): pyproject.toml
+	$(PYTHON12) -m venv $(VENV12)
+	$(VENV12)/bin/python -m pip install $(PIP) --upgrade pip
+	$(VENV12)/bin/python -m pip install $(PIP) -e '.[test]'
+	rm -f $(VENV12)/.installed-*
+	touch $@
+
+# The addon, record and mitmweb tests again, on mitmproxy 12.
+ifeq ($(PYTHON12),)
+test-mitmproxy12:
+	@echo "no python3.12 or python3.13 found: the mitmproxy 12 run is left out"
+else
+test-mitmproxy12: $(STAMP12) $(APPS_STAMP) browser
+	$(VENV12)/bin/python -c 'import mitmproxy.version as v; print("mitmproxy", v.VERSION)'
+	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider $(PROXY_TESTS)
+endif
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_engine.py
@@ -52,4 +76,4 @@ docs: $(STAMP)
 	$(BIN)/python -m cli.gendocs
 
 clean:
-	rm -rf $(VENV) $(APPS) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(APPS) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -120,7 +120,8 @@ async def _main(options: RecordOptions) -> int:
           f"{options.upstream or 'any host (regular mode)'}", flush=True)
     print(f"callgate record: redacted fixtures go to {options.out.resolve()}", flush=True)
     if options.web:
-        print(f"callgate record: mitmweb on http://127.0.0.1:{options.web_port}/", flush=True)
+        print(f"callgate record: mitmweb on http://127.0.0.1:{options.web_port}/ (mitmproxy 12 "
+              "prints the address with its login token)", flush=True)
     loop = asyncio.get_running_loop()
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signal_number, master.shutdown)

@@ -46,6 +46,7 @@ class Proxy:
 
         self.port, self.out, self.web = free_port(), out, web
         self.web_port = free_port() if web else 0
+        self.web_url = f"http://127.0.0.1:{self.web_port}/"
         self.url = f"http://127.0.0.1:{self.port}"
         self.addon = CallgateAddon()
         self._upstream, self._options = upstream, {"callgate_out": str(out), **options}
@@ -74,6 +75,9 @@ class Proxy:
             self.master = WebMaster(opts, with_termlog=False)
             self.master.options.update(web_open_browser=False, web_port=self.web_port,
                                        web_columns=WEB_COLUMNS)
+            if "web_password" in self.master.options:  # mitmproxy 12 asks for a token
+                self.master.options.update(web_password="callgate-test-token")
+                self.web_url += "?token=callgate-test-token"
         else:
             self.master = DumpMaster(opts, with_termlog=False, with_dumper=False)
         self.master.addons.add(self.addon)

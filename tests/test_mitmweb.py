@@ -39,7 +39,7 @@ def test_mitmweb_shows_the_live_warning_then_the_verdict_on_a_failing_flow(
                 proxy.url, f"/f/{name}/v1/chat/completions", request_body(name)))
             request.start()
             time.sleep(2.8)
-            ui = f"http://127.0.0.1:{proxy.web_port}/"
+            ui = proxy.web_url
             live = browse(ui, tmp_path / "browser", "--dump-dom")
             request.join()
             time.sleep(0.5)

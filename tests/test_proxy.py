@@ -178,23 +178,31 @@ def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Prox
 
 
 @needs_apps
-@pytest.mark.parametrize(("sdk", "good", "bad", "raised"), [
-    ("openai", "/f/openai/valid_fragmented/v1", "/f/openai/reused_index_new_id/v1", "APIError"),
+@pytest.mark.parametrize(("sdk", "good", "bad", "raised", "says"), [
+    ("openai", "/f/openai/valid_fragmented/v1", "/f/openai/reused_index_new_id/v1", "APIError",
+     "callgate blocked this turn: identity_collision"),
     ("anthropic", "/f/anthropic/valid_fragmented", "/f/anthropic/reused_index_new_id",
-     "APIStatusError"),
+     "APIStatusError", "callgate blocked this turn: duplicate_start, identity_collision"),
+    # mistralai has no error event; it fails to validate the error chunk and raises.
+    ("mistral", "/f/mistral/native_parallel_calls", "/f/mistral/native_same_id_twice",
+     "ResponseValidationError", "'error': {'message': 'ca"),
 ])
 def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
-        upstream: Any, tmp_path: Path, sdk: str, good: str, bad: str, raised: str) -> None:
+        upstream: Any, tmp_path: Path, sdk: str, good: str, bad: str, raised: str,
+        says: str) -> None:
     tools = tools_file(good.split("/f/")[1].removesuffix("/v1"), tmp_path)
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
+    provider = "mistral" if sdk == "mistral" else ""
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True,
+               callgate_provider=provider) as running:
         passed = run_app(sdk, running.url + good, "--tools", tools)
         blocked = run_app(sdk, running.url + bad, "--tools", tools)
-    direct = run_app(sdk, upstream.url + good, "--tools", tools)
-    assert passed["error"] is None
+    direct, direct_bad = (run_app(sdk, upstream.url + path, "--tools", tools)
+                          for path in (good, bad))
+    assert passed["error"] is None and direct_bad["error"] is None
+    assert direct_bad["tool_calls"]  # unguarded, the SDK hands the bad turn's calls to the app
     assert (passed["kinds"], passed["tool_calls"]) == (direct["kinds"], direct["tool_calls"])
-    assert blocked["error"]["type"] == raised
-    assert "callgate blocked this turn" in blocked["error"]["message"]
-    assert "identity_collision" in blocked["error"]["message"]
+    assert blocked["error"]["type"] == raised and says in blocked["error"]["message"]
+    assert blocked["tool_calls"] == []
 
 
 def test_enforce_mode_bytes_of_a_good_turn_are_unchanged_even_when_compressed(
