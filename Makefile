@@ -9,7 +9,9 @@ APPS_STAMP := $(APPS)/.installed-$(call hash,tests/apps/requirements.txt)
 PIP := --quiet --disable-pip-version-check
 
 # mitmproxy 12 needs Python 3.12+: the proxy tests run there too when one is installed.
-PYTHON12 ?= $(shell command -v python3.12 || command -v python3.13)
+PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23]*/bin/python3; do \
+  "$$p" -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null && echo "$$p" && break; \
+  done)
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
 PROXY_TESTS := tests/test_proxy.py tests/test_record.py tests/test_mitmweb.py
