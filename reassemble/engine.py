@@ -54,6 +54,10 @@ class _Slot:
     lifecycle: SlotState = SlotState.UNSEEN
     blocked: bool = False
     validated: bool = False
+    #: Event indices where the slot opened, grew and ended: the timeline a report can draw.
+    opened: int | None = None
+    grew: list[int] = field(default_factory=list)
+    ended: int | None = None
     #: (attribute, value) pairs already reported as collisions: a provider that restates the
     #: other call's id on every chunk gets one finding, not one per chunk.
     collisions: set[tuple[str, str]] = field(default_factory=set)
@@ -176,6 +180,12 @@ class Reassembler:
                         f"{slot.lifecycle.value}, event was {move.value})", pointer)
             return False
         slot.lifecycle = outcome
+        if move is SlotInput.START:
+            slot.opened = self._event
+        elif move is SlotInput.END:
+            slot.ended = self._event
+        elif not slot.grew or slot.grew[-1] != self._event:
+            slot.grew.append(self._event)
         return True
 
     def _slot(self, key: SlotKey, is_call: bool) -> _Slot:
@@ -401,4 +411,5 @@ class Reassembler:
                       if (f.choice, f.slot) == slot.key)
         arguments = slot.arguments if slot.arguments is not None else "".join(slot.fragments)
         return Call(slot.key[0], slot.key[1], slot.call_id, slot.name, arguments, slot.parsed,
-                    slot_state(slot.lifecycle, slot.blocked, slot.validated), codes)
+                    slot_state(slot.lifecycle, slot.blocked, slot.validated), codes,
+                    slot.opened, tuple(slot.grew), slot.ended)

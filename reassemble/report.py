@@ -40,6 +40,10 @@ class Call:
     #: This call's own state; whether the turn may run is the report's ``executable``.
     state: SlotState
     findings: tuple[Code, ...]
+    #: Stream event indices where the provider opened the slot, added to it, and ended it.
+    opened: int | None = None
+    grew: tuple[int, ...] = ()
+    ended: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +55,7 @@ class Call:
             "parsed_arguments": self.parsed_arguments,
             "state": self.state.value,
             "findings": [code.value for code in self.findings],
+            "events": {"opened": self.opened, "grew": list(self.grew), "ended": self.ended},
         }
 
 

@@ -70,6 +70,7 @@ def test_a_valid_call_is_validated_with_exact_arguments() -> None:
     assert (call.id, call.name, call.arguments, call.parsed_arguments, call.state) == (
         "call_A", "get_weather", '{"city": "Oslo"}', {"city": "Oslo"}, SlotState.VALIDATED)
     assert report.to_dict()["calls"][0]["state"] == "validated"
+    assert report.to_dict()["calls"][0]["events"] == {"opened": 0, "grew": [0, 1], "ended": 2}
 
 
 def test_argument_limit_blocks_without_keeping_the_text() -> None:
