@@ -91,7 +91,9 @@ def record_command(
 def serve_command(
     paths: Annotated[list[Path], typer.Argument(help="Fixture files or folders.")],
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on.")] = "127.0.0.1:8000",
-    timing: Annotated[float, typer.Option(help="Seconds between events (0: fast).")] = 0.0,
+    timing: Annotated[str, typer.Option(
+        help="fast, recorded (the gaps captured by the proxy), or seconds between events.")] = (
+        "fast"),
 ) -> None:
     """A fake provider on loopback that streams fixtures with each profile's real framing."""
     from cli.serve import run_serve

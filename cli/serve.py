@@ -1,16 +1,18 @@
 """``callgate serve``: a fake provider on loopback that streams fixtures with real framing.
 
-Point a real app or SDK at it (``OPENAI_BASE_URL=http://127.0.0.1:PORT/v1``) and watch what it
-does with adversarial streams. Chat Completions fixtures go out as ``data:`` lines ending with
-``data: [DONE]`` (unless the fixture's ``meta.stream.done`` says the recording had none);
-Anthropic fixtures as ``event:`` + ``data:`` pairs. The body is sent with chunked transfer
-encoding, one flush per event, so clients see events as they are sent.
+Point a real app or SDK at it (``OPENAI_BASE_URL=http://127.0.0.1:PORT/v1``) and watch what it does
+with adversarial streams. Chat Completions fixtures go out as ``data:`` lines ending with ``data:
+[DONE]`` (unless the fixture's ``meta.stream.done`` says the recording had none); Anthropic
+fixtures as ``event:`` + ``data:`` pairs. The body is sent with chunked transfer encoding, one
+flush per event, so clients see events as they are sent.
 
 Which fixture: the URL prefix ``/f/<name>/`` (``<name>`` is the fixture's path relative to the
-served folder, without ``.json``) followed by the provider's own path, or the header
-``x-callgate-fixture: <name>``; otherwise the fixtures in turn. Two request headers simulate
-faults: ``x-callgate-abort-after: N`` cuts the connection after N events, and
-``x-callgate-compress: gzip`` compresses the body (flushed per event).
+served folder, without ``.json``) followed by the provider's own path, or the header ``x-callgate-
+fixture: <name>``; otherwise the fixtures in turn. Timing: ``fast`` (no pause), a number of seconds
+between events, or ``recorded``: the gaps the proxy measured when it captured the fixture
+(``meta.stream.event_times_ms``; fast where a fixture has none). Two request headers simulate
+faults: ``x-callgate-abort-after: N`` cuts the connection after N events, and ``x-callgate-
+compress: gzip`` compresses the body (flushed per event).
 """
 
 from __future__ import annotations
@@ -62,11 +64,26 @@ class _Server(ThreadingHTTPServer):
         """Clients hang up (the OpenAI SDK closes after [DONE]); that is not an error here."""
 
 
+def pauses(envelope: dict[str, Any], timing: float | str) -> Iterator[float]:
+    """Seconds to wait before each frame: recorded gaps, or a fixed pause after the first."""
+    recorded = envelope.get("meta", {}).get("stream", {}).get("event_times_ms")
+    if timing == "recorded" and isinstance(recorded, list):
+        previous = 0
+        for millis in recorded:
+            yield max(0.0, (millis - previous) / 1000)
+            previous = millis
+    first = True
+    while True:
+        yield 0.0 if first or timing == "recorded" else float(timing)
+        first = False
+
+
 class FakeProvider:
-    """The server; ``url`` is its base URL. ``timing`` is seconds between events (0 = fast)."""
+    """The server; ``url`` is its base URL. ``timing``: seconds between events (0 = fast) or
+    ``"recorded"``."""
 
     def __init__(self, fixtures: dict[str, dict[str, Any]], host: str = "127.0.0.1",
-                 port: int = 0, timing: float = 0.0) -> None:
+                 port: int = 0, timing: float | str = 0.0) -> None:
         if not fixtures:
             raise ValueError("no fixtures to serve")
         self.fixtures, self.timing = fixtures, timing
@@ -121,12 +138,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, envelope: dict[str, Any], abort_after: int, gzip: bool) -> None:
         compressor = zlib.compressobj(wbits=31) if gzip else None
-        for number, frame in enumerate(frames(envelope)):
+        waits = pauses(envelope, self.provider.timing)
+        for number, (frame, wait) in enumerate(zip(frames(envelope), waits, strict=False)):
             if number == abort_after:
                 self._abort()
                 return
-            if number and self.provider.timing:
-                time.sleep(self.provider.timing)
+            if wait:
+                time.sleep(wait)
             data = compressor.compress(frame) + compressor.flush(zlib.Z_SYNC_FLUSH) \
                 if compressor else frame
             self._chunk(data)
@@ -158,14 +176,29 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: request lines would go to stderr for every call."""
 
 
-def run_serve(paths: Sequence[Path], listen: str, timing: float) -> int:
+def parse_timing(value: str) -> float | str:
+    """``fast``, ``recorded`` or a number of seconds; ``ValueError`` otherwise."""
+    if value in ("fast", "recorded"):
+        return 0.0 if value == "fast" else value
+    seconds = float(value)
+    if not seconds >= 0:
+        raise ValueError(value)
+    return seconds
+
+
+def run_serve(paths: Sequence[Path], listen: str, timing: str) -> int:
+    try:
+        pause = parse_timing(timing)
+    except ValueError:
+        print(f"callgate: --timing takes fast, recorded or seconds, not {timing!r}")
+        return 2
     try:
         fixtures = collect(paths)
     except InputError as error:
         print(f"callgate: {error}")
         return 2
     host, _, port = listen.rpartition(":")
-    provider = FakeProvider(fixtures, host or "127.0.0.1", int(port), timing)
+    provider = FakeProvider(fixtures, host or "127.0.0.1", int(port), pause)
     print(f"callgate serve: {len(fixtures)} fixtures on {provider.url} "
           f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})")
     with contextlib.suppress(KeyboardInterrupt):

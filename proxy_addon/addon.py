@@ -201,7 +201,7 @@ def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchang
         status=response.status_code,
         response_headers=[(k, v) for k, v in response.headers.items(multi=True)],
         response_body=b"".join(capture.tap.body), complete=complete, capture="proxy",
-        error=flow.error.msg if flow.error else None)
+        error=flow.error.msg if flow.error else None, event_times=capture.tap.event_times)
 
 
 def _write_fixture(exchange: Exchange, profile: str, provider: str | None, out: Path,

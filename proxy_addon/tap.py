@@ -16,6 +16,7 @@ the pipeline is reported once, the tap stops inspecting, and every byte still go
 from __future__ import annotations
 
 import json
+import time
 import zlib
 from collections.abc import Callable
 
@@ -172,6 +173,9 @@ class StreamTap:
         self.enforce = enforce
         self.decompressor = Decompressor(encoding)
         self.body: list[bytes] = []
+        #: Seconds from the first body byte to each stream event (for replay with real timing).
+        self.event_times: list[float] = []
+        self._started: float | None = None
         self.end_marker_seen = False
         self.report: Report | None = None
         self._sse = SSEDecoder()
@@ -230,7 +234,11 @@ class StreamTap:
 
     def _inspect(self, data: bytes) -> list[object]:
         events = []
+        now = time.monotonic()
+        self._started = now if self._started is None else self._started
         for sse in self._sse.feed(data) if data else self._sse.close():
+            if sse.data != _DONE:
+                self.event_times.append(now - self._started)
             event = self._event(sse)
             if event is not None:
                 events.append(event)

@@ -231,6 +231,8 @@ def _meta(exchange: Exchange, request: Mapping[str, Any], body: StreamBody,
                    "incomplete_event": body.incomplete, "complete": exchange.complete},
         "redaction": {"removed": sorted(_removed(exchange, request))},
     }
+    if exchange.event_times and len(exchange.event_times) == len(body.events):
+        meta["stream"]["event_times_ms"] = [round(t * 1000) for t in exchange.event_times]
     if exchange.error:
         meta["stream"]["error"] = "client disconnected" if "client" in exchange.error.lower() \
             else "upstream error"

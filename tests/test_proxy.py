@@ -73,10 +73,13 @@ def test_events_reach_the_client_as_they_are_sent(tmp_path: Path) -> None:
     try:
         with Proxy(slow.url, tmp_path / "fixtures") as running:
             times = [t for t, _ in read_events(running.url, chat_path("openai/valid_fragmented"))]
+            recorded = fixtures_in(running.out, 1)[0]["meta"]["stream"]["event_times_ms"]
     finally:
         slow.close()
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(times) == 9 and min(gaps) > 0.2  # 8 chunks and [DONE], 0.3 s apart upstream
+    # The fixture keeps the gaps it saw, for `callgate serve --timing recorded`.
+    assert len(recorded) == 8 and min(b - a for a, b in itertools.pairwise(recorded)) > 200
 
 
 def test_an_upstream_abort_gives_a_fixture_with_missing_terminal(proxy: Proxy) -> None:

@@ -1,0 +1,103 @@
+"""``callgate serve``: real framing, fixture choice, faults, timing, and real SDKs as clients."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.serve import FakeProvider, collect, parse_timing
+from tests.conftest import CONFORMANCE
+from tests.proxy_harness import APPS_PYTHON, post, read_events, run_app, tools_file
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[FakeProvider]:
+    provider = FakeProvider(collect([CONFORMANCE])).start()
+    yield provider
+    provider.close()
+
+
+def test_chat_fixtures_go_out_as_data_lines_ending_with_done(served: FakeProvider) -> None:
+    status, headers, body = post(served.url, "/f/openai/valid_fragmented/v1/chat/completions")
+    chunks = json.loads((CONFORMANCE / "openai" / "valid_fragmented.json").read_text())["chunks"]
+    assert (status, headers["content-type"]) == (200, "text/event-stream")
+    assert body == b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + (
+        b"data: [DONE]\n\n")
+
+
+def test_anthropic_fixtures_go_out_as_event_and_data_pairs(served: FakeProvider) -> None:
+    body = post(served.url, "/f/anthropic/valid_fragmented/v1/messages")[2]
+    events = json.loads((CONFORMANCE / "anthropic" / "valid_fragmented.json").read_text())[
+        "events"]
+    assert body == b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+                            for e in events)
+
+
+def test_a_fixture_is_chosen_by_header_and_an_unknown_name_is_404(served: FakeProvider) -> None:
+    by_header = post(served.url, "/v1/chat/completions",
+                     headers={"x-callgate-fixture": "mistral/native_whole_call"})[2]
+    assert b"gSIMJiOkT" in by_header
+    assert post(served.url, "/f/openai/nope/v1/chat/completions")[0] == 404
+
+
+def test_without_a_choice_fixtures_are_served_in_turn(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(
+            {"profile": "openai", "chunks": [{"choices": [], "model": name}]}))
+    provider = FakeProvider(collect([tmp_path])).start()
+    try:
+        models = [json.loads(post(provider.url, "/v1/chat/completions")[2].split(b"\n")[0][6:])[
+            "model"] for _ in range(3)]
+    finally:
+        provider.close()
+    assert models == ["a", "b", "a"]
+
+
+def test_abort_and_gzip_faults(served: FakeProvider) -> None:
+    path = "/f/openai/valid_fragmented/v1/chat/completions"
+    cut = list(read_events(served.url, path, headers={"x-callgate-abort-after": "2"}))
+    assert len(cut) == 2
+    plain = post(served.url, path)[2]
+    _, headers, gz = post(served.url, path, headers={"x-callgate-compress": "gzip"})
+    assert headers["content-encoding"] == "gzip" and zlib.decompress(gz, wbits=31) == plain
+
+
+def test_recorded_timing_replays_the_captured_gaps(tmp_path: Path) -> None:
+    envelope = json.loads((CONFORMANCE / "openai" / "valid_text_then_call.json").read_text())
+    envelope["meta"] = {"stream": {"event_times_ms": [0, 400, 400, 800]}}
+    (tmp_path / "timed.json").write_text(json.dumps(envelope))
+    provider = FakeProvider(collect([tmp_path]), timing="recorded").start()
+    try:
+        times = [t for t, _ in read_events(provider.url, "/f/timed/v1/chat/completions")]
+    finally:
+        provider.close()
+    gaps = [round(b - a, 1) for a, b in zip(times, times[1:], strict=False)]
+    assert gaps[:3] == [0.4, 0.0, 0.4]
+
+
+@pytest.mark.parametrize(("value", "parsed"), [("fast", 0.0), ("recorded", "recorded"),
+                                               ("0.25", 0.25)])
+def test_timing_values(value: str, parsed: Any) -> None:
+    assert parse_timing(value) == parsed
+
+
+@pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
+@pytest.mark.parametrize(("sdk", "base", "handed"), [
+    # openai-python concatenates a reused index into one call named after both tools.
+    ("openai", "/f/openai/reused_index_new_id/v1",
+     [{"name": "get_weathersearch", "arguments": '{"city":"Oslo"}{"query":"x"}'}]),
+    # anthropic-python keeps a truncated stream's partial input without complaint.
+    ("anthropic", "/f/anthropic/truncated_after_block_stop", [
+        {"name": "get_weather", "input": {"city": "Oslo"}}]),
+])
+def test_real_sdks_hand_their_apps_what_callgate_blocks(served: FakeProvider, tmp_path: Path,
+                                                        sdk: str, base: str,
+                                                        handed: list[Any]) -> None:
+    result = run_app(sdk, served.url + base, "--tools",
+                     tools_file(base.split("/f/")[1].removesuffix("/v1"), tmp_path))
+    assert result["error"] is None and result["tool_calls"] == handed
