@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import zlib
 from collections.abc import Iterator
@@ -76,7 +77,7 @@ def test_recorded_timing_replays_the_captured_gaps(tmp_path: Path) -> None:
         times = [t for t, _ in read_events(provider.url, "/f/timed/v1/chat/completions")]
     finally:
         provider.close()
-    gaps = [round(b - a, 1) for a, b in zip(times, times[1:], strict=False)]
+    gaps = [round(b - a, 1) for a, b in itertools.pairwise(times)]
     assert gaps[:3] == [0.4, 0.0, 0.4]
 
 
