@@ -59,6 +59,31 @@ def import_command(
     raise typer.Exit(run_import(sources, options, sys.stdout, sys.stderr))
 
 
+@app.command("replay")
+def replay_command(
+    paths: Annotated[list[Path], typer.Argument(help="Fixture files or folders (recursive).")],
+    report: Annotated[str, typer.Option(
+        help="text, json, junit, sarif or html.")] = "text",
+    output: Annotated[Path | None, typer.Option(help="Write the report to this file.")] = None,
+    jobs: Annotated[int, typer.Option(min=1, help="Processes to judge fixtures with.")] = 1,
+    update_expectations: Annotated[bool, typer.Option(
+        help="Rewrite each fixture's expect block to what callgate now says.")] = False,
+) -> None:
+    """Check every fixture against its pinned expectation: exit 0 all held, 1 not, 2 unreadable."""
+    from cli.replay import run_replay
+
+    raise typer.Exit(run_replay(paths, report, output, jobs, update_expectations, sys.stdout,
+                                sys.stderr))
+
+
+@app.command("explain")
+def explain_command(code: Annotated[str, typer.Argument(help="A finding code.")]) -> None:
+    """What a finding code means, what typically causes it, and how to recover."""
+    from cli.explain import run_explain
+
+    raise typer.Exit(run_explain(code, sys.stdout, sys.stderr))
+
+
 @app.command("record")
 def record_command(
     upstream: Annotated[str | None, typer.Option(

@@ -1,0 +1,134 @@
+"""The ``callgate`` pytest plugin: ``pytest --callgate fixtures/`` replays fixtures as tests.
+
+How this works: each ``--callgate PATH`` (a fixture file or a folder of them; repeatable) is added
+to the run's collection arguments, so pytest walks to it with its own directory collectors,
+whether it lies inside the project's test folders or anywhere else, and honours the usual
+``norecursedirs`` (hidden folders are skipped, as ``callgate replay`` skips them).
+``pytest_collect_file`` then claims every ``*.json`` under a ``--callgate`` folder (and a
+``--callgate`` file of any name) as a ``FixtureFile`` holding one ``FixtureItem``, named by its
+path relative to that folder and marked ``callgate`` (``-m callgate`` runs only the fixtures).
+
+The item loads the envelope with ``cli.files.load_envelope``, judges it with
+``reassemble.check`` and fails with the lines of ``cli.replay.expectation_problems``; an
+unreadable file fails with the ``InputError`` line. Both are a ``FixtureFailure``, which
+``repr_failure`` prints as those lines alone: the traceback would only show this plugin.
+
+Registered as the ``pytest11`` entry point ``callgate``, so pytest imports this module in every
+run of every project that has callgate installed: it imports callgate's engine only when an item
+runs, to cost nothing in runs without ``--callgate``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # pytest does not export these names; they only type repr_failure
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
+_ROOTS = pytest.StashKey[tuple[Path, ...]]()
+
+
+class FixtureFailure(Exception):
+    """A fixture's expectation does not hold, or its file cannot be used: one line each."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.lines = list(lines)
+        super().__init__("\n".join(self.lines))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("callgate", "callgate fixture replay")
+    group.addoption(
+        "--callgate", action="append", default=[], metavar="PATH", dest="callgate",
+        help="Replay the callgate fixture envelopes (*.json) in PATH, a file or folder, as one "
+             "test each, checked against their pinned expect block. Repeatable.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Check the ``--callgate`` paths and add them to what pytest collects."""
+    config.addinivalue_line("markers", "callgate: a callgate fixture replayed by --callgate")
+    roots = tuple(_absolute(config, raw) for raw in config.getoption("callgate"))
+    if missing := [str(root) for root in roots if not root.exists()]:
+        raise pytest.UsageError(f"--callgate: no such file or folder: {', '.join(missing)}")
+    config.stash[_ROOTS] = roots
+    # Collection arguments are how pytest reaches paths outside its test folders; pytest itself
+    # collects a folder that is also under another argument only once.
+    chosen = [_absolute(config, arg.split("::")[0]) for arg in config.args]
+    config.args.extend(str(root) for root in roots if not _narrowed(root, chosen))
+
+
+def _narrowed(root: Path, chosen: Iterable[Path]) -> bool:
+    """Whether an argument already selects ``root`` or part of it: then the root is not added,
+    so that ``pytest --callgate fixtures fixtures/a.json::a.json`` runs that one fixture."""
+    return any(path == root or root in path.parents for path in chosen)
+
+
+def _absolute(config: pytest.Config, raw: str) -> Path:
+    # Normalised the way pytest makes collection arguments absolute (no symlinks resolved), so
+    # the paths pytest hands to pytest_collect_file compare equal to these.
+    return Path(os.path.abspath(config.invocation_params.dir / raw))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> FixtureFile | None:
+    """A ``FixtureFile`` for a ``--callgate`` file or a ``*.json`` under a ``--callgate``
+    folder; nothing for any other file."""
+    roots = parent.config.stash[_ROOTS]
+    root = _root_of(file_path, roots)
+    if root is None:
+        return None
+    name = file_path.name if root == file_path else file_path.relative_to(root).as_posix()
+    return FixtureFile.from_parent(parent, path=file_path, fixture_name=name)
+
+
+def _root_of(path: Path, roots: Iterable[Path]) -> Path | None:
+    """The innermost root that is ``path`` or, for a ``*.json`` file, a folder above it."""
+    if path in roots:
+        return path
+    if path.suffix != ".json":
+        return None
+    holding = [root for root in roots if root in path.parents]
+    return max(holding, key=lambda root: len(root.parts), default=None)
+
+
+class FixtureFile(pytest.File):
+    """One fixture file; its single item carries the name relative to its ``--callgate`` root."""
+
+    def __init__(self, *, fixture_name: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fixture_name = fixture_name
+
+    def collect(self) -> Iterable[FixtureItem]:
+        item = FixtureItem.from_parent(self, name=self.fixture_name)
+        item.add_marker("callgate")
+        return [item]
+
+
+class FixtureItem(pytest.Item):
+    """Judges one fixture against its ``expect`` block."""
+
+    def runtest(self) -> None:
+        # Imported here: see the module comment (the plugin loads in every pytest run).
+        from cli.files import InputError, load_envelope
+        from cli.replay import expectation_problems
+        from reassemble import check
+
+        try:
+            envelope = load_envelope(self.path)
+        except InputError as error:
+            raise FixtureFailure([str(error)]) from None
+        if problems := expectation_problems(envelope, check(envelope)):
+            raise FixtureFailure(problems)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, FixtureFailure):
+            return "\n".join(excinfo.value.lines)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"callgate fixture {self.name}"

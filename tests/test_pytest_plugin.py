@@ -1,0 +1,144 @@
+"""The ``callgate`` pytest plugin, run in throwaway projects by pytest's own ``pytester``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+import cli.replay  # noqa: F401
+from tests.conftest import CONFORMANCE
+
+# (cli.replay is imported above only to load the engine once: pytester's in-process runs forget
+# the modules each run imports, and jsonschema's format checkers take over a second to import.)
+
+pytest_plugins = ["pytester"]
+
+GOOD = ["openai/valid_fragmented.json", "anthropic/reused_index_new_id.json"]
+
+
+def plugin() -> list[str]:
+    """``-p cli.pytest_plugin`` until the ``pytest11`` entry point is installed; after that pytest
+    loads the plugin by itself and a second ``-p`` would register it twice. Hypothesis's plugin
+    is left out: it has nothing to do here and costs a second per in-process run."""
+    ours = [] if entry_points(group="pytest11", name="callgate") else ["-p", "cli.pytest_plugin"]
+    return [*ours, "-p", "no:hypothesispytest"]
+
+
+def failure_lines(output: str) -> list[str]:
+    """The lines a failing fixture printed under its ``___ callgate fixture NAME ___`` header."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if "_ callgate fixture " in line) + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(("=", "_")))
+    return lines[start:end]
+
+
+def add_fixture(folder: Path, name: str, expect: dict[str, object] | None = None) -> Path:
+    """Copy a conformance fixture to ``folder/name``, optionally with another ``expect`` block."""
+    target = folder / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(CONFORMANCE / name, target)
+    if expect is not None:
+        envelope = json.loads(target.read_text(encoding="utf-8"))
+        target.write_text(json.dumps({**envelope, "expect": expect}), encoding="utf-8")
+    return target
+
+
+@pytest.fixture
+def fixtures(pytester: pytest.Pytester) -> Path:
+    """Two fixtures whose expectation holds and one pinning a code that does not occur."""
+    folder = pytester.path / "fixtures"
+    for name in GOOD:
+        add_fixture(folder, name)
+    add_fixture(folder, "openai/truncated.json",
+                {"status": "fail", "codes": ["missing_terminal", "identity_collision"]})
+    return folder
+
+
+def test_two_holding_fixtures_pass_and_a_wrong_pinned_code_fails_with_the_problem(
+        pytester: pytest.Pytester, fixtures: Path) -> None:
+    result = pytester.runpytest(*plugin(), "--callgate", "fixtures")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "*_ callgate fixture openai/truncated.json _*",
+        "codes: expected but did not occur: identity_collision",
+        "*= short test summary info =*",
+    ])
+
+
+def test_a_failure_shows_only_the_problem_lines_without_a_traceback(
+        pytester: pytest.Pytester, fixtures: Path) -> None:
+    output = pytester.runpytest(*plugin(), "--callgate", "fixtures").stdout.str()
+    assert failure_lines(output) == ["codes: expected but did not occur: identity_collision"]
+    assert "FixtureFailure" not in output and "def runtest" not in output
+
+
+def test_each_fixture_is_an_item_named_by_its_path_relative_to_the_folder(
+        pytester: pytest.Pytester, fixtures: Path) -> None:
+    result = pytester.runpytest(*plugin(), "--callgate", "fixtures", "--collect-only", "-q")
+    assert result.stdout.lines[:3] == [
+        "fixtures/anthropic/reused_index_new_id.json::anthropic/reused_index_new_id.json",
+        "fixtures/openai/truncated.json::openai/truncated.json",
+        "fixtures/openai/valid_fragmented.json::openai/valid_fragmented.json",
+    ]
+
+
+def test_a_corrupt_file_fails_with_its_one_line_message(pytester: pytest.Pytester) -> None:
+    folder = pytester.mkdir("fixtures")
+    add_fixture(folder, GOOD[0])
+    corrupt = folder / "corrupt.json"
+    corrupt.write_text('{"profile": "openai", "chunks": [', encoding="utf-8")
+    result = pytester.runpytest(*plugin(), "--callgate", "fixtures")
+    result.assert_outcomes(passed=1, failed=1)
+    assert failure_lines(result.stdout.str()) == [
+        f"{corrupt}: not strict JSON (invalid_arguments_json): Expecting value"]
+
+
+def test_a_file_that_is_not_an_envelope_fails_with_its_one_line_message(
+        pytester: pytest.Pytester) -> None:
+    (pytester.path / "not_an_envelope.json").write_text('{"profile": "nope"}', encoding="utf-8")
+    result = pytester.runpytest(*plugin(), "--callgate", "not_an_envelope.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"{pytester.path / 'not_an_envelope.json'}: *"])
+
+
+def test_a_folder_outside_the_test_folders_and_the_rootdir_is_collected(
+        pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    add_fixture(elsewhere, GOOD[0])
+    pytester.makeini("[pytest]\ntestpaths = tests\n")
+    pytester.mkdir("tests").joinpath("test_app.py").write_text("def test_app():\n    pass\n")
+    result = pytester.runpytest(*plugin(), "--callgate", str(elsewhere), "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*::openai/valid_fragmented.json PASSED*"])
+
+
+def test_minus_m_callgate_runs_only_the_fixtures(pytester: pytest.Pytester,
+                                                 fixtures: Path) -> None:
+    pytester.makepyfile(test_app="def test_app():\n    pass\n")
+    pytester.runpytest(*plugin(), "--callgate", "fixtures").assert_outcomes(passed=3, failed=1)
+    pytester.runpytest(*plugin(), "--callgate", "fixtures", "-m", "callgate").assert_outcomes(
+        passed=2, failed=1, deselected=1)
+
+
+def test_one_fixture_reruns_by_its_node_id(pytester: pytest.Pytester, fixtures: Path) -> None:
+    node = "fixtures/openai/truncated.json::openai/truncated.json"
+    result = pytester.runpytest(*plugin(), "--callgate", "fixtures", node)
+    result.assert_outcomes(failed=1)
+
+
+def test_json_outside_the_callgate_paths_and_hidden_folders_are_not_collected(
+        pytester: pytest.Pytester, fixtures: Path) -> None:
+    add_fixture(pytester.path / "other", GOOD[0])
+    add_fixture(fixtures / ".cache", GOOD[0])
+    pytester.runpytest(*plugin(), "--callgate", "fixtures").assert_outcomes(passed=2, failed=1)
+    assert pytester.runpytest(*plugin()).ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_a_missing_path_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(*plugin(), "--callgate", "nowhere")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--callgate: no such file or folder: *nowhere"])
