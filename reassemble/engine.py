@@ -77,6 +77,12 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
+def _json_type(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return "boolean" if value is not None else "null"
+    return {str: "string", list: "array", int: "number", float: "number"}.get(type(value), "value")
+
+
 def _canonical(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -364,8 +370,8 @@ class Reassembler:
             return None
         slot.parsed = parsed
         if not isinstance(parsed, dict):
-            self._block(slot, Code.ARGUMENTS_NOT_OBJECT, "arguments are a JSON "
-                        f"{type(parsed).__name__}, not an object", pointer)
+            self._block(slot, Code.ARGUMENTS_NOT_OBJECT, f"arguments are a JSON "
+                        f"{_json_type(parsed)}, not an object", pointer)
             return None
         return parsed
 
