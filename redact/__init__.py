@@ -5,7 +5,6 @@ Plain functions over data: no file, socket or logging here.
 
 from redact.exchange import Exchange
 from redact.policy import (
-    ArgumentMode,
     NotApplicable,
     Redacted,
     RedactionRefused,
@@ -16,6 +15,7 @@ from redact.policy import (
     request_context,
     tool_schemas,
 )
+from redact.stream import ArgumentMode
 
 __all__ = [
     "ArgumentMode",
