@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from cli.check import ReportFormat, run_check
+from cli.diff import AdapterName
 from cli.importing import ImportOptions, run_import
 from redact import ArgumentMode
 
@@ -74,6 +75,21 @@ def replay_command(
 
     raise typer.Exit(run_replay(paths, report, output, jobs, update_expectations, sys.stdout,
                                 sys.stderr))
+
+
+@app.command("diff")
+def diff_command(
+    fixtures: Annotated[list[Path], typer.Argument(help="Envelope JSON files to diff.")],
+    adapter: Annotated[AdapterName, typer.Option(
+        help="The accumulator whose result to show beside callgate's.")],
+    python: Annotated[str | None, typer.Option(
+        help="An interpreter that has the adapter's library (default: this one).")] = None,
+) -> None:
+    """What a real accumulator hands a tool runner, beside callgate's verdict: exit 0 all agree,
+    1 some disagree, 2 invalid input or adapter missing."""
+    from cli.diff import run_diff
+
+    raise typer.Exit(run_diff(fixtures, adapter.value, python, sys.stdout, sys.stderr))
 
 
 @app.command("explain")

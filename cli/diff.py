@@ -1,0 +1,290 @@
+"""``callgate diff``: what a real accumulator hands a tool runner, next to callgate's verdict.
+
+How this works: each adapter has a runner script in ``cli/adapters/`` that runs in an interpreter
+which has the adapter's library (``--python``, else this one), so those libraries never need to
+be importable here. The runner reads the envelope on stdin, drives the library's own accumulator
+and prints one JSON line: the calls it would hand on, its finish reason, or what it raised. The
+same envelope goes to ``reassemble.check``; callgate hands on its calls only when the turn passes.
+The two agree when they hand on the same calls (id, name, arguments; argument *values* for
+adapters that hand on parsed dicts) or both hand on nothing. Only the first choice is compared:
+it is the one the adapters read. Exit 0 all agree, 1 some disagree, 2 invalid input or a runner
+that cannot run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cli.files import InputError, load_envelope
+from reassemble import Report, check
+
+RUNNERS = Path(__file__).with_name("adapters")
+#: Seconds a runner (or the import probe) may take before the fixture counts as unrunnable.
+TIMEOUT = 60.0
+#: Longer argument texts are cut in the table (the comparison always uses the whole text).
+SHOWN_ARGUMENTS = 200
+
+
+@dataclass(frozen=True)
+class Adapter:
+    script: str
+    #: The module the runner imports: probed to choose an interpreter.
+    module: str
+    #: What to ``pip install``.
+    package: str
+    #: Envelope profiles whose streams this adapter consumes.
+    profiles: tuple[str, ...]
+    #: It hands on parsed arguments (a dict), so argument values are compared, not texts.
+    hands_values: bool
+
+
+ADAPTERS: dict[str, Adapter] = {
+    "openai-python": Adapter("openai_python.py", "openai", "openai", ("openai", "mistral"), False),
+    "anthropic-python": Adapter("anthropic_python.py", "anthropic", "anthropic", ("anthropic",),
+                                True),
+    "langchain": Adapter("langchain.py", "langchain_openai", "langchain-openai",
+                         ("openai", "mistral"), True),
+    "litellm": Adapter("litellm.py", "litellm", "litellm", ("openai", "mistral"), False),
+}
+
+
+class AdapterName(StrEnum):
+    openai_python = "openai-python"
+    anthropic_python = "anthropic-python"
+    langchain = "langchain"
+    litellm = "litellm"
+
+
+class DiffError(Exception):
+    """A fixture or adapter that cannot be diffed. ``str()`` is the one line to show."""
+
+
+@dataclass(frozen=True)
+class HandedCall:
+    id: str | None
+    name: str | None
+    arguments: str | None
+
+
+@dataclass(frozen=True)
+class AdapterResult:
+    adapter: str
+    version: str
+    calls: tuple[HandedCall, ...]
+    finish: str | None
+    #: ``"Type: message"`` of what the adapter raised, if it raised.
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    agree: bool
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{'agree' if self.agree else 'DISAGREE'}: {self.reason}"
+
+
+def run_diff(paths: Sequence[Path], adapter: str, python: str | None, out: TextIO,
+             err: TextIO) -> int:
+    """Diff each fixture; return the worst exit code (2 beats 1 beats 0)."""
+    try:
+        interpreter = pick_interpreter(adapter, python)
+    except DiffError as error:
+        print(f"callgate: {error}", file=err)
+        return 2
+    console = Console(file=out, highlight=False, soft_wrap=True)
+    worst = 0
+    for path in paths:
+        try:
+            worst = max(worst, diff_fixture(console, path, adapter, interpreter))
+        except InputError as error:
+            print(f"callgate: {error}", file=err)
+            worst = 2
+        except DiffError as error:
+            print(f"callgate: {path}: {error}", file=err)
+            worst = 2
+    return worst
+
+
+def pick_interpreter(adapter: str, python: str | None) -> str:
+    """``python`` or else this interpreter, if it has the adapter's library; else ``DiffError``."""
+    if adapter not in ADAPTERS:
+        raise DiffError(f"unknown adapter {adapter!r}; choose one of {', '.join(ADAPTERS)}")
+    interpreter = python or sys.executable
+    # find_spec, not import: it is quick and runs nothing (importing litellm goes online).
+    probe = (f"import importlib.util, sys; "
+             f"sys.exit(importlib.util.find_spec({ADAPTERS[adapter].module!r}) is None)")
+    try:
+        done = subprocess.run([interpreter, "-c", probe], capture_output=True, timeout=TIMEOUT,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise DiffError(f"cannot run --python {interpreter}: {error}") from None
+    if done.returncode != 0:
+        raise DiffError(missing_message(adapter))
+    return interpreter
+
+
+def missing_message(adapter: str) -> str:
+    package = ADAPTERS[adapter].package
+    return (f"adapter {adapter} needs the {package} package: pip install {package}, "
+            f"or pass --python with an interpreter that has it")
+
+
+def diff_fixture(console: Console, path: Path, adapter: str, python: str) -> int:
+    """Print one fixture's diff; 0 agree, 1 disagree. Raises ``InputError``, ``DiffError``."""
+    envelope = load_envelope(path)
+    check_profile(envelope["profile"], adapter)
+    result = run_adapter(python, adapter, envelope)
+    report = check(envelope)
+    verdict = compare(result, report, ADAPTERS[adapter].hands_values)
+    console.print(Text.assemble((str(path), "bold"), f"  {report.profile}"))
+    table = Table()
+    # fold, not ellipsis: argument texts have no spaces to wrap at, and every byte matters here.
+    table.add_column(f"{result.adapter} {result.version} hands the tool runner", overflow="fold")
+    table.add_column("callgate", overflow="fold")
+    table.add_row(adapter_cell(result), callgate_cell(report))
+    console.print(table)
+    console.print(Text(str(verdict), style="green" if verdict.agree else "bold red"))
+    return 0 if verdict.agree else 1
+
+
+def check_profile(profile: str, adapter: str) -> None:
+    """``DiffError`` unless ``adapter`` consumes streams of ``profile``."""
+    if profile in ADAPTERS[adapter].profiles:
+        return
+    fitting = [name for name, spec in ADAPTERS.items() if profile in spec.profiles]
+    raise DiffError(f"profile {profile}: --adapter {adapter} reads "
+                    f"{' and '.join(ADAPTERS[adapter].profiles)} streams; "
+                    f"use {' or '.join(fitting)}")
+
+
+def run_adapter(python: str, adapter: str, envelope: dict[str, Any]) -> AdapterResult:
+    """What ``adapter``'s runner, run by ``python``, reports for ``envelope``.
+
+    Raises ``DiffError`` when the runner cannot run, times out, misses its library or prints no
+    result. What the adapter itself raised is part of the result, not an error.
+    """
+    command = [python, str(RUNNERS / ADAPTERS[adapter].script)]
+    try:
+        done = subprocess.run(command, input=json.dumps(envelope), capture_output=True,
+                              text=True, encoding="utf-8", timeout=TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise DiffError(f"the {adapter} runner took longer than {TIMEOUT:g} s") from None
+    except OSError as error:
+        raise DiffError(f"cannot run --python {python}: {error}") from None
+    if done.returncode == 3:
+        raise DiffError(missing_message(adapter))
+    try:
+        return parse_result(done.stdout)
+    except (IndexError, KeyError, TypeError, ValueError):
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DiffError(f"the {adapter} runner failed (exit {done.returncode}): {last}") from None
+
+
+def parse_result(stdout: str) -> AdapterResult:
+    """The runner's JSON line; ``KeyError``/``ValueError``/... when it is not one."""
+    data = json.loads(stdout.strip().splitlines()[-1])
+    error = data["error"]
+    return AdapterResult(
+        adapter=data["adapter"], version=data["version"], finish=data["finish"],
+        calls=tuple(HandedCall(c["id"], c["name"], c["arguments"]) for c in data["calls"]),
+        error=None if error is None else f"{error['type']}: {error['message']}")
+
+
+def allowed_calls(report: Report) -> tuple[HandedCall, ...]:
+    """What callgate hands on: the first choice's calls of a passing turn, else nothing."""
+    if not report.executable:
+        return ()
+    return tuple(HandedCall(c.id, c.name, c.arguments) for c in report.calls if c.choice == 0)
+
+
+def compare(result: AdapterResult, report: Report, hands_values: bool) -> Verdict:
+    """Agree when both hand on the same calls, or both hand on nothing (raising included)."""
+    ours = allowed_calls(report)
+    theirs = () if result.error else result.calls
+    if not ours and not theirs:
+        raised = f" ({result.adapter} raises {error_type(result)})" if result.error else ""
+        return Verdict(True, f"neither hands anything to the tool runner{raised}")
+    if len(ours) == len(theirs) and all(
+            same_call(a, b, hands_values) for a, b in zip(ours, theirs, strict=True)):
+        return Verdict(True, f"both hand on the same {count(len(ours), 'call')}")
+    return Verdict(False, disagreement(result, report, ours, theirs))
+
+
+def disagreement(result: AdapterResult, report: Report, ours: tuple[HandedCall, ...],
+                 theirs: tuple[HandedCall, ...]) -> str:
+    """How they differ, in one sentence."""
+    if result.error:
+        return (f"{result.adapter} raises {error_type(result)} where callgate would run "
+                f"{count(len(ours), 'call')}")
+    if not ours:
+        blocked = (f"callgate blocks ({', '.join(report.blocking_codes)})"
+                   if report.blocking_codes else f"callgate runs nothing ({report.status.value})")
+        return f"{result.adapter} hands on {count(len(theirs), 'call')}; {blocked}"
+    if not theirs:
+        return (f"{result.adapter} hands on no call where callgate would run "
+                f"{count(len(ours), 'call')}")
+    return f"{result.adapter} hands on other calls than callgate"
+
+
+def same_call(ours: HandedCall, theirs: HandedCall, hands_values: bool) -> bool:
+    if (ours.id, ours.name) != (theirs.id, theirs.name):
+        return False
+    if not hands_values or ours.arguments is None or theirs.arguments is None:
+        return ours.arguments == theirs.arguments
+    return canonical(ours.arguments) == canonical(theirs.arguments)
+
+
+def canonical(arguments: str) -> str:
+    """One text per JSON value (key order and spacing aside); the text itself if not JSON."""
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except ValueError:
+        return arguments
+
+
+def error_type(result: AdapterResult) -> str:
+    return (result.error or "").split(":", 1)[0]
+
+
+def count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def adapter_cell(result: AdapterResult) -> Text:
+    if result.error:
+        return Text(f"raised {result.error}")
+    lines = [line for call in result.calls for line in call_lines(call)] or ["no call"]
+    lines.append(f"finish {result.finish}")
+    return Text("\n".join(lines))
+
+
+def callgate_cell(report: Report) -> Text:
+    lines = [f"{report.status.value} ({'EXECUTABLE' if report.executable else 'BLOCKED'})"]
+    if report.blocking_codes:
+        lines.append("blocks: " + ", ".join(report.blocking_codes))
+    allowed = allowed_calls(report)
+    lines += [line for call in allowed for line in call_lines(call)] or ["runs nothing"]
+    if report.executable and len(report.calls) > len(allowed):
+        lines.append(f"+{count(len(report.calls) - len(allowed), 'call')} in other choices "
+                     f"(not compared)")
+    return Text("\n".join(lines))
+
+
+def call_lines(call: HandedCall) -> list[str]:
+    arguments = call.arguments if call.arguments is not None else "-"
+    if len(arguments) > SHOWN_ARGUMENTS:
+        arguments = arguments[:SHOWN_ARGUMENTS - 3] + "..."
+    return [f"{call.name}({arguments})", f"  id {call.id}"]

@@ -1,0 +1,162 @@
+"""``callgate diff`` against the real SDK accumulators (openai 3.57.0, anthropic 2.14.0).
+
+The adapters run in the SDK virtualenv (``.venv-apps``), as they would in a user's app; the
+values asserted here are what the libraries produced, matching notes/peers.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.diff import AdapterResult, HandedCall, run_adapter, run_diff
+from reassemble import check
+from tests.conftest import CONFORMANCE
+from tests.proxy_harness import APPS_PYTHON
+
+
+@pytest.fixture
+def apps_python() -> str:
+    if not APPS_PYTHON.exists():
+        pytest.skip(f"no SDK virtualenv at {APPS_PYTHON} (make test builds it)")
+    return str(APPS_PYTHON)
+
+
+def fixture(name: str) -> Path:
+    return CONFORMANCE / f"{name}.json"
+
+
+def adapter_result(python: str, adapter: str, name: str) -> AdapterResult:
+    return run_adapter(python, adapter, json.loads(fixture(name).read_text(encoding="utf-8")))
+
+
+def diff(names: list[str], adapter: str, python: str | None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_diff([fixture(name) for name in names], adapter, python, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def verdict_lines(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(("agree: ", "DISAGREE: "))]
+
+
+def test_openai_python_merges_a_reused_index_into_one_call_that_callgate_blocks(
+        apps_python: str) -> None:
+    result = adapter_result(apps_python, "openai-python", "openai/reused_index_new_id")
+    assert result == AdapterResult(
+        adapter="openai-python", version="3.57.0", finish="tool_calls", error=None,
+        calls=(HandedCall("call_Acall_B", "get_weathersearch",
+                          '{"city":"Oslo"}{"query":"x"}'),))
+    assert check(json.loads(fixture("openai/reused_index_new_id").read_text())).blocking_codes \
+        == ["identity_collision"]
+    code, out, err = diff(["openai/reused_index_new_id"], "openai-python", apps_python)
+    assert (code, err) == (1, "")
+    assert verdict_lines(out) == [
+        "DISAGREE: openai-python hands on 1 call; callgate blocks (identity_collision)"]
+    assert "openai-python 3.57.0 hands the tool runner" in " ".join(out.split())
+
+
+def test_openai_python_and_callgate_agree_on_a_valid_fragmented_call(apps_python: str) -> None:
+    result = adapter_result(apps_python, "openai-python", "openai/valid_fragmented")
+    assert (result.calls, result.finish, result.error) == (
+        (HandedCall("call_w1", "get_weather", '{"city":"Paris","unit":"c"}'),), "tool_calls",
+        None)
+    code, out, err = diff(["openai/valid_fragmented"], "openai-python", apps_python)
+    assert (code, err, verdict_lines(out)) == (0, "", ["agree: both hand on the same 1 call"])
+
+
+def test_openai_python_raises_type_error_on_a_mistral_whole_call_that_callgate_passes(
+        apps_python: str) -> None:
+    result = adapter_result(apps_python, "openai-python", "mistral/native_whole_call")
+    assert (result.calls, result.finish, result.error) == (
+        (), None, "TypeError: list indices must be integers or slices, not NoneType")
+    code, out, err = diff(["mistral/native_whole_call"], "openai-python", apps_python)
+    assert (code, err) == (1, "")
+    assert verdict_lines(out) == [
+        "DISAGREE: openai-python raises TypeError where callgate would run 1 call"]
+
+
+def test_openai_python_hands_on_a_truncated_call_that_callgate_blocks(apps_python: str) -> None:
+    result = adapter_result(apps_python, "openai-python", "openai/truncated")
+    assert (result.calls, result.finish, result.error) == (
+        (HandedCall("call_w1", "get_weather", '{"city": "Par'),), None, None)
+    code, out, err = diff(["openai/truncated"], "openai-python", apps_python)
+    assert (code, err) == (1, "")
+    assert verdict_lines(out) == [
+        "DISAGREE: openai-python hands on 1 call; callgate blocks (missing_terminal)"]
+
+
+def test_anthropic_python_gives_a_reused_index_both_inputs_to_the_first_block(
+        apps_python: str) -> None:
+    result = adapter_result(apps_python, "anthropic-python", "anthropic/reused_index_new_id")
+    assert result == AdapterResult(
+        adapter="anthropic-python", version="2.14.0", finish="tool_use", error=None,
+        calls=(HandedCall("toolu_A", "get_weather", '{"city": "Oslo"}'),
+               HandedCall("toolu_B", "search", "{}")))
+    code, out, err = diff(["anthropic/reused_index_new_id"], "anthropic-python", apps_python)
+    assert (code, err) == (1, "")
+    assert verdict_lines(out) == ["DISAGREE: anthropic-python hands on 2 calls; callgate blocks "
+                                  "(duplicate_start, identity_collision)"]
+
+
+def test_anthropic_python_and_callgate_agree_on_a_valid_fragmented_input(
+        apps_python: str) -> None:
+    result = adapter_result(apps_python, "anthropic-python", "anthropic/valid_fragmented")
+    assert (result.calls, result.finish, result.error) == (
+        (HandedCall("toolu_w1", "get_weather", '{"city": "Paris", "unit": "c"}'),), "tool_use",
+        None)
+    code, out, err = diff(["anthropic/valid_fragmented"], "anthropic-python", apps_python)
+    assert (code, err, verdict_lines(out)) == (0, "", ["agree: both hand on the same 1 call"])
+
+
+def test_an_adapter_that_raises_agrees_with_a_callgate_that_runs_nothing(
+        apps_python: str) -> None:
+    code, out, _ = diff(["openai/stream_error"], "openai-python", apps_python)
+    assert (code, verdict_lines(out)) == (0, [
+        "agree: neither hands anything to the tool runner (openai-python raises APIError)"])
+
+
+def test_several_fixtures_give_the_worst_exit_and_an_unreadable_one_does_not_stop_the_rest(
+        apps_python: str) -> None:
+    code, out, err = diff(["openai/valid_fragmented", "openai/reused_index_new_id"],
+                          "openai-python", apps_python)
+    assert (code, len(verdict_lines(out))) == (1, 2)
+    code, out, err = diff(["openai/no_such_fixture", "openai/valid_fragmented"],
+                          "openai-python", apps_python)
+    assert (code, verdict_lines(out)) == (2, ["agree: both hand on the same 1 call"])
+    assert err == (f"callgate: {fixture('openai/no_such_fixture')}: cannot read: "
+                   "No such file or directory\n")
+
+
+@pytest.mark.parametrize(("adapter", "package"),
+                         [("langchain", "langchain-openai"), ("litellm", "litellm")])
+@pytest.mark.parametrize("given", [True, False], ids=["--python", "this interpreter"])
+def test_an_adapter_whose_library_is_missing_exits_2_with_the_install_line(
+        adapter: str, package: str, given: bool, request: pytest.FixtureRequest) -> None:
+    module = "langchain_openai" if adapter == "langchain" else adapter
+    python = request.getfixturevalue("apps_python") if given else None
+    if python is None and importlib.util.find_spec(module) is not None:
+        pytest.skip(f"{module} is installed here")
+    code, out, err = diff(["openai/valid_fragmented"], adapter, python)
+    assert (code, out) == (2, "")
+    assert err == (f"callgate: adapter {adapter} needs the {package} package: pip install "
+                   f"{package}, or pass --python with an interpreter that has it\n")
+
+
+def test_an_anthropic_fixture_with_openai_python_is_one_line_and_exit_2(apps_python: str) -> None:
+    code, out, err = diff(["anthropic/valid_fragmented"], "openai-python", apps_python)
+    assert (code, out) == (2, "")
+    assert err == (f"callgate: {fixture('anthropic/valid_fragmented')}: profile anthropic: "
+                   "--adapter openai-python reads openai and mistral streams; "
+                   "use anthropic-python\n")
+
+
+def test_a_python_that_does_not_exist_is_one_line_and_exit_2() -> None:
+    code, out, err = diff(["openai/valid_fragmented"], "openai-python", "/nonexistent/python")
+    assert (code, out) == (2, "")
+    assert err.startswith("callgate: cannot run --python /nonexistent/python: ")
+    assert err.count("\n") == 1
