@@ -53,7 +53,7 @@ def frames(envelope: dict[str, Any]) -> Iterator[bytes]:
         else:
             yield f"data: {data}\n\n".encode()
     done = envelope.get("meta", {}).get("stream", {}).get("done", True)
-    if profile.stream_key == "chunks" and done:
+    if profile.done_sentinel and done:
         yield b"data: [DONE]\n\n"
 
 

@@ -139,12 +139,24 @@ class EventFramer:
         return cut
 
 
+_TERMINAL_TYPES = {
+    "anthropic": ("message_delta", "message_stop"),
+    "openai-responses": ("response.completed", "response.incomplete", "response.failed"),
+}
+#: Events after which nothing more belongs to the turn (besides Chat Completions' [DONE]).
+END_MARKERS = ("message_stop", "response.completed", "response.incomplete", "response.failed")
+
+
 def is_terminal_evidence(profile: str, event: object) -> bool:
     """Whether one parsed stream event carries the turn's terminal evidence (or follows it)."""
     if not isinstance(event, dict):
         return False
-    if profile == "anthropic":
-        return event.get("type") in ("message_delta", "message_stop")
+    if profile in _TERMINAL_TYPES:
+        return event.get("type") in _TERMINAL_TYPES[profile]
+    if profile == "gemini":
+        candidates = event.get("candidates")
+        return isinstance(candidates, list) and any(
+            isinstance(c, dict) and c.get("finishReason") for c in candidates)
     choices = event.get("choices")
     return isinstance(choices, list) and any(
         isinstance(c, dict) and c.get("finish_reason") is not None for c in choices)
@@ -255,7 +267,7 @@ class StreamTap:
             event = strict_json.loads(sse.data)
         except strict_json.StrictJSONError:
             event = sse.data
-        if isinstance(event, dict) and event.get("type") == "message_stop":
+        if isinstance(event, dict) and event.get("type") in END_MARKERS:
             self.end_marker_seen = True
         return event
 

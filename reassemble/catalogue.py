@@ -104,6 +104,12 @@ CATALOGUE: dict[Code, Entry] = {
         "(OpenRouter, vLLM).",
         "Treat the turn as failed; retry under your idempotency policy.",
     ),
+    Code.EVENT_GAP: Entry(
+        "The stream's own event counter (OpenAI Responses' sequence_number) skipped a number or "
+        "went back: events were lost, duplicated or reordered on the way.",
+        "A proxy or recorder that drops or replays events; a reconnect that resumed mid-stream.",
+        _QUARANTINE,
+    ),
     Code.UNSUPPORTED_EVENT: Entry(
         "An event, block, delta or field this profile cannot interpret, where tool data could be.",
         "A new provider event type, legacy function_call deltas, custom tool calls, a gateway's "

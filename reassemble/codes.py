@@ -27,6 +27,7 @@ class Code(StrEnum):
     DELTA_AFTER_TERMINAL = "delta_after_terminal"
     TERMINAL_WITHOUT_CALL = "terminal_without_call"
     STREAM_ERROR = "stream_error"
+    EVENT_GAP = "event_gap"
     UNSUPPORTED_EVENT = "unsupported_event"
     # Arguments: the reassembled text, parsed strictly once the call is finished.
     INVALID_ARGUMENTS_JSON = "invalid_arguments_json"

@@ -22,6 +22,7 @@ from typing import Any
 from reassemble import strict_json
 from reassemble.codes import Code
 from reassemble.events import (
+    ArgumentsStated,
     Event,
     Problem,
     SlotDelta,
@@ -160,6 +161,8 @@ class Reassembler:
             self._delta(event)
         elif isinstance(event, SlotEnded):
             self._end_slot(event.key, event.pointer)
+        elif isinstance(event, ArgumentsStated):
+            self._stated(event)
         else:
             self._end_turn(event)
 
@@ -227,6 +230,22 @@ class Reassembler:
             return
         if slot.is_call and not slot.blocked:
             self._validate(slot, pointer)
+
+    def _stated(self, event: ArgumentsStated) -> None:
+        """A full copy of the arguments: adopted when nothing streamed, else compared."""
+        slot = self._slot(event.key, is_call=True)
+        if slot.lifecycle is SlotState.UNSEEN:
+            self._move(slot, SlotInput.DELTA, event.pointer)  # delta_before_start
+            return
+        if not slot.is_call or slot.blocked:
+            return
+        if slot.lifecycle is SlotState.ACCUMULATING and not slot.fragments:
+            self._append(slot, event.text, event.pointer)
+            return
+        current = slot.arguments if slot.arguments is not None else "".join(slot.fragments)
+        if event.text != current:
+            self._block(slot, Code.ARGUMENT_MISMATCH, "a stated copy of the arguments differs "
+                        "from the streamed arguments", event.pointer)
 
     def _turn_over(self, slot: _Slot, pointer: str) -> bool:
         choice = slot.key[0]
@@ -339,7 +358,7 @@ class Reassembler:
         slot.validated = not slot.blocked
 
     def _check_identity_complete(self, slot: _Slot, pointer: str) -> None:
-        if slot.call_id is None:
+        if slot.call_id is None and self._profile.requires_call_id:
             if "missing_call_id" in self._quirks:
                 self._add(Code.MISSING_CALL_ID, "the call has no id", pointer, *slot.key,
                           severity=Severity.TOLERATED, quirk="missing_call_id")

@@ -59,6 +59,17 @@ class TurnEnded:
 
 
 @dataclass(frozen=True)
+class ArgumentsStated:
+    """A full copy of a call's arguments that the provider states besides the deltas (OpenAI
+    Responses' ``function_call_arguments.done``, ``output_item.done``, ``response.completed``).
+    It must equal the reassembled text; a call that streamed no deltas takes it as its text."""
+
+    key: SlotKey
+    pointer: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Problem:
     """Something the profile itself found while translating."""
 
@@ -71,4 +82,4 @@ class Problem:
     quirk: str | None = None
 
 
-Event = SlotStarted | SlotDelta | SlotEnded | TurnEnded | Problem
+Event = SlotStarted | SlotDelta | SlotEnded | TurnEnded | ArgumentsStated | Problem

@@ -85,6 +85,21 @@ QUIRKS: dict[str, Quirk] = {
             ),
             evidence=("corpus: writer/chat-writer-palmyra-x4-7-calls-openllmetry.sse",),
         ),
+        Quirk(
+            name="rotating_item_id",
+            relaxes=Code.IDENTITY_COLLISION,
+            providers=frozenset({"github-copilot"}),
+            description=(
+                "OpenAI Responses item ids (item.id, item_id) change on every event of one "
+                "output item; events are matched to items by output_index instead. call_id and "
+                "name must still stay the same."
+            ),
+            evidence=(
+                "vercel/ai packages/openai/src/responses/__fixtures__/"
+                "github-copilot-id-rotation.1.chunks.txt",
+                'vercel/ai test "should correlate rotated item ids by output index"',
+            ),
+        ),
     )
 }
 

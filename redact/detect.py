@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from reassemble.profiles import PROFILES
+
 #: Host suffix -> provider name (the names the quirk registry uses). First match wins.
 _HOSTS: tuple[tuple[str, str], ...] = (
     ("api.openai.com", "openai"),
@@ -35,6 +37,10 @@ def provider_from_url(url: str) -> str | None:
         return "gemini-openai-compat"
     if host.endswith("aiplatform.googleapis.com") and "/publishers/anthropic/" in parts.path:
         return "anthropic-vertex"
+    if host.endswith("aiplatform.googleapis.com") and "/publishers/google/" in parts.path:
+        return "gemini-vertex"
+    if host == "generativelanguage.googleapis.com":
+        return "gemini"
     if parts.port == 11434:
         return "ollama"
     return next((name for suffix, name in _HOSTS if host == suffix.lstrip(".")
@@ -48,14 +54,14 @@ def profile_for(url: str, provider: str | None) -> str | None:
         return "mistral" if provider == "mistral" else "openai"
     if path.endswith("/messages") or path.endswith(":streamRawPredict"):
         return "anthropic"
+    if path.endswith("/responses") and "openai-responses" in PROFILES:
+        return "openai-responses"
+    if path.endswith(":streamGenerateContent") and "gemini" in PROFILES:
+        return "gemini"
     return None
 
 
 def unsupported_reason(url: str) -> str:
     """Why no profile reads this endpoint, for the one-line skip message."""
     path = urlsplit(url).path
-    if path.endswith("/responses"):
-        return "OpenAI Responses streams are not supported yet"
-    if "streamGenerateContent" in path:
-        return "Gemini streams are not supported yet"
     return f"no profile reads endpoint {path or '/'}"

@@ -30,9 +30,11 @@ def mask_text(text: str) -> str:
     return "".join(c if c.isspace() else "x" for c in text)
 
 
-def mask_arguments(fragments: Sequence[str], keep: frozenset[str] = frozenset()) -> list[str]:
-    """Mask one call's argument fragments as one text; string values in ``keep`` stay."""
-    masked = _mask_json_text("".join(fragments), keep)
+def mask_arguments(fragments: Sequence[str], keep: frozenset[str] = frozenset(),
+                   mask: str = "x") -> list[str]:
+    """Mask one call's argument fragments as one text; string values in ``keep`` stay. String
+    characters become ``mask``."""
+    masked = _mask_json_text("".join(fragments), keep, mask)
     out, position = [], 0
     for fragment in fragments:
         out.append(masked[position:position + len(fragment)])
@@ -40,17 +42,17 @@ def mask_arguments(fragments: Sequence[str], keep: frozenset[str] = frozenset())
     return out
 
 
-def _mask_json_text(text: str, keep: frozenset[str]) -> str:
+def _mask_json_text(text: str, keep: frozenset[str], mask: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(text):
-        end, piece = _token(text, i, keep)
+        end, piece = _token(text, i, keep, mask)
         out.append(piece)
         i = end
     return "".join(out)
 
 
-def _token(text: str, i: int, keep: frozenset[str]) -> tuple[int, str]:
+def _token(text: str, i: int, keep: frozenset[str], mask: str) -> tuple[int, str]:
     """(end, masked text) of the token that starts at ``i``."""
     char = text[i]
     if char in _STRUCTURE:
@@ -60,7 +62,7 @@ def _token(text: str, i: int, keep: frozenset[str]) -> tuple[int, str]:
         literal = text[i:end]
         if _is_key(text, end) or _decoded(literal) in keep:
             return end, literal
-        return end, _mask_string(literal, closed)
+        return end, _mask_string(literal, closed, mask)
     number = _NUMBER.match(text, i)
     if number:
         return number.end(), number.group()
@@ -103,28 +105,28 @@ def _decoded(literal: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _mask_string(literal: str, closed: bool) -> str:
+def _mask_string(literal: str, closed: bool, mask: str) -> str:
     body_end = len(literal) - 1 if closed else len(literal)
     out, i = ['"'], 1
     while i < body_end:
-        piece = _mask_string_piece(literal, i)
+        piece = _mask_string_piece(literal, i, mask)
         out.append(piece)
         i += len(piece)
     out.append(literal[body_end:])
     return "".join(out)
 
 
-def _mask_string_piece(literal: str, i: int) -> str:
+def _mask_string_piece(literal: str, i: int, mask: str) -> str:
     """One character or escape of a string body, masked to the same length and shape."""
     char = literal[i]
     if char != "\\":
-        return char if _kept(char) else "x"
+        return char if _kept(char) else mask
     if literal[i + 1:i + 2] != "u":
         return literal[i:i + 2]  # \n, \" ... and invalid escapes keep their shape
     digits = literal[i + 2:i + 6]
     if not _HEX4.fullmatch(digits):
         return literal[i:i + 2]
-    return literal[i:i + 6] if _kept(chr(int(digits, 16))) else "\\u0078"
+    return literal[i:i + 6] if _kept(chr(int(digits, 16))) else f"\\u{ord(mask):04x}"
 
 
 def _kept(char: str) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from reassemble import Report, check, strict_json
+from reassemble.gemini_schema import declaration_schemas
 from reassemble.profiles import PROFILES
 from redact.body import BodyError, StreamBody, parse_stream_body
 from redact.detect import profile_for, provider_from_url, unsupported_reason
@@ -183,10 +184,10 @@ def fixture_name(envelope: Mapping[str, Any], data: bytes) -> str:
 
 
 def tool_schemas(request: Mapping[str, Any]) -> dict[str, Any]:
-    """Tool name -> argument schema, from an OpenAI/Mistral or Anthropic request body. Tools
-    without a schema (Anthropic-defined tools such as computer use) are left out: a call to one
-    is then ``unknown_tool`` until the user supplies a schema."""
-    schemas: dict[str, Any] = {}
+    """Tool name -> argument schema, from an OpenAI (Chat or Responses), Mistral, Anthropic or
+    Gemini request body. Tools without a schema (Anthropic-defined tools such as computer use)
+    are left out: a call to one is then ``unknown_tool`` until the user supplies a schema."""
+    schemas: dict[str, Any] = dict(declaration_schemas(request.get("tools")))
     for tool in _list(request.get("tools")) + _list(request.get("functions")):
         function = tool.get("function", tool)
         name = function.get("name")

@@ -22,7 +22,8 @@ REQUEST_PARAMETERS = ("model", "tool_choice", "parallel_tool_calls", "n", "strea
 #: String fields of stream events that are structure, not content.
 _STRUCTURAL_KEYS = frozenset({"type", "object", "role", "finish_reason", "stop_reason", "model",
                               "system_fingerprint", "service_tier", "native_finish_reason",
-                              "name", "status"})
+                              "name", "status", "finishReason", "jsonPath", "blockReason",
+                              "modelVersion"})
 
 
 class ArgumentMode(StrEnum):
@@ -61,58 +62,72 @@ def _enum_values(schemas: object) -> frozenset[str]:
 
 
 ArgumentRef = tuple[dict[str, Any], str]
+#: What a profile's finder yields: (kind, call key, container, field). ``stream`` fragments of a
+#: call are masked as one text; each ``copy`` (a full restatement of a call's arguments, text or
+#: object) is masked alone; a ``piece`` is part of one string value (Vertex ``partialArgs``).
+Found = tuple[str, object, dict[str, Any], str]
 
 
 def _redact_arguments(profile: str, events: list[Any], mode: ArgumentMode,
                       keep: frozenset[str]) -> set[tuple[int, str]]:
-    """Mask each call's argument fragments as one text, in place, per the mode. Returns the
-    (container id, field) pairs that hold arguments, which the generic scrub then leaves alone."""
-    refs: dict[object, list[ArgumentRef]] = {}
-    finder = _anthropic_arguments if profile == "anthropic" else _chat_arguments
-    for slot, container, field in finder(events):
-        refs.setdefault(slot, []).append((container, field))
+    """Mask argument fields in place, per the mode. Returns the (container id, field) pairs that
+    hold arguments, which the generic scrub then leaves alone."""
+    found = list(_FINDERS.get(profile, _chat_arguments)(events))
     if mode is not ArgumentMode.KEEP:
-        differ = _stated_inputs_that_differ(refs) if profile == "anthropic" else set()
-        for group in refs.values():
-            _mask_group(group, mode, keep, differ)
-    return {(id(container), field) for group in refs.values() for container, field in group}
+        streams: dict[object, list[ArgumentRef]] = {}
+        for kind, key, container, field in found:
+            if kind == "stream":
+                streams.setdefault(key, []).append((container, field))
+        references = {key: "".join(c[f] for c, f in refs if isinstance(c[f], str))
+                      for key, refs in streams.items()}
+        for refs in streams.values():
+            _mask_stream(refs, mode, keep)
+        _mask_copies(found, references, mode, keep)
+    return {(id(container), field) for _, _, container, field in found}
 
 
-def _mask_group(group: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str],
-                differ: set[int]) -> None:
-    texts = [(c, f) for c, f in group if isinstance(c[f], str)]
+def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str]) -> None:
+    texts = [(c, f) for c, f in refs if isinstance(c[f], str)]
     masked = mask_arguments([c[f] for c, f in texts], keep) if mode is ArgumentMode.MASK \
         else ["" for _ in texts]
     for (container, field), text in zip(texts, masked, strict=True):
         container[field] = text
-    for container, field in group:
-        if isinstance(container[field], dict | list):
-            mask = "y" if id(container) in differ else "x"
-            container[field] = mask_value(container[field], keep, mask) \
-                if mode is ArgumentMode.MASK else {}
 
 
-def _stated_inputs_that_differ(refs: Mapping[object, list[ArgumentRef]]) -> set[int]:
-    """Anthropic blocks whose stated ``input`` differs from their streamed input. Masking both
-    with one letter could make them equal and hide ``argument_mismatch``; these get another."""
-    streamed = {slot[1]: "".join(c[f] for c, f in group if isinstance(c[f], str))
-                for slot, group in refs.items() if isinstance(slot, tuple) and slot[0] == "partial"}
-    differ = set()
-    for slot, group in refs.items():
-        if not (isinstance(slot, tuple) and slot[0] == "input" and streamed.get(slot[1])):
+def _mask_copies(found: list[Found], references: dict[object, str], mode: ArgumentMode,
+                 keep: frozenset[str]) -> None:
+    """Each copy masked alone. A copy that differs from its call's streamed text (or, when
+    nothing streamed, from the call's first copy) is masked with another letter: one letter
+    for both could make them equal and hide ``argument_mismatch``."""
+    for kind, key, container, field in found:
+        value = container[field]
+        if kind == "piece":
+            container[field] = mask_value(value, keep) if mode is ArgumentMode.MASK else ""
             continue
-        for container, field in group:
-            try:
-                same = _canonical(strict_json.loads(streamed[slot[1]])) == _canonical(
-                    container[field])
-            except (strict_json.StrictJSONError, ValueError):
-                same = False
-            if not same:
-                differ.add(id(container))
-    return differ
+        if kind != "copy":
+            continue
+        reference = references.setdefault(key, value if isinstance(value, str) else
+                                          _canonical(value))
+        mask = "x" if _same_arguments(value, reference) else "y"
+        if mode is not ArgumentMode.MASK:
+            container[field] = "" if isinstance(value, str) else {}
+        elif isinstance(value, str):
+            container[field] = mask_arguments([value], keep, mask)[0]
+        else:
+            container[field] = mask_value(value, keep, mask)
 
 
-def _chat_arguments(events: list[Any]) -> Iterator[tuple[object, dict[str, Any], str]]:
+def _same_arguments(value: object, reference: str) -> bool:
+    if isinstance(value, str) and value == reference:
+        return True
+    try:
+        parsed = strict_json.loads(value) if isinstance(value, str) else value
+        return _canonical(parsed) == _canonical(strict_json.loads(reference))
+    except (strict_json.StrictJSONError, ValueError):
+        return False
+
+
+def _chat_arguments(events: list[Any]) -> Iterator[Found]:
     for number, chunk in enumerate(events):
         choices = chunk.get("choices") if isinstance(chunk, dict) else None
         for position, choice in enumerate(choices if isinstance(choices, list) else []):
@@ -123,26 +138,68 @@ def _chat_arguments(events: list[Any]) -> Iterator[tuple[object, dict[str, Any],
                                     number)
 
 
-def _entries(holder: object, scope: tuple[object, ...],
-             number: int) -> Iterator[tuple[object, dict[str, Any], str]]:
+def _entries(holder: object, scope: tuple[object, ...], number: int) -> Iterator[Found]:
     calls = holder.get("tool_calls") if isinstance(holder, dict) else None
     for position, entry in enumerate(calls if isinstance(calls, list) else []):
         function = entry.get("function") if isinstance(entry, dict) else None
         if isinstance(function, dict) and "arguments" in function:
             index = entry.get("index")
-            slot = (*scope, index) if isinstance(index, int) else (*scope, number, position)
-            yield slot, function, "arguments"
+            key = (*scope, index) if isinstance(index, int) else (*scope, number, position)
+            yield "stream", key, function, "arguments"
 
 
-def _anthropic_arguments(events: list[Any]) -> Iterator[tuple[object, dict[str, Any], str]]:
+def _anthropic_arguments(events: list[Any]) -> Iterator[Found]:
     for event in events:
         if not isinstance(event, dict):
             continue
         block, delta = event.get("content_block"), event.get("delta")
         if isinstance(block, dict) and "input" in block:
-            yield ("input", event.get("index"), id(block)), block, "input"
+            yield "copy", event.get("index"), block, "input"
         if isinstance(delta, dict) and "partial_json" in delta:
-            yield ("partial", event.get("index")), delta, "partial_json"
+            yield "stream", event.get("index"), delta, "partial_json"
+
+
+def _responses_arguments(events: list[Any]) -> Iterator[Found]:
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        kind, index = event.get("type"), event.get("output_index")
+        if kind == "response.function_call_arguments.delta" and "delta" in event:
+            yield "stream", index, event, "delta"
+        elif kind == "response.function_call_arguments.done" and "arguments" in event:
+            yield "copy", index, event, "arguments"
+        item = event.get("item")
+        if isinstance(item, dict) and "arguments" in item:
+            yield "copy", index, item, "arguments"
+        response = event.get("response")
+        output = response.get("output") if isinstance(response, dict) else None
+        for position, entry in enumerate(output if isinstance(output, list) else []):
+            if isinstance(entry, dict) and "arguments" in entry:
+                yield "copy", position, entry, "arguments"
+
+
+def _gemini_arguments(events: list[Any]) -> Iterator[Found]:
+    for number, chunk in enumerate(events):
+        candidates = chunk.get("candidates") if isinstance(chunk, dict) else None
+        for candidate in candidates if isinstance(candidates, list) else []:
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            parts = content.get("parts") if isinstance(content, dict) else None
+            for position, part in enumerate(parts if isinstance(parts, list) else []):
+                call = part.get("functionCall") if isinstance(part, dict) else None
+                if not isinstance(call, dict):
+                    continue
+                if "args" in call:
+                    yield "copy", (number, position), call, "args"
+                for piece in call.get("partialArgs") or []:
+                    if isinstance(piece, dict) and isinstance(piece.get("stringValue"), str):
+                        yield "piece", None, piece, "stringValue"
+
+
+_FINDERS: dict[str, Callable[[list[Any]], Iterator[Found]]] = {
+    "anthropic": _anthropic_arguments,
+    "openai-responses": _responses_arguments,
+    "gemini": _gemini_arguments,
+}
 
 
 def _canonical(value: object) -> str:

@@ -33,6 +33,9 @@ def resplit_arguments(envelope: dict[str, Any]) -> dict[str, Any]:
     """The same stream with every argument fragment cut in two across two events."""
     out = copy.deepcopy(envelope)
     key = PROFILES[out["profile"]].stream_key
+    if out["profile"] == "openai-responses":
+        out[key] = resplit_responses(out[key])
+        return out
     split = resplit_anthropic if key == "events" else resplit_chat
     out[key] = [piece for raw in out[key] for piece in split(raw)]
     return out
@@ -47,6 +50,25 @@ def resplit_anthropic(event: Any) -> list[Any]:
     head["delta"]["partial_json"], tail["delta"]["partial_json"] = text[:len(text) // 2], text[
         len(text) // 2:]
     return [head, tail]
+
+
+def resplit_responses(events: list[Any]) -> list[Any]:
+    """Halve each function_call_arguments.delta; later sequence_numbers move up by one per
+    split, so gaps and steps back in the original stay exactly as they were."""
+    out, shift = [], 0
+    for event in events:
+        text = event.get("delta") if isinstance(event, dict) else None
+        pieces = [event]
+        if event.get("type") == "response.function_call_arguments.delta" and isinstance(
+                text, str) and len(text) > 1:
+            pieces = [dict(event, delta=text[:len(text) // 2]),
+                      dict(event, delta=text[len(text) // 2:])]
+        for offset, piece in enumerate(pieces):
+            if isinstance(piece.get("sequence_number"), int):
+                piece["sequence_number"] += shift + offset
+        shift += len(pieces) - 1
+        out.extend(pieces)
+    return out
 
 
 def resplit_chat(chunk: Any) -> list[Any]:

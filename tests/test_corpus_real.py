@@ -20,12 +20,13 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from reassemble import check
+from reassemble.gemini_schema import declaration_schemas
 from reassemble.sse import decode_all
 from tests.conftest import SHARED_CORPUS
 
 REAL = SHARED_CORPUS / "real"
 PROFILE_BY_PROVIDER = {"anthropic": "anthropic", "anthropic-vertex": "anthropic",
-                       "mistral": "mistral"}
+                       "mistral": "mistral", "gemini": "gemini", "gemini-vertex": "gemini"}
 
 # file -> (status, blocking codes, tolerated quirks). Why each block is right:
 #  - anthropic max-tokens fixture: stop_reason max_tokens cut the input mid-string and the
@@ -35,6 +36,9 @@ PROFILE_BY_PROVIDER = {"anthropic": "anthropic", "anthropic-vertex": "anthropic"
 #  - openrouter kimi-k2 (variant a): no chunk ever carries a finish_reason.
 #  - ollama: the model sent "value" as the string "[1, 2, 3, 4, 5]" where the schema wants an array.
 #  - tgi: the stored snapshot stops before any finish_reason (its last chunks were not recorded).
+#  - vercel responses 3-calls: the recorder stored four consecutive responses of an agent run in
+#    one file; as one stream, sequence_number restarts at 0, response.completed comes four times
+#    and later items reuse output indices after the turn ended: one body cannot hold that.
 EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "openai/chat-gpt4o-single-pydantic-tool.sse": ("pass", [], []),
     "openai/chat-gpt4o-parallel-2-tools.sse": ("pass", [], []),
@@ -95,6 +99,33 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "writer/chat-writer-palmyra-x4-7-calls-openllmetry.sse": (
         "pass", [], ["choice_message_mirror"]),
     "tgi/chat-tgi-llama31-tool-choice.json": ("fail", ["missing_terminal"], []),
+    "openai/responses-gpt4o-single-pydantic-ai.sse": ("pass", [], []),
+    "openai/responses-gpt4o-parallel-fantasy.sse": ("pass", [], []),
+    "openai/responses-gpt5-reasoning-then-call-fantasy.sse": ("pass", [], []),
+    "openai/responses-gpt5-summary-thinking-fantasy.sse": ("pass", [], []),
+    "openai/responses-reasoning-message-then-call-pydantic-ai.sse": ("pass", [], []),
+    "openai/responses-single-llm.sse": ("pass", [], []),
+    "openai/responses-parallel-mirascope.sse": ("pass", [], []),
+    "openai/responses-3-calls-reasoning-vercel.jsonl": (
+        "fail", ["delta_after_terminal", "duplicate_terminal", "event_gap", "identity_collision",
+                 "unsupported_event"], []),
+    "azure-openai/responses-azure-gpt5-mini-fantasy.sse": ("pass", [], []),
+    "deepseek/responses-deepseek-function-tool.sse": ("pass", [], []),
+    "bedrock-mantle/responses-bedrock-mantle-reused-ids.sse": ("pass", [], []),
+    "lmstudio/responses-lmstudio-tool-call.jsonl": ("pass", [], []),
+    "gemini/gemini-20-flash-single-pydantic-ai.sse": ("pass", [], []),
+    "gemini/gemini-20-flash-parallel-openinference.sse": ("pass", [], []),
+    "gemini/gemini-25-flash-jsonarray-llm-gemini.json": ("pass", [], []),
+    "gemini/gemini-3-flash-jsonarray-llm-gemini.json": ("pass", [], []),
+    "gemini/gemini-25-flash-parallel-one-chunk-fantasy.sse": ("pass", [], []),
+    "gemini/gemini-25-pro-parallel-two-chunks-fantasy.sse": ("pass", [], []),
+    "gemini/gemini-3-pro-parallel-ids-fantasy.sse": ("pass", [], []),
+    "gemini/gemini-25-flash-thinking-then-call-fantasy.sse": ("pass", [], []),
+    "gemini/gemini-3-pro-thought-signature-pydantic-ai.sse": ("pass", [], []),
+    "gemini/gemini-parallel-reasoning-openinference.sse": ("pass", [], []),
+    "gemini-vertex/vertex-gemini-25-pro-parallel-fantasy.sse": ("pass", [], []),
+    "gemini-vertex/vertex-gemini-31-pro-partialargs-vercel.jsonl": ("pass", [], []),
+    "gemini-vertex/vertex-gemini-partialargs-nested-vercel.jsonl": ("pass", [], []),
 }
 
 
@@ -103,7 +134,8 @@ def index_rows() -> list[dict[str, str]]:
         return []
     with (REAL / "INDEX.tsv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
-    return [r for r in rows if r["api"] in ("chat.completions", "messages")]
+    return [r for r in rows if r["api"] in ("chat.completions", "messages", "generateContent",
+                                          "responses")]
 
 
 def body_events(path: Path) -> list[Any]:
@@ -127,6 +159,9 @@ def schemas_and_request(path: Path, events: list[Any]) -> tuple[dict[str, Any], 
             schemas[tool["function"]["name"]] = tool["function"].get("parameters", {})
         elif "input_schema" in tool:
             schemas[tool["name"]] = tool["input_schema"]
+        elif tool.get("type") == "function" and "name" in tool:  # Responses: flat entries
+            schemas[tool["name"]] = tool.get("parameters", {})
+    schemas.update(declaration_schemas(body.get("tools")))  # Gemini functionDeclarations
     request = {k: body[k] for k in ("model", "tool_choice", "parallel_tool_calls", "n")
                if k in body}
     return schemas, request
@@ -135,6 +170,9 @@ def schemas_and_request(path: Path, events: list[Any]) -> tuple[dict[str, Any], 
 def called_names(events: list[Any]) -> set[str]:
     names = set()
     for event in events:
+        item = event.get("item") or {}
+        if item.get("type") == "function_call":
+            names.add(item["name"])
         block = event.get("content_block") or {}
         if block.get("type") == "tool_use":
             names.add(block["name"])
@@ -142,11 +180,20 @@ def called_names(events: list[Any]) -> set[str]:
             for call in (choice.get("delta") or {}).get("tool_calls") or []:
                 if (call.get("function") or {}).get("name"):
                     names.add(call["function"]["name"])
+        for candidate in event.get("candidates") or []:
+            for part in (candidate.get("content") or {}).get("parts") or []:
+                if (part.get("functionCall") or {}).get("name"):
+                    names.add(part["functionCall"]["name"])
     return names
 
 
 ROWS = index_rows()
 runner = CliRunner()
+
+
+def profile_of(row: dict[str, str]) -> str:
+    by_api = {"responses": "openai-responses", "generateContent": "gemini"}
+    return by_api.get(row["api"]) or PROFILE_BY_PROVIDER.get(row["provider"], "openai")
 
 
 def test_every_chat_and_messages_stream_has_an_expected_verdict() -> None:
@@ -160,9 +207,10 @@ def test_real_stream_gets_the_careful_verdict(row: dict[str, str]) -> None:
     path = REAL / row["file"]
     events = body_events(path)
     schemas, request = schemas_and_request(path, events)
-    profile = PROFILE_BY_PROVIDER.get(row["provider"], "openai")
+    profile = profile_of(row)
     envelope = {"profile": profile, "provider": row["provider"], "tool_schemas": schemas,
-                "request": request, ("events" if profile == "anthropic" else "chunks"): events}
+                "request": request,
+                ("events" if profile in ("anthropic", "openai-responses") else "chunks"): events}
     report = check(envelope)
     tolerated = sorted({f.quirk for f in report.findings if f.quirk})
     status, codes, quirks = EXPECTED[row["file"]]
@@ -180,7 +228,7 @@ def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path:
                  for name in sorted(called_names(body_events(path)))]
         request.write_text(json.dumps({"tools": tools}))
     out = tmp_path / "fixture.json"
-    profile = PROFILE_BY_PROVIDER.get(row["provider"], "openai")
+    profile = profile_of(row)
     imported = runner.invoke(app, ["import", str(path), "--request", str(request), "--profile",
                                    profile, "--provider", row["provider"], "--out", str(out)])
     assert imported.exit_code == 0, imported.stdout + imported.stderr

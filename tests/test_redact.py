@@ -156,12 +156,35 @@ def test_a_non_streamed_exchange_is_not_applicable() -> None:
         redact_exchange(exchange)
 
 
-def test_responses_endpoint_is_skipped_with_its_reason() -> None:
-    exchange = Exchange("POST", "https://api.openai.com/v1/responses", [], b"{}", 200,
-                        [("content-type", "text/event-stream")],
-                        b'data: {"type":"response.created"}\n\n')
-    with pytest.raises(NotApplicable, match="Responses streams are not supported yet"):
-        redact_exchange(exchange)
+def test_a_responses_exchange_keeps_every_copy_of_the_arguments_equal_after_masking() -> None:
+    item = {"id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "",
+            "call_id": "call_9", "name": "get_weather"}
+    done_item = {**item, "status": "completed", "arguments": '{"city":"Oslo"}'}
+    events = [{"type": "response.output_item.added", "output_index": 0, "item": item},
+              {"type": "response.function_call_arguments.delta", "output_index": 0,
+               "item_id": "fc_1", "delta": '{"city":'},
+              {"type": "response.function_call_arguments.delta", "output_index": 0,
+               "item_id": "fc_1", "delta": '"Oslo"}'},
+              {"type": "response.function_call_arguments.done", "output_index": 0,
+               "item_id": "fc_1", "arguments": '{"city":"Oslo"}'},
+              {"type": "response.output_item.done", "output_index": 0, "item": done_item},
+              {"type": "response.completed", "response": {"status": "completed",
+                                                          "output": [done_item]}}]
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    request = {"model": "gpt-5", "input": "Weather in Oslo?", "tools": [
+        {"type": "function", "name": "get_weather", "parameters": WEATHER}]}
+    exchange = Exchange("POST", "https://api.openai.com/v1/responses", [],
+                        json.dumps(request).encode(), 200,
+                        [("content-type", "text/event-stream")], body)
+    envelope = redact_exchange(exchange).envelope
+    assert (envelope["profile"], envelope["expect"]) == ("openai-responses",
+                                                          {"status": "pass", "codes": []})
+    streamed = "".join(e["delta"] for e in envelope["events"]
+                       if e["type"].endswith("arguments.delta"))
+    assert streamed == '{"city":"xxxx"}' == envelope["events"][3]["arguments"]
+    assert envelope["events"][5]["response"]["output"][0]["arguments"] == streamed
+    assert "Oslo" not in json.dumps(envelope) and "request.input" in envelope["meta"][
+        "redaction"]["removed"]
 
 
 def test_mask_keeps_syntax_findings_letter_for_letter() -> None:

@@ -35,12 +35,17 @@ class Profile:
     turn_ends_slots: bool
     #: Build a translator for one stream, given the quirks in force and the request parameters.
     translator: Callable[[frozenset[str], Mapping[str, object]], Translator]
+    #: Whether a call must carry an id (Gemini's functionCall.id is optional).
+    requires_call_id: bool = True
+    #: Whether the SSE stream ends with ``data: [DONE]`` (Chat Completions).
+    done_sentinel: bool = False
 
 
 def _registry() -> dict[str, Profile]:
-    from reassemble.profiles import anthropic, mistral, openai
+    from reassemble.profiles import anthropic, gemini, mistral, openai, openai_responses
 
-    return {p.name: p for p in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE)}
+    return {p.name: p for p in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE,
+                                    openai_responses.PROFILE, gemini.PROFILE)}
 
 
 PROFILES: dict[str, Profile] = _registry()

@@ -204,5 +204,6 @@ PROFILE = Profile(
     call_reasons=frozenset({"tool_calls"}),
     accepted_reasons=accepted_reasons,
     turn_ends_slots=True,
+    done_sentinel=True,
     translator=lambda quirks, request: ChatTranslator(quirks),
 )

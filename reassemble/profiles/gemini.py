@@ -1,0 +1,402 @@
+"""Gemini ``:streamGenerateContent`` (``alt=sse`` or the JSON-array body): ``chunks[]`` of
+``GenerateContentResponse``.
+
+Wire facts (google-genai ``types.py``; recorded streams): a candidate's ``content.parts`` carry
+``functionCall`` parts whose ``args`` is a JSON *object*, not text; ``id`` is optional and there
+is no call index, so a call's identity is its position: slot ``(candidate index, n)`` for the n-th
+call part of that candidate across the whole stream. ``index`` is omitted when it is 0 (proto3
+JSON drops default values). A candidate ends with ``finishReason``; ``STOP`` ends both text and
+call turns, every other reason is wrong for a turn holding calls. A mid-stream failure is a chunk
+with ``error``; ``promptFeedback.blockReason`` means the prompt was refused.
+
+Canonical arguments text: a call's ``arguments`` is
+``json.dumps(args, ensure_ascii=False, separators=(",", ":"))``: members in the order received, no
+whitespace, non-ASCII as itself, numbers as the chunk's JSON reader produced them (``2`` stays
+``2``, ``2.0`` stays ``2.0``). NaN is written out rather than refused, so the engine's strict
+parser reports it as ``non_finite_number``. A call part without ``args`` has ``{}``.
+
+Vertex streams arguments (``streamFunctionCallArguments``): a call opens with a part holding
+``name`` and ``willContinue: true`` (or ``partialArgs``); later name-less parts add
+``partialArgs`` items ``{jsonPath, stringValue|numberValue|boolValue|nullValue, willContinue}``;
+an empty ``functionCall: {}`` part closes it. ``_Rebuild`` builds the object strictly (see there);
+the canonical text of the result is the call's arguments, sent when the call closes. A call still
+open at the candidate's finish or at the end of the stream is left unended, which the engine
+reports as ``missing_terminal``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from reassemble.codes import Code
+from reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotKey, SlotStarted, TurnEnded
+from reassemble.profiles import Profile
+
+#: Part fields that carry no client tool call (google-genai ``Part``); a part may hold several.
+_OTHER_PART_FIELDS = frozenset({
+    "text", "thought", "thoughtSignature", "inlineData", "fileData", "executableCode",
+    "codeExecutionResult", "videoMetadata", "partMetadata", "mediaResolution"})
+_CALL_FIELDS = frozenset({"id", "name", "args", "partialArgs", "willContinue"})
+_VALUE_FIELDS = ("stringValue", "numberValue", "boolValue", "nullValue")
+_PARTIAL_FIELDS = frozenset({"jsonPath", "willContinue", *_VALUE_FIELDS})
+#: ``$`` then ``.name`` or ``[n]`` segments; names stop at ``.`` and ``[`` (no quoting seen).
+_SEGMENT = re.compile(r"\.([^.\[\]]+)|\[(0|[1-9][0-9]*)\]")
+
+
+def canonical_arguments(args: object) -> str:
+    """The canonical arguments text of a call's ``args`` (module docstring). Raises
+    ``RecursionError`` for a value nested beyond what ``json`` can write."""
+    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_json_path(path: str) -> list[str | int] | None:
+    """``$.a.b[0]`` as ``["a", "b", 0]``; None when it is not in that form."""
+    if not path.startswith("$"):
+        return None
+    segments: list[str | int] = []
+    position = 1
+    while position < len(path):
+        match = _SEGMENT.match(path, position)
+        if match is None:
+            return None
+        name, index = match.groups()
+        segments.append(name if name is not None else int(index))
+        position = match.end()
+    return segments
+
+
+class Conflict(Exception):
+    """A partialArgs item that cannot be placed: ``code`` is the finding code to report."""
+
+    def __init__(self, code: Code, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class _Rebuild:
+    """The object a streamed call's ``partialArgs`` describe, built strictly.
+
+    Containers are created as paths need them, object members in order of arrival; an array
+    element may only be appended (index = current length) or entered again. A path may be set
+    once, except that a string sent with ``willContinue: true`` stays open and the following items
+    for the same path add to it until one comes without ``willContinue``. A path whose place is
+    taken (by a value, or by a container of the other kind), a gap in an array, an item for another
+    path while a string is open, or ``willContinue`` on a non-string raises ``Conflict``.
+    """
+
+    root: dict[str, object] = field(default_factory=dict)
+    open_path: tuple[str | int, ...] | None = None
+    broken: bool = False
+
+    def apply(self, item: object) -> None:
+        path, value, more = self._read(item)
+        if self.open_path is not None:
+            self._continue(path, value, more)
+            return
+        if more and not isinstance(value, str):
+            raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)}: only a string value "
+                           "can continue")
+        if not path:
+            raise Conflict(Code.INVALID_ARGUMENTS_JSON, "a value for the root '$' would replace "
+                           "the arguments object")
+        parent = self._container(path)
+        _place(parent, path, value)
+        if more:
+            self.open_path = path
+
+    def _continue(self, path: tuple[str | int, ...], value: object, more: bool) -> None:
+        if path != self.open_path:
+            raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)} arrived while the string "
+                           f"at {_show(self.open_path)} was still continuing")
+        if not isinstance(value, str):
+            raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)}: a continuing string "
+                           "received a non-string piece")
+        parent = self._container(path)
+        _put(parent, path[-1], f"{_get(parent, path, len(path) - 1)}{value}")
+        if not more:
+            self.open_path = None
+
+    @staticmethod
+    def _read(item: object) -> tuple[tuple[str | int, ...], object, bool]:
+        if not isinstance(item, dict):
+            raise Conflict(Code.UNSUPPORTED_EVENT, "a partialArgs item is not an object")
+        unknown = sorted(set(item) - _PARTIAL_FIELDS)
+        if unknown:
+            raise Conflict(Code.UNSUPPORTED_EVENT, f"partialArgs field {unknown[0][:40]!r} is "
+                           "not known")
+        raw_path = item.get("jsonPath")
+        path = parse_json_path(raw_path) if isinstance(raw_path, str) else None
+        if path is None:
+            raise Conflict(Code.UNSUPPORTED_EVENT, f"jsonPath {str(raw_path)[:60]!r} is not a "
+                           "'$.name[0]' path")
+        present = [key for key in _VALUE_FIELDS if key in item]
+        if len(present) != 1:
+            raise Conflict(Code.UNSUPPORTED_EVENT, f"{_show(path)}: a partialArgs item needs "
+                           f"exactly one value field, not {len(present)}")
+        value = _value(present[0], item[present[0]], path)
+        more = item.get("willContinue", False)
+        if not isinstance(more, bool):
+            raise Conflict(Code.UNSUPPORTED_EVENT, f"{_show(path)}: willContinue is not a boolean")
+        return tuple(path), value, more
+
+    def _container(self, path: tuple[str | int, ...]) -> dict[str, object] | list[object]:
+        """The container the last segment of ``path`` lives in, creating what is missing."""
+        node: dict[str, object] | list[object] = self.root
+        for depth in range(len(path) - 1):
+            child = _get(node, path, depth)
+            wanted: type = list if isinstance(path[depth + 1], int) else dict
+            if child is _ABSENT:
+                child = wanted()
+                _place(node, path[:depth + 1], child)
+            elif not isinstance(child, wanted):
+                raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)}: "
+                               f"{_show(path[:depth + 1])} already holds a "
+                               f"{type(child).__name__}, not a {wanted.__name__}")
+            assert isinstance(child, dict | list)
+            node = child
+        return node
+
+
+_ABSENT = object()
+
+
+def _show(path: Sequence[str | int] | None) -> str:
+    text = "$" + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path or ())
+    return text[:80]
+
+
+def _value(kind: str, raw: object, path: list[str | int]) -> object:
+    if kind == "nullValue":
+        return None  # proto NullValue: "NULL_VALUE" or null, either way JSON null
+    wanted = {"stringValue": str, "numberValue": int | float, "boolValue": bool}[kind]
+    if not isinstance(raw, wanted) or (kind == "numberValue" and isinstance(raw, bool)):
+        raise Conflict(Code.UNSUPPORTED_EVENT, f"{_show(tuple(path))}: {kind} holds a "
+                       f"{type(raw).__name__}")
+    return raw
+
+
+def _get(node: dict[str, object] | list[object], path: tuple[str | int, ...], depth: int) -> object:
+    segment = path[depth]
+    if isinstance(node, dict):
+        assert isinstance(segment, str)
+        return node.get(segment, _ABSENT)
+    assert isinstance(segment, int)
+    if segment < len(node):
+        return node[segment]
+    if segment == len(node):
+        return _ABSENT
+    raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)}: {_show(path[:depth + 1])} skips "
+                   f"array positions (the array has {len(node)})")
+
+
+def _place(node: dict[str, object] | list[object], path: tuple[str | int, ...],
+           value: object) -> None:
+    """Set the last segment of ``path`` in ``node``; it must be free."""
+    if _get(node, path, len(path) - 1) is not _ABSENT:
+        raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)} is already set")
+    _put(node, path[-1], value)
+
+
+def _put(node: dict[str, object] | list[object], segment: str | int, value: object) -> None:
+    if isinstance(node, dict):
+        assert isinstance(segment, str)
+        node[segment] = value
+    elif isinstance(segment, int) and segment < len(node):
+        node[segment] = value
+    else:
+        node.append(value)
+
+
+@dataclass
+class _Streamed:
+    key: SlotKey
+    rebuild: _Rebuild
+
+
+class GeminiTranslator:
+    def __init__(self) -> None:
+        self._calls: dict[int, int] = {}  # candidate -> call parts seen
+        self._open: dict[int, _Streamed] = {}  # candidate -> Vertex streamed call in progress
+
+    def translate(self, raw: object) -> list[Event]:
+        if not isinstance(raw, dict):
+            return [Problem(Code.UNSUPPORTED_EVENT, "chunk is not a JSON object", "")]
+        refused = self._refusal(raw)
+        if refused is not None:
+            return [refused]
+        candidates = raw.get("candidates")
+        if candidates is None:  # usage-only or promptFeedback-only chunk
+            return []
+        if not isinstance(candidates, list):
+            return [Problem(Code.UNSUPPORTED_EVENT, "candidates is not a list", "/candidates")]
+        events: list[Event] = []
+        for position, candidate in enumerate(candidates):
+            events.extend(self._candidate(candidate, f"/candidates/{position}"))
+        return events
+
+    @staticmethod
+    def _refusal(raw: Mapping[str, object]) -> Problem | None:
+        error = raw.get("error")
+        if error is not None:
+            detail = error.get("message") or error.get("status") if isinstance(error, dict) else (
+                error)
+            return Problem(Code.STREAM_ERROR, f"provider sent an error: {str(detail)[:200]}",
+                           "/error")
+        feedback = raw.get("promptFeedback")
+        block = feedback.get("blockReason") if isinstance(feedback, dict) else None
+        if block is not None:
+            return Problem(Code.STREAM_ERROR, f"the prompt was blocked: {str(block)[:60]}",
+                           "/promptFeedback/blockReason")
+        return None
+
+    def _candidate(self, candidate: object, pointer: str) -> list[Event]:
+        if not isinstance(candidate, dict):
+            return [Problem(Code.UNSUPPORTED_EVENT, "candidate is not an object", pointer)]
+        index = candidate.get("index", 0)
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            return [Problem(Code.INVALID_SLOT, f"candidate index {index!r} is not a "
+                            "non-negative integer", pointer + "/index")]
+        events = self._content(index, candidate.get("content"), pointer + "/content")
+        reason = candidate.get("finishReason")
+        if reason is not None:
+            if not isinstance(reason, str):
+                events.append(Problem(Code.UNSUPPORTED_EVENT, "finishReason is not a string",
+                                      pointer + "/finishReason", index))
+            else:
+                events.append(TurnEnded(index, reason, pointer + "/finishReason"))
+        return events
+
+    def _content(self, index: int, content: object, pointer: str) -> list[Event]:
+        if content is None:
+            return []
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if parts is None and isinstance(content, dict):
+            return []
+        if not isinstance(parts, list):
+            return [Problem(Code.UNSUPPORTED_EVENT, "content has no parts list", pointer, index)]
+        events: list[Event] = []
+        for position, part in enumerate(parts):
+            events.extend(self._part(index, part, f"{pointer}/parts/{position}"))
+        return events
+
+    def _part(self, index: int, part: object, pointer: str) -> list[Event]:
+        if not isinstance(part, dict):
+            return [Problem(Code.UNSUPPORTED_EVENT, "part is not an object", pointer, index)]
+        unknown = sorted(set(part) - _OTHER_PART_FIELDS - {"functionCall"})
+        if unknown:
+            return [Problem(Code.UNSUPPORTED_EVENT, f"part field {unknown[0][:40]!r} is not "
+                            "known", f"{pointer}/{unknown[0]}", index)]
+        if "functionCall" not in part:
+            return []
+        call = part["functionCall"]
+        pointer += "/functionCall"
+        if not isinstance(call, dict):
+            return [Problem(Code.UNSUPPORTED_EVENT, "functionCall is not an object", pointer,
+                            index)]
+        unknown = sorted(set(call) - _CALL_FIELDS)
+        if unknown:
+            return [Problem(Code.UNSUPPORTED_EVENT, f"functionCall field {unknown[0][:40]!r} is "
+                            "not known", f"{pointer}/{unknown[0]}", index)]
+        call = {key: value for key, value in call.items() if value is not None}
+        if not call:
+            return self._close(index, pointer)
+        if index in self._open and "name" not in call:
+            return self._more(index, call, pointer)
+        return self._begin(index, call, pointer)
+
+    def _begin(self, index: int, call: Mapping[str, object], pointer: str) -> list[Event]:
+        """A part that opens a call: whole (``args``) or streamed (``willContinue``/partialArgs).
+        A name while a streamed call is open starts a new call; the old one stays unended."""
+        self._open.pop(index, None)
+        key = (index, self._calls.get(index, 0))
+        self._calls[index] = key[1] + 1
+        call_id, name = call.get("id"), call.get("name")
+        started: list[Event] = [SlotStarted(key, pointer,
+                                            call_id=call_id if isinstance(call_id, str) else None,
+                                            name=name if isinstance(name, str) else None)]
+        for field_name, value in (("id", call_id), ("name", name)):
+            if value is not None and not isinstance(value, str):
+                started.insert(0, Problem(Code.UNSUPPORTED_EVENT, f"{field_name} is not a string",
+                                          f"{pointer}/{field_name}", *key))
+        if call.get("willContinue") is True or "partialArgs" in call:
+            if "args" in call:
+                return [*started, Problem(Code.UNSUPPORTED_EVENT, "a streamed call part also "
+                                          "carries args", pointer + "/args", *key)]
+            self._open[index] = _Streamed(key, _Rebuild())
+            return [*started, *self._partial(self._open[index], call, pointer)]
+        return [*started, *_whole(key, call.get("args", {}), pointer), SlotEnded(key, pointer)]
+
+    def _more(self, index: int, call: Mapping[str, object], pointer: str) -> list[Event]:
+        streamed = self._open[index]
+        events: list[Event] = []
+        if "id" in call:
+            call_id = call["id"]
+            events.append(SlotDelta(streamed.key, pointer + "/id",
+                                    call_id=call_id if isinstance(call_id, str) else None))
+        if "args" in call:
+            return [*events, Problem(Code.UNSUPPORTED_EVENT, "a streamed call part carries args",
+                                     pointer + "/args", *streamed.key)]
+        return [*events, *self._partial(streamed, call, pointer)]
+
+    @staticmethod
+    def _partial(streamed: _Streamed, call: Mapping[str, object], pointer: str) -> list[Event]:
+        items = call.get("partialArgs", [])
+        if not isinstance(items, list):
+            streamed.rebuild.broken = True
+            return [Problem(Code.UNSUPPORTED_EVENT, "partialArgs is not a list",
+                            pointer + "/partialArgs", *streamed.key)]
+        if streamed.rebuild.broken:
+            return []
+        for position, item in enumerate(items):
+            try:
+                streamed.rebuild.apply(item)
+            except Conflict as conflict:
+                streamed.rebuild.broken = True
+                return [Problem(conflict.code, f"partialArgs: {conflict.message}",
+                                f"{pointer}/partialArgs/{position}", *streamed.key)]
+        return []
+
+    def _close(self, index: int, pointer: str) -> list[Event]:
+        streamed = self._open.pop(index, None)
+        if streamed is None:
+            return [Problem(Code.INVALID_SLOT, "an empty functionCall part closes no streamed "
+                            "call", pointer, index)]
+        if streamed.rebuild.open_path is not None:
+            # The closing part cuts the open string short: its value is not known.
+            return [Problem(Code.INVALID_ARGUMENTS_JSON, "partialArgs: the call closed while "
+                            f"{_show(streamed.rebuild.open_path)} was still continuing", pointer,
+                            *streamed.key), SlotEnded(streamed.key, pointer)]
+        if streamed.rebuild.broken:
+            return [SlotEnded(streamed.key, pointer)]
+        return [*_whole(streamed.key, streamed.rebuild.root, pointer),
+                SlotEnded(streamed.key, pointer)]
+
+
+def _whole(key: SlotKey, args: object, pointer: str) -> list[Event]:
+    try:
+        text = canonical_arguments(args)
+    except RecursionError:
+        return [Problem(Code.LIMIT_EXCEEDED, "args are nested too deeply to write as JSON",
+                        pointer, *key)]
+    return [SlotDelta(key, pointer, arguments=text)]
+
+
+def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
+    return frozenset({"STOP"})
+
+
+PROFILE = Profile(
+    name="gemini",
+    stream_key="chunks",
+    # STOP ends text turns too, so no reason claims that the turn holds calls.
+    call_reasons=frozenset(),
+    accepted_reasons=accepted_reasons,
+    turn_ends_slots=False,
+    translator=lambda quirks, request: GeminiTranslator(),
+    requires_call_id=False,
+)

@@ -1,0 +1,333 @@
+"""OpenAI Responses streams (``POST /v1/responses``): ``events[]``, the JSON of each SSE event.
+
+Wire facts (OpenAI's Responses streaming docs; recorded streams in the shared corpus): the
+response is a list of output items, each at an ``output_index``. ``response.output_item.added``
+opens an item; for a ``function_call`` it carries the item ``id`` (``fc_...``, which the argument
+events name as ``item_id``), the ``call_id`` (``call_...``, which tool results reference, so it is
+the call's id here) and the ``name``. ``response.function_call_arguments.delta`` appends argument
+text; ``function_call_arguments.done``, ``output_item.done`` and ``response.completed`` each
+restate the full arguments, and all copies must agree (a server that streams no deltas, as LM
+Studio does, is read from the first copy). The item ends at ``output_item.done`` (status
+``completed``); the turn at ``response.completed``. ``response.incomplete`` and
+``response.failed`` end it otherwise, and an ``error`` event is a mid-stream failure. Every event
+carries ``sequence_number``, rising by one; a gap or step back means events were lost or
+replayed. There is no "this turn made tool calls" status: a turn without a function_call is not
+applicable. Items the client does not execute (reasoning, messages, hosted tools) are consumed;
+``custom_tool_call`` input is free-form text, not JSON, and blocks until a policy reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from reassemble.codes import Code
+from reassemble.events import (
+    ArgumentsStated,
+    Event,
+    Problem,
+    SlotDelta,
+    SlotEnded,
+    SlotStarted,
+    TurnEnded,
+)
+from reassemble.findings import Severity
+from reassemble.profiles import Profile
+
+_CALL = "function_call"
+_CUSTOM = "custom_tool_call"
+#: Output items the client never executes: the server ran them, or they are not tools at all.
+_NON_CALL_ITEMS = frozenset({
+    "reasoning", "message", "web_search_call", "file_search_call", "code_interpreter_call",
+    "mcp_call", "mcp_list_tools", "mcp_approval_request", "image_generation_call",
+})
+#: Events that carry nothing a tool call is made of (text, reasoning, hosted tools' progress).
+_CONSUMED_EVENTS = frozenset({
+    "response.created", "response.in_progress", "response.queued",
+    "response.content_part.added", "response.content_part.done",
+    "response.output_text.delta", "response.output_text.done",
+    "response.output_text.annotation.added",
+    "response.refusal.delta", "response.refusal.done",
+    "response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
+    "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+    "response.reasoning_text.delta", "response.reasoning_text.done",
+    "response.web_search_call.in_progress", "response.web_search_call.searching",
+    "response.web_search_call.completed",
+    "response.file_search_call.in_progress", "response.file_search_call.searching",
+    "response.file_search_call.completed",
+    "response.code_interpreter_call.in_progress", "response.code_interpreter_call.interpreting",
+    "response.code_interpreter_call.completed",
+    "response.code_interpreter_call_code.delta", "response.code_interpreter_call_code.done",
+    "response.mcp_call.in_progress", "response.mcp_call.completed", "response.mcp_call.failed",
+    "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done",
+    "response.mcp_list_tools.in_progress", "response.mcp_list_tools.completed",
+    "response.mcp_list_tools.failed",
+    "response.image_generation_call.in_progress", "response.image_generation_call.generating",
+    "response.image_generation_call.partial_image", "response.image_generation_call.completed",
+    # A custom tool call's input; the item itself is reported when it is added and done.
+    "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done",
+})
+_TURN_ENDS = {"response.completed": "completed", "response.incomplete": "incomplete",
+              "response.failed": "failed"}
+
+
+@dataclass
+class _Item:
+    type: str
+    item_id: str | None
+    call_id: str | None = None
+    name: str | None = None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _is_index(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+class ResponsesTranslator:
+    """Reads Responses events. Remembers each output item's type and identity so that every
+    later event about it can be checked against what ``output_item.added`` said."""
+
+    def __init__(self, quirks: frozenset[str]) -> None:
+        self._rotating = "rotating_item_id" in quirks
+        self._rotation_reported = False
+        self._items: dict[int, _Item] = {}
+        self._collided: set[int] = set()
+        self._last_sequence: int | None = None
+
+    def translate(self, raw: object) -> list[Event]:
+        if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+            return [Problem(Code.UNSUPPORTED_EVENT, "event has no type", "")]
+        events = self._sequence(raw)
+        kind = raw["type"]
+        if kind in _CONSUMED_EVENTS:
+            return events
+        if kind in _TURN_ENDS:
+            return events + self._turn_end(raw, _TURN_ENDS[kind])
+        handler = {
+            "response.output_item.added": self._added,
+            "response.function_call_arguments.delta": self._delta,
+            "response.function_call_arguments.done": self._arguments_done,
+            "response.output_item.done": self._item_done,
+            "error": self._error,
+        }.get(kind)
+        if handler is None:
+            return [*events, Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:60]!r} is not "
+                                     "known", "/type")]
+        return events + handler(raw)
+
+    def _sequence(self, raw: Mapping[str, object]) -> list[Event]:
+        """``sequence_number`` must rise by one from event to event, when the server sends it."""
+        number, last = raw.get("sequence_number"), self._last_sequence
+        if number is None:
+            self._last_sequence = None
+            if last is None:
+                return []
+            return [Problem(Code.EVENT_GAP, f"an event without sequence_number follows number "
+                            f"{last}", "")]
+        if not isinstance(number, int) or isinstance(number, bool):
+            self._last_sequence = None
+            return [Problem(Code.EVENT_GAP, f"sequence_number {str(number)[:40]!r} is not an "
+                            "integer", "/sequence_number")]
+        self._last_sequence = number
+        if last is None or number == last + 1:
+            return []
+        what = "went back" if number <= last else f"skipped {number - last - 1}"
+        return [Problem(Code.EVENT_GAP, f"sequence_number {what}: {last} then {number}",
+                        "/sequence_number")]
+
+    # -- items -----------------------------------------------------------------------------------
+
+    def _added(self, raw: Mapping[str, object]) -> list[Event]:
+        index, item = self._index_and_item(raw)
+        if isinstance(index, Problem):
+            return [index]
+        assert isinstance(item, dict)
+        kind, key = item["type"], (0, index)
+        self._items.setdefault(index, _Item(kind, _str(item.get("id")), _str(item.get("call_id")),
+                                            _str(item.get("name"))))
+        if kind == _CALL:
+            return [SlotStarted(key, "/item", call_id=_str(item.get("call_id")),
+                                name=_str(item.get("name")))]
+        started = SlotStarted(key, "/item", is_call=False)
+        if kind == _CUSTOM:
+            return [self._custom(item, index), started]
+        if kind not in _NON_CALL_ITEMS:
+            return [Problem(Code.UNSUPPORTED_EVENT, f"output item type {kind[:40]!r} is not "
+                            "known", "/item/type", 0, index), started]
+        return [started]
+
+    def _item_done(self, raw: Mapping[str, object]) -> list[Event]:
+        index, item = self._index_and_item(raw)
+        if isinstance(index, Problem):
+            return [index]
+        assert isinstance(item, dict)
+        key = (0, index)
+        if item["type"] == _CUSTOM:
+            return [self._custom(item, index), SlotEnded(key, "")]
+        known = self._items.get(index)
+        if known is not None and known.type != item["type"]:
+            return [self._type_changed(known, item["type"], index, "/item/type"),
+                    SlotEnded(key, "")]
+        if item["type"] != _CALL or known is None:
+            return [SlotEnded(key, "")]  # an unseen index is the engine's delta_before_start
+        events = self._same_item(item, index, "/item")
+        arguments = item.get("arguments")
+        if isinstance(arguments, str):
+            events.append(ArgumentsStated(key, "/item/arguments", arguments))
+        if item.get("status") != "completed":
+            events.append(Problem(Code.WRONG_TERMINAL_REASON, f"the function_call item ended with "
+                                  f"status {str(item.get('status'))[:40]!r}, not 'completed'",
+                                  "/item/status", 0, index))
+        return [*events, SlotEnded(key, "")]
+
+    @staticmethod
+    def _index_and_item(raw: Mapping[str, object]) -> tuple[int | Problem, object]:
+        index, item = raw.get("output_index"), raw.get("item")
+        if not _is_index(index):
+            return Problem(Code.INVALID_SLOT, f"output_index {index!r} is not a non-negative "
+                           "integer", "/output_index"), item
+        assert isinstance(index, int)
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            return Problem(Code.UNSUPPORTED_EVENT, "output item has no type", "/item", 0,
+                           index), item
+        return index, item
+
+    @staticmethod
+    def _custom(item: Mapping[str, object], index: int) -> Problem:
+        """Reported when added (so a cut stream still blocks) and when done, with its input."""
+        raw_input = str(item.get("input") or "")
+        shown = f"input: {raw_input[:200]!r}" if raw_input else "input not streamed yet"
+        return Problem(Code.UNSUPPORTED_EVENT, f"custom tool call {str(item.get('name'))[:64]!r} "
+                       f"(free-form input, not JSON) has no policy yet; {shown}", "/item", 0,
+                       index)
+
+    # -- arguments -------------------------------------------------------------------------------
+
+    def _delta(self, raw: Mapping[str, object]) -> list[Event]:
+        found = self._call_slot(raw)
+        if isinstance(found, Problem):
+            return [found]
+        index, events = found
+        delta = raw.get("delta")
+        if not isinstance(delta, str):
+            return [*events, Problem(Code.UNSUPPORTED_EVENT, "delta is not a string", "/delta", 0,
+                                     index)]
+        return [*events, SlotDelta((0, index), "/delta", arguments=delta)]
+
+    def _arguments_done(self, raw: Mapping[str, object]) -> list[Event]:
+        found = self._call_slot(raw)
+        if isinstance(found, Problem):
+            return [found]
+        index, events = found
+        arguments = raw.get("arguments")
+        if not isinstance(arguments, str):
+            return [*events, Problem(Code.UNSUPPORTED_EVENT, "arguments is not a string",
+                                     "/arguments", 0, index)]
+        return [*events, ArgumentsStated((0, index), "/arguments", arguments)]
+
+    def _call_slot(self, raw: Mapping[str, object]) -> tuple[int, list[Event]] | Problem:
+        """The output index an argument event is about, plus any identity finding. The index
+        comes from ``output_index``, else from the ``item_id`` of an item already added."""
+        index, item_id = raw.get("output_index"), _str(raw.get("item_id"))
+        if index is None and item_id is not None:
+            index = next((i for i, item in self._items.items() if item.item_id == item_id), None)
+        if not _is_index(index):
+            return Problem(Code.INVALID_SLOT, f"no output item for output_index {index!r} / "
+                           f"item_id {str(item_id)[:64]!r}", "/output_index")
+        assert isinstance(index, int)
+        item = self._items.get(index)
+        if item is None:  # the engine reports delta_before_start
+            return index, []
+        if item.type != _CALL:
+            return Problem(Code.UNSUPPORTED_EVENT, f"function call arguments for a "
+                           f"{item.type[:40]!r} item", "/type", 0, index)
+        return index, self._check_item_id(item_id, index, "/item_id")
+
+    def _same_item(self, item: Mapping[str, object], index: int, pointer: str) -> list[Event]:
+        """A restated item must be the one that was added: same item id, call_id and name."""
+        known = self._items[index]
+        events = self._check_item_id(_str(item.get("id")), index, pointer + "/id")
+        for field, was in (("call_id", known.call_id), ("name", known.name)):
+            now = item.get(field)
+            if now != was and index not in self._collided:
+                self._collided.add(index)
+                events.append(Problem(Code.IDENTITY_COLLISION, f"output item {index} was added "
+                                      f"with {field} {str(was)[:64]!r}; a later copy says "
+                                      f"{str(now)[:64]!r}", f"{pointer}/{field}", 0, index))
+        return events
+
+    @staticmethod
+    def _type_changed(known: _Item, now: str, index: int, pointer: str) -> Problem:
+        return Problem(Code.IDENTITY_COLLISION, f"output item {index} was added as "
+                       f"{known.type[:40]!r}; a later copy says it is {now[:40]!r}", pointer, 0,
+                       index)
+
+    def _check_item_id(self, item_id: str | None, index: int, pointer: str) -> list[Event]:
+        known = self._items[index].item_id
+        if item_id is None or item_id == known:
+            return []
+        if self._rotating:
+            if self._rotation_reported:
+                return []
+            self._rotation_reported = True
+            return [Problem(Code.IDENTITY_COLLISION, "item ids change from event to event; "
+                            "events are matched to items by output_index", pointer, 0, index,
+                            Severity.TOLERATED, "rotating_item_id")]
+        if index in self._collided:
+            return []
+        self._collided.add(index)
+        return [Problem(Code.IDENTITY_COLLISION, f"output item {index} has id "
+                        f"{str(known)[:64]!r}; a later event says {item_id[:64]!r}", pointer, 0,
+                        index)]
+
+    # -- the turn --------------------------------------------------------------------------------
+
+    def _turn_end(self, raw: Mapping[str, object], reason: str) -> list[Event]:
+        events: list[Event] = []
+        response = raw.get("response")
+        output = response.get("output") if isinstance(response, dict) else None
+        if reason == "completed" and isinstance(output, list):
+            for position, item in enumerate(output):
+                if isinstance(item, dict) and item.get("type") == _CALL:
+                    events.extend(self._final_copy(item, position))
+        return [*events, TurnEnded(0, reason, "/type")]
+
+    def _final_copy(self, item: Mapping[str, object], index: int) -> list[Event]:
+        pointer = f"/response/output/{index}"
+        known = self._items.get(index)
+        if known is not None and known.type != _CALL:
+            return [self._type_changed(known, _CALL, index, pointer + "/type")]
+        events = [] if known is None else self._same_item(item, index, pointer)
+        arguments = item.get("arguments")
+        if isinstance(arguments, str):
+            events.append(ArgumentsStated((0, index), pointer + "/arguments", arguments))
+        return events
+
+    @staticmethod
+    def _error(raw: Mapping[str, object]) -> list[Event]:
+        # The recorded wire shape nests {type, code, message}; openai-python's type is flat.
+        error = raw.get("error")
+        body = error if isinstance(error, dict) else raw
+        detail = body.get("message") or body.get("code") or body.get("type")
+        return [Problem(Code.STREAM_ERROR, f"provider sent an error: {str(detail)[:200]}",
+                        "/error" if isinstance(error, dict) else "")]
+
+
+def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
+    return frozenset({"completed"})
+
+
+PROFILE = Profile(
+    name="openai-responses",
+    stream_key="events",
+    # No terminal status claims "this turn made tool calls" (Chat's "tool_calls"): a turn is
+    # applicable only when it holds a function_call item.
+    call_reasons=frozenset(),
+    accepted_reasons=accepted_reasons,
+    turn_ends_slots=False,
+    translator=lambda quirks, request: ResponsesTranslator(quirks),
+)

@@ -1,0 +1,222 @@
+"""The OpenAI Responses profile's translator: sequence numbers, item identity, stated copies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reassemble import Reassembler, Report, Severity
+from reassemble.codes import Code
+from reassemble.events import ArgumentsStated, Problem, SlotDelta, SlotEnded, SlotStarted
+from reassemble.profiles.openai_responses import ResponsesTranslator
+
+SCHEMAS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}},
+                           "required": ["city"], "additionalProperties": False}}
+
+
+def added(index: int = 0, item_id: str = "fc_1", call_id: str = "call_1",
+          name: str = "get_weather") -> dict[str, Any]:
+    return {"type": "response.output_item.added", "output_index": index,
+            "item": {"id": item_id, "type": "function_call", "status": "in_progress",
+                     "arguments": "", "call_id": call_id, "name": name}}
+
+
+def delta(text: str, index: int = 0, item_id: str = "fc_1") -> dict[str, Any]:
+    return {"type": "response.function_call_arguments.delta", "delta": text,
+            "item_id": item_id, "output_index": index}
+
+
+def arguments_done(text: str, index: int = 0, item_id: str = "fc_1") -> dict[str, Any]:
+    return {"type": "response.function_call_arguments.done", "arguments": text,
+            "item_id": item_id, "output_index": index}
+
+
+def item_done(text: str, index: int = 0, item_id: str = "fc_1", call_id: str = "call_1",
+              status: str = "completed") -> dict[str, Any]:
+    return {"type": "response.output_item.done", "output_index": index,
+            "item": {"id": item_id, "type": "function_call", "status": status,
+                     "arguments": text, "call_id": call_id, "name": "get_weather"}}
+
+
+def completed(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.completed",
+            "response": {"status": "completed", "output": [i["item"] for i in items]}}
+
+
+def numbered(events: list[dict[str, Any]], numbers: list[int]) -> list[dict[str, Any]]:
+    return [dict(event, sequence_number=n) for event, n in zip(events, numbers, strict=True)]
+
+
+def run(events: list[dict[str, Any]], provider: str | None = None) -> Report:
+    reassembler = Reassembler("openai-responses", SCHEMAS, provider=provider)
+    for event in events:
+        reassembler.feed(event)
+    return reassembler.close()
+
+
+def one_call(text: str = '{"city":"Oslo"}') -> list[dict[str, Any]]:
+    done = item_done(text)
+    return [added(), delta(text), arguments_done(text), done, completed(done)]
+
+
+# -- sequence_number --------------------------------------------------------------------------
+
+
+def test_consecutive_sequence_numbers_pass() -> None:
+    assert run(numbered(one_call(), [7, 8, 9, 10, 11])).status.value == "pass"
+
+
+def test_a_skipped_sequence_number_is_an_event_gap() -> None:
+    report = run(numbered(one_call(), [0, 1, 3, 4, 5]))
+    assert report.blocking_codes == ["event_gap"]
+    assert "skipped 1: 1 then 3" in report.findings[0].message
+    assert report.findings[0].path == "/events/2/sequence_number"
+
+
+def test_a_sequence_number_that_goes_back_is_an_event_gap() -> None:
+    report = run(numbered(one_call(), [0, 1, 2, 1, 2]))
+    assert [f.code for f in report.findings] == [Code.EVENT_GAP]
+    assert "went back: 2 then 1" in report.findings[0].message
+
+
+def test_a_repeated_sequence_number_is_an_event_gap() -> None:
+    assert run(numbered(one_call(), [0, 1, 1, 2, 3])).blocking_codes == ["event_gap"]
+
+
+def test_a_stream_without_sequence_numbers_is_not_checked() -> None:
+    assert run(one_call()).status.value == "pass"
+
+
+def test_numbering_that_stops_midway_is_an_event_gap() -> None:
+    events = numbered(one_call(), [0, 1, 2, 3, 4])
+    del events[3]["sequence_number"]
+    assert run(events).blocking_codes == ["event_gap"]
+
+
+def test_a_non_integer_sequence_number_is_an_event_gap() -> None:
+    translator = ResponsesTranslator(frozenset())
+    events = translator.translate(dict(added(), sequence_number="3"))
+    assert isinstance(events[0], Problem) and events[0].code is Code.EVENT_GAP
+
+
+# -- item identity ----------------------------------------------------------------------------
+
+
+def rotated() -> list[dict[str, Any]]:
+    text = '{"city":"Oslo"}'
+    done = item_done(text, item_id="capture-id-4")
+    return [added(item_id="capture-id-1"), delta(text[:5], item_id="capture-id-2"),
+            delta(text[5:], item_id="capture-id-3"), done,
+            completed(item_done(text, item_id="capture-id-5"))]
+
+
+def test_rotating_item_ids_are_tolerated_once_for_github_copilot() -> None:
+    report = run(rotated(), provider="github-copilot")
+    assert report.status.value == "pass"
+    assert [(f.code, f.severity, f.quirk) for f in report.findings] == [
+        (Code.IDENTITY_COLLISION, Severity.TOLERATED, "rotating_item_id")]
+    assert report.calls[0].id == "call_1"
+
+
+def test_rotating_item_ids_collide_once_per_item_without_the_quirk() -> None:
+    report = run(rotated())
+    assert [(f.code, f.severity) for f in report.findings] == [
+        (Code.IDENTITY_COLLISION, Severity.BLOCKING)]
+    assert report.status.value == "fail"
+
+
+def test_a_changed_call_id_collides_even_with_the_rotation_quirk() -> None:
+    events = rotated()
+    events[3] = item_done('{"city":"Oslo"}', item_id="capture-id-4", call_id="call_2")
+    assert run(events, provider="github-copilot").blocking_codes == ["identity_collision"]
+
+
+def test_a_delta_without_output_index_is_placed_by_its_item_id() -> None:
+    translator = ResponsesTranslator(frozenset())
+    translator.translate(added(index=2, item_id="fc_9"))
+    piece = delta('{"', index=2, item_id="fc_9")
+    del piece["output_index"]
+    assert translator.translate(piece) == [SlotDelta((0, 2), "/delta", arguments='{"')]
+
+
+def test_arguments_for_a_non_call_item_are_unsupported() -> None:
+    translator = ResponsesTranslator(frozenset())
+    translator.translate({"type": "response.output_item.added", "output_index": 0,
+                          "item": {"id": "rs_1", "type": "reasoning", "summary": []}})
+    events = translator.translate(delta('{"', item_id="rs_1"))
+    assert isinstance(events[0], Problem) and events[0].code is Code.UNSUPPORTED_EVENT
+
+
+# -- stated copies of the arguments -----------------------------------------------------------
+
+
+def test_a_call_without_deltas_adopts_the_done_text() -> None:
+    text = '{"city":"Oslo"}'
+    done = item_done(text)
+    report = run([added(), arguments_done(text), done, completed(done)])
+    assert report.status.value == "pass"
+    assert report.calls[0].arguments == text
+
+
+def test_a_call_with_only_output_item_done_adopts_its_arguments() -> None:
+    text = '{"city":"Oslo"}'
+    done = item_done(text)
+    report = run([added(), done, completed(done)])
+    assert (report.status.value, report.calls[0].arguments) == ("pass", text)
+
+
+def test_a_later_copy_that_differs_from_the_adopted_text_is_a_mismatch() -> None:
+    done = item_done('{"city":"Bergen"}')
+    report = run([added(), arguments_done('{"city":"Oslo"}'), done, completed(done)])
+    assert report.blocking_codes == ["argument_mismatch"]
+
+
+def test_output_item_done_states_the_copy_before_it_ends_the_slot() -> None:
+    translator = ResponsesTranslator(frozenset())
+    translator.translate(added())
+    events = translator.translate(item_done("{}"))
+    assert events == [ArgumentsStated((0, 0), "/item/arguments", "{}"), SlotEnded((0, 0), "")]
+
+
+def test_an_item_done_with_a_status_other_than_completed_blocks() -> None:
+    text = '{"city":"Oslo"}'
+    done = item_done(text, status="incomplete")
+    report = run([added(), delta(text), done, completed(done)])
+    assert report.blocking_codes == ["wrong_terminal_reason"]
+
+
+# -- items and events this profile does not execute ------------------------------------------
+
+
+def test_custom_tool_call_input_is_reported_truncated() -> None:
+    translator = ResponsesTranslator(frozenset())
+    item = {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_c", "name": "shell",
+            "input": "x" * 500, "status": "completed"}
+    events = translator.translate({"type": "response.output_item.done", "output_index": 0,
+                                   "item": item})
+    problem = events[0]
+    assert isinstance(problem, Problem) and problem.code is Code.UNSUPPORTED_EVENT
+    assert "x" * 200 in problem.message and "x" * 201 not in problem.message
+
+
+def test_reasoning_items_are_slots_but_not_calls() -> None:
+    translator = ResponsesTranslator(frozenset())
+    events = translator.translate({"type": "response.output_item.added", "output_index": 0,
+                                   "item": {"id": "rs_1", "type": "reasoning"}})
+    assert events == [SlotStarted((0, 0), "/item", is_call=False)]
+
+
+def test_a_flat_error_event_is_a_stream_error() -> None:
+    translator = ResponsesTranslator(frozenset())
+    events = translator.translate({"type": "error", "code": "rate_limit_exceeded",
+                                   "message": "Slow down", "param": None})
+    assert isinstance(events[0], Problem) and events[0].code is Code.STREAM_ERROR
+    assert "Slow down" in events[0].message
+
+
+def test_a_text_only_turn_is_not_applicable() -> None:
+    report = run([{"type": "response.output_item.added", "output_index": 0,
+                   "item": {"id": "msg_1", "type": "message", "content": []}},
+                  {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+                   "content_index": 0, "delta": "Hi"},
+                  {"type": "response.completed", "response": {"output": []}}])
+    assert (report.status.value, report.findings) == ("not_applicable", ())
