@@ -123,6 +123,11 @@ def request_body(name: str) -> bytes:
     schemas = envelope.get("tool_schemas", {})
     if envelope["profile"] == "anthropic":
         tools: list[Any] = [{"name": n, "input_schema": s} for n, s in schemas.items()]
+    elif envelope["profile"] == "gemini":
+        tools = [{"functionDeclarations": [{"name": n, "parametersJsonSchema": s}
+                                           for n, s in schemas.items()]}]
+    elif envelope["profile"] == "openai-responses":
+        tools = [{"type": "function", "name": n, "parameters": s} for n, s in schemas.items()]
     else:
         tools = [{"type": "function", "function": {"name": n, "parameters": s}}
                  for n, s in schemas.items()]

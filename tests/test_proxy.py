@@ -259,3 +259,35 @@ def test_raw_writers_are_refused_unless_allowed(upstream: Any, tmp_path: Path) -
             running.master.options.update(save_stream_file=str(tmp_path / "raw.flow"))
         running.master.options.update(callgate_allow_raw_dump=True,
                                       save_stream_file=str(tmp_path / "raw.flow"))
+
+
+@needs_apps
+def test_the_openai_sdk_responses_client_is_captured_through_the_proxy(
+        upstream: Any, proxy: Proxy, tmp_path: Path) -> None:
+    name = "openai-responses/valid_parallel_calls"
+    tools = tools_file(name, tmp_path)
+    direct = run_app("openai-responses", f"{upstream.url}/f/{name}/v1", "--tools", tools)
+    through = run_app("openai-responses", f"{proxy.url}/f/{name}/v1", "--tools", tools)
+    assert through["error"] is None and len(through["tool_calls"]) == 2
+    assert (through["kinds"], through["tool_calls"]) == (direct["kinds"], direct["tool_calls"])
+    fixture = fixtures_in(proxy.out, 1)[0]
+    assert (fixture["profile"], fixture["expect"]) == ("openai-responses",
+                                                      {"status": "pass", "codes": []})
+
+
+@pytest.mark.parametrize(("name", "expect"), [
+    ("gemini/valid_parallel_two_chunks", {"status": "pass", "codes": []}),
+    ("gemini/vertex_missing_closing_part", {"status": "fail", "codes": ["missing_terminal"]}),
+])
+def test_a_gemini_rest_call_is_captured_and_its_key_never_kept(
+        upstream: Any, proxy: Proxy, name: str, expect: dict[str, Any],
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    key = "AIzaSyCANARY0123456789abcdefghijklmnopq"
+    path = f"/f/{name}/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key={key}"
+    body = request_body(name)
+    assert post(proxy.url, path, body)[2] == post(upstream.url, path, body)[2]
+    fixture = fixtures_in(proxy.out, 1)[0]
+    assert (fixture["profile"], fixture["expect"]) == ("gemini", expect)
+    logs = "\n".join(r.getMessage() for r in caplog.records)
+    assert key not in json.dumps(fixture) and key not in logs

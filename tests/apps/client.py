@@ -4,7 +4,8 @@ Run with the SDK virtualenv (``.venv-apps/bin/python``). Prints one JSON line: t
 each streamed event (seconds since the request started), the event kinds, the finish or stop
 reason, the tool calls the SDK assembled, and the exception the SDK raised, if any.
 
-    client.py openai|anthropic|mistral BASE_URL [--key KEY] [--prompt TEXT] [--header NAME=VALUE]
+    client.py openai|openai-responses|anthropic|mistral BASE_URL [--key KEY] [--prompt TEXT]
+              [--header NAME=VALUE]
               [--tools SCHEMAS.json]
 """
 
@@ -44,6 +45,24 @@ def run_openai(args: argparse.Namespace, out: dict[str, Any]) -> None:
                 slot["name"] += (call.function.name or "") if call.function else ""
                 slot["arguments"] += (call.function.arguments or "") if call.function else ""
     out["tool_calls"] = list(calls.values())
+
+
+def run_openai_responses(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=args.base_url, api_key=args.key, max_retries=0,
+                           default_headers=args.headers)
+    tools = [{"type": "function", "name": name, "parameters": schema}
+             for name, schema in args.tools.items()]
+    stream = client.responses.create(model="gpt-5", input=args.prompt, tools=tools, stream=True)
+    for event in stream:
+        out["times"].append(time.monotonic() - START)
+        out["kinds"].append(event.type)
+        if event.type == "response.completed":
+            out["finish"] = event.response.status
+            out["tool_calls"] = [{"name": item.name, "arguments": item.arguments}
+                                 for item in event.response.output
+                                 if item.type == "function_call"]
 
 
 def run_anthropic(args: argparse.Namespace, out: dict[str, Any]) -> None:
@@ -86,7 +105,7 @@ START = time.monotonic()
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("sdk", choices=["openai", "anthropic", "mistral"])
+    parser.add_argument("sdk", choices=["openai", "openai-responses", "anthropic", "mistral"])
     parser.add_argument("base_url")
     parser.add_argument("--key", default="sk-test-0000000000000000")
     parser.add_argument("--prompt", default="What is the weather in Oslo?")
@@ -98,8 +117,9 @@ def main() -> None:
     out: dict[str, Any] = {"times": [], "kinds": [], "finish": None, "tool_calls": [],
                            "error": None}
     try:
-        {"openai": run_openai, "anthropic": run_anthropic, "mistral": run_mistral}[args.sdk](
-            args, out)
+        runners = {"openai": run_openai, "openai-responses": run_openai_responses,
+                   "anthropic": run_anthropic, "mistral": run_mistral}
+        runners[args.sdk](args, out)
     except Exception as error:  # the point: record what the SDK raises
         out["error"] = {"type": type(error).__name__, "message": str(error)[:300]}
     print(json.dumps(out))
