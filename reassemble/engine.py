@@ -153,8 +153,7 @@ class Reassembler:
 
     def _apply(self, event: Event) -> None:
         if isinstance(event, Problem):
-            self._add(event.code, event.message, event.pointer, event.choice, event.slot,
-                      event.severity, event.quirk)
+            self._problem(event)
         elif isinstance(event, SlotStarted):
             self._start(event)
         elif isinstance(event, SlotDelta):
@@ -165,6 +164,15 @@ class Reassembler:
             self._stated(event)
         else:
             self._end_turn(event)
+
+    def _problem(self, event: Problem) -> None:
+        """A profile's own finding; a blocking one about a started slot blocks that slot."""
+        self._add(event.code, event.message, event.pointer, event.choice, event.slot,
+                  event.severity, event.quirk)
+        slot = self._slots.get((event.choice, event.slot)) if event.choice is not None and \
+            event.slot is not None else None
+        if slot is not None and event.severity is Severity.BLOCKING:
+            slot.blocked = True
 
     def _add(self, code: Code, message: str, pointer: str, choice: int | None = None,
              slot: int | None = None, severity: Severity = Severity.BLOCKING,

@@ -204,3 +204,20 @@ def test_anthropic_tool_use_left_open_at_message_delta_is_missing_its_terminal()
     report = engine.close()
     assert report.blocking_codes == ["missing_terminal"]
     assert report.calls[0].findings == (Code.MISSING_TERMINAL,)
+
+
+def test_a_blocking_profile_finding_about_a_started_slot_blocks_that_slot() -> None:
+    engine = Reassembler("anthropic", {"get_weather": WEATHER})
+    engine.feed({"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {}}})
+    findings = engine.feed({"type": "content_block_delta", "index": 0,
+                            "delta": {"type": "text_delta", "text": "hi"}})
+    assert [(f.code, f.slot) for f in findings] == [(Code.UNSUPPORTED_EVENT, 0)]
+    engine.feed({"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "input_json_delta", "partial_json": '{"city":"Oslo"}'}})
+    engine.feed({"type": "content_block_stop", "index": 0})
+    engine.feed({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
+    report = engine.close()
+    assert report.calls[0].state is SlotState.BLOCKED and report.blocking_codes == [
+        "unsupported_event"]

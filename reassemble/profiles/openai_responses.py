@@ -152,9 +152,10 @@ class ResponsesTranslator:
         if kind == _CALL:
             return [SlotStarted(key, "/item", call_id=_str(item.get("call_id")),
                                 name=_str(item.get("name")))]
+        if kind == _CUSTOM:  # a call the client would run, so the turn holds a call; it blocks
+            return [SlotStarted(key, "/item", call_id=_str(item.get("call_id")),
+                                name=_str(item.get("name"))), self._custom(item, index)]
         started = SlotStarted(key, "/item", is_call=False)
-        if kind == _CUSTOM:
-            return [self._custom(item, index), started]
         if kind not in _NON_CALL_ITEMS:
             return [Problem(Code.UNSUPPORTED_EVENT, f"output item type {kind[:40]!r} is not "
                             "known", "/item/type", 0, index), started]
@@ -178,11 +179,12 @@ class ResponsesTranslator:
         arguments = item.get("arguments")
         if isinstance(arguments, str):
             events.append(ArgumentsStated(key, "/item/arguments", arguments))
-        if item.get("status") != "completed":
+        events.append(SlotEnded(key, ""))
+        if item.get("status") != "completed":  # after the end, so the cut arguments are judged
             events.append(Problem(Code.WRONG_TERMINAL_REASON, f"the function_call item ended with "
                                   f"status {str(item.get('status'))[:40]!r}, not 'completed'",
                                   "/item/status", 0, index))
-        return [*events, SlotEnded(key, "")]
+        return events
 
     @staticmethod
     def _index_and_item(raw: Mapping[str, object]) -> tuple[int | Problem, object]:
