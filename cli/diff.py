@@ -1,6 +1,6 @@
 """``callgate diff``: what a real accumulator hands a tool runner, next to callgate's verdict.
 
-How this works: each adapter has a runner script in ``cli/adapters/`` that runs in an interpreter
+How this works: ``cli/adapters/runner.py ADAPTER`` runs in an interpreter
 which has the adapter's library (``--python``, else this one), so those libraries never need to
 be importable here. The runner reads the envelope on stdin, drives the library's own accumulator
 and prints one JSON line: the calls it would hand on, its finish reason, or what it raised. The
@@ -29,7 +29,7 @@ from rich.text import Text
 from cli.files import InputError, load_envelope
 from reassemble import Report, check
 
-RUNNERS = Path(__file__).with_name("adapters")
+RUNNER = Path(__file__).with_name("adapters") / "runner.py"
 #: Seconds a runner (or the import probe) may take before the fixture counts as unrunnable.
 TIMEOUT = 60.0
 #: Longer argument texts are cut in the table (the comparison always uses the whole text).
@@ -38,7 +38,6 @@ SHOWN_ARGUMENTS = 200
 
 @dataclass(frozen=True)
 class Adapter:
-    script: str
     #: The module the runner imports: probed to choose an interpreter.
     module: str
     #: What to ``pip install``.
@@ -50,12 +49,10 @@ class Adapter:
 
 
 ADAPTERS: dict[str, Adapter] = {
-    "openai-python": Adapter("openai_python.py", "openai", "openai", ("openai", "mistral"), False),
-    "anthropic-python": Adapter("anthropic_python.py", "anthropic", "anthropic", ("anthropic",),
-                                True),
-    "langchain": Adapter("langchain.py", "langchain_openai", "langchain-openai",
-                         ("openai", "mistral"), True),
-    "litellm": Adapter("litellm.py", "litellm", "litellm", ("openai", "mistral"), False),
+    "openai-python": Adapter("openai", "openai", ("openai", "mistral"), False),
+    "anthropic-python": Adapter("anthropic", "anthropic", ("anthropic",), True),
+    "langchain": Adapter("langchain_openai", "langchain-openai", ("openai", "mistral"), True),
+    "litellm": Adapter("litellm", "litellm", ("openai", "mistral"), False),
 }
 
 
@@ -176,7 +173,7 @@ def run_adapter(python: str, adapter: str, envelope: dict[str, Any]) -> AdapterR
     Raises ``DiffError`` when the runner cannot run, times out, misses its library or prints no
     result. What the adapter itself raised is part of the result, not an error.
     """
-    command = [python, str(RUNNERS / ADAPTERS[adapter].script)]
+    command = [python, str(RUNNER), adapter]
     try:
         done = subprocess.run(command, input=json.dumps(envelope), capture_output=True,
                               text=True, encoding="utf-8", timeout=TIMEOUT, check=False)

@@ -1,0 +1,160 @@
+"""What a real accumulator hands a tool runner for one streamed turn (``callgate diff``'s runner).
+
+How this works: ``PYTHON runner.py ADAPTER < envelope.json`` runs in an interpreter that has the
+adapter's library, which need not be callgate's own (so: standard library plus that library, no
+callgate imports). It prints one JSON line, ``{"adapter", "version", "calls", "finish", "error"}``,
+or exits 3 with ``{"missing": "<pip package>"}`` when the library is not importable. Libraries are
+imported with ``importlib`` so that mypy checks this file the same whether or not they are
+installed in callgate's environment.
+
+- openai-python: the chunks are framed as the provider sends them and served by an in-memory
+  ``httpx2.MockTransport`` to a real ``OpenAI`` client, so the SDK's own ``Stream`` decodes the
+  SSE and raises ``APIError`` on error data; each chunk goes to
+  ``ChatCompletionStreamState.handle_chunk``, then ``get_final_completion()``.
+- anthropic-python: the events, framed as Anthropic sends them, go to a real ``Anthropic`` client
+  the same way; ``client.messages.stream()`` feeds ``accumulate_event`` and
+  ``get_final_message()``'s ``tool_use`` blocks are what a tool runner receives.
+- langchain: each chunk dict through ``ChatOpenAI._convert_chunk_to_generation_chunk`` and the
+  generation chunks summed as ``generate_from_stream`` sums them (``AIMessageChunk.__add__``).
+- litellm: ``litellm.stream_chunk_builder`` over the chunk dicts.
+
+Parsed arguments (Anthropic ``input``, LangChain ``args``) are shown as ``json.dumps`` text.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+Calls = tuple[list[dict[str, Any]], str | None]
+
+
+def main() -> int:
+    adapter = sys.argv[1]
+    package, modules, hand_on = ADAPTERS[adapter]
+    try:
+        libraries = [importlib.import_module(name) for name in modules]
+    except ImportError:
+        print(json.dumps({"missing": package}))
+        return 3
+    envelope = json.loads(sys.stdin.read())
+    result: dict[str, Any] = {"adapter": adapter, "version": metadata.version(package),
+                              "calls": [], "finish": None, "error": None}
+    try:
+        result["calls"], result["finish"] = hand_on(envelope, *libraries)
+    except Exception as error:  # whatever the library raises is the finding
+        result["error"] = {"type": type(error).__name__, "message": str(error)}
+    print(json.dumps(result))
+    return 0
+
+
+def sse_body(envelope: dict[str, Any]) -> bytes:
+    """The stream as ``callgate serve`` frames it: Anthropic's named events, or ``data:`` lines
+    ending with ``data: [DONE]`` unless the recording had none."""
+    if "events" in envelope:
+        return b"".join(
+            f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+            if isinstance(e, dict) and "type" in e else f"data: {json.dumps(e)}\n\n".encode()
+            for e in envelope["events"])
+    frames = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in envelope["chunks"]]
+    meta = envelope.get("meta")
+    stream = meta.get("stream") if isinstance(meta, dict) else None
+    if not isinstance(stream, dict) or stream.get("done", True):
+        frames.append(b"data: [DONE]\n\n")
+    return b"".join(frames)
+
+
+def served_by(http: Any, envelope: dict[str, Any]) -> Any:
+    """An HTTP client whose every request is answered with the envelope's stream as SSE."""
+    body = sse_body(envelope)
+
+    def answer(request: Any) -> Any:
+        return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return http.Client(transport=http.MockTransport(answer))
+
+
+def finished(calls: list[dict[str, Any]], finish: object) -> Calls:
+    return calls, None if finish is None else str(finish)
+
+
+def openai_python(envelope: dict[str, Any], openai: Any, http: Any, streaming: Any) -> Calls:
+    tools = [{"type": "function", "function": {"name": name, "parameters": schema}}
+             for name, schema in envelope.get("tool_schemas", {}).items()]
+    client = openai.OpenAI(api_key="callgate-diff", base_url="http://callgate.invalid/v1",
+                           max_retries=0, http_client=served_by(http, envelope))
+    state = streaming.ChatCompletionStreamState(input_tools=tools)
+    with client.chat.completions.create(
+            model="callgate-diff", messages=[{"role": "user", "content": "callgate diff"}],
+            tools=tools, stream=True) as stream:
+        for chunk in stream:
+            state.handle_chunk(chunk)
+    choices = state.get_final_completion().choices
+    if not choices:
+        return [], None
+    calls = [{"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+             for call in choices[0].message.tool_calls or []]
+    return finished(calls, choices[0].finish_reason)
+
+
+def anthropic_python(envelope: dict[str, Any], anthropic: Any, http: Any) -> Calls:
+    tools = [{"name": name, "input_schema": schema}
+             for name, schema in envelope.get("tool_schemas", {}).items()]
+    client = anthropic.Anthropic(api_key="callgate-diff", base_url="http://callgate.invalid",
+                                 max_retries=0, http_client=served_by(http, envelope))
+    with client.messages.stream(
+            model="callgate-diff", max_tokens=1024, tools=tools,
+            messages=[{"role": "user", "content": "callgate diff"}]) as stream:
+        message = stream.get_final_message()
+    calls = [{"id": block.id, "name": block.name,
+              "arguments": json.dumps(block.input, ensure_ascii=False)}
+             for block in message.content if block.type == "tool_use"]
+    return finished(calls, message.stop_reason)
+
+
+def langchain(envelope: dict[str, Any], langchain_openai: Any, messages: Any) -> Calls:
+    model = langchain_openai.ChatOpenAI(model="callgate-diff", api_key="callgate-diff")
+    chunk_class, total = messages.AIMessageChunk, None
+    for chunk in envelope["chunks"]:
+        generation = model._convert_chunk_to_generation_chunk(chunk, chunk_class, {})
+        if generation is None:
+            continue
+        chunk_class = generation.message.__class__  # as ChatOpenAI._stream carries it on
+        total = generation if total is None else total + generation
+    if total is None:
+        return [], None
+    calls = [{"id": call.get("id"), "name": call.get("name"),
+              "arguments": json.dumps(call.get("args"), ensure_ascii=False)}
+             for call in getattr(total.message, "tool_calls", None) or []]
+    return finished(calls, (total.generation_info or {}).get("finish_reason"))
+
+
+def litellm(envelope: dict[str, Any], library: Any) -> Calls:
+    response = library.stream_chunk_builder(chunks=envelope["chunks"])
+    if response is None or not response.choices:
+        return [], None
+    choice = response.choices[0]
+    calls = [{"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+             for call in getattr(choice.message, "tool_calls", None) or []]
+    return finished(calls, choice.finish_reason)
+
+
+#: adapter -> (pip package, modules to import, what it hands on given the envelope and modules).
+ADAPTERS: dict[str, tuple[str, tuple[str, ...], Callable[..., Calls]]] = {
+    "openai-python": ("openai", ("openai", "httpx2", "openai.lib.streaming.chat._completions"),
+                      openai_python),
+    "anthropic-python": ("anthropic", ("anthropic", "httpx2"), anthropic_python),
+    "langchain": ("langchain-openai", ("langchain_openai", "langchain_core.messages"),
+                  langchain),
+    "litellm": ("litellm", ("litellm",), litellm),
+}
+
+if __name__ == "__main__":
+    # Keeps litellm's import from fetching its price list over the network.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    sys.exit(main())
