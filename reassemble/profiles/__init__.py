@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from reassemble.events import Event
+
+
+def is_index(value: object) -> TypeGuard[int]:
+    """A slot or choice index on the wire: a non-negative integer, and not a boolean (which
+    Python counts as an int)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class Translator(Protocol):

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from reassemble.codes import Code
 from reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotStarted, TurnEnded
-from reassemble.profiles import Profile
+from reassemble.profiles import Profile, is_index
 
 #: Block types that are not client tool calls, with the delta types each may receive.
 _NON_CALL_BLOCKS: dict[str, frozenset[str]] = {
@@ -66,7 +66,7 @@ class MessagesTranslator:
     @staticmethod
     def _index(raw: Mapping[str, object]) -> int | Problem:
         index = raw.get("index")
-        if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
+        if is_index(index):
             return index
         return Problem(Code.INVALID_SLOT, f"block index {index!r} is not a non-negative integer",
                        "/index")

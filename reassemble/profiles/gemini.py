@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from reassemble.codes import Code
 from reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotKey, SlotStarted, TurnEnded
-from reassemble.profiles import Profile
+from reassemble.profiles import Profile, is_index
 
 #: Part fields that carry no client tool call (google-genai ``Part``); a part may hold several.
 _OTHER_PART_FIELDS = frozenset({
@@ -258,7 +258,7 @@ class GeminiTranslator:
         if not isinstance(candidate, dict):
             return [Problem(Code.UNSUPPORTED_EVENT, "candidate is not an object", pointer)]
         index = candidate.get("index", 0)
-        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        if not is_index(index):
             return [Problem(Code.INVALID_SLOT, f"candidate index {index!r} is not a "
                             "non-negative integer", pointer + "/index")]
         events = self._content(index, candidate.get("content"), pointer + "/content")

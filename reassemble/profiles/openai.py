@@ -17,11 +17,7 @@ from collections.abc import Mapping
 from reassemble.codes import Code
 from reassemble.events import Event, Problem, SlotDelta, SlotKey, SlotStarted, TurnEnded
 from reassemble.findings import Severity
-from reassemble.profiles import Profile
-
-
-def _is_index(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+from reassemble.profiles import Profile, is_index
 
 
 def _optional_str(entry: Mapping[str, object], key: str) -> tuple[str | None, bool]:
@@ -73,9 +69,8 @@ class ChatTranslator:
         if not isinstance(choice, dict):
             return [Problem(Code.UNSUPPORTED_EVENT, "choice is not an object", pointer)]
         index = choice.get("index", position)
-        if not _is_index(index):
+        if not is_index(index):
             return [Problem(Code.INVALID_SLOT, f"choice index {index!r} is not a number", pointer)]
-        assert isinstance(index, int)
         delta = choice.get("delta")
         delta = {} if delta is None else delta
         if not isinstance(delta, dict):
@@ -173,10 +168,9 @@ class ChatTranslator:
                pointer: str) -> tuple[SlotKey, list[Event]] | Problem:
         """The slot an entry belongs to, plus any tolerated-quirk note."""
         if index is not None:
-            if not _is_index(index):
+            if not is_index(index):
                 return Problem(Code.INVALID_SLOT, f"tool call index {index!r} is not a "
                                "non-negative integer", pointer + "/index", choice)
-            assert isinstance(index, int)
             return (choice, index), []
         next_key = (choice, self._next_slot.get(choice, 0))
         if self._mistral and call_id and name:

@@ -32,7 +32,7 @@ from reassemble.events import (
     TurnEnded,
 )
 from reassemble.findings import Severity
-from reassemble.profiles import Profile
+from reassemble.profiles import Profile, is_index
 
 _CALL = "function_call"
 _CUSTOM = "custom_tool_call"
@@ -81,10 +81,6 @@ class _Item:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _is_index(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class ResponsesTranslator:
@@ -189,10 +185,9 @@ class ResponsesTranslator:
     @staticmethod
     def _index_and_item(raw: Mapping[str, object]) -> tuple[int | Problem, object]:
         index, item = raw.get("output_index"), raw.get("item")
-        if not _is_index(index):
+        if not is_index(index):
             return Problem(Code.INVALID_SLOT, f"output_index {index!r} is not a non-negative "
                            "integer", "/output_index"), item
-        assert isinstance(index, int)
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             return Problem(Code.UNSUPPORTED_EVENT, "output item has no type", "/item", 0,
                            index), item
@@ -237,10 +232,9 @@ class ResponsesTranslator:
         index, item_id = raw.get("output_index"), _str(raw.get("item_id"))
         if index is None and item_id is not None:
             index = next((i for i, item in self._items.items() if item.item_id == item_id), None)
-        if not _is_index(index):
+        if not is_index(index):
             return Problem(Code.INVALID_SLOT, f"no output item for output_index {index!r} / "
                            f"item_id {str(item_id)[:64]!r}", "/output_index")
-        assert isinstance(index, int)
         item = self._items.get(index)
         if item is None:  # the engine reports delta_before_start
             return index, []
