@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.files import load_envelope
+from cli.loopback import free_port, wait_listening
 from cli.serve import FakeProvider, collect
 from reassemble import check
 
@@ -45,16 +45,9 @@ TURNS = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _start_record(upstream: str, out: Path, home: Path, provider: str | None,
                   console: Console) -> tuple[subprocess.Popen[str], str]:
-    port = _free_port()
+    port = free_port()
     command = [str(Path(sys.executable).parent / "callgate"), "record", "--upstream", upstream,
                "--listen", f"127.0.0.1:{port}", "--out", str(out)]
     if provider:
@@ -63,13 +56,9 @@ def _start_record(upstream: str, out: Path, home: Path, provider: str | None,
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, env=env)
     threading.Thread(target=_echo, args=(process, console), daemon=True).start()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return process, f"http://127.0.0.1:{port}"
-        time.sleep(0.1)
-    raise RuntimeError("callgate record did not start")
+    if not wait_listening(port, lambda: process.poll() is None):
+        raise RuntimeError("callgate record did not start")
+    return process, f"http://127.0.0.1:{port}"
 
 
 def _echo(process: subprocess.Popen[str], console: Console) -> None:

@@ -19,19 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cli.loopback import free_port, listening
 from cli.record import WEB_COLUMNS
 from cli.serve import FakeProvider, collect
 
 ROOT = Path(__file__).resolve().parents[1]
 APPS_PYTHON = ROOT / ".venv-apps" / "bin" / "python"
 CLIENT = ROOT / "tests" / "apps" / "client.py"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def fake_provider(timing: float = 0.0) -> FakeProvider:
@@ -83,7 +77,7 @@ class Proxy:
         self.master.addons.add(self.addon)
         self.master.options.update(**self._options)
         task = asyncio.create_task(self.master.run())
-        while not _listening(self.port):
+        while not listening(self.port):
             await asyncio.sleep(0.05)
         self._ready.set()
         await task
@@ -98,11 +92,6 @@ class Proxy:
 
         self._loop.call_soon_threadsafe(apply)
         done.wait(10)
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def fixtures_in(folder: Path, count: int, timeout: float = 20) -> list[dict[str, Any]]:

@@ -10,23 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-from tests.proxy_harness import fake_provider, free_port, post, request_body
+from cli.loopback import free_port, wait_listening
+from tests.proxy_harness import fake_provider, post, request_body
 
 BIN = Path(sys.executable).parent
 KEY, QUERY_KEY, PROMPT = "sk-proj-CANARYkey0123456789ab", "AIzaCANARYquery0123", "CANARYprompt"
-
-
-def wait_listening(port: int, process: subprocess.Popen[str]) -> None:
-    import socket
-
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.communicate()
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError("record did not start listening")
 
 
 def test_record_flags_live_writes_redacted_fixtures_and_prints_no_secret(tmp_path: Path) -> None:
@@ -39,7 +27,7 @@ def test_record_flags_live_writes_redacted_fixtures_and_prints_no_secret(tmp_pat
          f"127.0.0.1:{port}", "--out", str(tmp_path / "fx")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        wait_listening(port, process)
+        assert wait_listening(port, lambda: process.poll() is None), "record did not start"
         body = json.loads(request_body("openai/reused_index_new_id"))
         body["messages"] = [{"role": "user", "content": PROMPT}]
         post(f"http://127.0.0.1:{port}",

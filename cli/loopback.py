@@ -1,0 +1,32 @@
+"""Ports on 127.0.0.1 for the processes ``make demo`` (and the tests) start and wait for."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (the OS picks it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_listening(port: int, alive: Callable[[], bool] = lambda: True,
+                   timeout: float = 30) -> bool:
+    """Whether ``port`` starts listening within ``timeout`` seconds; gives up early once the
+    process that should listen there is gone (``alive`` says so)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive():
+        if listening(port):
+            return True
+        time.sleep(0.05)
+    return False
