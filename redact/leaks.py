@@ -93,7 +93,7 @@ def encodings(secret: str) -> set[str]:
     return forms
 
 
-def find_leaks(strings: Iterable[tuple[str, str]], secrets: set[str]) -> list[Leak]:
+def find_leaks(strings: Iterable[tuple[str, str]], secrets: Iterable[str]) -> list[Leak]:
     """Leaks among ``(json path, text)`` pairs: any encoding of a secret, or a credential format."""
     needles = {form: "credential-from-exchange" for secret in secrets
                for form in encodings(secret)}

@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -65,18 +65,18 @@ def redact_exchange(exchange: Exchange, *, profile: str | None = None,
     request = _request_json(exchange.request_body)
     envelope = _raw_envelope(profile, provider, request, body)
     envelope["meta"] = _meta(exchange, request, body, provider)
-    redacted = redact_envelope(envelope, arguments=arguments,
-                               allow_verdict_change=allow_verdict_change)
-    _refuse_leaks(redacted.envelope, secrets_of(exchange))
-    redacted.envelope["expect"] = {"status": redacted.report.status.value,
-                                   "codes": redacted.report.blocking_codes}
-    return redacted
+    return redact_envelope(envelope, arguments=arguments,
+                           allow_verdict_change=allow_verdict_change,
+                           secrets=secrets_of(exchange), pin_expectation=True)
 
 
 def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = ArgumentMode.MASK,
-                    allow_verdict_change: bool = False) -> Redacted:
-    """Redact an envelope's stream and request; idempotent. Raises ``RedactionRefused`` when the
-    verdict would change (unless allowed) and ``reassemble.EnvelopeError`` for a non-envelope."""
+                    allow_verdict_change: bool = False, secrets: Collection[str] = (),
+                    pin_expectation: bool = False) -> Redacted:
+    """Redact an envelope's stream and request; idempotent. ``secrets`` are credential values
+    from the capture that must not remain; ``pin_expectation`` writes the redacted verdict into
+    ``expect``. Raises ``RedactionRefused`` when the verdict would change (unless allowed) or a
+    secret remains, and ``reassemble.EnvelopeError`` for a non-envelope."""
     before = check(envelope)
     out = redacted_copy(envelope, arguments)
     after = check(out)
@@ -92,7 +92,9 @@ def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = Ar
         redaction["verdict_changed"] = True
         redaction.setdefault("original_verdict", {"status": before.status.value,
                                                   "codes": before.blocking_codes})
-    _refuse_leaks(out, set())
+    if pin_expectation:
+        out["expect"] = {"status": after.status.value, "codes": after.blocking_codes}
+    _refuse_leaks(out, secrets)
     return Redacted(out, after)
 
 
@@ -112,7 +114,7 @@ def _change_message(before: Report, after: Report) -> str:
             f"{after.status.value}): {where}; use --arguments keep, or --allow-verdict-change")
 
 
-def _refuse_leaks(envelope: Mapping[str, Any], secrets: set[str]) -> None:
+def _refuse_leaks(envelope: Mapping[str, Any], secrets: Collection[str]) -> None:
     leaks = find_leaks(json_strings(envelope), secrets)
     if leaks:
         first = leaks[0]
