@@ -336,7 +336,7 @@ def nested(depth: int, kind: str) -> str:
 
 @pytest.mark.parametrize("kind", ["array", "object", "mixed"])
 def test_nesting_exactly_at_max_depth_is_accepted(kind: str) -> None:
-    loads(nested(5, kind), Limits(max_depth=5))
+    assert loads(nested(5, kind), Limits(max_depth=5)) == json.loads(nested(5, kind))
 
 
 @pytest.mark.parametrize("kind", ["array", "object", "mixed"])
