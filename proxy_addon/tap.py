@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Callable
 
 from reassemble import Finding, Reassembler, Report, strict_json
+from reassemble.profiles import PROFILES
 from reassemble.sse import SSEDecoder, SSEEvent
 
 _DONE = "[DONE]"
@@ -139,29 +140,6 @@ class EventFramer:
         return cut
 
 
-_TERMINAL_TYPES = {
-    "anthropic": ("message_delta", "message_stop"),
-    "openai-responses": ("response.completed", "response.incomplete", "response.failed"),
-}
-#: Events after which nothing more belongs to the turn (besides Chat Completions' [DONE]).
-END_MARKERS = ("message_stop", "response.completed", "response.incomplete", "response.failed")
-
-
-def is_terminal_evidence(profile: str, event: object) -> bool:
-    """Whether one parsed stream event carries the turn's terminal evidence (or follows it)."""
-    if not isinstance(event, dict):
-        return False
-    if profile in _TERMINAL_TYPES:
-        return event.get("type") in _TERMINAL_TYPES[profile]
-    if profile == "gemini":
-        candidates = event.get("candidates")
-        return isinstance(candidates, list) and any(
-            isinstance(c, dict) and c.get("finishReason") for c in candidates)
-    choices = event.get("choices")
-    return isinstance(choices, list) and any(
-        isinstance(c, dict) and c.get("finish_reason") is not None for c in choices)
-
-
 def blocked_event(profile: str, codes: list[str]) -> bytes:
     """A provider-shaped error event that makes the provider's own SDK raise."""
     message = f"callgate blocked this turn: {', '.join(codes) or 'conformance failure'}"
@@ -182,6 +160,7 @@ class StreamTap:
                  on_failure: Callable[[str], None]) -> None:
         self.engine = engine
         self.profile = profile
+        self._profile = PROFILES[profile]
         self.enforce = enforce
         self.decompressor = Decompressor(encoding)
         self.body: list[bytes] = []
@@ -267,7 +246,7 @@ class StreamTap:
             event = strict_json.loads(sse.data)
         except strict_json.StrictJSONError:
             event = sse.data
-        if isinstance(event, dict) and event.get("type") in END_MARKERS:
+        if self._profile.ends_stream(event):
             self.end_marker_seen = True
         return event
 
@@ -276,7 +255,7 @@ class StreamTap:
         if self._verdict is not None:
             return [block] if self._verdict else []
         events = self._inspect(block)
-        if self._held or any(is_terminal_evidence(self.profile, e) for e in events):
+        if self._held or any(self._profile.carries_terminal(e) for e in events):
             self._held.append(block)
             return self._decide() if self.end_marker_seen else []
         return [block]

@@ -138,3 +138,18 @@ def test_the_matrix_covers_every_finding_code() -> None:
 def test_every_fixture_says_what_it_shows_first() -> None:
     for path in FIXTURES:
         assert next(iter(load(path))) == "description", path
+
+
+@pytest.mark.parametrize("path", [p for p in FIXTURES if load(p)["expect"]["status"] == "pass"],
+                         ids=fixture_id)
+def test_enforce_mode_holds_back_exactly_what_the_verdict_needs(path: Path) -> None:
+    """A proxy in enforce mode holds every event from the first that carries terminal evidence:
+    the turn must not pass without it, and nothing before it may be needed."""
+    envelope = load(path)
+    profile = PROFILES[envelope["profile"]]
+    stream = envelope[profile.stream_key]
+    first = next(i for i, raw in enumerate(stream) if profile.carries_terminal(raw))
+    cut = check({**envelope, profile.stream_key: stream[:first]})
+    assert cut.status.value != "pass"
+    assert first == 0 or "missing_terminal" in cut.blocking_codes
+    assert not any(profile.carries_terminal(raw) for raw in stream[:first])

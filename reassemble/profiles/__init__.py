@@ -45,6 +45,27 @@ class Profile:
     requires_call_id: bool = True
     #: Whether the SSE stream ends with ``data: [DONE]`` (Chat Completions).
     done_sentinel: bool = False
+    #: Whether a raw event carries the turn's terminal evidence, or follows it (what a proxy in
+    #: enforce mode holds back until the verdict is known).
+    carries_terminal: Callable[[object], bool] = lambda raw: False
+    #: Whether a raw event is the last that belongs to the turn (besides ``[DONE]``).
+    ends_stream: Callable[[object], bool] = lambda raw: False
+
+
+def event_type_in(*types: str) -> Callable[[object], bool]:
+    """A test on the ``type`` field of a raw event (Anthropic, OpenAI Responses)."""
+    return lambda raw: isinstance(raw, dict) and raw.get("type") in types
+
+
+def any_item_has(items: str, key: str) -> Callable[[object], bool]:
+    """A test that some entry of the raw event's list ``items`` has a non-null ``key``
+    (``choices[].finish_reason``, Gemini's ``candidates[].finishReason``)."""
+    def test(raw: object) -> bool:
+        entries = raw.get(items) if isinstance(raw, dict) else None
+        return isinstance(entries, list) and any(
+            isinstance(entry, dict) and entry.get(key) is not None for entry in entries)
+
+    return test
 
 
 def _registry() -> dict[str, Profile]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from reassemble.codes import Code
 from reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotStarted, TurnEnded
-from reassemble.profiles import Profile, is_index
+from reassemble.profiles import Profile, event_type_in, is_index
 
 #: Block types that are not client tool calls, with the delta types each may receive.
 _NON_CALL_BLOCKS: dict[str, frozenset[str]] = {
@@ -157,5 +157,7 @@ PROFILE = Profile(
     call_reasons=frozenset({"tool_use"}),
     accepted_reasons=accepted_reasons,
     turn_ends_slots=False,
+    carries_terminal=event_type_in("message_delta", "message_stop"),
+    ends_stream=event_type_in("message_stop"),
     translator=lambda quirks, request: MessagesTranslator(),
 )

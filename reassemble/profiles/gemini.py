@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from reassemble.codes import Code
 from reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotKey, SlotStarted, TurnEnded
-from reassemble.profiles import Profile, is_index
+from reassemble.profiles import Profile, any_item_has, is_index
 
 #: Part fields that carry no client tool call (google-genai ``Part``); a part may hold several.
 _OTHER_PART_FIELDS = frozenset({
@@ -397,6 +397,7 @@ PROFILE = Profile(
     call_reasons=frozenset(),
     accepted_reasons=accepted_reasons,
     turn_ends_slots=False,
+    carries_terminal=any_item_has("candidates", "finishReason"),
     translator=lambda quirks, request: GeminiTranslator(),
     requires_call_id=False,
 )

@@ -8,7 +8,7 @@ read exactly as OpenAI's.
 
 from __future__ import annotations
 
-from reassemble.profiles import Profile
+from reassemble.profiles import Profile, any_item_has
 from reassemble.profiles.openai import ChatTranslator, accepted_reasons
 
 PROFILE = Profile(
@@ -18,5 +18,6 @@ PROFILE = Profile(
     accepted_reasons=accepted_reasons,
     turn_ends_slots=True,
     done_sentinel=True,
+    carries_terminal=any_item_has("choices", "finish_reason"),
     translator=lambda quirks, request: ChatTranslator(quirks, mistral=True),
 )

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from reassemble.codes import Code
 from reassemble.events import Event, Problem, SlotDelta, SlotKey, SlotStarted, TurnEnded
 from reassemble.findings import Severity
-from reassemble.profiles import Profile, is_index
+from reassemble.profiles import Profile, any_item_has, is_index
 
 
 def _optional_str(entry: Mapping[str, object], key: str) -> tuple[str | None, bool]:
@@ -199,5 +199,6 @@ PROFILE = Profile(
     accepted_reasons=accepted_reasons,
     turn_ends_slots=True,
     done_sentinel=True,
+    carries_terminal=any_item_has("choices", "finish_reason"),
     translator=lambda quirks, request: ChatTranslator(quirks),
 )

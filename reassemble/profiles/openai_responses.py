@@ -32,7 +32,7 @@ from reassemble.events import (
     TurnEnded,
 )
 from reassemble.findings import Severity
-from reassemble.profiles import Profile, is_index
+from reassemble.profiles import Profile, event_type_in, is_index
 
 _CALL = "function_call"
 _CUSTOM = "custom_tool_call"
@@ -317,6 +317,8 @@ def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
     return frozenset({"completed"})
 
 
+_ENDS_TURN = event_type_in(*_TURN_ENDS)
+
 PROFILE = Profile(
     name="openai-responses",
     stream_key="events",
@@ -325,5 +327,7 @@ PROFILE = Profile(
     call_reasons=frozenset(),
     accepted_reasons=accepted_reasons,
     turn_ends_slots=False,
+    carries_terminal=_ENDS_TURN,
+    ends_stream=_ENDS_TURN,
     translator=lambda quirks, request: ResponsesTranslator(quirks),
 )
