@@ -59,6 +59,9 @@ def frames(envelope: dict[str, Any]) -> Iterator[bytes]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 refuses connections when a test suite opens dozens at
+    # once (a proxy in front then answers 502); the kernel caps this at somaxconn anyway.
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Clients hang up (the OpenAI SDK closes after [DONE]); that is not an error here."""

@@ -140,7 +140,9 @@ def test_fifty_concurrent_streams_give_fifty_correct_fixtures(
              for p in sorted((CONFORMANCE / "openai").glob("*.json"))
              if "quirk" not in p.name][:25] * 2
     with ThreadPoolExecutor(max_workers=50) as pool:
-        list(pool.map(lambda n: post(proxy.url, chat_path(n), request_body(n)), names))
+        statuses = [status for status, _, _ in
+                    pool.map(lambda n: post(proxy.url, chat_path(n), request_body(n)), names)]
+    assert statuses == [200] * 50
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(written_lines(caplog)) < len(names):
         time.sleep(0.1)
