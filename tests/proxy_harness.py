@@ -44,9 +44,10 @@ class Proxy:
         self.url = f"http://127.0.0.1:{self.port}"
         self.addon = CallgateAddon()
         self._upstream, self._options = upstream, {"callgate_out": str(out), **options}
-        self._ready, self._loop = threading.Event(), asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_until_complete,
-                                        args=(self._main(),), daemon=True)
+        self._ready = threading.Event()
+        # asyncio.run, as `callgate record` uses: at shutdown it cancels the connections still
+        # open and closes the loop, so no transport outlives its loop.
+        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True)
 
     def __enter__(self) -> Proxy:
         self._thread.start()
@@ -63,6 +64,7 @@ class Proxy:
         from mitmproxy.tools.dump import DumpMaster
         from mitmproxy.tools.web.master import WebMaster
 
+        self._loop = asyncio.get_running_loop()
         opts = options.Options(mode=[f"reverse:{self._upstream}"], listen_host="127.0.0.1",
                                listen_port=self.port, confdir=str(self.out.parent / "confdir"))
         if self.web:
