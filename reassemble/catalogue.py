@@ -158,8 +158,9 @@ CATALOGUE: dict[Code, Entry] = {
         "Block; tool arguments are an object of named parameters.",
     ),
     Code.ARGUMENT_MISMATCH: Entry(
-        "Two copies of one call's arguments disagree (Anthropic: the input stated in "
-        "content_block_start and the streamed input).",
+        "Two copies of one call's arguments disagree, or a copy of the whole turn leaves a "
+        "streamed call out (Anthropic: the input stated in content_block_start and the streamed "
+        "input; OpenAI Responses: the .done events and response.completed's output).",
         "A proxy that rewrites one copy; a provider bug.",
         _QUARANTINE,
     ),

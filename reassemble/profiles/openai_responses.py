@@ -7,9 +7,9 @@ events name as ``item_id``), the ``call_id`` (``call_...``, which tool results r
 the call's id here) and the ``name``. ``response.function_call_arguments.delta`` appends argument
 text; ``function_call_arguments.done``, ``output_item.done`` and ``response.completed`` each
 restate the full arguments, and all copies must agree (a server that streams no deltas, as LM
-Studio does, is read from the first copy). The item ends at ``output_item.done`` (status
-``completed``); the turn at ``response.completed``. ``response.incomplete`` and
-``response.failed`` end it otherwise, and an ``error`` event is a mid-stream failure. Every event
+Studio does, is read from the first copy); ``response.completed``'s output must list every
+streamed call. The item ends at ``output_item.done`` (status ``completed``); the turn at
+``response.completed``. ``response.incomplete`` and ``response.failed`` end it otherwise, and an ``error`` event is a mid-stream failure. Every event
 carries ``sequence_number``, rising by one; a gap or step back means events were lost or
 replayed. There is no "this turn made tool calls" status: a turn without a function_call is not
 applicable. Items the client does not execute (reasoning, messages, hosted tools) are consumed;
@@ -290,7 +290,20 @@ class ResponsesTranslator:
             for position, item in enumerate(output):
                 if isinstance(item, dict) and item.get("type") == _CALL:
                     events.extend(self._final_copy(item, position))
+            events.extend(self._missing_from_final(output))
         return [*events, TurnEnded(0, reason, "/type")]
+
+    def _missing_from_final(self, output: list[object]) -> list[Event]:
+        """The final response is what ``get_final_response()`` hands an app: a streamed call
+        it leaves out is a call one reader runs and the other does not."""
+        listed = {position for position, item in enumerate(output)
+                  if isinstance(item, dict) and item.get("type") == _CALL}
+        return [Problem(Code.ARGUMENT_MISMATCH, f"response.completed's output has no "
+                        f"function_call at output_index {index}, which the stream gave "
+                        f"({str(item.call_id or item.item_id)[:64]!r})", "/response/output", 0,
+                        index)
+                for index, item in sorted(self._items.items())
+                if item.type == _CALL and index not in listed]
 
     def _final_copy(self, item: Mapping[str, object], index: int) -> list[Event]:
         pointer = f"/response/output/{index}"
