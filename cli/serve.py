@@ -3,8 +3,9 @@
 Point a real app or SDK at it (``OPENAI_BASE_URL=http://127.0.0.1:PORT/v1``) and watch what it does
 with adversarial streams. Chat Completions fixtures go out as ``data:`` lines ending with ``data:
 [DONE]`` (unless the fixture's ``meta.stream.done`` says the recording had none); Anthropic
-fixtures as ``event:`` + ``data:`` pairs. The body is sent with chunked transfer encoding, one
-flush per event, so clients see events as they are sent.
+fixtures as ``event:`` + ``data:`` pairs; Gemini fixtures as ``data:`` lines when the request asks
+``alt=sse``, else as Gemini's streamed JSON array (``application/json``). The body is sent with
+chunked transfer encoding, one flush per event, so clients see events as they are sent.
 
 Which fixture: the URL prefix ``/f/<name>/`` (``<name>`` is the fixture's path relative to the
 served folder, without ``.json``) followed by the provider's own path, or the header ``x-callgate-
@@ -27,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from cli.files import InputError, load_envelope
 from reassemble.profiles import PROFILES
@@ -41,6 +43,16 @@ def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
             name = path.relative_to(root).with_suffix("") if root.is_dir() else Path(path.stem)
             fixtures[name.as_posix()] = load_envelope(path)
     return fixtures
+
+
+def array_frames(envelope: dict[str, Any]) -> Iterator[bytes]:
+    """Gemini's streamed JSON array, framed as Gemini sends it: ``[`` and the first chunk, then
+    ``\\n,\\r\\n`` before each further chunk, then ``\\n]``."""
+    chunks = envelope[PROFILES[envelope["profile"]].stream_key]
+    for number, chunk in enumerate(chunks):
+        separator = b"[" if number == 0 else b"\n,\r\n"
+        yield separator + json.dumps(chunk, ensure_ascii=False, indent=2).encode()
+    yield b"\n]" if chunks else b"[]"
 
 
 def frames(envelope: dict[str, Any]) -> Iterator[bytes]:
@@ -131,18 +143,23 @@ class _Handler(BaseHTTPRequestHandler):
             return
         abort_after = int(self.headers.get("x-callgate-abort-after") or -1)
         gzip = self.headers.get("x-callgate-compress") == "gzip"
+        envelope = chosen[1]
+        as_array = envelope["profile"] == "gemini" and \
+            parse_qs(urlsplit(self.path).query).get("alt") != ["sse"]
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", "application/json; charset=UTF-8" if as_array
+                         else "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
         if gzip:
             self.send_header("content-encoding", "gzip")
         self.end_headers()
-        self._stream(chosen[1], abort_after, gzip)
+        self._stream(array_frames(envelope) if as_array else frames(envelope),
+                     pauses(envelope, self.provider.timing), abort_after, gzip)
 
-    def _stream(self, envelope: dict[str, Any], abort_after: int, gzip: bool) -> None:
+    def _stream(self, framed: Iterator[bytes], waits: Iterator[float], abort_after: int,
+                gzip: bool) -> None:
         compressor = zlib.compressobj(wbits=31) if gzip else None
-        waits = pauses(envelope, self.provider.timing)
-        for number, (frame, wait) in enumerate(zip(frames(envelope), waits, strict=False)):
+        for number, (frame, wait) in enumerate(zip(framed, waits, strict=False)):
             if number == abort_after:
                 self._abort()
                 return

@@ -21,7 +21,7 @@ from mitmproxy import ctx, exceptions, http
 from mitmproxy.hooks import UpdateHook
 
 from proxy_addon.storage import write_atomic
-from proxy_addon.tap import StreamTap
+from proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
 from reassemble import Finding, Reassembler, Report
 from redact import (
     ArgumentMode,
@@ -118,8 +118,6 @@ class CallgateAddon:
             return None
         if not 200 <= response.status_code < 300:
             return None
-        if not response.headers.get("content-type", "").startswith("text/event-stream"):
-            return None
         hosts = ctx.options.callgate_hosts
         if hosts and flow.request.pretty_host not in hosts:
             return None
@@ -127,9 +125,15 @@ class CallgateAddon:
         profile = profile_for(flow.request.pretty_url, provider)
         if profile is None:
             return None
-        return self._capture(flow, profile, provider)
+        media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type == "text/event-stream":
+            return self._capture(flow, profile, provider, SSE)
+        if media_type == "application/json" and profile == "gemini":  # streamed without alt=sse
+            return self._capture(flow, profile, provider, JSON_ARRAY)
+        return None
 
-    def _capture(self, flow: http.HTTPFlow, profile: str, provider: str | None) -> _Capture | None:
+    def _capture(self, flow: http.HTTPFlow, profile: str, provider: str | None,
+                 framing: str) -> _Capture | None:
         schemas, request = request_context(flow.request.get_content(strict=False) or b"")
         engine = Reassembler(profile, schemas, request=request, provider=provider)
         encoding = flow.response.headers.get("content-encoding", "") if flow.response else ""
@@ -137,7 +141,8 @@ class CallgateAddon:
             capture = _Capture(StreamTap(engine, profile, encoding,
                                          enforce=ctx.options.callgate_enforce,
                                          on_finding=lambda f: self._live(flow, f),
-                                         on_failure=lambda kind: self._broken(flow, kind)),
+                                         on_failure=lambda kind: self._broken(flow, kind),
+                                         framing=framing),
                                profile, provider)
         except ValueError:
             log.warning("callgate: %s %s: content-encoding %r is not supported; not inspected",

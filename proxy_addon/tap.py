@@ -1,13 +1,15 @@
 """The per-flow pipeline behind ``flow.response.stream``: bytes in, the same bytes out.
 
-How this works: each body chunk is decompressed incrementally, split into SSE events by the shared
-decoder, parsed as JSON and fed to the engine, whose findings are reported as they happen. In
+How this works: each body chunk is decompressed incrementally, split into events (SSE by the
+shared decoder; Gemini's streamed JSON array, without ``alt=sse``, into its elements), parsed as
+JSON and fed to the engine, whose findings are reported as they happen. In
 observe mode the tap returns every chunk unchanged the moment it has looked at it. In enforce mode
 it works on whole events instead: everything streams as before except the provider's terminal
 evidence (a chunk with ``finish_reason`` and what follows it; Anthropic's ``message_delta`` and
 ``message_stop``), which is held until the verdict is known at the end marker (``[DONE]``,
-``message_stop``) or the end of the body, then released unchanged on a pass or replaced by a
-provider-shaped error event on a fail. Per chunk the work is proportional to the chunk.
+``message_stop``, the array's closing bracket) or the end of the body, then released unchanged on
+a pass or replaced by a provider-shaped error event on a fail. Per chunk the work is proportional
+to the chunk.
 
 mitmproxy drops a chunk whose stream callable raises, so nothing here may raise: a failure inside
 the pipeline is reported once, the tap stops inspecting, and every byte still goes through.
@@ -21,8 +23,12 @@ import zlib
 from collections.abc import Callable
 
 from reassemble import Finding, Reassembler, Report, strict_json
+from reassemble.json_array import ArrayFramer, element_text
 from reassemble.profiles import PROFILES
-from reassemble.sse import SSEDecoder, SSEEvent
+from reassemble.sse import SSEDecoder
+
+#: How a response streams: server-sent events, or Gemini's JSON array (no ``alt=sse``).
+SSE, JSON_ARRAY = "sse", "json-array"
 
 _DONE = "[DONE]"
 
@@ -140,14 +146,22 @@ class EventFramer:
         return cut
 
 
-def blocked_event(profile: str, codes: list[str]) -> bytes:
-    """A provider-shaped error event that makes the provider's own SDK raise."""
+def blocked_event(profile: str, codes: list[str], framing: str = SSE,
+                  opens_array: bool = False) -> bytes:
+    """A provider-shaped error event that makes the provider's own SDK raise. In a JSON array it
+    is the last element and closes the array (``opens_array``: nothing of it was sent yet)."""
     message = f"callgate blocked this turn: {', '.join(codes) or 'conformance failure'}"
+    body: dict[str, object]
     if profile == "anthropic":
         body = {"type": "error", "error": {"type": "callgate_blocked", "message": message}}
         return f"event: error\ndata: {json.dumps(body)}\n\n".encode()
-    body = {"error": {"message": message, "type": "callgate_blocked",
-                      "code": codes[0] if codes else "blocked", "param": None}}
+    if profile == "gemini":  # Google's error shape (google.rpc.Status), as Gemini sends errors
+        body = {"error": {"code": 409, "message": message, "status": "ABORTED"}}
+    else:
+        body = {"error": {"message": message, "type": "callgate_blocked",
+                          "code": codes[0] if codes else "blocked", "param": None}}
+    if framing == JSON_ARRAY:
+        return f"{'[' if opens_array else ','}{json.dumps(body)}\n]".encode()
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
@@ -157,7 +171,7 @@ class StreamTap:
 
     def __init__(self, engine: Reassembler, profile: str, encoding: str, *, enforce: bool,
                  on_finding: Callable[[Finding], None],
-                 on_failure: Callable[[str], None]) -> None:
+                 on_failure: Callable[[str], None], framing: str = SSE) -> None:
         self.engine = engine
         self.profile = profile
         self._profile = PROFILES[profile]
@@ -169,8 +183,15 @@ class StreamTap:
         self._started: float | None = None
         self.end_marker_seen = False
         self.report: Report | None = None
+        self.framing = framing
         self._sse = SSEDecoder()
-        self._framer = EventFramer()
+        # Enforce mode cuts with one framer; inspection reads through its own, so observe mode
+        # (any chunk boundaries) and enforce mode (whole blocks) read events the same way.
+        self._framer: EventFramer | ArrayFramer = EventFramer() if framing == SSE \
+            else ArrayFramer()
+        self._elements = ArrayFramer()
+        self._elements_read = 0
+        self._released = False  # enforce, JSON array: the opening bracket has gone out
         self._held: list[bytes] = []
         self._verdict: bool | None = None  # enforce: None until decided, then pass/fail
         self._broken = False
@@ -227,25 +248,36 @@ class StreamTap:
         events = []
         now = time.monotonic()
         self._started = now if self._started is None else self._started
-        for sse in self._sse.feed(data) if data else self._sse.close():
-            if sse.data != _DONE:
-                self.event_times.append(now - self._started)
-            event = self._event(sse)
-            if event is not None:
-                events.append(event)
-                for finding in self.engine.feed(event):
-                    self._on_finding(finding)
+        for text in self._texts(data):
+            self.event_times.append(now - self._started)
+            event = self._event(text)
+            events.append(event)
+            for finding in self.engine.feed(event):
+                self._on_finding(finding)
         return events
 
-    def _event(self, sse: SSEEvent) -> object:
-        if sse.data == _DONE:
-            self.end_marker_seen = True
-            return None
+    def _texts(self, data: bytes) -> list[str | bytes]:
+        """The JSON text of each whole event in ``data`` (empty ``data``: the end of the body)."""
+        if self.framing == JSON_ARRAY:
+            blocks = self._elements.feed(data)
+            first, self._elements_read = self._elements_read, self._elements_read + len(blocks)
+            self.end_marker_seen = self._elements.closed
+            return [element_text(block, first + i == 0) for i, block in enumerate(blocks)]
+        texts: list[str | bytes] = []
+        for sse in self._sse.feed(data) if data else self._sse.close():
+            if sse.data == _DONE:
+                self.end_marker_seen = True
+            else:
+                texts.append(sse.data)
+        return texts
+
+    def _event(self, text: str | bytes) -> object:
         event: object
         try:
-            event = strict_json.loads(sse.data)
+            event = strict_json.loads(text) if isinstance(text, str) \
+                else strict_json.loads_bytes(text)
         except strict_json.StrictJSONError:
-            event = sse.data
+            event = text if isinstance(text, str) else text.decode("utf-8", "replace")
         if self._profile.ends_stream(event):
             self.end_marker_seen = True
         return event
@@ -258,10 +290,14 @@ class StreamTap:
         if self._held or any(self._profile.carries_terminal(e) for e in events):
             self._held.append(block)
             return self._decide() if self.end_marker_seen else []
+        self._released = True
         return [block]
 
     def _decide(self) -> list[bytes]:
         report = self.close()
         self._verdict = report.exit_code != 1
         held, self._held = self._held, []
-        return held if self._verdict else [blocked_event(self.profile, report.blocking_codes)]
+        if self._verdict:
+            return held
+        return [blocked_event(self.profile, report.blocking_codes, self.framing,
+                              opens_array=not self._released)]

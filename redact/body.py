@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reassemble import strict_json
+from reassemble.json_array import ArrayFramer, element_text
 from reassemble.limits import Limits
 from reassemble.sse import SSEError, decode_all
 
@@ -67,10 +68,33 @@ def _json_array(body: bytes) -> StreamBody:
     try:
         value = strict_json.loads_bytes(body, _BODY_LIMITS)
     except strict_json.StrictJSONError as error:
-        raise BodyError(f"not a JSON array of chunks: {error.message}") from None
+        cut = _cut_json_array(body)
+        if cut is None:
+            raise BodyError(f"not a JSON array of chunks: {error.message}") from None
+        return cut
     if not isinstance(value, list):
         raise BodyError("not streamed: the body is one JSON document, not a list of chunks")
     return StreamBody(value, "json")
+
+
+def _cut_json_array(body: bytes) -> StreamBody | None:
+    """A streamed array that never reached its closing bracket (the connection ended): its
+    whole elements, marked incomplete. None when the body is not such an array."""
+    if not body.lstrip().startswith(b"["):
+        return None
+    framer = ArrayFramer()
+    blocks = framer.feed(body)
+    if framer.closed:
+        return None
+    events = [_element(element_text(block, i == 0)) for i, block in enumerate(blocks)]
+    return StreamBody(events, "json", incomplete=True)
+
+
+def _element(text: bytes) -> object:
+    try:
+        return strict_json.loads_bytes(text, _BODY_LIMITS)
+    except strict_json.StrictJSONError:
+        return text.decode("utf-8", "replace")
 
 
 def _json_or_text(data: str) -> object:

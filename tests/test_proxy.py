@@ -3,6 +3,7 @@ real openai, anthropic and mistralai SDKs as apps."""
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 import logging
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from cli.serve import array_frames
 from redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import (
@@ -281,15 +283,53 @@ def test_the_openai_sdk_responses_client_is_captured_through_the_proxy(
     ("gemini/valid_parallel_two_chunks", {"status": "pass", "codes": []}),
     ("gemini/vertex_missing_closing_part", {"status": "fail", "codes": ["missing_terminal"]}),
 ])
+@pytest.mark.parametrize(("alt", "framing"), [("alt=sse&", "sse"), ("", "json")])
 def test_a_gemini_rest_call_is_captured_and_its_key_never_kept(
-        upstream: Any, proxy: Proxy, name: str, expect: dict[str, Any],
+        upstream: Any, proxy: Proxy, name: str, expect: dict[str, Any], alt: str, framing: str,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     key = "AIzaSyCANARY0123456789abcdefghijklmnopq"
-    path = f"/f/{name}/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key={key}"
+    path = f"/f/{name}/v1beta/models/gemini-2.5-flash:streamGenerateContent?{alt}key={key}"
     body = request_body(name)
     assert post(proxy.url, path, body)[2] == post(upstream.url, path, body)[2]
     fixture = fixtures_in(proxy.out, 1)[0]
     assert (fixture["profile"], fixture["expect"]) == ("gemini", expect)
+    assert fixture["chunks"] == redact_envelope(load(CONFORMANCE / f"{name}.json")).envelope[
+        "chunks"]
+    assert (fixture["meta"]["stream"]["framing"], fixture["meta"]["stream"]["complete"]) == (
+        framing, True)
     logs = "\n".join(r.getMessage() for r in caplog.records)
     assert key not in json.dumps(fixture) and key not in logs
+
+
+GEMINI_ARRAY = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?key=k"
+
+
+def test_a_gemini_json_array_cut_by_the_upstream_gives_a_fixture_with_missing_terminal(
+        proxy: Proxy) -> None:
+    name = "gemini/valid_parallel_two_chunks"
+    with pytest.raises(http.client.IncompleteRead) as cut:
+        post(proxy.url, f"/f/{name}{GEMINI_ARRAY}", request_body(name),
+             {"x-callgate-abort-after": "1"})
+    assert cut.value.partial == next(array_frames(load(CONFORMANCE / f"{name}.json")))
+    fixture = fixtures_in(proxy.out, 1)[0]
+    assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}
+    assert fixture["chunks"] == redact_envelope(load(CONFORMANCE / f"{name}.json")).envelope[
+        "chunks"][:1]
+    assert fixture["meta"]["stream"]["incomplete_event"] is True
+    assert fixture["meta"]["stream"]["complete"] is False
+
+
+def test_enforce_mode_on_a_gemini_json_array_passes_a_good_turn_and_ends_a_bad_one_with_an_error(
+        upstream: Any, tmp_path: Path) -> None:
+    good, bad = "gemini/valid_parallel_two_chunks", "gemini/vertex_missing_closing_part"
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
+        passed, blocked = (post(running.url, f"/f/{n}{GEMINI_ARRAY}", request_body(n))[2]
+                           for n in (good, bad))
+    assert passed == post(upstream.url, f"/f/{good}{GEMINI_ARRAY}", request_body(good))[2]
+    chunks = load(CONFORMANCE / f"{bad}.json")["chunks"]
+    terminal = next(i for i, c in enumerate(chunks) if c["candidates"][0].get("finishReason"))
+    # Still one JSON array: the chunks before the held finish, then Gemini's error shape.
+    assert json.loads(blocked) == [*chunks[:terminal], {"error": {
+        "code": 409, "message": "callgate blocked this turn: missing_terminal",
+        "status": "ABORTED"}}]

@@ -39,6 +39,21 @@ def test_anthropic_fixtures_go_out_as_event_and_data_pairs(served: FakeProvider)
                             for e in events)
 
 
+def test_gemini_fixtures_go_out_as_sse_when_asked_and_as_gemini_s_json_array_otherwise(
+        served: FakeProvider) -> None:
+    name = "gemini/valid_parallel_two_chunks"
+    chunks = json.loads((CONFORMANCE / f"{name}.json").read_text())["chunks"]
+    path = f"/f/{name}/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+    _, sse_headers, sse = post(served.url, path + "?alt=sse&key=k")
+    _, array_headers, array = post(served.url, path + "?key=k")
+    assert sse_headers["content-type"] == "text/event-stream"
+    assert sse == b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks)
+    assert array_headers["content-type"] == "application/json; charset=UTF-8"
+    assert array == b"[" + b"\n,\r\n".join(json.dumps(c, indent=2).encode() for c in chunks) + (
+        b"\n]")
+    assert json.loads(array) == chunks
+
+
 def test_a_fixture_is_chosen_by_header_and_an_unknown_name_is_404(served: FakeProvider) -> None:
     by_header = post(served.url, "/v1/chat/completions",
                      headers={"x-callgate-fixture": "mistral/native_whole_call"})[2]

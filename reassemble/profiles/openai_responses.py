@@ -1,19 +1,20 @@
 """OpenAI Responses streams (``POST /v1/responses``): ``events[]``, the JSON of each SSE event.
 
-Wire facts (OpenAI's Responses streaming docs; recorded streams in the shared corpus): the
-response is a list of output items, each at an ``output_index``. ``response.output_item.added``
-opens an item; for a ``function_call`` it carries the item ``id`` (``fc_...``, which the argument
-events name as ``item_id``), the ``call_id`` (``call_...``, which tool results reference, so it is
-the call's id here) and the ``name``. ``response.function_call_arguments.delta`` appends argument
-text; ``function_call_arguments.done``, ``output_item.done`` and ``response.completed`` each
-restate the full arguments, and all copies must agree (a server that streams no deltas, as LM
-Studio does, is read from the first copy); ``response.completed``'s output must list every
-streamed call. The item ends at ``output_item.done`` (status ``completed``); the turn at
-``response.completed``. ``response.incomplete`` and ``response.failed`` end it otherwise, and an ``error`` event is a mid-stream failure. Every event
-carries ``sequence_number``, rising by one; a gap or step back means events were lost or
-replayed. There is no "this turn made tool calls" status: a turn without a function_call is not
-applicable. Items the client does not execute (reasoning, messages, hosted tools) are consumed;
-``custom_tool_call`` input is free-form text, not JSON, and blocks until a policy reads it.
+Wire facts (OpenAI's Responses streaming docs; recorded streams in the shared corpus): the response
+is a list of output items, each at an ``output_index``. ``response.output_item.added`` opens an
+item; for a ``function_call`` it carries the item ``id`` (``fc_...``, which the argument events
+name as ``item_id``), the ``call_id`` (``call_...``, which tool results reference, so it is the
+call's id here) and the ``name``. ``response.function_call_arguments.delta`` appends argument text;
+``function_call_arguments.done``, ``output_item.done`` and ``response.completed`` each restate the
+full arguments, and all copies must agree (a server that streams no deltas, as LM Studio does, is
+read from the first copy); ``response.completed``'s output must list every streamed call. The item
+ends at ``output_item.done`` (status ``completed``); the turn at ``response.completed``.
+``response.incomplete`` and ``response.failed`` end it otherwise, and an ``error`` event is a
+mid-stream failure. Every event carries ``sequence_number``, rising by one; a gap or step back
+means events were lost or replayed. There is no "this turn made tool calls" status: a turn without
+a function_call is not applicable. Items the client does not execute (reasoning, messages, hosted
+tools) are consumed; ``custom_tool_call`` input is free-form text, not JSON, and blocks until a
+policy reads it.
 """
 
 from __future__ import annotations

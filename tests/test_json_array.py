@@ -1,0 +1,86 @@
+"""Gemini's streamed JSON array: cut into elements at any chunk boundaries, cut streams kept."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cli.serve import array_frames
+from reassemble import strict_json
+from reassemble.json_array import ArrayFramer, element_text
+from redact.body import parse_stream_body
+from tests.conftest import CONFORMANCE
+
+# Strings full of the characters the framer looks at: brackets, braces, quotes, backslashes.
+_TRICKY = st.text(alphabet=st.sampled_from('[]{}"\\,: aé\n\u2028😀'), max_size=12)
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TRICKY,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TRICKY, inner, max_size=3),
+    max_leaves=12)
+_ELEMENTS = st.lists(st.dictionaries(_TRICKY, _VALUES, max_size=4), max_size=5)
+
+
+def frame(body: bytes, cuts: list[int]) -> tuple[list[bytes], bytes, bool]:
+    framer = ArrayFramer()
+    edges = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
+    blocks = [b for start, end in itertools.pairwise(edges)
+              for b in framer.feed(body[start:end])]
+    return blocks, framer.rest(), framer.closed
+
+
+def elements(blocks: list[bytes]) -> list[Any]:
+    return [strict_json.loads_bytes(element_text(b, i == 0)) for i, b in enumerate(blocks)]
+
+
+@given(_ELEMENTS, st.lists(st.integers(min_value=0), max_size=30),
+       st.sampled_from(["gemini", "compact", "spaced"]))
+def test_any_chunking_gives_each_element_once_and_every_byte_back(
+        chunks: list[dict[str, Any]], cuts: list[int], style: str) -> None:
+    if style == "gemini":
+        body = b"".join(array_frames({"profile": "gemini", "chunks": chunks}))
+    elif style == "compact":
+        body = json.dumps(chunks, ensure_ascii=False, separators=(",", ":")).encode()
+    else:
+        body = b" \r\n" + json.dumps(chunks, indent=3).encode() + b"\n"
+    blocks, rest, closed = frame(body, cuts)
+    assert b"".join(blocks) + rest == body
+    assert elements(blocks) == chunks
+    assert closed and rest.strip() == (b"]" if chunks else b"[]")
+
+
+def test_a_backslash_that_ends_a_chunk_escapes_the_first_byte_of_the_next() -> None:
+    body = b'[{"a": "x\\"]}"},{"b": 1}]'
+    split = body.index(b"\\") + 1
+    blocks, rest, closed = frame(body, [split])
+    assert elements(blocks) == [{"a": 'x"]}'}, {"b": 1}] and rest == b"]" and closed
+
+
+def test_a_block_without_its_separator_is_returned_whole_for_the_parser_to_reject() -> None:
+    assert element_text(b'\n,\r\n{"a": 1}', first=False) == b'{"a": 1}'
+    assert element_text(b'{"a": 1}', first=False) == b'{"a": 1}'
+    assert element_text(b'{"a": 1}', first=True) == b'{"a": 1}'
+    assert element_text(b'[{"a": 1}', first=True) == b'{"a": 1}'
+    assert element_text(b'\n{"a": 1}', first=False) == b'{"a": 1}'
+    assert element_text(b',,{"a": 1}', first=False) == b',{"a": 1}'
+
+
+def test_a_cut_array_keeps_its_whole_elements_and_is_marked_incomplete() -> None:
+    chunks = json.loads((CONFORMANCE / "gemini" / "valid_parallel_two_chunks.json").read_text())[
+        "chunks"]
+    body = b"".join(array_frames({"profile": "gemini", "chunks": chunks}))
+    whole = parse_stream_body(body, "application/json; charset=UTF-8")
+    assert (whole.events, whole.incomplete, whole.framing) == (chunks, False, "json")
+    second = body.index(b"\n,\r\n")
+    for cut, kept in ((len(body) - 1, chunks), (second + 10, chunks[:1]), (second, chunks[:1]),
+                      (1, [])):
+        stream = parse_stream_body(body[:cut], "application/json")
+        assert (stream.events, stream.incomplete) == (kept, True)
+
+
+def test_a_cut_element_that_was_never_valid_stays_text_for_the_engine_to_report() -> None:
+    stream = parse_stream_body(b'[{"a": 1},\n{"b": tru},\n{"c', "application/json")
+    assert stream.events == [{"a": 1}, '{"b": tru}'] and stream.incomplete
