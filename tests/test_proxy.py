@@ -72,7 +72,7 @@ def test_observe_mode_gives_the_client_the_upstream_bytes_exactly(
 
 
 def test_events_reach_the_client_as_they_are_sent(tmp_path: Path) -> None:
-    slow = fake_provider(timing=0.3)
+    slow = fake_provider(timing=0.5)
     try:
         with Proxy(slow.url, tmp_path / "fixtures") as running:
             times = [t for t, _ in read_events(running.url, chat_path("openai/valid_fragmented"))]
@@ -80,9 +80,11 @@ def test_events_reach_the_client_as_they_are_sent(tmp_path: Path) -> None:
     finally:
         slow.close()
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert len(times) == 9 and min(gaps) > 0.2  # 8 chunks and [DONE], 0.3 s apart upstream
+    # 8 chunks and [DONE], 0.5 s apart upstream: a proxy that buffered would deliver them
+    # together (gaps near 0); the margin absorbs a loaded machine's scheduling delays.
+    assert len(times) == 9 and min(gaps) > 0.25
     # The fixture keeps the gaps it saw, for `callgate serve --timing recorded`.
-    assert len(recorded) == 8 and min(b - a for a, b in itertools.pairwise(recorded)) > 200
+    assert len(recorded) == 8 and min(b - a for a, b in itertools.pairwise(recorded)) > 250
 
 
 def test_an_upstream_abort_gives_a_fixture_with_missing_terminal(proxy: Proxy) -> None:
