@@ -1,4 +1,5 @@
-"""``callgate diff`` against the real SDK accumulators (openai 3.57.0, anthropic 2.14.0).
+"""``callgate diff`` against the real accumulators (openai 3.57.0, anthropic 2.14.0,
+langchain-openai 1.7.4, litellm 1.110.2).
 
 The adapters run in the SDK virtualenv (``.venv-apps``), as they would in a user's app; the
 values asserted here are what the libraries produced, matching notes/peers.md.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,11 +138,11 @@ def test_several_fixtures_give_the_worst_exit_and_an_unreadable_one_does_not_sto
                          [("langchain", "langchain-openai"), ("litellm", "litellm")])
 @pytest.mark.parametrize("given", [True, False], ids=["--python", "this interpreter"])
 def test_an_adapter_whose_library_is_missing_exits_2_with_the_install_line(
-        adapter: str, package: str, given: bool, request: pytest.FixtureRequest) -> None:
+        adapter: str, package: str, given: bool) -> None:
     module = "langchain_openai" if adapter == "langchain" else adapter
-    python = request.getfixturevalue("apps_python") if given else None
-    if python is None and importlib.util.find_spec(module) is not None:
-        pytest.skip(f"{module} is installed here")
+    if importlib.util.find_spec(module) is not None:
+        pytest.skip(f"{module} is installed in callgate's own environment")
+    python = sys.executable if given else None
     code, out, err = diff(["openai/valid_fragmented"], adapter, python)
     assert (code, out) == (2, "")
     assert err == (f"callgate: adapter {adapter} needs the {package} package: pip install "
@@ -160,3 +162,54 @@ def test_a_python_that_does_not_exist_is_one_line_and_exit_2() -> None:
     assert (code, out) == (2, "")
     assert err.startswith("callgate: cannot run --python /nonexistent/python: ")
     assert err.count("\n") == 1
+
+
+def test_langchain_and_litellm_each_hand_on_their_own_wrong_calls_for_a_reused_index(
+        apps_python: str) -> None:
+    # One slot, two ids: langchain splits it by id (the second call's arguments went to the
+    # first), litellm keeps the last id and name and concatenates both argument texts.
+    name = "openai/reused_index_new_id"
+    assert adapter_result(apps_python, "langchain", name) == AdapterResult(
+        adapter="langchain", version="1.7.4", finish="tool_calls", error=None,
+        calls=(HandedCall("call_A", "get_weather", '{"city": "Oslo"}'),
+               HandedCall("call_B", "search", "{}")))
+    assert adapter_result(apps_python, "litellm", name) == AdapterResult(
+        adapter="litellm", version="1.110.2", finish="tool_calls", error=None,
+        calls=(HandedCall("call_B", "search", '{"city":"Oslo"}{"query":"x"}'),))
+    code, out, _ = diff([name], "langchain", apps_python)
+    assert (code, verdict_lines(out)) == (1, [
+        "DISAGREE: langchain hands on 2 calls; callgate blocks (identity_collision)"])
+
+
+def test_langchain_completes_a_truncated_call_and_litellm_raises(apps_python: str) -> None:
+    # langchain's partial-JSON parser closes {"city": "Par into a valid-looking object.
+    name = "openai/truncated"
+    langchain = adapter_result(apps_python, "langchain", name)
+    assert (langchain.calls, langchain.finish, langchain.error) == (
+        (HandedCall("call_w1", "get_weather", '{"city": "Par"}'),), None, None)
+    litellm = adapter_result(apps_python, "litellm", name)
+    assert (litellm.calls, litellm.error is not None and litellm.error.split(":")[0]) == (
+        (), "MidStreamFallbackError")
+    assert verdict_lines(diff([name], "langchain", apps_python)[1]) == [
+        "DISAGREE: langchain hands on 1 call; callgate blocks (missing_terminal)"]
+    assert verdict_lines(diff([name], "litellm", apps_python)[1]) == [
+        "agree: neither hands anything to the tool runner (litellm raises "
+        "MidStreamFallbackError)"]
+
+
+def test_langchain_concatenates_a_name_that_is_repeated_on_every_delta(apps_python: str) -> None:
+    name = "openai/repeated_identical_id_and_name"
+    assert adapter_result(apps_python, "langchain", name).calls == (
+        HandedCall("call_w1", "get_weatherget_weather", '{"city": "Oslo"}'),)
+    code, out, _ = diff([name], "langchain", apps_python)
+    assert (code, verdict_lines(out)) == (1, [
+        "DISAGREE: langchain hands on other calls than callgate"])
+
+
+@pytest.mark.parametrize("adapter", ["langchain", "litellm"])
+def test_langchain_and_litellm_agree_with_callgate_on_valid_streams(
+        apps_python: str, adapter: str) -> None:
+    code, out, err = diff(["mistral/native_parallel_calls", "openai/valid_fragmented"], adapter,
+                          apps_python)
+    assert (code, err, verdict_lines(out)) == (0, "", [
+        "agree: both hand on the same 2 calls", "agree: both hand on the same 1 call"])

@@ -14,15 +14,20 @@ installed in callgate's environment.
 - anthropic-python: the events, framed as Anthropic sends them, go to a real ``Anthropic`` client
   the same way; ``client.messages.stream()`` feeds ``accumulate_event`` and
   ``get_final_message()``'s ``tool_use`` blocks are what a tool runner receives.
-- langchain: each chunk dict through ``ChatOpenAI._convert_chunk_to_generation_chunk`` and the
-  generation chunks summed as ``generate_from_stream`` sums them (``AIMessageChunk.__add__``).
-- litellm: ``litellm.stream_chunk_builder`` over the chunk dicts.
+- langchain: a ``ChatOpenAI(streaming=True)`` over the same in-memory transport, ``invoke``d with
+  the tools bound: ``_stream`` ``model_dump()``s each SDK chunk into
+  ``_convert_chunk_to_generation_chunk`` and ``generate_from_stream`` sums them; the returned
+  ``AIMessage.tool_calls`` is what a tool runner receives.
+- litellm: ``litellm.completion(model="openai/...", stream=True)`` with a real ``OpenAI`` client
+  over that transport, the ``ModelResponseStream`` chunks collected and handed to
+  ``litellm.stream_chunk_builder``, as litellm documents.
 
 Parsed arguments (Anthropic ``input``, LangChain ``args``) are shown as ``json.dumps`` text.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -46,7 +51,8 @@ def main() -> int:
     result: dict[str, Any] = {"adapter": adapter, "version": metadata.version(package),
                               "calls": [], "finish": None, "error": None}
     try:
-        result["calls"], result["finish"] = hand_on(envelope, *libraries)
+        with contextlib.redirect_stdout(sys.stderr):  # a library's print() must not break the line
+            result["calls"], result["finish"] = hand_on(envelope, *libraries)
     except Exception as error:  # whatever the library raises is the finding
         result["error"] = {"type": type(error).__name__, "message": str(error)}
     print(json.dumps(result))
@@ -117,29 +123,38 @@ def anthropic_python(envelope: dict[str, Any], anthropic: Any, http: Any) -> Cal
     return finished(calls, message.stop_reason)
 
 
-def langchain(envelope: dict[str, Any], langchain_openai: Any, messages: Any) -> Calls:
-    model = langchain_openai.ChatOpenAI(model="callgate-diff", api_key="callgate-diff")
-    chunk_class, total = messages.AIMessageChunk, None
-    for chunk in envelope["chunks"]:
-        generation = model._convert_chunk_to_generation_chunk(chunk, chunk_class, {})
-        if generation is None:
-            continue
-        chunk_class = generation.message.__class__  # as ChatOpenAI._stream carries it on
-        total = generation if total is None else total + generation
-    if total is None:
-        return [], None
+def function_tools(envelope: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {"name": name, "parameters": schema}}
+            for name, schema in envelope.get("tool_schemas", {}).items()]
+
+
+def langchain(envelope: dict[str, Any], langchain_openai: Any, http: Any) -> Calls:
+    model = langchain_openai.ChatOpenAI(
+        model="callgate-diff", api_key="callgate-diff", base_url="http://callgate.invalid/v1",
+        max_retries=0, streaming=True, http_client=served_by(http, envelope))
+    tools = function_tools(envelope)
+    message = (model.bind_tools(tools) if tools else model).invoke("callgate diff")
     calls = [{"id": call.get("id"), "name": call.get("name"),
               "arguments": json.dumps(call.get("args"), ensure_ascii=False)}
-             for call in getattr(total.message, "tool_calls", None) or []]
-    return finished(calls, (total.generation_info or {}).get("finish_reason"))
+             for call in message.tool_calls]
+    return finished(calls, message.response_metadata.get("finish_reason"))
 
 
-def litellm(envelope: dict[str, Any], library: Any) -> Calls:
-    response = library.stream_chunk_builder(chunks=envelope["chunks"])
+def litellm(envelope: dict[str, Any], library: Any, openai: Any, http: Any) -> Calls:
+    library.suppress_debug_info = True
+    client = openai.OpenAI(api_key="callgate-diff", base_url="http://callgate.invalid/v1",
+                           max_retries=0, http_client=served_by(http, envelope))
+    messages = [{"role": "user", "content": "callgate diff"}]
+    stream = library.completion(model="openai/callgate-diff", messages=messages,
+                                tools=function_tools(envelope) or None, stream=True,
+                                client=client)
+    response = library.stream_chunk_builder(chunks=list(stream), messages=messages)
     if response is None or not response.choices:
         return [], None
     choice = response.choices[0]
-    calls = [{"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+    calls = [{"id": call.id, "name": call.custom.name, "arguments": call.custom.input}
+             if call.type == "custom" else  # ChatCompletionMessageCustomToolCall has no .function
+             {"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
              for call in getattr(choice.message, "tool_calls", None) or []]
     return finished(calls, choice.finish_reason)
 
@@ -149,9 +164,8 @@ ADAPTERS: dict[str, tuple[str, tuple[str, ...], Callable[..., Calls]]] = {
     "openai-python": ("openai", ("openai", "httpx2", "openai.lib.streaming.chat._completions"),
                       openai_python),
     "anthropic-python": ("anthropic", ("anthropic", "httpx2"), anthropic_python),
-    "langchain": ("langchain-openai", ("langchain_openai", "langchain_core.messages"),
-                  langchain),
-    "litellm": ("litellm", ("litellm",), litellm),
+    "langchain": ("langchain-openai", ("langchain_openai", "httpx2"), langchain),
+    "litellm": ("litellm", ("litellm", "openai", "httpx2"), litellm),
 }
 
 if __name__ == "__main__":
