@@ -1,0 +1,77 @@
+"""Readers behind ``callgate import``: recordings users already have, as unredacted ``Exchange``s.
+
+How this works: ``read_source`` picks a reader from ``_READERS`` by extension (or, for an unknown
+extension, by sniffing the first bytes). Each reader, one module per format (``har``, ``flows``,
+``cassettes``, ``raw``), parses the whole file with the format's own library (``json``,
+mitmproxy's ``FlowReader``, PyYAML) and converts each recorded exchange on its own: a streamed
+POST becomes an ``Exchange`` with any content-encoding removed, anything else (a GET, a JSON
+response, a body the recorder did not keep, a malformed entry) becomes a ``Skipped`` so the rest
+of the file still imports. A file that cannot be used at all raises ``SourceError``. What the
+readers share lives in ``common``.
+
+Exchanges hold keys and prompts: no message in this package quotes a body, a header or a URL
+query string.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from cli.sources.cassettes import read_cassette
+from cli.sources.common import RawRequest, Skipped, SourceError, load_yaml
+from cli.sources.flows import read_flows
+from cli.sources.har import read_har
+from cli.sources.raw import read_json, read_jsonl, read_sse
+from redact.exchange import Exchange
+
+__all__ = ["Skipped", "SourceError", "read_source"]
+
+_HAR_START = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"log"')
+_TNETSTRING_START = re.compile(rb"\A\d+:")
+_UNKNOWN = "unknown recording format (expected .har, .flow, .yaml, .sse, .jsonl or .json)"
+
+_Reader = Callable[[bytes, RawRequest], list[Exchange | Skipped]]
+
+
+def read_source(
+    path: Path, *, request_body: bytes | None = None, url: str | None = None
+) -> list[Exchange | Skipped]:
+    """The exchanges recorded in ``path``, in file order, each an ``Exchange`` or a ``Skipped``.
+
+    Formats: HAR (.har, .zhar, or JSON with ``log.entries``), mitmproxy flow files (.flow/.mitm or
+    tnetstring content), VCR.py / pytest-recording cassettes (.yaml/.yml, or JSON with
+    ``interactions``), and raw bodies (.sse, .jsonl, .json array of chunks). ``request_body``
+    (default ``b"{}"``) and ``url`` (default ``""``) describe the request of a raw body and are
+    ignored for the other formats. Raises ``SourceError`` if the file is unreadable or unusable.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise SourceError(f"cannot read: {error.strerror or error}") from None
+    if not data.strip():
+        raise SourceError("empty file")
+    reader = _READERS.get(path.suffix.lower()) or _sniff(data)
+    return reader(data, RawRequest(url or "", b"{}" if request_body is None else request_body))
+
+
+def _sniff(data: bytes) -> _Reader:
+    """The reader for a file whose extension says nothing."""
+    if _HAR_START.match(data):
+        return read_har
+    if _TNETSTRING_START.match(data):
+        return read_flows
+    try:
+        document = load_yaml(data)
+    except SourceError:
+        document = None
+    if isinstance(document, dict) and "interactions" in document:
+        return read_cassette
+    raise SourceError(_UNKNOWN)
+
+
+_READERS: dict[str, _Reader] = {
+    ".har": read_har, ".zhar": read_har, ".flow": read_flows, ".mitm": read_flows,
+    ".yaml": read_cassette, ".yml": read_cassette, ".json": read_json,
+    ".sse": read_sse, ".jsonl": read_jsonl, ".ndjson": read_jsonl}

@@ -1,0 +1,120 @@
+"""Reads HAR files (browsers' "Save all as HAR", mitmproxy's ``save.har``, zlib-compressed .zhar):
+each entry in ``log.entries`` becomes an ``Exchange`` or a ``Skipped``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import re
+import zlib
+from typing import Any
+
+from cli.sources.common import (
+    Headers,
+    RawRequest,
+    Skip,
+    Skipped,
+    SourceError,
+    convert_item,
+    decode_content,
+    field,
+    header_value,
+    load_json,
+    require_stream,
+    short,
+)
+from redact.exchange import Exchange
+
+
+def read_har(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
+    # mitmproxy's save.har zlib-compresses *.zhar files; JSON cannot start with zlib's header.
+    if data[:1] == b"x" and int.from_bytes(data[:2], "big") % 31 == 0:
+        try:
+            data = zlib.decompress(data)
+        except zlib.error:
+            raise SourceError("not a HAR file: broken zlib compression") from None
+    return har_items(load_json(data, "not a HAR file"))
+
+
+def har_items(document: Any) -> list[Exchange | Skipped]:
+    log = document.get("log") if isinstance(document, dict) else None
+    entries = log.get("entries") if isinstance(log, dict) else None
+    if not isinstance(entries, list):
+        raise SourceError("not a HAR file: no log.entries list")
+    creator = log.get("creator") if isinstance(log, dict) else None
+    mitmproxy = isinstance(creator, dict) and creator.get("name") == "mitmproxy"
+    convert = functools.partial(_har_entry, mitmproxy=mitmproxy)
+    return [convert_item(f"entry {n}", convert, entry) for n, entry in enumerate(entries, 1)]
+
+
+def _har_entry(entry: Any, *, mitmproxy: bool) -> Exchange:
+    method, url = field(entry, "request.method", str), field(entry, "request.url", str)
+    response, status = field(entry, "response", dict), field(entry, "response.status", int)
+    error = response.get("_error")
+    if status == 0:
+        raise Skip(f"no response ({short(error) if error else 'none recorded'})")
+    request_headers = _har_headers(entry["request"].get("headers"))
+    response_headers = _har_headers(response.get("headers"))
+    content = field(response, "content", dict)
+    body = decode_content(_har_text(content, response_headers, mitmproxy) or b"", response_headers)
+    require_stream(method, url, response_headers, body)
+    if not body:  # mitmproxy writes "" for a streamed body it did not keep; browsers omit it
+        raise Skip("no response body stored")
+    post_data = entry["request"].get("postData")
+    request_body = _har_text(post_data, request_headers, mitmproxy) if post_data else None
+    return Exchange(
+        method=method, url=url, request_headers=request_headers, request_body=request_body or b"",
+        status=status, response_headers=response_headers, response_body=body,
+        complete=not error, capture="import:har", error=short(error) if error else None)
+
+
+def _har_headers(value: Any) -> Headers:
+    """HAR headers: ``{"name", "value"}`` objects (browsers, mitmproxy) or pairs (Slack)."""
+    headers: Headers = []
+    for header in value if isinstance(value, list) else []:
+        pair = (header.get("name"), header.get("value")) if isinstance(header, dict) else header
+        name, text = pair if isinstance(pair, list | tuple) and len(pair) == 2 else (None, None)
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise Skip("malformed: a header is not a name/value pair")
+        if not name.startswith(":"):  # HTTP/2 pseudo-headers repeat method and URL (and query)
+            headers.append((name, text))
+    return headers
+
+
+def _har_text(holder: Any, headers: Headers, mitmproxy: bool) -> bytes | None:
+    """The bytes of a HAR ``content`` or ``postData``: base64, or text in the body's charset."""
+    text = holder.get("text") if isinstance(holder, dict) else None
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise Skip("malformed: body text is not a string")
+    if holder.get("encoding", holder.get("_encoding")) == "base64":
+        try:
+            return base64.b64decode(text, validate=True)
+        except binascii.Error:
+            raise Skip("malformed: body is not valid base64") from None
+    return _encode_text(text, _har_charset(headers, mitmproxy))
+
+
+def _har_charset(headers: Headers, mitmproxy: bool) -> str:
+    """The charset the recorder decoded the body with, to get the same bytes back.
+
+    Browsers write Unicode text. mitmproxy's ``get_text`` decodes with the content-type's charset,
+    else UTF-8 for JSON types, else latin-1: so an SSE body with UTF-8 in it appears as mojibake
+    in a mitmproxy HAR, and only latin-1 gives the original bytes back.
+    """
+    content_type = header_value(headers, "content-type")
+    match = re.search(r"charset=\"?([\w.:-]+)", content_type, re.IGNORECASE)
+    if match:
+        return match.group(1)
+    return "latin-1" if mitmproxy and "json" not in content_type.lower() else "utf-8"
+
+
+def _encode_text(text: str, charset: str) -> bytes:
+    # surrogateescape: mitmproxy writes undecodable bytes as lone surrogates (\udc80-\udcff).
+    try:
+        return text.encode(charset, "surrogateescape")
+    except (LookupError, UnicodeError):  # an unknown charset, or text that was never in it
+        return text.encode("utf-8", "surrogatepass")

@@ -1,0 +1,50 @@
+"""Reads bare response bodies (.sse, .jsonl/.ndjson, and a .json array of chunks) into one
+``Exchange`` each, its request taken from the command line; a .json file holding a HAR or a
+cassette goes to that format's reader instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from cli.sources.cassettes import cassette_items
+from cli.sources.common import RawRequest, Skipped, SourceError, load_json
+from cli.sources.har import har_items
+from redact.exchange import Exchange
+
+_SSE_LINE = re.compile(rb"(?:\A|[\r\n])(?:data:|event:|id:|:)")
+
+
+def read_sse(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
+    if not _SSE_LINE.search(data):
+        raise SourceError("not an SSE body: no line starts with data:, event:, id: or :")
+    return [raw.exchange(data, "text/event-stream")]
+
+
+def read_jsonl(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
+    try:
+        lines = data.decode("utf-8-sig").split("\n")  # not splitlines: JSON may hold U+2028
+    except UnicodeDecodeError as error:
+        raise SourceError(f"not JSON lines: not UTF-8 (byte {error.start})") from None
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as error:
+                problem = error.msg if isinstance(error, json.JSONDecodeError) else "too deep"
+                raise SourceError(f"not JSON lines: line {number}: {problem}") from None
+    return [raw.exchange(data, "application/x-ndjson")]
+
+
+def read_json(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
+    """A .json file: a HAR, a VCR cassette saved as JSON, or a raw array of chunks."""
+    document = load_json(data, "not JSON")
+    if isinstance(document, dict) and "log" in document:
+        return har_items(document)
+    if isinstance(document, dict) and "interactions" in document:
+        return cassette_items(document)
+    if not isinstance(document, list):
+        found = "an object" if isinstance(document, dict) else f"a {type(document).__name__}"
+        raise SourceError(f"a .json body must be a JSON array of chunks, not {found}")
+    return [raw.exchange(data, "application/json")]
