@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable
 
 from reassemble import Finding, Reassembler, Report, strict_json
-from reassemble.json_array import ArrayFramer, element_text
+from reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
 from reassemble.profiles import PROFILES
 from reassemble.sse import SSEDecoder
 
@@ -88,64 +88,6 @@ def _zstd_decoder() -> Callable[[bytes], bytes]:
         return zstandard.ZstdDecompressor().decompressobj().decompress
 
 
-class EventFramer:
-    """Cuts a byte stream into whole SSE event blocks (everything up to and including the blank
-    line that ends an event), so enforce mode can hold and release exact upstream bytes.
-
-    Line ends are LF, CRLF or CR. A CR that ends an event may be the first half of a CRLF whose
-    LF has not arrived yet, so that cut waits for the next byte."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._line_empty = True
-        self._previous_cr = False
-        self._cut_pending = False
-
-    def feed(self, data: bytes) -> list[bytes]:
-        offset = len(self._buffer)
-        self._buffer += data
-        cuts = [cut for i, byte in enumerate(data) if (cut := self._step(byte, offset + i))]
-        return self._take(cuts)
-
-    def rest(self) -> bytes:
-        """Bytes after the last whole event, at the end of the stream."""
-        rest = bytes(self._buffer)
-        self._buffer.clear()
-        return rest
-
-    def _take(self, cuts: list[int]) -> list[bytes]:
-        blocks, start = [], 0
-        for cut in cuts:
-            blocks.append(bytes(self._buffer[start:cut]))
-            start = cut
-        del self._buffer[:start]
-        return blocks
-
-    def _step(self, byte: int, i: int) -> int | None:
-        """The cut position this byte decides, if any (always > 0)."""
-        cut = None
-        if self._cut_pending:
-            self._cut_pending = False
-            if byte == 0x0A:
-                self._previous_cr = False
-                return i + 1
-            cut = i
-        if byte == 0x0A and self._previous_cr:
-            self._previous_cr = False
-            return cut
-        if byte in (0x0A, 0x0D):
-            self._previous_cr = byte == 0x0D
-            if not self._line_empty:
-                self._line_empty = True
-            elif byte == 0x0A:
-                return i + 1
-            else:
-                self._cut_pending = True
-            return cut
-        self._line_empty = self._previous_cr = False
-        return cut
-
-
 def blocked_event(profile: str, codes: list[str], framing: str = SSE,
                   opens_array: bool = False) -> bytes:
     """A provider-shaped error event that makes the provider's own SDK raise. In a JSON array it
@@ -187,8 +129,7 @@ class StreamTap:
         self._sse = SSEDecoder()
         # Enforce mode cuts with one framer; inspection reads through its own, so observe mode
         # (any chunk boundaries) and enforce mode (whole blocks) read events the same way.
-        self._framer: EventFramer | ArrayFramer = EventFramer() if framing == SSE \
-            else ArrayFramer()
+        self._framer: Blocks = EventFramer() if framing == SSE else ArrayFramer()
         self._elements = ArrayFramer()
         self._elements_read = 0
         self._released = False  # enforce, JSON array: the opening bracket has gone out

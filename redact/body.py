@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reassemble import strict_json
-from reassemble.json_array import ArrayFramer, element_text
+from reassemble.framing import ArrayFramer, element_text
 from reassemble.limits import Limits
 from reassemble.sse import SSEError, decode_all
 

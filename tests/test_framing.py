@@ -1,4 +1,5 @@
-"""Gemini's streamed JSON array: cut into elements at any chunk boundaries, cut streams kept."""
+"""Framing a streamed body into whole events at any chunk boundaries: SSE blocks and Gemini's
+streamed JSON array; a cut array keeps its whole elements."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from cli.serve import array_frames
 from reassemble import strict_json
-from reassemble.json_array import ArrayFramer, element_text
+from reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
 from redact.body import parse_stream_body
 from tests.conftest import CONFORMANCE
 
@@ -24,12 +25,28 @@ _VALUES = st.recursive(
 _ELEMENTS = st.lists(st.dictionaries(_TRICKY, _VALUES, max_size=4), max_size=5)
 
 
-def frame(body: bytes, cuts: list[int]) -> tuple[list[bytes], bytes, bool]:
-    framer = ArrayFramer()
+def frame(body: bytes, cuts: list[int], framer: Blocks | None = None,
+          ) -> tuple[list[bytes], bytes, bool]:
+    framer = framer or ArrayFramer()
     edges = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
     blocks = [b for start, end in itertools.pairwise(edges)
               for b in framer.feed(body[start:end])]
-    return blocks, framer.rest(), framer.closed
+    return blocks, framer.rest(), isinstance(framer, ArrayFramer) and framer.closed
+
+
+_LINES = st.lists(st.text(alphabet="ab: é", min_size=1, max_size=8), min_size=1, max_size=3)
+
+
+@given(st.lists(_LINES, max_size=5), st.sampled_from(["\n", "\r\n", "\r"]),
+       st.lists(st.integers(min_value=0), max_size=20))
+def test_sse_blocks_end_at_each_blank_line_whatever_the_chunking(
+        events: list[list[str]], end: str, cuts: list[int]) -> None:
+    # Each event: non-empty lines, then the empty line that ends it.
+    expected = [("".join(line + end for line in lines) + end).encode() for lines in events]
+    body = b"".join(expected) + b"data: cut"
+    blocks, rest, _ = frame(body, cuts, EventFramer())
+    assert b"".join(blocks) + rest == body
+    assert blocks == expected and rest == b"data: cut"
 
 
 def elements(blocks: list[bytes]) -> list[Any]:

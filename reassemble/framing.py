@@ -1,0 +1,145 @@
+"""Cutting a streamed response body into whole events as its bytes arrive, keeping every byte.
+
+A framer's ``feed`` returns the blocks that became whole; joined with ``rest()`` at the end they
+are exactly the bytes fed, so a proxy can hold and release upstream bytes event by event. Work per
+call is proportional to the bytes given.
+
+- ``EventFramer``: server-sent events, each block up to and including the blank line that ends it.
+- ``ArrayFramer``: Gemini's streamed JSON array. Without ``?alt=sse``, ``:streamGenerateContent``
+  answers ``application/json``: one array whose elements (each a ``GenerateContentResponse``) are
+  sent as they are made, e.g. ``[{…}\\n,\\r\\n{…}\\n]``. Each block ends just after one
+  element; only brackets, braces, quotes and backslashes are looked at, found by a compiled
+  pattern, so the elements are found without being parsed (``element_text`` gives the element
+  for the strict parser).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+
+
+class Blocks(ABC):
+    """The bytes fed and not yet returned in a whole block."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    @abstractmethod
+    def feed(self, data: bytes) -> list[bytes]:
+        """The blocks that ``data`` completes."""
+
+    def rest(self) -> bytes:
+        """Bytes after the last whole block, at the end of the stream."""
+        rest = bytes(self._buffer)
+        self._buffer.clear()
+        return rest
+
+    def _take(self, cuts: list[int]) -> list[bytes]:
+        blocks, start = [], 0
+        for cut in cuts:
+            blocks.append(bytes(self._buffer[start:cut]))
+            start = cut
+        del self._buffer[:start]
+        return blocks
+
+
+class EventFramer(Blocks):
+    """Cuts a byte stream into whole SSE event blocks (everything up to and including the blank
+    line that ends an event), so enforce mode can hold and release exact upstream bytes.
+
+    Line ends are LF, CRLF or CR. A CR that ends an event may be the first half of a CRLF whose
+    LF has not arrived yet, so that cut waits for the next byte."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._line_empty = True
+        self._previous_cr = False
+        self._cut_pending = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        offset = len(self._buffer)
+        self._buffer += data
+        cuts = [cut for i, byte in enumerate(data) if (cut := self._step(byte, offset + i))]
+        return self._take(cuts)
+
+    def _step(self, byte: int, i: int) -> int | None:
+        """The cut position this byte decides, if any (always > 0)."""
+        cut = None
+        if self._cut_pending:
+            self._cut_pending = False
+            if byte == 0x0A:
+                self._previous_cr = False
+                return i + 1
+            cut = i
+        if byte == 0x0A and self._previous_cr:
+            self._previous_cr = False
+            return cut
+        if byte in (0x0A, 0x0D):
+            self._previous_cr = byte == 0x0D
+            if not self._line_empty:
+                self._line_empty = True
+            elif byte == 0x0A:
+                return i + 1
+            else:
+                self._cut_pending = True
+            return cut
+        self._line_empty = self._previous_cr = False
+        return cut
+
+
+_TOKENS = re.compile(rb'[][{}"\\]')
+_SPACE = b" \t\r\n"
+_OPEN, _CLOSE = frozenset(b"[{"), frozenset(b"]}")
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+
+
+class ArrayFramer(Blocks):
+    """Cuts the body into blocks, each ending just after one top-level element; the separator
+    before an element (``[`` or ``,`` and white space) starts its block, so the blocks joined are
+    the body. ``closed`` turns true at the array's closing bracket."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._depth = 0
+        self._in_string = False
+        self._escaped = False  # a backslash in a string was the last byte seen
+        self.closed = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        offset = len(self._buffer)
+        self._buffer += data
+        cuts: list[int] = []
+        skip = 0
+        if self._escaped and data:
+            self._escaped, skip = False, 1
+        for match in _TOKENS.finditer(data, skip):
+            i = match.start()
+            if i < skip:
+                continue  # the character after a backslash
+            byte = data[i]
+            if self._in_string:
+                if byte == _BACKSLASH:
+                    skip = i + 2
+                    self._escaped = skip > len(data)
+                elif byte == _QUOTE:
+                    self._in_string = False
+            elif byte == _QUOTE:
+                self._in_string = True
+            elif byte in _OPEN:
+                self._depth += 1
+            elif byte in _CLOSE:
+                self._depth -= 1
+                if self._depth == 1:
+                    cuts.append(offset + i + 1)
+                elif self._depth == 0:
+                    self.closed = True
+        return self._take(cuts)
+
+
+def element_text(block: bytes, first: bool) -> bytes:
+    """The element in a block: without the ``[`` (first block) or ``,`` before it. A block without
+    that separator is returned whole, so the strict parser rejects it."""
+    text = block.lstrip(_SPACE)
+    separator = b"[" if first else b","
+    return text[1:].lstrip(_SPACE) if text.startswith(separator) else text
