@@ -73,6 +73,7 @@ endif
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_engine.py
+	$(BIN)/python bench/bench_framing.py
 
 docs: $(STAMP)
 	$(BIN)/python -m cli.gendocs

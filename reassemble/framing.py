@@ -44,6 +44,9 @@ class Blocks(ABC):
         return blocks
 
 
+_LINE_ENDS = re.compile(rb"[\r\n]")
+
+
 class EventFramer(Blocks):
     """Cuts a byte stream into whole SSE event blocks (everything up to and including the blank
     line that ends an event), so enforce mode can hold and release exact upstream bytes.
@@ -60,7 +63,17 @@ class EventFramer(Blocks):
     def feed(self, data: bytes) -> list[bytes]:
         offset = len(self._buffer)
         self._buffer += data
-        cuts = [cut for i, byte in enumerate(data) if (cut := self._step(byte, offset + i))]
+        # Only line ends move the state, and a run of other bytes moves it as its first byte
+        # does, so the state machine steps on line ends and on the first byte after each.
+        steps: list[int] = []
+        after = 0
+        for match in _LINE_ENDS.finditer(data):
+            end = match.start()
+            steps += [after, end] if end > after else [end]
+            after = end + 1
+        if after < len(data):
+            steps.append(after)
+        cuts = [cut for i in steps if (cut := self._step(data[i], offset + i))]
         return self._take(cuts)
 
     def _step(self, byte: int, i: int) -> int | None:
