@@ -206,6 +206,10 @@ def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Prox
      "callgate blocked this turn: identity_collision"),
     ("anthropic", "/f/anthropic/valid_fragmented", "/f/anthropic/reused_index_new_id",
      "APIStatusError", "callgate blocked this turn: duplicate_start, identity_collision"),
+    # Unguarded, the Responses app runs the one call response.completed lists, of two streamed.
+    ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1",
+     "/f/openai-responses/completed_output_omits_call/v1", "APIError",
+     "callgate blocked this turn: argument_mismatch"),
     # mistralai has no error event; it fails to validate the error chunk and raises.
     ("mistral", "/f/mistral/native_parallel_calls", "/f/mistral/native_same_id_twice",
      "ResponseValidationError", "'error': {'message': 'ca"),
