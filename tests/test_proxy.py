@@ -186,12 +186,13 @@ def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
     ("openai", "/f/openai/valid_fragmented/v1"),
     ("anthropic", "/f/anthropic/valid_fragmented"),
     ("mistral", "/f/mistral/native_parallel_calls"),
+    ("gemini", "/f/gemini/valid_parallel_two_chunks/"),
 ])
 def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Proxy, sdk: str,
                                                       base: str, tmp_path: Path) -> None:
     if sdk == "mistral":
         proxy.set(callgate_provider="mistral")
-    tools = tools_file(base.split("/f/")[1].removesuffix("/v1"), tmp_path)
+    tools = tools_file(base.split("/f/")[1].removesuffix("/v1").rstrip("/"), tmp_path)
     direct = run_app(sdk, upstream.url + base, "--tools", tools)
     through = run_app(sdk, proxy.url + base, "--tools", tools)
     assert through["error"] is None
@@ -210,6 +211,10 @@ def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Prox
     ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1",
      "/f/openai-responses/completed_output_omits_call/v1", "APIError",
      "callgate blocked this turn: argument_mismatch"),
+    # google-genai raises on Gemini's error shape in the stream.
+    ("gemini", "/f/gemini/valid_parallel_two_chunks/", "/f/gemini/vertex_missing_closing_part/",
+     "ClientError", "409 ABORTED. {'error': {'code': 409, 'message': 'callgate blocked this turn: "
+     "missing_terminal', 'status': 'ABORTED'}}"),
     # mistralai has no error event; it fails to validate the error chunk and raises.
     ("mistral", "/f/mistral/native_parallel_calls", "/f/mistral/native_same_id_twice",
      "ResponseValidationError", "'error': {'message': 'ca"),
@@ -217,7 +222,7 @@ def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Prox
 def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
         upstream: Any, tmp_path: Path, sdk: str, good: str, bad: str, raised: str,
         says: str) -> None:
-    tools = tools_file(good.split("/f/")[1].removesuffix("/v1"), tmp_path)
+    tools = tools_file(good.split("/f/")[1].removesuffix("/v1").rstrip("/"), tmp_path)
     provider = "mistral" if sdk == "mistral" else ""
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True,
                callgate_provider=provider) as running:

@@ -4,7 +4,7 @@ Run with the SDK virtualenv (``.venv-apps/bin/python``). Prints one JSON line: t
 each streamed event (seconds since the request started), the event kinds, the finish or stop
 reason, the tool calls the SDK assembled, and the exception the SDK raised, if any.
 
-    client.py openai|openai-responses|anthropic|mistral BASE_URL [--key KEY] [--prompt TEXT]
+    client.py openai|openai-responses|anthropic|mistral|gemini BASE_URL [--key KEY] [--prompt TEXT]
               [--header NAME=VALUE]
               [--tools SCHEMAS.json]
 """
@@ -100,12 +100,36 @@ def run_mistral(args: argparse.Namespace, out: dict[str, Any]) -> None:
     out["tool_calls"] = calls
 
 
+def run_gemini(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """google-genai: streams with ``alt=sse``; the calls are run after the turn, not per chunk."""
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key=args.key, http_options=types.HttpOptions(
+        base_url=args.base_url, headers=args.headers))
+    tools = [types.Tool(function_declarations=[
+        types.FunctionDeclaration(name=name, parameters_json_schema=schema)
+        for name, schema in args.tools.items()])]
+    config = types.GenerateContentConfig(
+        tools=tools, automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+    calls = []
+    for chunk in client.models.generate_content_stream(model="gemini-2.5-flash",
+                                                       contents=args.prompt, config=config):
+        out["times"].append(time.monotonic() - START)
+        out["kinds"].append("chunk")
+        for candidate in chunk.candidates or []:
+            out["finish"] = candidate.finish_reason or out["finish"]
+        calls += [{"name": call.name, "args": call.args} for call in chunk.function_calls or []]
+    out["tool_calls"] = calls
+
+
 START = time.monotonic()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("sdk", choices=["openai", "openai-responses", "anthropic", "mistral"])
+    parser.add_argument("sdk", choices=["openai", "openai-responses", "anthropic", "mistral",
+                                        "gemini"])
     parser.add_argument("base_url")
     parser.add_argument("--key", default="sk-test-0000000000000000")
     parser.add_argument("--prompt", default="What is the weather in Oslo?")
@@ -118,11 +142,11 @@ def main() -> None:
                            "error": None}
     try:
         runners = {"openai": run_openai, "openai-responses": run_openai_responses,
-                   "anthropic": run_anthropic, "mistral": run_mistral}
+                   "anthropic": run_anthropic, "mistral": run_mistral, "gemini": run_gemini}
         runners[args.sdk](args, out)
     except Exception as error:  # the point: record what the SDK raises
         out["error"] = {"type": type(error).__name__, "message": str(error)[:300]}
-    print(json.dumps(out))
+    print(json.dumps(out, default=str))
 
 
 if __name__ == "__main__":
