@@ -166,18 +166,27 @@ class StreamTap:
 
     def _enforce(self, decoded: bytes, *, end: bool) -> list[bytes]:
         blocks = self._framer.feed(decoded)
-        if end:
-            blocks.append(self._framer.rest())
+        # The tail: what follows the last whole event once the body is over (a cut line or
+        # element) or once a JSON array has closed (its closing bracket, which decides now).
+        closed = isinstance(self._framer, ArrayFramer) and self._framer.closed
+        tail = self._framer.rest() if end or closed else None
+        routes = [(block, False) for block in blocks]
+        routes += [(tail, True)] if tail is not None else []
         out: list[bytes] = []
-        for position, block in enumerate(blocks):
-            try:
-                out += self._route(block)
-            except Exception as error:  # release everything not yet sent, unchanged
-                self._break(error)
-                held, self._held = self._held, []
-                return [*out, *held, *blocks[position:], self._framer.rest()]
-        if end and self._verdict is None:
-            out += self._decide()
+        routed = 0
+        try:
+            for block, is_tail in routes:
+                out += self._route(block, hold=is_tail)
+                routed += 1
+            if end and self._verdict is None:
+                out += self._decide()
+        except Exception as error:  # release everything not yet sent, unchanged
+            self._break(error)
+            held, self._held = self._held, []
+            unsent = [block for block, _ in routes[routed:]]
+            if held and unsent and held[-1] is unsent[0]:
+                unsent = unsent[1:]  # already held when the failure struck
+            return [*out, *held, *unsent, self._framer.rest()]
         return out
 
     def _break(self, error: Exception) -> None:
@@ -223,12 +232,13 @@ class StreamTap:
             self.end_marker_seen = True
         return event
 
-    def _route(self, block: bytes) -> list[bytes]:
-        """Enforce mode: where one whole event block goes now."""
+    def _route(self, block: bytes, *, hold: bool = False) -> list[bytes]:
+        """Enforce mode: where one block goes now. A held tail goes out only on a pass, so an
+        error event never lands after a cut line or element, or after a closed array."""
         if self._verdict is not None:
             return [block] if self._verdict else []
         events = self._inspect(block)
-        if self._held or any(self._profile.carries_terminal(e) for e in events):
+        if hold or self._held or any(self._profile.carries_terminal(e) for e in events):
             self._held.append(block)
             return self._decide() if self.end_marker_seen else []
         self._released = True

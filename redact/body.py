@@ -68,26 +68,28 @@ def _json_array(body: bytes) -> StreamBody:
     try:
         value = strict_json.loads_bytes(body, _BODY_LIMITS)
     except strict_json.StrictJSONError as error:
-        cut = _cut_json_array(body)
-        if cut is None:
+        framed = _framed_json_array(body)
+        if framed is None:
             raise BodyError(f"not a JSON array of chunks: {error.message}") from None
-        return cut
+        return framed
     if not isinstance(value, list):
         raise BodyError("not streamed: the body is one JSON document, not a list of chunks")
     return StreamBody(value, "json")
 
 
-def _cut_json_array(body: bytes) -> StreamBody | None:
-    """A streamed array that never reached its closing bracket (the connection ended): its
-    whole elements, marked incomplete. None when the body is not such an array."""
+def _framed_json_array(body: bytes) -> StreamBody | None:
+    """A streamed array the strict parser refuses as a whole, read element by element, as the
+    proxy reads it live: cut before its closing bracket (the connection ended: marked
+    incomplete), or holding an element that is not strict JSON (kept as text, for the engine to
+    report, as a bad SSE event is). None when the body is not such an array."""
     if not body.lstrip().startswith(b"["):
         return None
     framer = ArrayFramer()
     blocks = framer.feed(body)
-    if framer.closed:
-        return None
+    if framer.closed and framer.rest().strip() != b"]":
+        return None  # something after the array
     events = [_element(element_text(block, i == 0)) for i, block in enumerate(blocks)]
-    return StreamBody(events, "json", incomplete=True)
+    return StreamBody(events, "json", incomplete=not framer.closed)
 
 
 def _element(text: bytes) -> object:

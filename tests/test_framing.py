@@ -7,13 +7,14 @@ import itertools
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.serve import array_frames
 from reassemble import strict_json
 from reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
-from redact.body import parse_stream_body
+from redact.body import BodyError, parse_stream_body
 from tests.conftest import CONFORMANCE
 
 # Strings full of the characters the framer looks at: brackets, braces, quotes, backslashes.
@@ -101,3 +102,16 @@ def test_a_cut_array_keeps_its_whole_elements_and_is_marked_incomplete() -> None
 def test_a_cut_element_that_was_never_valid_stays_text_for_the_engine_to_report() -> None:
     stream = parse_stream_body(b'[{"a": 1},\n{"b": tru},\n{"c', "application/json")
     assert stream.events == [{"a": 1}, '{"b": tru}'] and stream.incomplete
+
+
+def test_a_closed_array_with_an_element_that_is_not_strict_json_keeps_it_as_text() -> None:
+    stream = parse_stream_body(b'[{"a": 1},\n{"b": 1, "b": 2},\n{"c": "\xff"}\n]',
+                               "application/json")
+    assert stream.events == [{"a": 1}, '{"b": 1, "b": 2}', '{"c": "\ufffd"}']
+    assert not stream.incomplete
+
+
+@pytest.mark.parametrize("body", [b'[{"a": 1}] x', b'[{"a": 1}]]', b'{"a": tru}'])
+def test_a_body_that_is_not_one_array_is_refused(body: bytes) -> None:
+    with pytest.raises(BodyError, match="not a JSON array of chunks"):
+        parse_stream_body(body, "application/json")

@@ -1,0 +1,102 @@
+"""The proxy's stream tap in enforce mode, fed directly: what reaches the client, byte for byte.
+
+The proxy tests drive the tap through real mitmproxy; here the bodies are cut where a network can
+cut them (mid-line, mid-element, before the end-of-body call) and the tap itself is made to fail.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from cli.serve import array_frames, frames
+from proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
+from reassemble import Reassembler
+from tests.conftest import CONFORMANCE, load
+
+ERROR = "callgate blocked this turn: {}"
+
+
+def tap_for(envelope: dict[str, Any], framing: str, failures: list[str] | None = None,
+            ) -> StreamTap:
+    engine = Reassembler(envelope["profile"], envelope.get("tool_schemas", {}),
+                         request=envelope.get("request"))
+    return StreamTap(engine, envelope["profile"], "", enforce=True, on_finding=lambda _: None,
+                     on_failure=(failures if failures is not None else []).append,
+                     framing=framing)
+
+
+def through(tap: StreamTap, body: bytes, piece: int, *, end: bool = True) -> bytes:
+    """The client's bytes: ``body`` in ``piece``-byte chunks, then the end-of-body call."""
+    out: list[bytes] = []
+    for chunk in [body[i:i + piece] for i in range(0, len(body), piece)] + ([b""] if end else []):
+        sent = tap(chunk)
+        out += sent if isinstance(sent, list) else [sent]
+    return b"".join(out)
+
+
+def gemini(name: str) -> tuple[dict[str, Any], bytes]:
+    envelope = load(CONFORMANCE / "gemini" / f"{name}.json")
+    return envelope, b"".join(array_frames(envelope))
+
+
+def gemini_error(code: str) -> dict[str, Any]:
+    return {"error": {"code": 409, "message": ERROR.format(code), "status": "ABORTED"}}
+
+
+@pytest.mark.parametrize("piece", [1, 7, 100_000])
+def test_a_failing_array_without_a_finish_chunk_still_ends_as_one_valid_array(piece: int) -> None:
+    envelope, body = gemini("truncated_before_finish")
+    sent = through(tap_for(envelope, JSON_ARRAY), body, piece)
+    assert json.loads(sent) == [*envelope["chunks"], gemini_error("missing_terminal")]
+
+
+@pytest.mark.parametrize("piece", [1, 7, 100_000])
+def test_an_array_cut_inside_an_element_gets_the_error_instead_of_the_cut_element(
+        piece: int) -> None:
+    envelope, body = gemini("valid_parallel_two_chunks")
+    cut = body[:body.index(b"\n,\r\n") + 30]
+    sent = through(tap_for(envelope, JSON_ARRAY), cut, piece)
+    assert json.loads(sent) == [envelope["chunks"][0], gemini_error("missing_terminal")]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (CONFORMANCE / "gemini").glob("*.json")
+                                        if load(p)["expect"]["status"] == "pass"))
+def test_a_passing_array_is_released_unchanged_at_its_closing_bracket(name: str) -> None:
+    # No end-of-body call: the closing bracket alone decides, as [DONE] does for SSE.
+    envelope, body = gemini(name)
+    tap = tap_for(envelope, JSON_ARRAY)
+    assert through(tap, body, 7, end=False) == body
+    assert tap.end_marker_seen
+
+
+def test_an_sse_body_cut_mid_line_gets_the_error_event_after_its_last_whole_event() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    *whole, finish, usage, done = frames(envelope)
+    assert b'"finish_reason": "tool_calls"' in finish and done == b"data: [DONE]\n\n"
+    cut = b"".join(whole) + finish[:20]  # the finish chunk, cut: no terminal evidence arrived
+    error = {"error": {"message": ERROR.format("missing_terminal"), "type": "callgate_blocked",
+                       "code": "missing_terminal", "param": None}}
+    sent = through(tap_for(envelope, SSE), cut, 5)
+    assert sent == b"".join(whole) + f"data: {json.dumps(error)}\n\n".encode()
+    # A passing turn cut after its terminal evidence goes out exactly as it came.
+    cut = b"".join(whole) + finish + usage[:20]
+    assert through(tap_for(envelope, SSE), cut, 5) == cut
+
+
+@pytest.mark.parametrize(("framing", "name"), [(SSE, "openai/valid_fragmented"),
+                                               (JSON_ARRAY, "gemini/valid_single_call")])
+def test_a_failure_inside_the_tap_at_the_verdict_sends_every_byte_once(
+        framing: str, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    envelope = load(CONFORMANCE / f"{name}.json")
+    body = b"".join(array_frames(envelope) if framing == JSON_ARRAY else frames(envelope))
+
+    def broken_close(self: Reassembler) -> Any:
+        raise RuntimeError("engine fault")
+
+    monkeypatch.setattr(Reassembler, "close", broken_close)
+    failures: list[str] = []
+    sent = through(tap_for(envelope, framing, failures), body, 9)
+    assert (sent, failures) == (body, ["RuntimeError"])
