@@ -25,9 +25,15 @@ class Blocks(ABC):
     def __init__(self) -> None:
         self._buffer = bytearray()
 
-    @abstractmethod
     def feed(self, data: bytes) -> list[bytes]:
         """The blocks that ``data`` completes."""
+        offset = len(self._buffer)
+        self._buffer += data
+        return self._take(self._cuts(data, offset))
+
+    @abstractmethod
+    def _cuts(self, data: bytes, offset: int) -> list[int]:
+        """Buffer positions where a block ends, found in ``data`` (which starts at ``offset``)."""
 
     def rest(self) -> bytes:
         """Bytes after the last whole block, at the end of the stream."""
@@ -60,9 +66,7 @@ class EventFramer(Blocks):
         self._previous_cr = False
         self._cut_pending = False
 
-    def feed(self, data: bytes) -> list[bytes]:
-        offset = len(self._buffer)
-        self._buffer += data
+    def _cuts(self, data: bytes, offset: int) -> list[int]:
         # Only line ends move the state, and a run of other bytes moves it as its first byte
         # does, so the state machine steps on line ends and on the first byte after each.
         steps: list[int] = []
@@ -73,8 +77,7 @@ class EventFramer(Blocks):
             after = end + 1
         if after < len(data):
             steps.append(after)
-        cuts = [cut for i in steps if (cut := self._step(data[i], offset + i))]
-        return self._take(cuts)
+        return [cut for i in steps if (cut := self._step(data[i], offset + i))]
 
     def _step(self, byte: int, i: int) -> int | None:
         """The cut position this byte decides, if any (always > 0)."""
@@ -119,9 +122,7 @@ class ArrayFramer(Blocks):
         self._escaped = False  # a backslash in a string was the last byte seen
         self.closed = False
 
-    def feed(self, data: bytes) -> list[bytes]:
-        offset = len(self._buffer)
-        self._buffer += data
+    def _cuts(self, data: bytes, offset: int) -> list[int]:
         cuts: list[int] = []
         skip = 0
         if self._escaped and data:
@@ -147,7 +148,7 @@ class ArrayFramer(Blocks):
                     cuts.append(offset + i + 1)
                 elif self._depth == 0:
                     self.closed = True
-        return self._take(cuts)
+        return cuts
 
 
 def element_text(block: bytes, first: bool) -> bytes:
