@@ -19,7 +19,7 @@ policy reads it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from reassemble.codes import Code
@@ -29,6 +29,7 @@ from reassemble.events import (
     Problem,
     SlotDelta,
     SlotEnded,
+    SlotKey,
     SlotStarted,
     TurnEnded,
 )
@@ -206,26 +207,25 @@ class ResponsesTranslator:
     # -- arguments -------------------------------------------------------------------------------
 
     def _delta(self, raw: Mapping[str, object]) -> list[Event]:
-        found = self._call_slot(raw)
-        if isinstance(found, Problem):
-            return [found]
-        index, events = found
-        delta = raw.get("delta")
-        if not isinstance(delta, str):
-            return [*events, Problem(Code.UNSUPPORTED_EVENT, "delta is not a string", "/delta", 0,
-                                     index)]
-        return [*events, SlotDelta((0, index), "/delta", arguments=delta)]
+        return self._argument_text(raw, "delta", lambda key, text: SlotDelta(
+            key, "/delta", arguments=text))
 
     def _arguments_done(self, raw: Mapping[str, object]) -> list[Event]:
+        return self._argument_text(raw, "arguments", lambda key, text: ArgumentsStated(
+            key, "/arguments", text))
+
+    def _argument_text(self, raw: Mapping[str, object], field: str,
+                       event: Callable[[SlotKey, str], Event]) -> list[Event]:
+        """An argument event of a call's slot: its ``field`` must be text."""
         found = self._call_slot(raw)
         if isinstance(found, Problem):
             return [found]
         index, events = found
-        arguments = raw.get("arguments")
-        if not isinstance(arguments, str):
-            return [*events, Problem(Code.UNSUPPORTED_EVENT, "arguments is not a string",
-                                     "/arguments", 0, index)]
-        return [*events, ArgumentsStated((0, index), "/arguments", arguments)]
+        text = raw.get(field)
+        if not isinstance(text, str):
+            return [*events, Problem(Code.UNSUPPORTED_EVENT, f"{field} is not a string",
+                                     f"/{field}", 0, index)]
+        return [*events, event((0, index), text)]
 
     def _call_slot(self, raw: Mapping[str, object]) -> tuple[int, list[Event]] | Problem:
         """The output index an argument event is about, plus any identity finding. The index
