@@ -93,25 +93,28 @@ def _problems(outcome: Outcome) -> str:
 
 
 def _calls_table(calls: Sequence[Call]) -> str:
-    if not calls:
-        return '<p class="none">no tool calls</p>'
-    rows = "".join(
-        f"<tr><td>{c.choice}</td><td>{c.slot}</td><td>{_e(c.id or '-')}</td>"
-        f"<td>{_e(c.name or '-')}</td><td class=\"args\">{_e(_shorten(c.arguments, 240))}</td>"
-        f'<td class="state {c.state.value}">{c.state.value}</td></tr>' for c in calls)
-    return ("<table class=\"calls\"><caption>calls</caption><tr><th>choice</th><th>slot</th>"
-            f"<th>id</th><th>name</th><th>arguments</th><th>state</th></tr>{rows}</table>")
+    rows = [f"<tr><td>{c.choice}</td><td>{c.slot}</td><td>{_e(c.id or '-')}</td>"
+            f"<td>{_e(c.name or '-')}</td><td class=\"args\">{_e(_shorten(c.arguments, 240))}</td>"
+            f'<td class="state {c.state.value}">{c.state.value}</td></tr>' for c in calls]
+    return _table("calls", ("choice", "slot", "id", "name", "arguments", "state"), rows,
+                  "no tool calls")
 
 
 def _findings_table(findings: Sequence[Finding]) -> str:
-    if not findings:
-        return '<p class="none">no findings</p>'
-    rows = "".join(
-        f'<tr class="{f.severity.value}"><td><code>{f.code.value}</code></td>'
-        f"<td>{_severity(f)}</td><td>{_where(f)}</td><td>{'-' if f.event is None else f.event}</td>"
-        f"<td>{_e(f.message)}<br><small>{_e(f.path)}</small></td></tr>" for f in findings)
-    return ("<table class=\"findings\"><caption>findings</caption><tr><th>code</th>"
-            f"<th>severity</th><th>slot</th><th>event</th><th>message</th></tr>{rows}</table>")
+    rows = [f'<tr class="{f.severity.value}"><td><code>{f.code.value}</code></td>'
+            f"<td>{_severity(f)}</td><td>{_where(f)}</td>"
+            f"<td>{'-' if f.event is None else f.event}</td>"
+            f"<td>{_e(f.message)}<br><small>{_e(f.path)}</small></td></tr>" for f in findings]
+    return _table("findings", ("code", "severity", "slot", "event", "message"), rows,
+                  "no findings")
+
+
+def _table(name: str, headings: Sequence[str], rows: Sequence[str], empty: str) -> str:
+    if not rows:
+        return f'<p class="none">{empty}</p>'
+    head = "".join(f"<th>{heading}</th>" for heading in headings)
+    return (f'<table class="{name}"><caption>{name}</caption><tr>{head}</tr>{"".join(rows)}'
+            "</table>")
 
 
 def _severity(finding: Finding) -> str:
