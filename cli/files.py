@@ -6,10 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from reassemble import EnvelopeError, strict_json, validate_envelope
-from reassemble.limits import Limits
-
-#: Fixture files may hold long streams; nesting and number limits stay those of arguments.
-FILE_LIMITS = Limits(max_argument_bytes=256 << 20)
+from reassemble.limits import DOCUMENT_LIMITS
 
 
 class InputError(Exception):
@@ -26,7 +23,7 @@ def load_json(path: Path) -> Any:
     except OSError as error:
         raise InputError(path, f"cannot read: {error.strerror or error}") from None
     try:
-        return strict_json.loads_bytes(data, FILE_LIMITS)
+        return strict_json.loads_bytes(data, DOCUMENT_LIMITS)
     except strict_json.StrictJSONError as error:
         raise InputError(path, f"not strict JSON ({error.code.value}): {error.message}") from None
 

@@ -16,3 +16,7 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+#: For whole documents (a recorded body, a fixture file, a request with a long conversation):
+#: they may be large; nesting and number limits stay those of arguments.
+DOCUMENT_LIMITS = Limits(max_argument_bytes=256 << 20)

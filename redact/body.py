@@ -6,10 +6,8 @@ from dataclasses import dataclass
 
 from reassemble import strict_json
 from reassemble.framing import ArrayFramer, element_text
-from reassemble.limits import Limits
+from reassemble.limits import DOCUMENT_LIMITS
 from reassemble.sse import SSEError, decode_all
-
-_BODY_LIMITS = Limits(max_argument_bytes=256 << 20)
 
 
 class BodyError(ValueError):
@@ -66,7 +64,7 @@ def _json_lines(body: bytes) -> StreamBody:
 
 def _json_array(body: bytes) -> StreamBody:
     try:
-        value = strict_json.loads_bytes(body, _BODY_LIMITS)
+        value = strict_json.loads_bytes(body, DOCUMENT_LIMITS)
     except strict_json.StrictJSONError as error:
         framed = _framed_json_array(body)
         if framed is None:
@@ -94,13 +92,13 @@ def _framed_json_array(body: bytes) -> StreamBody | None:
 
 def _element(text: bytes) -> object:
     try:
-        return strict_json.loads_bytes(text, _BODY_LIMITS)
+        return strict_json.loads_bytes(text, DOCUMENT_LIMITS)
     except strict_json.StrictJSONError:
         return text.decode("utf-8", "replace")
 
 
 def _json_or_text(data: str) -> object:
     try:
-        return strict_json.loads(data, _BODY_LIMITS)
+        return strict_json.loads(data, DOCUMENT_LIMITS)
     except strict_json.StrictJSONError:
         return data

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from reassemble import Report, check, strict_json
 from reassemble.gemini_schema import declaration_schemas
+from reassemble.limits import DOCUMENT_LIMITS
 from reassemble.profiles import PROFILES
 from redact.body import BodyError, StreamBody, parse_stream_body
 from redact.detect import profile_for, provider_from_url, unsupported_reason
@@ -149,7 +150,7 @@ def _profile_from_events(events: list[object]) -> str | None:
 
 def _request_json(body: bytes) -> dict[str, Any]:
     try:
-        value = strict_json.loads_bytes(body) if body.strip() else {}
+        value = strict_json.loads_bytes(body, DOCUMENT_LIMITS) if body.strip() else {}
     except strict_json.StrictJSONError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -191,7 +192,7 @@ def tool_schemas(request: Mapping[str, Any]) -> dict[str, Any]:
     are left out: a call to one is then ``unknown_tool`` until the user supplies a schema."""
     schemas: dict[str, Any] = dict(declaration_schemas(request.get("tools")))
     for tool in _list(request.get("tools")) + _list(request.get("functions")):
-        function = tool.get("function", tool)
+        function = _function(tool)
         name = function.get("name")
         schema = function.get("parameters", function.get("input_schema"))
         if "function" in tool and schema is None:
@@ -201,13 +202,19 @@ def tool_schemas(request: Mapping[str, Any]) -> dict[str, Any]:
     return schemas
 
 
+def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What declares a tool: its ``function`` object (OpenAI Chat), else the entry itself."""
+    function = tool.get("function", tool)
+    return function if isinstance(function, dict) else {}
+
+
 def _list(value: object) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _meta(exchange: Exchange, request: Mapping[str, Any], body: StreamBody,
           provider: str | None) -> dict[str, Any]:
-    tools = [t.get("function", t).get("name") for t in _list(request.get("tools"))]
+    tools = [_function(t).get("name") for t in _list(request.get("tools"))]
     roles = Counter(str(m.get("role")) for m in _list(request.get("messages")))
     meta: dict[str, Any] = {
         "capture": exchange.capture, "provider": provider, "model": request.get("model"),

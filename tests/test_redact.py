@@ -20,6 +20,7 @@ from redact import (
     RedactionRefused,
     redact_envelope,
     redact_exchange,
+    request_context,
 )
 from redact.leaks import encodings
 from redact.mask import Pseudonyms, mask_arguments
@@ -238,3 +239,17 @@ def test_a_planted_canary_never_reaches_a_fixture_in_any_encoding(secret: str,
     for form in encodings(secret) | {base64.b64encode(secret.encode()).decode(),
                                      quote(secret)}:
         assert form not in text
+
+
+def test_a_long_conversation_keeps_its_tool_schemas_and_a_malformed_tool_is_left_out() -> None:
+    request = {"model": "m", "stream": True,
+               "messages": [{"role": "user", "content": "x" * (2 << 20)}],
+               "tools": [{"type": "function", "function": "not an object"},
+                         {"type": "function", "function": {"name": "get_weather",
+                                                           "parameters": WEATHER}}]}
+    assert request_context(json.dumps(request).encode()) == ({"get_weather": WEATHER},
+                                                             {"model": "m", "stream": True})
+    envelope = redact_exchange(openai_exchange(['{"city": "Oslo"}'], request=request)).envelope
+    assert (envelope["tool_schemas"], envelope["meta"]["tools"]) == ({"get_weather": WEATHER},
+                                                                    ["get_weather"])
+    assert envelope["expect"] == {"status": "pass", "codes": []}
