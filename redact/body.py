@@ -56,7 +56,7 @@ def _sse(body: bytes) -> StreamBody:
 
 def _json_lines(body: bytes) -> StreamBody:
     try:
-        lines = body.decode("utf-8").splitlines()
+        lines = body.decode("utf-8-sig").split("\n")  # not splitlines: JSON may hold U+2028
     except UnicodeDecodeError as error:
         raise BodyError(f"not UTF-8 at byte {error.start}") from None
     return StreamBody([_json_or_text(line) for line in lines if line.strip()], "jsonl")

@@ -115,3 +115,9 @@ def test_a_closed_array_with_an_element_that_is_not_strict_json_keeps_it_as_text
 def test_a_body_that_is_not_one_array_is_refused(body: bytes) -> None:
     with pytest.raises(BodyError, match="not a JSON array of chunks"):
         parse_stream_body(body, "application/json")
+
+
+def test_json_lines_split_only_at_line_feeds_and_drop_a_byte_order_mark() -> None:
+    body = '\ufeff{"a": "x\u2028y\u0085z"}\r\n{"b": 1}\n'.encode()
+    assert parse_stream_body(body, "application/x-ndjson").events == [
+        {"a": "x\u2028y\u0085z"}, {"b": 1}]
