@@ -22,10 +22,11 @@ import time
 import zlib
 from collections.abc import Callable
 
-from reassemble import Finding, Reassembler, Report, strict_json
+from reassemble import Finding, Reassembler, Report
 from reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
 from reassemble.profiles import PROFILES
 from reassemble.sse import SSEDecoder
+from redact.body import event_value
 
 #: How a response streams: server-sent events, or Gemini's JSON array (no ``alt=sse``).
 SSE, JSON_ARRAY = "sse", "json-array"
@@ -127,12 +128,11 @@ class StreamTap:
         self.report: Report | None = None
         self.framing = framing
         self._sse = SSEDecoder()
-        # Enforce mode cuts with one framer; inspection reads through its own, so observe mode
-        # (any chunk boundaries) and enforce mode (whole blocks) read events the same way.
+        # Enforce mode cuts the body into blocks with the framer and reads each block; observe
+        # mode reads chunks as they come (a JSON array through the same framer).
         self._framer: Blocks = EventFramer() if framing == SSE else ArrayFramer()
-        self._elements = ArrayFramer()
-        self._elements_read = 0
-        self._released = False  # enforce, JSON array: the opening bracket has gone out
+        self._element_seen = False  # JSON array: the next element follows a comma
+        self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
         self._held: list[bytes] = []
         self._verdict: bool | None = None  # enforce: None until decided, then pass/fail
         self._broken = False
@@ -160,33 +160,26 @@ class StreamTap:
 
     def _observe(self, decoded: bytes) -> None:
         try:
-            self._inspect(decoded)
+            self._read(self._chunk_texts(decoded))
         except Exception as error:  # never raise into mitmproxy
             self._break(error)
 
     def _enforce(self, decoded: bytes, *, end: bool) -> list[bytes]:
         blocks = self._framer.feed(decoded)
-        # The tail: what follows the last whole event once the body is over (a cut line or
-        # element) or once a JSON array has closed (its closing bracket, which decides now).
-        closed = isinstance(self._framer, ArrayFramer) and self._framer.closed
-        tail = self._framer.rest() if end or closed else None
-        routes = [(block, False) for block in blocks]
-        routes += [(tail, True)] if tail is not None else []
         out: list[bytes] = []
-        routed = 0
         try:
-            for block, is_tail in routes:
-                out += self._route(block, hold=is_tail)
-                routed += 1
+            for block in blocks:
+                out += self._route(block)
+            # The tail: what follows the last whole event once the body is over (a cut line or
+            # element) or once a JSON array has closed (its closing bracket, which decides now).
+            if end or self._array_closed:
+                out += self._route(self._framer.rest(), tail=True)
             if end and self._verdict is None:
                 out += self._decide()
-        except Exception as error:  # release everything not yet sent, unchanged
+        except Exception as error:  # release every byte not yet sent, unchanged
             self._break(error)
-            held, self._held = self._held, []
-            unsent = [block for block, _ in routes[routed:]]
-            if held and unsent and held[-1] is unsent[0]:
-                unsent = unsent[1:]  # already held when the failure struck
-            return [*out, *held, *unsent, self._framer.rest()]
+            self._held = []
+            return [*out, b"".join(self.body)[self._sent:]]
         return out
 
     def _break(self, error: Exception) -> None:
@@ -194,25 +187,45 @@ class StreamTap:
             self._broken = True
             self._on_failure(type(error).__name__)
 
-    def _inspect(self, data: bytes) -> list[object]:
+    def _read(self, texts: list[str | bytes]) -> list[object]:
+        """Each event's value, fed to the engine; its findings reported as they happen."""
         events = []
         now = time.monotonic()
         self._started = now if self._started is None else self._started
-        for text in self._texts(data):
+        for text in texts:
             self.event_times.append(now - self._started)
-            event = self._event(text)
+            event = event_value(text)
+            if self._profile.ends_stream(event):
+                self.end_marker_seen = True
             events.append(event)
             for finding in self.engine.feed(event):
                 self._on_finding(finding)
         return events
 
-    def _texts(self, data: bytes) -> list[str | bytes]:
-        """The JSON text of each whole event in ``data`` (empty ``data``: the end of the body)."""
+    def _chunk_texts(self, data: bytes) -> list[str | bytes]:
+        """Observe mode: the JSON text of each event a chunk completes (empty: the body's end)."""
         if self.framing == JSON_ARRAY:
-            blocks = self._elements.feed(data)
-            first, self._elements_read = self._elements_read, self._elements_read + len(blocks)
-            self.end_marker_seen = self._elements.closed
-            return [element_text(block, first + i == 0) for i, block in enumerate(blocks)]
+            return self._elements(self._framer.feed(data))
+        return self._sse_texts(data)
+
+    def _block_texts(self, block: bytes, *, tail: bool) -> list[str | bytes]:
+        """Enforce mode: the JSON text of the event in a whole block (a tail holds none)."""
+        if self.framing == JSON_ARRAY:
+            return self._elements([] if tail else [block])
+        return self._sse_texts(block)
+
+    def _elements(self, blocks: list[bytes]) -> list[str | bytes]:
+        texts: list[str | bytes] = [element_text(block, not self._element_seen and i == 0)
+                                    for i, block in enumerate(blocks)]
+        self._element_seen = self._element_seen or bool(blocks)
+        self.end_marker_seen = self._array_closed
+        return texts
+
+    @property
+    def _array_closed(self) -> bool:
+        return isinstance(self._framer, ArrayFramer) and self._framer.closed
+
+    def _sse_texts(self, data: bytes) -> list[str | bytes]:
         texts: list[str | bytes] = []
         for sse in self._sse.feed(data) if data else self._sse.close():
             if sse.data == _DONE:
@@ -221,27 +234,17 @@ class StreamTap:
                 texts.append(sse.data)
         return texts
 
-    def _event(self, text: str | bytes) -> object:
-        event: object
-        try:
-            event = strict_json.loads(text) if isinstance(text, str) \
-                else strict_json.loads_bytes(text)
-        except strict_json.StrictJSONError:
-            event = text if isinstance(text, str) else text.decode("utf-8", "replace")
-        if self._profile.ends_stream(event):
-            self.end_marker_seen = True
-        return event
-
-    def _route(self, block: bytes, *, hold: bool = False) -> list[bytes]:
-        """Enforce mode: where one block goes now. A held tail goes out only on a pass, so an
-        error event never lands after a cut line or element, or after a closed array."""
+    def _route(self, block: bytes, *, tail: bool = False) -> list[bytes]:
+        """Enforce mode: where one block goes now. A tail is held and goes out only on a pass,
+        so an error event never lands after a cut line or element, or after a closed array."""
         if self._verdict is not None:
+            self._sent += len(block) if self._verdict else 0
             return [block] if self._verdict else []
-        events = self._inspect(block)
-        if hold or self._held or any(self._profile.carries_terminal(e) for e in events):
+        events = self._read(self._block_texts(block, tail=tail))
+        if tail or self._held or any(self._profile.carries_terminal(e) for e in events):
             self._held.append(block)
             return self._decide() if self.end_marker_seen else []
-        self._released = True
+        self._sent += len(block)
         return [block]
 
     def _decide(self) -> list[bytes]:
@@ -249,6 +252,7 @@ class StreamTap:
         self._verdict = report.exit_code != 1
         held, self._held = self._held, []
         if self._verdict:
+            self._sent += sum(map(len, held))
             return held
         return [blocked_event(self.profile, report.blocking_codes, self.framing,
-                              opens_array=not self._released)]
+                              opens_array=self._sent == 0)]

@@ -50,7 +50,7 @@ def _sse(body: bytes) -> StreamBody:
         if event.data == "[DONE]":
             done = True
             continue
-        events.append(_json_or_text(event.data))
+        events.append(event_value(event.data))
     return StreamBody(events, "sse", done, incomplete)
 
 
@@ -59,7 +59,7 @@ def _json_lines(body: bytes) -> StreamBody:
         lines = body.decode("utf-8-sig").split("\n")  # not splitlines: JSON may hold U+2028
     except UnicodeDecodeError as error:
         raise BodyError(f"not UTF-8 at byte {error.start}") from None
-    return StreamBody([_json_or_text(line) for line in lines if line.strip()], "jsonl")
+    return StreamBody([event_value(line) for line in lines if line.strip()], "jsonl")
 
 
 def _json_array(body: bytes) -> StreamBody:
@@ -86,19 +86,15 @@ def _framed_json_array(body: bytes) -> StreamBody | None:
     blocks = framer.feed(body)
     if framer.closed and framer.rest().strip() != b"]":
         return None  # something after the array
-    events = [_element(element_text(block, i == 0)) for i, block in enumerate(blocks)]
+    events = [event_value(element_text(block, i == 0)) for i, block in enumerate(blocks)]
     return StreamBody(events, "json", incomplete=not framer.closed)
 
 
-def _element(text: bytes) -> object:
+def event_value(text: str | bytes) -> object:
+    """One event's JSON value; text that is not strict JSON stays a string, so the engine sees
+    (and reports) it instead of it vanishing."""
     try:
-        return strict_json.loads_bytes(text, DOCUMENT_LIMITS)
+        return strict_json.loads(text, DOCUMENT_LIMITS) if isinstance(text, str) \
+            else strict_json.loads_bytes(text, DOCUMENT_LIMITS)
     except strict_json.StrictJSONError:
-        return text.decode("utf-8", "replace")
-
-
-def _json_or_text(data: str) -> object:
-    try:
-        return strict_json.loads(data, DOCUMENT_LIMITS)
-    except strict_json.StrictJSONError:
-        return data
+        return text if isinstance(text, str) else text.decode("utf-8", "replace")

@@ -100,3 +100,17 @@ def test_a_failure_inside_the_tap_at_the_verdict_sends_every_byte_once(
     failures: list[str] = []
     sent = through(tap_for(envelope, framing, failures), body, 9)
     assert (sent, failures) == (body, ["RuntimeError"])
+
+
+@pytest.mark.parametrize("enforce", [False, True])
+def test_an_event_over_a_mebibyte_is_read_as_import_reads_it(enforce: bool) -> None:
+    # response.completed restates the whole response: with long instructions it is large.
+    envelope = load(CONFORMANCE / "openai-responses" / "valid_single_call.json")
+    envelope["events"][-1]["response"]["instructions"] = "x" * (2 << 20)
+    body = b"".join(frames(envelope))
+    engine = Reassembler("openai-responses", envelope["tool_schemas"])
+    tap = StreamTap(engine, "openai-responses", "", enforce=enforce, on_finding=lambda _: None,
+                    on_failure=lambda _: None)
+    sent = through(tap, body, 64 << 10)
+    assert (tap.close().status.value, tap.close().blocking_codes) == ("pass", [])
+    assert sent == body
