@@ -8,11 +8,10 @@ clients; both mean the same. ``nullable: true`` adds ``"null"`` to the type. A f
 generation and are dropped; ``example`` becomes ``examples``. Integer bounds in the proto are
 int64, which proto3 JSON may write as strings (``"minItems": "1"``); they are read as numbers.
 
-Anything it cannot translate without guessing raises ``UnsupportedSchema`` (a ``ValueError``),
-or, with ``fail_closed=True``, stays in the output renamed ``openapi:<keyword>`` so that
-``reassemble.schema.compile_schema`` rejects the tool with ``unsupported_schema_keyword`` at
-that very place. ``declaration_schemas`` reads a request's ``tools`` into the envelope's
-``tool_schemas`` that way.
+Anything it cannot translate without guessing stays in the output renamed
+``openapi:<keyword>``, so that ``reassemble.schema.compile_schema`` rejects the tool with
+``unsupported_schema_keyword`` at that very place (fail closed). ``declaration_schemas`` reads a
+request's ``tools`` into the envelope's ``tool_schemas``.
 """
 
 from __future__ import annotations
@@ -31,30 +30,18 @@ _INT_FORMATS = {"int32": 2**31, "int64": 2**63}
 UNSUPPORTED_PREFIX = "openapi:"
 
 
-class UnsupportedSchema(ValueError):
-    """``keyword`` at ``pointer`` (into the OpenAPI schema) has no faithful JSON Schema form."""
-
-    def __init__(self, pointer: str, keyword: str, reason: str) -> None:
-        super().__init__(f"{pointer or '(root)'}: {keyword!r} {reason}")
-        self.pointer = pointer
-        self.keyword = keyword
-
-
-def to_json_schema(openapi: object, *, fail_closed: bool = False) -> object:
-    """The JSON Schema (2020-12) equivalent of an OpenAPI 3.0 ``Schema`` object.
-
-    Raises ``UnsupportedSchema`` for a keyword or value it cannot translate faithfully; with
-    ``fail_closed`` it instead keeps that keyword as ``openapi:<keyword>`` (see the module doc).
-    """
-    return _Translation(fail_closed).node(openapi, "")
+def to_json_schema(openapi: object) -> object:
+    """The JSON Schema (2020-12) equivalent of an OpenAPI 3.0 ``Schema`` object; a keyword or
+    value it cannot translate faithfully is kept as ``openapi:<keyword>`` (see the module doc)."""
+    return _Translation().node(openapi)
 
 
 def declaration_schemas(tools: object) -> dict[str, object]:
     """Tool name -> JSON Schema for every function declaration in a request's ``tools``.
 
-    ``parametersJsonSchema`` is taken as it is; ``parameters`` is translated with
-    ``fail_closed=True``; a declaration with neither takes no arguments (``{}`` only); one with
-    both is ambiguous and fails closed. Snake-case field names are read as well (proto JSON).
+    ``parametersJsonSchema`` is taken as it is; ``parameters`` is translated; a declaration with
+    neither takes no arguments (``{}`` only); one with both is ambiguous and fails closed.
+    Snake-case field names are read as well (proto JSON).
     """
     schemas: dict[str, object] = {}
     for tool in tools if isinstance(tools, list) else []:
@@ -75,7 +62,7 @@ def _declaration_schema(declaration: Mapping[str, Any]) -> object:
         return json_schema
     if parameters is None:
         return {"type": "object", "maxProperties": 0}
-    return to_json_schema(parameters, fail_closed=True)
+    return to_json_schema(parameters)
 
 
 def _field(node: Mapping[str, Any], camel: str) -> Any:
@@ -86,27 +73,24 @@ def _field(node: Mapping[str, Any], camel: str) -> Any:
 
 
 class _Translation:
-    def __init__(self, fail_closed: bool) -> None:
-        self.fail_closed = fail_closed
-
-    def node(self, schema: object, pointer: str) -> object:
+    def node(self, schema: object) -> object:
         if not isinstance(schema, dict):
-            return self._refuse(None, pointer, "", schema, "is not a Schema object")
+            return self._refuse(None, "", schema)  # not a Schema object
         out: dict[str, Any] = {}
         given = {key: value for key, value in schema.items() if value is not None}
         for key, value in given.items():
-            self._keyword(out, key, value, f"{pointer}/{_escape(key)}")
+            self._keyword(out, key, value)
         if "nullable" in given:
-            self._nullable(out, given, pointer)
+            self._nullable(out, given)
         return out
 
-    def _keyword(self, out: dict[str, Any], key: str, value: Any, here: str) -> None:
+    def _keyword(self, out: dict[str, Any], key: str, value: Any) -> None:
         if key in _DROPPED or key == "nullable":
             return
         if key == "type":
             lower = value.lower() if isinstance(value, str) else None
             if lower not in _TYPES:
-                self._refuse(out, here, key, value, "is not a Gemini type")
+                self._refuse(out, key, value)  # not a Gemini type
                 return
             out["type"] = lower
         elif key in _SAME or key in ("enum", "required"):
@@ -117,18 +101,17 @@ class _Translation:
             count = int(value) if isinstance(value, str) and value.isdigit() else value
             out[key] = count
         elif key == "format":
-            self._format(out, value, here)
+            self._format(out, value)
         elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: self.node(child, f"{here}/{_escape(name)}")
-                        for name, child in value.items()}
+            out[key] = {name: self.node(child) for name, child in value.items()}
         elif key == "items":
-            out[key] = self.node(value, here)
+            out[key] = self.node(value)
         elif key == "anyOf" and isinstance(value, list):
-            out[key] = [self.node(child, f"{here}/{i}") for i, child in enumerate(value)]
+            out[key] = [self.node(child) for child in value]
         else:
-            self._refuse(out, here, key, value, "has no faithful JSON Schema form")
+            self._refuse(out, key, value)  # no faithful JSON Schema form
 
-    def _format(self, out: dict[str, Any], value: Any, here: str) -> None:
+    def _format(self, out: dict[str, Any], value: Any) -> None:
         if value in _NOTE_FORMATS:
             return
         if value in _INT_FORMATS:
@@ -137,31 +120,24 @@ class _Translation:
             return
         out["format"] = value  # a JSON Schema format: the schema policy decides if it is checked
 
-    def _nullable(self, out: dict[str, Any], given: Mapping[str, Any], pointer: str) -> None:
-        here = f"{pointer}/nullable"
+    def _nullable(self, out: dict[str, Any], given: Mapping[str, Any]) -> None:
         nullable = given["nullable"]
         if nullable is False:
             return
         if nullable is not True:
-            self._refuse(out, here, "nullable", nullable, "is not a boolean")
+            self._refuse(out, "nullable", nullable)  # not a boolean
         elif "type" not in out:
             # OpenAPI 3.0.3 ties nullable to type; without one, what it allows is unclear.
-            self._refuse(out, here, "nullable", nullable, "has no type to extend")
+            self._refuse(out, "nullable", nullable)  # no type to extend
         elif "enum" in out and None not in out["enum"]:
-            self._refuse(out, here, "nullable", nullable, "with an enum lacking null is "
-                         "read two ways by OpenAPI 3.0 tools")
+            # with an enum lacking null, OpenAPI 3.0 tools read it two ways
+            self._refuse(out, "nullable", nullable)
         elif out["type"] != "null":
             out["type"] = [out["type"], "null"]
 
-    def _refuse(self, out: dict[str, Any] | None, here: str, key: str, value: object,
-                reason: str) -> object:
-        if not self.fail_closed:
-            raise UnsupportedSchema(here, key, reason)
+    def _refuse(self, out: dict[str, Any] | None, key: str, value: object) -> object:
         if out is None:  # not a schema object: compile_schema reports invalid_schema for it
             return value
         out[UNSUPPORTED_PREFIX + key] = value
         return out
 
-
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
