@@ -89,11 +89,27 @@ def finished(calls: list[dict[str, Any]], finish: object) -> Calls:
     return calls, None if finish is None else str(finish)
 
 
+def function_tools(envelope: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {"name": name, "parameters": schema}}
+            for name, schema in envelope.get("tool_schemas", {}).items()]
+
+
+def openai_client(openai: Any, http: Any, envelope: dict[str, Any]) -> Any:
+    return openai.OpenAI(api_key="callgate-diff", base_url="http://callgate.invalid/v1",
+                         max_retries=0, http_client=served_by(http, envelope))
+
+
+def chat_calls(tool_calls: Any) -> list[dict[str, Any]]:
+    """A Chat Completions message's tool calls (a custom tool call has input, no function)."""
+    return [{"id": call.id, "name": call.custom.name, "arguments": call.custom.input}
+            if call.type == "custom" else
+            {"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+            for call in tool_calls or []]
+
+
 def openai_python(envelope: dict[str, Any], openai: Any, http: Any, streaming: Any) -> Calls:
-    tools = [{"type": "function", "function": {"name": name, "parameters": schema}}
-             for name, schema in envelope.get("tool_schemas", {}).items()]
-    client = openai.OpenAI(api_key="callgate-diff", base_url="http://callgate.invalid/v1",
-                           max_retries=0, http_client=served_by(http, envelope))
+    tools = function_tools(envelope)
+    client = openai_client(openai, http, envelope)
     state = streaming.ChatCompletionStreamState(input_tools=tools)
     with client.chat.completions.create(
             model="callgate-diff", messages=[{"role": "user", "content": "callgate diff"}],
@@ -103,9 +119,7 @@ def openai_python(envelope: dict[str, Any], openai: Any, http: Any, streaming: A
     choices = state.get_final_completion().choices
     if not choices:
         return [], None
-    calls = [{"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
-             for call in choices[0].message.tool_calls or []]
-    return finished(calls, choices[0].finish_reason)
+    return finished(chat_calls(choices[0].message.tool_calls), choices[0].finish_reason)
 
 
 def anthropic_python(envelope: dict[str, Any], anthropic: Any, http: Any) -> Calls:
@@ -123,11 +137,6 @@ def anthropic_python(envelope: dict[str, Any], anthropic: Any, http: Any) -> Cal
     return finished(calls, message.stop_reason)
 
 
-def function_tools(envelope: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {"name": name, "parameters": schema}}
-            for name, schema in envelope.get("tool_schemas", {}).items()]
-
-
 def langchain(envelope: dict[str, Any], langchain_openai: Any, http: Any) -> Calls:
     model = langchain_openai.ChatOpenAI(
         model="callgate-diff", api_key="callgate-diff", base_url="http://callgate.invalid/v1",
@@ -142,8 +151,7 @@ def langchain(envelope: dict[str, Any], langchain_openai: Any, http: Any) -> Cal
 
 def litellm(envelope: dict[str, Any], library: Any, openai: Any, http: Any) -> Calls:
     library.suppress_debug_info = True
-    client = openai.OpenAI(api_key="callgate-diff", base_url="http://callgate.invalid/v1",
-                           max_retries=0, http_client=served_by(http, envelope))
+    client = openai_client(openai, http, envelope)
     messages = [{"role": "user", "content": "callgate diff"}]
     stream = library.completion(model="openai/callgate-diff", messages=messages,
                                 tools=function_tools(envelope) or None, stream=True,
@@ -152,11 +160,7 @@ def litellm(envelope: dict[str, Any], library: Any, openai: Any, http: Any) -> C
     if response is None or not response.choices:
         return [], None
     choice = response.choices[0]
-    calls = [{"id": call.id, "name": call.custom.name, "arguments": call.custom.input}
-             if call.type == "custom" else  # ChatCompletionMessageCustomToolCall has no .function
-             {"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
-             for call in getattr(choice.message, "tool_calls", None) or []]
-    return finished(calls, choice.finish_reason)
+    return finished(chat_calls(getattr(choice.message, "tool_calls", None)), choice.finish_reason)
 
 
 #: adapter -> (pip package, modules to import, what it hands on given the envelope and modules).
