@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from reassemble.profiles import PROFILES
-
 #: Host suffix -> provider name (the names the quirk registry uses). First match wins.
 _HOSTS: tuple[tuple[str, str], ...] = (
     ("api.openai.com", "openai"),
@@ -54,9 +52,9 @@ def profile_for(url: str, provider: str | None) -> str | None:
         return "mistral" if provider == "mistral" else "openai"
     if path.endswith("/messages") or path.endswith(":streamRawPredict"):
         return "anthropic"
-    if path.endswith("/responses") and "openai-responses" in PROFILES:
+    if path.endswith("/responses"):
         return "openai-responses"
-    if path.endswith(":streamGenerateContent") and "gemini" in PROFILES:
+    if path.endswith(":streamGenerateContent"):
         return "gemini"
     return None
 

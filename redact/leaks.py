@@ -33,11 +33,11 @@ MIN_SECRET_CHARS = 8
 #: Headers whose values are never secrets, so they are not searched for.
 _HARMLESS_HEADERS = frozenset({
     "content-type", "content-length", "accept", "accept-encoding", "connection", "host",
-    "anthropic-version", "user-agent", "x-stainless-lang", "x-stainless-package-version",
-    "x-stainless-runtime", "x-stainless-runtime-version", "x-stainless-os", "x-stainless-arch",
-    "x-stainless-retry-count", "x-stainless-async", "x-stainless-read-timeout", "openai-beta",
-    "anthropic-beta", "transfer-encoding", "date", "cache-control", "te",
+    "anthropic-version", "user-agent", "openai-beta", "anthropic-beta", "transfer-encoding",
+    "date", "cache-control", "te",
 })
+#: The OpenAI and Anthropic SDKs' version and platform headers (x-stainless-os, ...).
+_HARMLESS_PREFIX = "x-stainless-"
 
 
 _CREDENTIAL_NAME = re.compile(
@@ -59,7 +59,7 @@ def secrets_of(exchange: Exchange) -> set[str]:
     values: set[str] = set()
     for name, value in exchange.request_headers + exchange.response_headers:
         lower = name.lower()
-        if lower in _HARMLESS_HEADERS or lower.startswith("x-stainless-"):
+        if lower in _HARMLESS_HEADERS or lower.startswith(_HARMLESS_PREFIX):
             continue
         if _CREDENTIAL_NAME.search(lower) or _TOKEN_LIKE.fullmatch(value):
             values.update(_header_values(name, value))
@@ -95,11 +95,10 @@ def encodings(secret: str) -> set[str]:
 
 def find_leaks(strings: Iterable[tuple[str, str]], secrets: Iterable[str]) -> list[Leak]:
     """Leaks among ``(json path, text)`` pairs: any encoding of a secret, or a credential format."""
-    needles = {form: "credential-from-exchange" for secret in secrets
-               for form in encodings(secret)}
+    needles = {form for secret in secrets for form in encodings(secret)}
     leaks = []
     for path, text in strings:
-        hit = next((name for form, name in needles.items() if form in text), None)
+        hit = "credential-from-exchange" if any(form in text for form in needles) else None
         hit = hit or next((name for name, pattern in PATTERNS.items() if pattern.search(text)),
                           None)
         if hit:

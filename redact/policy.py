@@ -258,7 +258,7 @@ def _removed(exchange: Exchange, request: Mapping[str, Any]) -> set[str]:
     removed = {"headers", "output_text", "provider_ids"}
     if urlsplit(exchange.url).query:
         removed.add("query_string")
-    prompt_fields = {"messages", "system", "input", "instructions", "contents", "prompt"}
+    # Everything but the kept parameters and the tools: prompts, instructions, user ids, ...
     removed |= {f"request.{key}" for key in request
-                if key in prompt_fields or (key not in REQUEST_PARAMETERS and key != "tools")}
+                if key not in REQUEST_PARAMETERS and key != "tools"}
     return removed
