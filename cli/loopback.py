@@ -1,10 +1,20 @@
-"""Ports on 127.0.0.1 for the processes ``make demo`` (and the tests) start and wait for."""
+"""Listening addresses: ``--listen`` parsed, and ports on 127.0.0.1 for the processes
+``make demo`` (and the tests) start and wait for."""
 
 from __future__ import annotations
 
 import socket
 import time
 from collections.abc import Callable
+
+
+def split_listen(listen: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:8080`` for IPv6; an empty host is 127.0.0.1) as (host, port).
+    Raises ``ValueError`` with the line to show."""
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--listen takes HOST:PORT, not {listen!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def free_port() -> int:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cli.loopback import split_listen
+
 LOOPBACK_NAMES = ("localhost",)
 #: mitmweb's flow list, with the comment column where callgate writes its verdict.
 WEB_COLUMNS = ["icon", "path", "method", "status", "size", "time", "comment"]
@@ -40,11 +42,6 @@ class RecordOptions:
 
 def callgate_home() -> Path:
     return Path(os.environ.get("CALLGATE_HOME") or Path.home() / ".callgate")
-
-
-def split_listen(listen: str) -> tuple[str, int]:
-    host, _, port = listen.rpartition(":")
-    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def is_loopback(host: str) -> bool:
@@ -99,7 +96,11 @@ def run_record(options: RecordOptions) -> int:
     if options.mode == "reverse" and not options.upstream:
         print("callgate: --upstream is required in reverse mode", file=sys.stderr)
         return 2
-    host, _ = split_listen(options.listen)
+    try:
+        host, _ = split_listen(options.listen)
+    except ValueError as error:
+        print(f"callgate: {error}", file=sys.stderr)
+        return 2
     if not is_loopback(host):
         print(f"callgate: warning: listening on {host}, not loopback: anyone who can reach this "
               "machine can use your API credentials through it", file=sys.stderr)

@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from cli.files import InputError, load_envelope
+from cli.loopback import split_listen
 from reassemble.profiles import PROFILES
 
 
@@ -213,12 +214,12 @@ def run_serve(paths: Sequence[Path], listen: str, timing: str) -> int:
         print(f"callgate: --timing takes fast, recorded or seconds, not {timing!r}")
         return 2
     try:
+        host, port = split_listen(listen)
         fixtures = collect(paths)
-    except InputError as error:
+    except (ValueError, InputError) as error:
         print(f"callgate: {error}")
         return 2
-    host, _, port = listen.rpartition(":")
-    provider = FakeProvider(fixtures, host or "127.0.0.1", int(port), pause)
+    provider = FakeProvider(fixtures, host, port, pause)
     print(f"callgate serve: {len(fixtures)} fixtures on {provider.url} "
           f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})")
     with contextlib.suppress(KeyboardInterrupt):

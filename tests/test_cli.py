@@ -97,3 +97,12 @@ def test_a_missing_file_is_one_line_and_the_rest_still_run(tmp_path: Path) -> No
     assert code == 2
     assert err == f"callgate: {tmp_path / 'absent.json'}: cannot read: No such file or directory\n"
     assert json.loads(out)["status"] == "pass"
+
+
+@pytest.mark.parametrize("command", [["serve", str(CONFORMANCE)],
+                                     ["record", "--upstream", "http://127.0.0.1:9"]])
+@pytest.mark.parametrize("listen", ["127.0.0.1:abc", "[::1]:70000", "localhost:"])
+def test_a_bad_listen_address_is_one_line_and_exit_2(command: list[str], listen: str) -> None:
+    result = runner.invoke(app, [*command, "--listen", listen])
+    assert (result.exit_code, result.stdout + result.stderr) == (
+        2, f"callgate: --listen takes HOST:PORT, not {listen!r}\n")
