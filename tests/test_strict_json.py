@@ -15,13 +15,53 @@ from hypothesis import strategies as st
 from reassemble.codes import Code
 from reassemble.limits import Limits
 from reassemble.strict_json import StrictJSONError, loads, loads_bytes
+from tests.conftest import SHARED_CORPUS, require_corpus
 
 #: nst/JSONTestSuite's test_parsing folder, in the shared corpus beside the repository.
-SUITE = (Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "jsontestsuite"
-         / "test_parsing")
+SUITE = SHARED_CORPUS / "jsontestsuite" / "test_parsing"
 
+#: The codes strict parsing may raise; fuzzed input must never raise anything else.
 ARGUMENT_CODES = {Code.INVALID_ARGUMENTS_JSON, Code.TRAILING_DATA, Code.NON_FINITE_NUMBER,
                   Code.DUPLICATE_KEY, Code.INVALID_UNICODE, Code.LIMIT_EXCEEDED}
+
+#: n_ files refused with a more precise code than invalid_arguments_json (every other n_ file
+#: gets that one): trailing data, bad UTF-8, NaN/Infinity, and nesting past the depth limit.
+N_OUTCOMES: dict[str, Code] = {
+    "n_array_a_invalid_utf8.json": Code.INVALID_UNICODE,
+    "n_array_comma_after_close.json": Code.TRAILING_DATA,
+    "n_array_extra_close.json": Code.TRAILING_DATA,
+    "n_array_invalid_utf8.json": Code.INVALID_UNICODE,
+    "n_multidigit_number_then_00.json": Code.TRAILING_DATA,
+    "n_number_NaN.json": Code.NON_FINITE_NUMBER,
+    "n_number_infinity.json": Code.NON_FINITE_NUMBER,
+    "n_number_invalid-utf-8-in-bigger-int.json": Code.INVALID_UNICODE,
+    "n_number_invalid-utf-8-in-exponent.json": Code.INVALID_UNICODE,
+    "n_number_invalid-utf-8-in-int.json": Code.INVALID_UNICODE,
+    "n_number_minus_infinity.json": Code.NON_FINITE_NUMBER,
+    "n_number_real_with_invalid_utf8_after_e.json": Code.INVALID_UNICODE,
+    "n_object_lone_continuation_byte_in_key_and_trailing_comma.json": Code.INVALID_UNICODE,
+    "n_object_trailing_comment.json": Code.TRAILING_DATA,
+    "n_object_trailing_comment_open.json": Code.TRAILING_DATA,
+    "n_object_trailing_comment_slash_open.json": Code.TRAILING_DATA,
+    "n_object_trailing_comment_slash_open_incomplete.json": Code.TRAILING_DATA,
+    "n_object_with_trailing_garbage.json": Code.TRAILING_DATA,
+    "n_string_invalid-utf-8-in-escape.json": Code.INVALID_UNICODE,
+    "n_string_invalid_utf8_after_escape.json": Code.INVALID_UNICODE,
+    "n_string_with_trailing_garbage.json": Code.TRAILING_DATA,
+    "n_structure_100000_opening_arrays.json": Code.LIMIT_EXCEEDED,
+    "n_structure_array_trailing_garbage.json": Code.TRAILING_DATA,
+    "n_structure_array_with_extra_array_close.json": Code.TRAILING_DATA,
+    "n_structure_close_unopened_array.json": Code.TRAILING_DATA,
+    "n_structure_double_array.json": Code.TRAILING_DATA,
+    "n_structure_incomplete_UTF8_BOM.json": Code.INVALID_UNICODE,
+    "n_structure_lone-invalid-utf-8.json": Code.INVALID_UNICODE,
+    "n_structure_number_with_trailing_garbage.json": Code.TRAILING_DATA,
+    "n_structure_object_followed_by_closing_object.json": Code.TRAILING_DATA,
+    "n_structure_object_with_trailing_garbage.json": Code.TRAILING_DATA,
+    "n_structure_open_array_object.json": Code.LIMIT_EXCEEDED,
+    "n_structure_single_eacute.json": Code.INVALID_UNICODE,
+    "n_structure_trailing_#.json": Code.TRAILING_DATA,
+}
 
 #: y_ files that are valid JSON text but refused by policy.
 Y_REJECTED: dict[str, Code] = {
@@ -83,12 +123,6 @@ def suite_files(prefix: str) -> list[Any]:
     return [pytest.param(path, id=path.name) for path in sorted(SUITE.glob(f"{prefix}*.json"))]
 
 
-def require_suite() -> Path:
-    if not SUITE.is_dir():
-        pytest.skip(f"JSON test suite not at {SUITE}")
-    return SUITE
-
-
 def code_of(text: str, limits: Limits | None = None) -> Code:
     with pytest.raises(StrictJSONError) as caught:
         loads(text) if limits is None else loads(text, limits)
@@ -118,10 +152,8 @@ def test_every_y_file_is_accepted_unless_refused_by_policy(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", suite_files("n_"))
-def test_every_n_file_is_rejected_with_an_argument_code(path: Path) -> None:
-    with pytest.raises(StrictJSONError) as caught:
-        loads_bytes(path.read_bytes())
-    assert caught.value.code in ARGUMENT_CODES
+def test_every_n_file_is_rejected_with_its_code(path: Path) -> None:
+    assert outcome(path.read_bytes()) == N_OUTCOMES.get(path.name, Code.INVALID_ARGUMENTS_JSON)
 
 
 @pytest.mark.parametrize("path", suite_files("i_"))
@@ -131,13 +163,13 @@ def test_every_i_file_has_its_pinned_outcome(path: Path) -> None:
 
 
 def test_every_i_file_in_the_suite_has_a_pinned_outcome() -> None:
-    names = {path.name for path in require_suite().glob("i_*.json")}
+    names = {path.name for path in require_corpus("jsontestsuite/test_parsing").glob("i_*.json")}
     assert sorted(names - I_OUTCOMES.keys()) == []
 
 
 def test_every_pinned_name_has_a_file_in_the_suite() -> None:
-    names = {path.name for path in require_suite().glob("*.json")}
-    assert sorted((I_OUTCOMES.keys() | Y_REJECTED.keys()) - names) == []
+    names = {path.name for path in require_corpus("jsontestsuite/test_parsing").glob("*.json")}
+    assert sorted((I_OUTCOMES.keys() | Y_REJECTED.keys() | N_OUTCOMES.keys()) - names) == []
 
 
 # --- Numbers ------------------------------------------------------------------------------------
