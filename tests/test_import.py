@@ -11,6 +11,7 @@ from mitmproxy.test import tflow, tutils
 from typer.testing import CliRunner
 
 from cli.app import app
+from reassemble.profiles import PROFILES
 
 runner = CliRunner()
 KEY = "sk-proj-" + "Zq7" * 16
@@ -85,8 +86,8 @@ def test_the_scripted_raw_body_form_works(tmp_path: Path) -> None:
 def test_out_with_several_fixtures_writes_nothing(tmp_path: Path) -> None:
     har = tmp_path / "two.har"
     har.write_text(json.dumps(SaveHar().make_har([flow(sse_body("{}")), flow(sse_body("{}"))])))
-    code, _, err = invoke(str(har), "--out", str(tmp_path / "one.json"))
-    assert code == 1 and "use --out-dir" in err
+    assert invoke(str(har), "--out", str(tmp_path / "one.json")) == (
+        1, "", "callgate: --out names one file but 2 fixtures were found; use --out-dir\n")
     assert not (tmp_path / "one.json").exists()
 
 
@@ -114,14 +115,14 @@ def test_a_non_streamed_exchange_is_skipped_with_its_reason(tmp_path: Path) -> N
     plain = flow(b'{"choices": []}')
     plain.response.headers["content-type"] = "application/json"
     har.write_text(json.dumps(SaveHar().make_har([plain])))
-    code, out, err = invoke(str(har), "--out-dir", str(tmp_path))
-    assert code == 1
-    assert "skipped" in out and "not a streamed response" in out
-    assert err == "callgate: nothing to import: no streamed tool-call exchange was found\n"
+    assert invoke(str(har), "--out-dir", str(tmp_path)) == (
+        1, f"skipped {har} #1 (entry 1): not a streamed response (content-type "
+           "application/json)\n",
+        "callgate: nothing to import: no streamed tool-call exchange was found\n")
 
 
 def test_an_unknown_profile_is_one_line_and_exit_2(tmp_path: Path) -> None:
     body = tmp_path / "b.sse"
     body.write_bytes(sse_body("{}"))
-    code, _, err = invoke(str(body), "--profile", "cohere")
-    assert code == 2 and err.startswith("callgate: unknown profile 'cohere'")
+    assert invoke(str(body), "--profile", "cohere") == (
+        2, "", f"callgate: unknown profile 'cohere'; known: {', '.join(sorted(PROFILES))}\n")
