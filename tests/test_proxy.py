@@ -182,46 +182,58 @@ def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
 
 
 @needs_apps
-@pytest.mark.parametrize(("sdk", "base"), [
-    ("openai", "/f/openai/valid_fragmented/v1"),
-    ("anthropic", "/f/anthropic/valid_fragmented"),
-    ("mistral", "/f/mistral/native_parallel_calls"),
-    ("gemini", "/f/gemini/valid_parallel_two_chunks/"),
+@pytest.mark.parametrize(("sdk", "base", "calls"), [
+    ("openai", "/f/openai/valid_fragmented/v1", 1),
+    ("anthropic", "/f/anthropic/valid_fragmented", 1),
+    ("mistral", "/f/mistral/native_parallel_calls", 2),
+    ("gemini", "/f/gemini/valid_parallel_two_chunks/", 2),
+    ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1", 2),
 ])
 def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Proxy, sdk: str,
-                                                      base: str, tmp_path: Path) -> None:
+                                                      base: str, calls: int,
+                                                      tmp_path: Path) -> None:
     if sdk == "mistral":
         proxy.set(callgate_provider="mistral")
-    tools = tools_file(base.split("/f/")[1].removesuffix("/v1").rstrip("/"), tmp_path)
+    name = base.split("/f/")[1].removesuffix("/v1").rstrip("/")
+    tools = tools_file(name, tmp_path)
     direct = run_app(sdk, upstream.url + base, "--tools", tools)
     through = run_app(sdk, proxy.url + base, "--tools", tools)
-    assert through["error"] is None
+    assert through["error"] is None and len(through["tool_calls"]) == calls
     for key in ("kinds", "finish", "tool_calls"):
         assert through[key] == direct[key]
-    assert fixtures_in(proxy.out, 1)[0]["expect"] == {"status": "pass", "codes": []}
+    fixture = fixtures_in(proxy.out, 1)[0]
+    assert (fixture["profile"], fixture["expect"]) == (name.split("/")[0],
+                                                      {"status": "pass", "codes": []})
 
 
 @needs_apps
-@pytest.mark.parametrize(("sdk", "good", "bad", "raised", "says"), [
+@pytest.mark.parametrize(("sdk", "good", "bad", "raised", "says", "handed"), [
     ("openai", "/f/openai/valid_fragmented/v1", "/f/openai/reused_index_new_id/v1", "APIError",
-     "callgate blocked this turn: identity_collision"),
+     "callgate blocked this turn: identity_collision",
+     [{"name": "get_weathersearch", "arguments": '{"city":"Oslo"}{"query":"x"}'}]),
     ("anthropic", "/f/anthropic/valid_fragmented", "/f/anthropic/reused_index_new_id",
-     "APIStatusError", "callgate blocked this turn: duplicate_start, identity_collision"),
+     "APIStatusError", "callgate blocked this turn: duplicate_start, identity_collision",
+     [{"name": "get_weather", "input": {"city": "Oslo"}}, {"name": "search", "input": {}}]),
     # Unguarded, the Responses app runs the one call response.completed lists, of two streamed.
     ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1",
      "/f/openai-responses/completed_output_omits_call/v1", "APIError",
-     "callgate blocked this turn: argument_mismatch"),
+     "callgate blocked this turn: argument_mismatch",
+     [{"name": "get_weather", "arguments": '{"city":"Oslo"}'}]),
     # google-genai raises on Gemini's error shape in the stream.
     ("gemini", "/f/gemini/valid_parallel_two_chunks/", "/f/gemini/vertex_missing_closing_part/",
      "ClientError", "409 ABORTED. {'error': {'code': 409, 'message': 'callgate blocked this turn: "
-     "missing_terminal', 'status': 'ABORTED'}}"),
+     "missing_terminal', 'status': 'ABORTED'}}",
+     [{"name": "get_weather", "args": None}, {"name": None, "args": None},
+      {"name": None, "args": None}]),
     # mistralai has no error event; it fails to validate the error chunk and raises.
     ("mistral", "/f/mistral/native_parallel_calls", "/f/mistral/native_same_id_twice",
-     "ResponseValidationError", "'error': {'message': 'ca"),
+     "ResponseValidationError", "'error': {'message': 'ca",
+     [{"name": "get_weather", "arguments": '{"city":"Oslo"}'},
+      {"name": "get_weather", "arguments": '{"city":"Rome"}'}]),
 ])
 def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
         upstream: Any, tmp_path: Path, sdk: str, good: str, bad: str, raised: str,
-        says: str) -> None:
+        says: str, handed: list[dict[str, Any]]) -> None:
     tools = tools_file(good.split("/f/")[1].removesuffix("/v1").rstrip("/"), tmp_path)
     provider = "mistral" if sdk == "mistral" else ""
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True,
@@ -231,7 +243,7 @@ def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
     direct, direct_bad = (run_app(sdk, upstream.url + path, "--tools", tools)
                           for path in (good, bad))
     assert passed["error"] is None and direct_bad["error"] is None
-    assert direct_bad["tool_calls"]  # unguarded, the SDK hands the bad turn's calls to the app
+    assert direct_bad["tool_calls"] == handed  # unguarded, the app gets the bad turn's calls
     assert (passed["kinds"], passed["tool_calls"]) == (direct["kinds"], direct["tool_calls"])
     assert blocked["error"]["type"] == raised and says in blocked["error"]["message"]
     assert blocked["tool_calls"] == []
@@ -274,20 +286,6 @@ def test_raw_writers_are_refused_unless_allowed(upstream: Any, tmp_path: Path) -
             running.master.options.update(save_stream_file=str(tmp_path / "raw.flow"))
         running.master.options.update(callgate_allow_raw_dump=True,
                                       save_stream_file=str(tmp_path / "raw.flow"))
-
-
-@needs_apps
-def test_the_openai_sdk_responses_client_is_captured_through_the_proxy(
-        upstream: Any, proxy: Proxy, tmp_path: Path) -> None:
-    name = "openai-responses/valid_parallel_calls"
-    tools = tools_file(name, tmp_path)
-    direct = run_app("openai-responses", f"{upstream.url}/f/{name}/v1", "--tools", tools)
-    through = run_app("openai-responses", f"{proxy.url}/f/{name}/v1", "--tools", tools)
-    assert through["error"] is None and len(through["tool_calls"]) == 2
-    assert (through["kinds"], through["tool_calls"]) == (direct["kinds"], direct["tool_calls"])
-    fixture = fixtures_in(proxy.out, 1)[0]
-    assert (fixture["profile"], fixture["expect"]) == ("openai-responses",
-                                                      {"status": "pass", "codes": []})
 
 
 @pytest.mark.parametrize(("name", "expect"), [
