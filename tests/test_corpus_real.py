@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from reassemble import check
 from reassemble.gemini_schema import declaration_schemas
+from reassemble.profiles import PROFILES
 from reassemble.sse import decode_all
 from tests.conftest import SHARED_CORPUS
 
@@ -211,7 +212,7 @@ def test_real_stream_gets_the_careful_verdict(row: dict[str, str]) -> None:
     profile = profile_of(row)
     envelope = {"profile": profile, "provider": row["provider"], "tool_schemas": schemas,
                 "request": request,
-                ("events" if profile in ("anthropic", "openai-responses") else "chunks"): events}
+                PROFILES[profile].stream_key: events}
     report = check(envelope)
     tolerated = sorted({f.quirk for f in report.findings if f.quirk})
     status, codes, quirks = EXPECTED[row["file"]]

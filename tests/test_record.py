@@ -7,11 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from cli.loopback import free_port, wait_listening
-from tests.proxy_harness import fake_provider, post, request_body
+from tests.proxy_harness import fake_provider, fixtures_in, post, request_body
 
 BIN = Path(sys.executable).parent
 KEY, QUERY_KEY, PROMPT = "sk-proj-CANARYkey0123456789ab", "AIzaCANARYquery0123", "CANARYprompt"
@@ -35,9 +34,7 @@ def test_record_flags_live_writes_redacted_fixtures_and_prints_no_secret(tmp_pat
              json.dumps(body).encode(), {"authorization": f"Bearer {KEY}"})
         post(f"http://127.0.0.1:{port}", "/f/anthropic/valid_fragmented/v1/messages",
              request_body("anthropic/valid_fragmented"), {"x-api-key": KEY})
-        deadline = time.monotonic() + 20
-        while len(list((tmp_path / "fx").glob("*.json"))) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        fixtures_in(tmp_path / "fx", 2)
     finally:
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=30)

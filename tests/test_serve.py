@@ -106,7 +106,8 @@ def test_timing_values(value: str, parsed: Any) -> None:
 
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
 @pytest.mark.parametrize(("sdk", "base", "handed"), [
-    # openai-python concatenates a reused index into one call named after both tools.
+    # An app that accumulates openai-python's deltas by index, the usual loop, gets one call
+    # named after both tools.
     ("openai", "/f/openai/reused_index_new_id/v1",
      [{"name": "get_weathersearch", "arguments": '{"city":"Oslo"}{"query":"x"}'}]),
     # anthropic-python keeps a truncated stream's partial input without complaint.
