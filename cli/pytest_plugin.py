@@ -113,16 +113,13 @@ class FixtureItem(pytest.Item):
 
     def runtest(self) -> None:
         # Imported here: see the module comment (the plugin loads in every pytest run).
-        from cli.files import InputError, load_envelope
-        from cli.replay import expectation_problems
-        from reassemble import check
+        from cli.replay import judge
 
-        try:
-            envelope = load_envelope(self.path)
-        except InputError as error:
-            raise FixtureFailure([str(error)]) from None
-        if problems := expectation_problems(envelope, check(envelope)):
-            raise FixtureFailure(problems)
+        outcome = judge(self.path)
+        if outcome.error is not None:
+            raise FixtureFailure([f"{self.path}: {outcome.error}"])
+        if outcome.problems:
+            raise FixtureFailure(list(outcome.problems))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: TracebackStyle | None = None) -> str | TerminalRepr:
