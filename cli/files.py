@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +39,17 @@ def load_envelope(path: Path) -> dict[str, Any]:
     assert isinstance(document, dict)
     return document
 
+
+def find_fixtures(paths: Sequence[Path]) -> list[Path]:
+    """Every ``*.json`` file under ``paths`` (folders recursively, hidden entries skipped; a path
+    may also be a file), sorted and without repeats. A folder holding none stays in the list, so
+    that replaying it reports the folder instead of silently judging nothing."""
+    found: set[Path] = set()
+    for path in paths:
+        if not path.is_dir():
+            found.add(path)
+            continue
+        files = [f for f in path.rglob("*.json") if f.is_file()
+                 and not any(part.startswith(".") for part in f.relative_to(path).parts)]
+        found.update(files or [path])
+    return sorted(found)

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from cli import reports
-from cli.files import InputError, load_envelope
+from cli.files import InputError, find_fixtures, load_envelope
 from proxy_addon.storage import write_atomic
 from reassemble import Call, Report, Status, check
 from redact import fixture_bytes
@@ -160,21 +160,6 @@ def expectation_now(envelope: Mapping[str, Any], report: Report) -> dict[str, An
 
 
 # -- running -----------------------------------------------------------------------------------
-
-def find_fixtures(paths: Sequence[Path]) -> list[Path]:
-    """Every ``*.json`` file under ``paths`` (folders recursively, hidden entries skipped; a path
-    may also be a file), sorted and without repeats. A folder holding none stays in the list, so
-    that replaying it reports the folder instead of silently judging nothing."""
-    found: set[Path] = set()
-    for path in paths:
-        if not path.is_dir():
-            found.add(path)
-            continue
-        files = [f for f in path.rglob("*.json") if f.is_file()
-                 and not any(part.startswith(".") for part in f.relative_to(path).parts)]
-        found.update(files or [path])
-    return sorted(found)
-
 
 def judge(path: Path) -> Outcome:
     """Load and judge one fixture file. Module-level so worker processes can run it."""

@@ -30,17 +30,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from cli.files import InputError, load_envelope
+from cli.files import InputError, find_fixtures, load_envelope
 from cli.loopback import split_listen
 from reassemble.profiles import PROFILES
 
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
-    """Fixtures by name. Raises ``InputError`` for a file that is not an envelope."""
+    """Fixtures by name, found as ``callgate replay`` finds them. Raises ``InputError`` for a
+    file that is not an envelope, or a folder that holds none."""
     fixtures: dict[str, dict[str, Any]] = {}
     for root in paths:
-        files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
-        for path in files:
+        for path in find_fixtures([root]):
+            if path.is_dir():
+                raise InputError(path, "no *.json fixture in this folder")
             name = path.relative_to(root).with_suffix("") if root.is_dir() else Path(path.stem)
             fixtures[name.as_posix()] = load_envelope(path)
     return fixtures

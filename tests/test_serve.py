@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cli.files import InputError
 from cli.serve import FakeProvider, collect, parse_timing
 from tests.conftest import CONFORMANCE
 from tests.proxy_harness import APPS_PYTHON, post, read_events, run_app, tools_file
@@ -120,3 +121,16 @@ def test_real_sdks_hand_their_apps_what_callgate_blocks(served: FakeProvider, tm
     result = run_app(sdk, served.url + base, "--tools",
                      tools_file(base.split("/f/")[1].removesuffix("/v1"), tmp_path))
     assert result["error"] is None and result["tool_calls"] == handed
+
+
+def test_serve_finds_fixtures_as_replay_does(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    fixture = (CONFORMANCE / "openai" / "truncated.json").read_bytes()
+    (tmp_path / "a" / "x.json").write_bytes(fixture)
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "junk.json").write_text("not JSON")
+    assert list(collect([tmp_path])) == ["a/x"]  # hidden folders are skipped
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError) as refused:
+        collect([tmp_path / "empty"])
+    assert str(refused.value) == f"{tmp_path / 'empty'}: no *.json fixture in this folder"
