@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from cli.sources.cassettes import read_cassette
+from cli.sources.cassettes import cassette_items, read_cassette
 from cli.sources.common import RawRequest, Skipped, SourceError, load_yaml
 from cli.sources.flows import read_flows
 from cli.sources.har import read_har
@@ -67,7 +67,7 @@ def _sniff(data: bytes) -> _Reader:
     except SourceError:
         document = None
     if isinstance(document, dict) and "interactions" in document:
-        return read_cassette
+        return lambda _data, _raw: cassette_items(document)  # parsed once, here
     raise SourceError(_UNKNOWN)
 
 
