@@ -19,7 +19,7 @@ policy reads it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from reassemble.codes import Code
@@ -288,17 +288,16 @@ class ResponsesTranslator:
         response = raw.get("response")
         output = response.get("output") if isinstance(response, dict) else None
         if reason == "completed" and isinstance(output, list):
-            for position, item in enumerate(output):
-                if isinstance(item, dict) and item.get("type") == _CALL:
-                    events.extend(self._final_copy(item, position))
-            events.extend(self._missing_from_final(output))
+            calls = {position: item for position, item in enumerate(output)
+                     if isinstance(item, dict) and item.get("type") == _CALL}
+            for position, item in calls.items():
+                events.extend(self._final_copy(item, position))
+            events.extend(self._missing_from_final(calls.keys()))
         return [*events, TurnEnded(0, reason, "/type")]
 
-    def _missing_from_final(self, output: list[object]) -> list[Event]:
+    def _missing_from_final(self, listed: Collection[int]) -> list[Event]:
         """The final response is what ``get_final_response()`` hands an app: a streamed call
         it leaves out is a call one reader runs and the other does not."""
-        listed = {position for position, item in enumerate(output)
-                  if isinstance(item, dict) and item.get("type") == _CALL}
         return [Problem(Code.ARGUMENT_MISMATCH, f"response.completed's output has no "
                         f"function_call at output_index {index}, which the stream gave "
                         f"({str(item.call_id or item.item_id)[:64]!r})", "/response/output", 0,
