@@ -43,7 +43,6 @@ WARNING_MARK, FAIL_MARK, PASS_MARK = ":warning:", ":x:", ":white_check_mark:"
 @dataclass
 class _Capture:
     tap: StreamTap
-    profile: str
     provider: str | None
     live_warned: bool = False
 
@@ -143,7 +142,7 @@ class CallgateAddon:
                                          on_finding=lambda f: self._live(flow, f),
                                          on_failure=lambda kind: self._broken(flow, kind),
                                          framing=framing),
-                               profile, provider)
+                               provider)
         except ValueError:
             log.warning("callgate: %s %s: content-encoding %r is not supported; not inspected",
                         flow.id, _where(flow), encoding)
@@ -182,7 +181,7 @@ class CallgateAddon:
         out = Path(ctx.options.callgate_out)
         mode = ArgumentMode(ctx.options.callgate_arguments)
         allow = ctx.options.callgate_allow_verdict_change
-        future = self._executor.submit(_write_fixture, exchange, capture.profile,
+        future = self._executor.submit(_write_fixture, exchange, capture.tap.profile,
                                        capture.provider, out, mode, allow)
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
