@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -214,9 +213,8 @@ def update_expectations(outcomes: Iterable[Outcome]) -> list[Path]:
         updated = {key: expect if key == "expect" else value
                    for key, value in outcome.envelope.items()}
         updated.setdefault("expect", expect)
-        mode = outcome.fixture.stat().st_mode & 0o777
-        write_atomic(outcome.fixture, fixture_bytes(updated))
-        os.chmod(outcome.fixture, mode)  # write_atomic makes new files private; keep this one's
+        mode = outcome.fixture.stat().st_mode & 0o777  # rewritten in place: it keeps its mode
+        write_atomic(outcome.fixture, fixture_bytes(updated), mode)
         written.append(outcome.fixture)
     return written
 

@@ -7,9 +7,10 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a
-    part; the file is created with mode 0600 (fixtures may be private even when redacted)."""
+    part; the file gets ``mode``, private by default (fixtures may be private even when
+    redacted)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=".callgate-", suffix=".tmp", dir=path.parent)
     try:
@@ -17,7 +18,7 @@ def write_atomic(path: Path, data: bytes) -> None:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temporary, 0o600)
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
