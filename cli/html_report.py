@@ -21,6 +21,7 @@ from math import log10
 from typing import TYPE_CHECKING, Any
 
 from reassemble import Call, Finding, Report
+from reassemble.profiles import PROFILES
 
 if TYPE_CHECKING:  # cli.replay imports this module lazily; only the type is needed here
     from cli.replay import Outcome
@@ -134,9 +135,9 @@ Lane = tuple[int, int] | None  # (choice, slot), or None for the turn lane
 
 
 def event_count(envelope: dict[str, Any], report: Report) -> int:
-    """How many events the stream has: the envelope's ``chunks``/``events``, stretched to cover
-    any index the report names (a stand-in envelope must not push markers off the picture)."""
-    stream = envelope.get("chunks", envelope.get("events"))
+    """How many events the stream has: the envelope's stream, stretched to cover any index the
+    report names (a stand-in envelope must not push markers off the picture)."""
+    stream = envelope.get(PROFILES[report.profile].stream_key)
     count = len(stream) if isinstance(stream, list) else 0
     named = [f.event for f in report.findings if f.event is not None]
     for call in report.calls:

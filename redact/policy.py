@@ -30,7 +30,7 @@ from redact.body import BodyError, StreamBody, parse_stream_body
 from redact.detect import profile_for, provider_from_url, unsupported_reason
 from redact.exchange import Exchange
 from redact.leaks import find_leaks, json_strings, secrets_of
-from redact.stream import REQUEST_PARAMETERS, ArgumentMode, redacted_copy
+from redact.stream import REQUEST_PARAMETERS, ArgumentMode, redacted_copy, request_parameters
 
 POLICY = {"name": "callgate-default", "version": 1}
 #: Headers kept (into ``meta.headers``) because they pin versions and hold no secret.
@@ -164,7 +164,7 @@ def _raw_envelope(profile: str, provider: str | None, request: Mapping[str, Any]
     if provider:
         envelope["provider"] = provider
     envelope["tool_schemas"] = tool_schemas(request)
-    envelope["request"] = {k: request[k] for k in REQUEST_PARAMETERS if k in request}
+    envelope["request"] = request_parameters(request)
     envelope[PROFILES[profile].stream_key] = body.events
     return envelope
 
@@ -172,7 +172,7 @@ def _raw_envelope(profile: str, provider: str | None, request: Mapping[str, Any]
 def request_context(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     """(tool schemas, non-prompt request parameters) of a request body; empty when unreadable."""
     request = _request_json(body)
-    return tool_schemas(request), {k: request[k] for k in REQUEST_PARAMETERS if k in request}
+    return tool_schemas(request), request_parameters(request)
 
 
 def fixture_bytes(envelope: Mapping[str, Any]) -> bytes:

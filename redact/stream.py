@@ -32,9 +32,14 @@ class ArgumentMode(StrEnum):
     DROP = "drop"
 
 
+def request_parameters(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's non-prompt parameters a fixture keeps."""
+    return {key: request[key] for key in REQUEST_PARAMETERS if key in request}
+
+
 def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode) -> dict[str, Any]:
     out = copy.deepcopy(dict(envelope))
-    out["request"] = {k: v for k, v in out.get("request", {}).items() if k in REQUEST_PARAMETERS}
+    out["request"] = request_parameters(out.get("request", {}))
     key = PROFILES[out["profile"]].stream_key
     keep = _enum_values(out.get("tool_schemas", {}))
     events = out.get(key, [])
