@@ -14,15 +14,14 @@ PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23
   done)
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
-PROXY_TESTS := tests/test_proxy.py tests/test_record.py tests/test_mitmweb.py
 
-.PHONY: demo test test-mitmproxy12 lint bench docs browser clean
+.PHONY: demo test test-fast test-mitmproxy12 lint bench docs browser clean
 
 # callgate itself, with its test tools.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP) --upgrade pip
-	$(BIN)/python -m pip install $(PIP) -e '.[test]'
+	$(BIN)/python -m pip install $(PIP) -e '.[proxy,test]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -44,7 +43,7 @@ browser:
 	fi
 
 demo: $(STAMP) $(APPS_STAMP)
-	@$(BIN)/python -m cli.demo
+	@$(BIN)/python -m tools.demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -54,29 +53,35 @@ test: lint $(APPS_STAMP) browser
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory test-mitmproxy12
 
+# The engine, redaction, reports and CLI: an answer in under a minute. No proxy, browser, SDK,
+# corpus or packaging test (see the markers in pyproject.toml).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m 'not (slow or proxy or browser or sdk or corpus)'
+
 $(STAMP12): pyproject.toml
 	$(PYTHON12) -m venv $(VENV12)
 	$(VENV12)/bin/python -m pip install $(PIP) --upgrade pip
-	$(VENV12)/bin/python -m pip install $(PIP) -e '.[test]'
+	$(VENV12)/bin/python -m pip install $(PIP) -e '.[proxy,test]'
 	rm -f $(VENV12)/.installed-*
 	touch $@
 
-# The addon, record and mitmweb tests again, on mitmproxy 12.
+# The proxy tests (the addon, record and mitmweb) again, on mitmproxy 12.
 ifeq ($(PYTHON12),)
 test-mitmproxy12:
 	@echo "no python3.12 or python3.13 found: the mitmproxy 12 run is left out"
 else
 test-mitmproxy12: $(STAMP12) $(APPS_STAMP) browser
 	$(VENV12)/bin/python -c 'import mitmproxy.version as v; print("mitmproxy", v.VERSION)'
-	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider $(PROXY_TESTS)
+	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider -m proxy
 endif
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_engine.py
 	$(BIN)/python bench/bench_framing.py
+	$(BIN)/python bench/bench_startup.py
 
 docs: $(STAMP)
-	$(BIN)/python -m cli.gendocs
+	$(BIN)/python -m tools.gendocs
 
 clean:
 	rm -rf $(VENV) $(APPS) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -19,7 +19,7 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from reassemble import Reassembler
+from callgate.reassemble import Reassembler
 
 SIZES = (1_000, 10_000, 100_000)
 SCHEMAS = {"f": {"type": "object", "properties": {"items": {"type": "array"}}}, "g": True}

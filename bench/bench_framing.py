@@ -1,6 +1,7 @@
 """The proxy's framers against body length, side by side with what a non-streaming reader does.
 
-The proxy cuts each response body into whole events as the bytes pass (``reassemble.framing``):
+The proxy cuts each response body into whole events as the bytes pass
+(``callgate.reassemble.framing``):
 ``EventFramer`` for SSE, ``ArrayFramer`` for Gemini's streamed JSON array. Both are fed the body in
 1 KiB pieces, as a network delivers it. The baselines see the whole body at once, which a proxy
 cannot wait for: ``bytes.split`` on the blank line for SSE, and ``json.loads`` of the whole array.
@@ -17,7 +18,7 @@ import json
 import time
 from collections.abc import Callable
 
-from reassemble.framing import ArrayFramer, Blocks, EventFramer
+from callgate.reassemble.framing import ArrayFramer, Blocks, EventFramer
 
 SIZES = (1_000, 10_000, 100_000)
 PIECE = 1024

@@ -8,10 +8,9 @@ from typing import Annotated
 
 import typer
 
-from cli.check import ReportFormat, run_check
-from cli.diff import AdapterName
-from cli.importing import ImportOptions, run_import
-from redact import ArgumentMode
+from callgate.cli.check import ReportFormat, run_check
+from callgate.cli.diff import AdapterName
+from callgate.redact import ArgumentMode
 
 app = typer.Typer(
     name="callgate",
@@ -55,6 +54,8 @@ def import_command(
         help="Write even when redaction changes the verdict (recorded in meta).")] = False,
 ) -> None:
     """Turn recorded exchanges into redacted fixtures: prompts, credentials and output removed."""
+    from callgate.cli.importing import ImportOptions, run_import
+
     options = ImportOptions(out, out_dir, request, profile, provider, url, arguments,
                             allow_verdict_change)
     raise typer.Exit(run_import(sources, options, sys.stdout, sys.stderr))
@@ -71,7 +72,7 @@ def replay_command(
         help="Rewrite each fixture's expect block to what callgate now says.")] = False,
 ) -> None:
     """Check every fixture against its pinned expectation: exit 0 all held, 1 not, 2 unreadable."""
-    from cli.replay import run_replay
+    from callgate.cli.replay import run_replay
 
     raise typer.Exit(run_replay(paths, report, output, jobs, update_expectations, sys.stdout,
                                 sys.stderr))
@@ -87,7 +88,7 @@ def diff_command(
 ) -> None:
     """What a real accumulator hands a tool runner, beside callgate's verdict: exit 0 all agree,
     1 some disagree, 2 invalid input or adapter missing."""
-    from cli.diff import run_diff
+    from callgate.cli.diff import run_diff
 
     raise typer.Exit(run_diff(fixtures, adapter.value, python, sys.stdout, sys.stderr))
 
@@ -95,7 +96,7 @@ def diff_command(
 @app.command("explain")
 def explain_command(code: Annotated[str, typer.Argument(help="A finding code.")]) -> None:
     """What a finding code means, what typically causes it, and how to recover."""
-    from cli.explain import run_explain
+    from callgate.cli.explain import run_explain
 
     raise typer.Exit(run_explain(code, sys.stdout, sys.stderr))
 
@@ -121,7 +122,7 @@ def record_command(
         help="Allow mitmproxy's own unredacted writers alongside.")] = False,
 ) -> None:
     """Record redacted fixtures from your app's traffic and flag failing streams live."""
-    from cli.record import RecordOptions, run_record
+    from callgate.cli.record import RecordOptions, run_record
 
     options = RecordOptions(upstream, listen, out, web, enforce, arguments.value, provider, mode,
                             allow_raw_dump)
@@ -137,7 +138,7 @@ def serve_command(
         "fast"),
 ) -> None:
     """A fake provider on loopback that streams fixtures with each profile's real framing."""
-    from cli.serve import run_serve
+    from callgate.cli.serve import run_serve
 
     raise typer.Exit(run_serve(paths, listen, timing))
 
@@ -145,7 +146,7 @@ def serve_command(
 @app.command("addon-path")
 def addon_path_command() -> None:
     """Print the path of the mitmproxy addon, for `mitmdump -s "$(callgate addon-path)"`."""
-    import proxy_addon
+    from callgate import proxy_addon
 
     print(Path(proxy_addon.__file__).with_name("script.py"))
 

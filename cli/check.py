@@ -11,8 +11,8 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from cli.files import InputError, load_envelope
-from reassemble import Report, check
+from callgate.cli.files import InputError, load_envelope
+from callgate.reassemble import Report, check
 
 
 class ReportFormat(StrEnum):

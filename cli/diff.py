@@ -4,7 +4,8 @@ How this works: ``cli/adapters/runner.py ADAPTER`` runs in an interpreter
 which has the adapter's library (``--python``, else this one), so those libraries never need to
 be importable here. The runner reads the envelope on stdin, drives the library's own accumulator
 and prints one JSON line: the calls it would hand on, its finish reason, or what it raised. The
-same envelope goes to ``reassemble.check``; callgate hands on its calls only when the turn passes.
+same envelope goes to ``callgate.reassemble.check``; callgate hands on its calls only when the turn
+passes.
 The two agree when they hand on the same calls (id, name, arguments; argument *values* for
 adapters that hand on parsed dicts) or both hand on nothing. Only the first choice is compared:
 it is the one the adapters read. Exit 0 all agree, 1 some disagree, 2 invalid input or a runner
@@ -26,8 +27,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.files import InputError, load_envelope
-from reassemble import Report, check
+from callgate.cli.files import InputError, load_envelope
+from callgate.reassemble import Report, check
 
 RUNNER = Path(__file__).with_name("adapters") / "runner.py"
 #: Seconds a runner (or the import probe) may take before the fixture counts as unrunnable.

@@ -1,6 +1,7 @@
 """``callgate explain CODE``: what a finding code means, what causes it, how to recover.
 
-How this works: the text is looked up in ``reassemble.catalogue.CATALOGUE``, the same entries
+How this works: the text is looked up in ``callgate.reassemble.catalogue.CATALOGUE``, the same
+entries
 ``docs/findings.md`` is generated from, and printed verbatim (no rewrapping) so the terminal, the
 docs and the catalogue can never say different things.
 """
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from reassemble.catalogue import CATALOGUE, Entry
-from reassemble.codes import Code
+from callgate.reassemble.catalogue import CATALOGUE, Entry
+from callgate.reassemble.codes import Code
 
 
 def run_explain(code: str, out: TextIO, err: TextIO) -> int:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reassemble import EnvelopeError, strict_json, validate_envelope
-from reassemble.limits import DOCUMENT_LIMITS
+from callgate.reassemble import EnvelopeError, strict_json, validate_envelope
+from callgate.reassemble.limits import DOCUMENT_LIMITS
 
 
 class InputError(Exception):

@@ -1,6 +1,6 @@
 """``callgate import``: recordings users already have, turned into redacted fixtures.
 
-Each source file is read into exchanges (``cli.sources``), each exchange is redacted
+Each source file is read into exchanges (``callgate.cli.sources``), each exchange is redacted
 (``redact``), and each fixture is written atomically, mode 0600, under a name made only of the
 provider, the profile and a hash of the fixture: nothing from inside the recording names a file.
 One bad exchange never stops the rest; every exchange gets one line.
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cli.sources import Skipped, SourceError, read_source
-from proxy_addon.storage import write_atomic
-from reassemble.profiles import PROFILES
-from redact import (
+from callgate.cli.sources import Skipped, SourceError, read_source
+from callgate.proxy_addon.storage import write_atomic
+from callgate.reassemble.profiles import PROFILES
+from callgate.redact import (
     ArgumentMode,
     NotApplicable,
     RedactionRefused,
@@ -24,7 +24,7 @@ from redact import (
     fixture_name,
     redact_exchange,
 )
-from redact.exchange import Exchange
+from callgate.redact.exchange import Exchange
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ whether it lies inside the project's test folders or anywhere else, and honours 
 ``--callgate`` file of any name) as a ``FixtureFile`` holding one ``FixtureItem``, named by its
 path relative to that folder and marked ``callgate`` (``-m callgate`` runs only the fixtures).
 
-The item loads the envelope with ``cli.files.load_envelope``, judges it with
-``reassemble.check`` and fails with the lines of ``cli.replay.expectation_problems``; an
+The item loads the envelope with ``callgate.cli.files.load_envelope``, judges it with
+``callgate.reassemble.check`` and fails with the lines of
+``callgate.cli.replay.expectation_problems``; an
 unreadable file fails with the ``InputError`` line. Both are a ``FixtureFailure``, which
 ``repr_failure`` prints as those lines alone: the traceback would only show this plugin.
 
@@ -113,7 +114,7 @@ class FixtureItem(pytest.Item):
 
     def runtest(self) -> None:
         # Imported here: see the module comment (the plugin loads in every pytest run).
-        from cli.replay import judge
+        from callgate.cli.replay import judge
 
         outcome = judge(self.path)
         if outcome.error is not None:

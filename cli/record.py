@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cli.loopback import split_listen
+from callgate.cli.extras import PROXY_EXTRA, has_mitmproxy
+from callgate.cli.loopback import split_listen
 
 LOOPBACK_NAMES = ("localhost",)
 #: mitmweb's flow list, with the comment column where callgate writes its verdict.
@@ -72,7 +73,7 @@ def build_master(options: RecordOptions) -> Any:
     """A DumpMaster (or, with ``web``, a WebMaster) with the callgate addon loaded."""
     from mitmproxy import options as mitm_options
 
-    from proxy_addon.addon import CallgateAddon
+    from callgate.proxy_addon.addon import CallgateAddon
 
     opts = mitm_options.Options(**mitmproxy_options(options))
     master: Any
@@ -93,6 +94,10 @@ def build_master(options: RecordOptions) -> Any:
 
 
 def run_record(options: RecordOptions) -> int:
+    if not has_mitmproxy():
+        print(f"callgate: record runs mitmproxy, which is not installed: {PROXY_EXTRA}",
+              file=sys.stderr)
+        return 2
     if options.mode == "reverse" and not options.upstream:
         print("callgate: --upstream is required in reverse mode", file=sys.stderr)
         return 2

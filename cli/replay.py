@@ -5,7 +5,8 @@ its own, in this process or spread over worker processes (``jobs``); ``Executor.
 results back in submission order, so the outcomes are the same either way. An ``Outcome`` is the
 fixture, its report and the differences between that report and the fixture's ``expect`` block; a
 file that cannot be used is an outcome with an ``error`` and never stops the others. The reports
-(``cli.reports``) are pure functions of the outcomes; ``update`` rewrites ``expect`` blocks to
+(``callgate.cli.reports``) are pure functions of the outcomes; ``update`` rewrites ``expect``
+blocks to
 what the engine says now.
 """
 
@@ -24,11 +25,11 @@ from typing import Any, NamedTuple, TextIO
 from rich.console import Console
 from rich.progress import Progress
 
-from cli import reports
-from cli.files import InputError, find_fixtures, load_envelope
-from proxy_addon.storage import write_atomic
-from reassemble import Call, Report, Status, check
-from redact import fixture_bytes
+from callgate.cli import reports
+from callgate.cli.files import InputError, find_fixtures, load_envelope
+from callgate.proxy_addon.storage import write_atomic
+from callgate.reassemble import Call, Report, Status, check
+from callgate.redact import fixture_bytes
 
 #: Above this many fixtures a terminal gets a progress bar; below it the bar would only flicker.
 PROGRESS_THRESHOLD = 20
@@ -203,7 +204,7 @@ def _judged(files: list[Path], jobs: int) -> Iterator[Outcome]:
 def update_expectations(outcomes: Iterable[Outcome]) -> list[Path]:
     """Rewrite the ``expect`` block of every readable fixture whose expectation does not hold to
     ``expectation_now``; every other key keeps its value and place. Written atomically as
-    ``redact.fixture_bytes`` lays fixtures out, keeping the file's mode. Returns the files
+    ``callgate.redact.fixture_bytes`` lays fixtures out, keeping the file's mode. Returns the files
     written, in order."""
     written = []
     for outcome in outcomes:
@@ -305,7 +306,9 @@ def render(report_format: ReplayFormat, outcomes: Sequence[Outcome], *,
     if report_format is ReplayFormat.sarif:
         return reports.sarif_report(outcomes, root=root)
     if report_format is ReplayFormat.html:
-        from cli.html_report import render_html  # written separately; heavy, so only on demand
+        from callgate.cli.html_report import (
+            render_html,  # written separately; heavy, so only on demand
+        )
 
         return render_html(outcomes)
     return _text(outcomes, terminal)

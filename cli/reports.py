@@ -1,6 +1,7 @@
 """The reports of ``callgate replay``: pure functions from outcomes to text for people and CI.
 
-How this works: every report reads the same ``cli.replay.Outcome`` list in its order and touches
+How this works: every report reads the same ``callgate.cli.replay.Outcome`` list in its order and
+touches
 nothing else, so a report is a function of the run. ``text_table`` is a rich table for terminals
 and logs; ``json_report`` is the whole run as data; ``junit_report`` is the JUnit XML that CI test
 reporters read (one testcase per fixture, a failure per unheld expectation, an error per
@@ -25,11 +26,11 @@ from urllib.parse import quote
 from rich.table import Column, Table
 from rich.text import Text
 
-from reassemble import Code, Finding
-from reassemble.catalogue import CATALOGUE
+from callgate.reassemble import Code, Finding
+from callgate.reassemble.catalogue import CATALOGUE
 
 if TYPE_CHECKING:  # cli.replay imports this module; the reports only read its outcomes
-    from cli.replay import Outcome
+    from callgate.cli.replay import Outcome
 
 REPORT_VERSION = 1
 SUITE_NAME = "callgate replay"

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from cli.files import InputError, find_fixtures, load_envelope
-from cli.loopback import split_listen
-from reassemble.profiles import PROFILES
+from callgate.cli.files import InputError, find_fixtures, load_envelope
+from callgate.cli.loopback import split_listen
+from callgate.reassemble.profiles import PROFILES
 
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:

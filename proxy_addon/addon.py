@@ -20,10 +20,10 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.hooks import UpdateHook
 
-from proxy_addon.storage import write_atomic
-from proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
-from reassemble import Finding, Reassembler, Report
-from redact import (
+from callgate.proxy_addon.storage import write_atomic
+from callgate.proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
+from callgate.reassemble import Finding, Reassembler, Report
+from callgate.redact import (
     ArgumentMode,
     Exchange,
     NotApplicable,
@@ -33,7 +33,7 @@ from redact import (
     redact_exchange,
     request_context,
 )
-from redact.detect import profile_for, provider_from_url
+from callgate.redact.detect import profile_for, provider_from_url
 
 log = logging.getLogger("callgate")
 

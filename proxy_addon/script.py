@@ -4,6 +4,6 @@ mitmproxy runs a script file outside the package system, so the addon itself liv
 installed package and this file only hands an instance to mitmproxy.
 """
 
-from proxy_addon.addon import CallgateAddon
+from callgate.proxy_addon.addon import CallgateAddon
 
 addons = [CallgateAddon()]

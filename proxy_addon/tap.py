@@ -19,74 +19,19 @@ from __future__ import annotations
 
 import json
 import time
-import zlib
 from collections.abc import Callable
 
-from reassemble import Finding, Reassembler, Report
-from reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
-from reassemble.profiles import PROFILES
-from reassemble.sse import SSEDecoder
-from redact.body import event_value
+from callgate.reassemble import Finding, Reassembler, Report
+from callgate.reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
+from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.sse import SSEDecoder
+from callgate.redact.body import event_value
+from callgate.redact.encoding import Decompressor
 
 #: How a response streams: server-sent events, or Gemini's JSON array (no ``alt=sse``).
 SSE, JSON_ARRAY = "sse", "json-array"
 
 _DONE = "[DONE]"
-
-
-class Decompressor:
-    """Incremental content decoding: identity, gzip, deflate, br and zstd."""
-
-    def __init__(self, encoding: str) -> None:
-        name = encoding.strip().lower()
-        self.encoding = name
-        self._decode: Callable[[bytes], bytes]
-        if name in ("", "identity"):
-            self._decode = bytes
-        elif name in ("gzip", "x-gzip", "deflate"):
-            # wbits=47 reads both gzip and zlib headers; raw deflate is handled on first use.
-            self._zlib = zlib.decompressobj(wbits=47)
-            self._inflated = False
-            self._decode = self._inflate
-        elif name == "br":
-            import brotli  # a mitmproxy dependency
-
-            self._decode = brotli.Decompressor().process
-        elif name == "zstd":
-            self._decode = _zstd_decoder()
-        else:
-            raise ValueError(f"unsupported content-encoding {name!r}")
-
-    def __call__(self, data: bytes) -> bytes:
-        return self._decode(data) if data else b""
-
-    def _inflate(self, data: bytes) -> bytes:
-        try:
-            out = self._zlib.decompress(data)
-        except zlib.error:
-            if self._inflated:  # real corruption after a good start
-                raise
-            self._zlib = zlib.decompressobj(wbits=-15)  # headerless deflate
-            out = self._zlib.decompress(data)
-        self._inflated = True
-        return out
-
-
-def _zstd_decoder() -> Callable[[bytes], bytes]:
-    try:
-        from compression import zstd  # Python 3.14
-
-        return zstd.ZstdDecompressor().decompress  # type: ignore[no-any-return]
-    except ImportError:
-        pass
-    try:
-        from backports import zstd as backport  # mitmproxy 12
-
-        return backport.ZstdDecompressor().decompress  # type: ignore[no-any-return]
-    except ImportError:
-        import zstandard  # mitmproxy 11
-
-        return zstandard.ZstdDecompressor().decompressobj().decompress
 
 
 def blocked_event(profile: str, codes: list[str], framing: str = SSE,

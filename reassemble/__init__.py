@@ -4,14 +4,14 @@ Sans-I/O: feed raw provider events to a ``Reassembler`` (or a whole envelope to 
 read the ``Report``. Nothing here touches files, sockets, clocks or logs.
 """
 
-from reassemble.codes import Code
-from reassemble.engine import Reassembler
-from reassemble.envelope import ENVELOPE_SCHEMA, EnvelopeError, check, validate_envelope
-from reassemble.findings import Finding, Severity
-from reassemble.limits import DEFAULT_LIMITS, Limits
-from reassemble.quirks import QUIRKS, Quirk
-from reassemble.report import Call, Report, Status
-from reassemble.state import SlotState
+from callgate.reassemble.codes import Code
+from callgate.reassemble.engine import Reassembler
+from callgate.reassemble.envelope import ENVELOPE_SCHEMA, EnvelopeError, check, validate_envelope
+from callgate.reassemble.findings import Finding, Severity
+from callgate.reassemble.limits import DEFAULT_LIMITS, Limits
+from callgate.reassemble.quirks import QUIRKS, Quirk
+from callgate.reassemble.report import Call, Report, Status
+from callgate.reassemble.state import SlotState
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reassemble.codes import Code
+from callgate.reassemble.codes import Code
 
 
 @dataclass(frozen=True)

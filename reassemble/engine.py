@@ -1,8 +1,9 @@
 """The reassembly engine: raw provider events in, findings out, a report at the end.
 
 How this works: a profile translates each raw event into provider-neutral events
-(``reassemble.events``). Each slot (one tool call, or one non-call content block) moves through
-the state table in ``reassemble.state``; an impossible move is a finding that blocks the slot.
+(``callgate.reassemble.events``). Each slot (one tool call, or one non-call content block) moves
+through the state table in ``callgate.reassemble.state``; an impossible move is a finding that
+blocks the slot.
 Argument fragments are kept in a list and joined once, when the provider ends the slot, then
 parsed strictly and validated against the tool's schema: never earlier, however parseable a prefix
 looks. Turn-level rules (terminal reasons, duplicate terminals, truncation) live here too. Any
@@ -19,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reassemble import strict_json
-from reassemble.codes import Code
-from reassemble.events import (
+from callgate.reassemble import strict_json
+from callgate.reassemble.codes import Code
+from callgate.reassemble.events import (
     ArgumentsStated,
     Event,
     Problem,
@@ -31,13 +32,13 @@ from reassemble.events import (
     SlotStarted,
     TurnEnded,
 )
-from reassemble.findings import Finding, Severity
-from reassemble.limits import DEFAULT_LIMITS, Limits
-from reassemble.profiles import PROFILES
-from reassemble.quirks import quirks_in_force
-from reassemble.report import Call, Report
-from reassemble.schema import SchemaProblem, ToolSchema, compile_schema
-from reassemble.state import SlotInput, SlotState, slot_state, step
+from callgate.reassemble.findings import Finding, Severity
+from callgate.reassemble.limits import DEFAULT_LIMITS, Limits
+from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.quirks import quirks_in_force
+from callgate.reassemble.report import Call, Report
+from callgate.reassemble.schema import SchemaProblem, ToolSchema, compile_schema
+from callgate.reassemble.state import SlotInput, SlotState, slot_state, step
 
 _TABLE_MESSAGES = {
     Code.DELTA_BEFORE_START: "a fragment arrived for a slot that was never started",
@@ -51,7 +52,7 @@ _TABLE_MESSAGES = {
 class _Slot:
     key: SlotKey
     is_call: bool
-    #: What the provider did: UNSEEN, ACCUMULATING or TERMINAL (``reassemble.state``).
+    #: What the provider did: UNSEEN, ACCUMULATING or TERMINAL (``callgate.reassemble.state``).
     lifecycle: SlotState = SlotState.UNSEEN
     blocked: bool = False
     validated: bool = False

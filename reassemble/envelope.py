@@ -13,10 +13,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from reassemble.engine import Reassembler
-from reassemble.limits import Limits
-from reassemble.profiles import PROFILES
-from reassemble.report import Report, Status
+from callgate.reassemble.engine import Reassembler
+from callgate.reassemble.limits import Limits
+from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.report import Report, Status
 
 ENVELOPE_VERSION = 1
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reassemble.codes import Code
-from reassemble.findings import Severity
+from callgate.reassemble.codes import Code
+from callgate.reassemble.findings import Severity
 
 #: (choice index, slot index). Anthropic has one "choice", 0, and the content-block index as slot.
 SlotKey = tuple[int, int]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from reassemble.codes import Code
+from callgate.reassemble.codes import Code
 
 
 class Severity(StrEnum):

@@ -9,7 +9,7 @@ generation and are dropped; ``example`` becomes ``examples``. Integer bounds in 
 int64, which proto3 JSON may write as strings (``"minItems": "1"``); they are read as numbers.
 
 Anything it cannot translate without guessing stays in the output renamed
-``openapi:<keyword>``, so that ``reassemble.schema.compile_schema`` rejects the tool with
+``openapi:<keyword>``, so that ``callgate.reassemble.schema.compile_schema`` rejects the tool with
 ``unsupported_schema_keyword`` at that very place (fail closed). ``declaration_schemas`` reads a
 request's ``tools`` into the envelope's ``tool_schemas``.
 """

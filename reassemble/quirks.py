@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reassemble.codes import Code
+from callgate.reassemble.codes import Code
 
 
 @dataclass(frozen=True)

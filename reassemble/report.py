@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from reassemble.codes import Code
-from reassemble.findings import Finding
-from reassemble.state import SlotState
+from callgate.reassemble.codes import Code
+from callgate.reassemble.findings import Finding
+from callgate.reassemble.state import SlotState
 
 REPORT_VERSION = 1
 

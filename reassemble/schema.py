@@ -26,7 +26,7 @@ from jsonschema import validators as jsonschema_validators
 from jsonschema.exceptions import SchemaError
 from referencing import Registry
 
-from reassemble.codes import Code
+from callgate.reassemble.codes import Code
 
 MAX_MESSAGE_CHARS = 200
 

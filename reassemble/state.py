@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from reassemble.codes import Code
+from callgate.reassemble.codes import Code
 
 
 class SlotState(Enum):

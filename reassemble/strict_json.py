@@ -17,8 +17,8 @@ import math
 import re
 from typing import Any
 
-from reassemble.codes import Code
-from reassemble.limits import DEFAULT_LIMITS, Limits
+from callgate.reassemble.codes import Code
+from callgate.reassemble.limits import DEFAULT_LIMITS, Limits
 
 _JSON_WHITESPACE = " \t\n\r"
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -3,8 +3,8 @@
 Plain functions over data: no file, socket or logging here.
 """
 
-from redact.exchange import Exchange
-from redact.policy import (
+from callgate.redact.exchange import Exchange
+from callgate.redact.policy import (
     NotApplicable,
     Redacted,
     RedactionRefused,
@@ -15,7 +15,7 @@ from redact.policy import (
     request_context,
     tool_schemas,
 )
-from redact.stream import ArgumentMode
+from callgate.redact.stream import ArgumentMode
 
 __all__ = [
     "ArgumentMode",

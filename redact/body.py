@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reassemble import strict_json
-from reassemble.framing import ArrayFramer, element_text
-from reassemble.limits import DOCUMENT_LIMITS
-from reassemble.sse import SSEError, decode_all
+from callgate.reassemble import strict_json
+from callgate.reassemble.framing import ArrayFramer, element_text
+from callgate.reassemble.limits import DOCUMENT_LIMITS
+from callgate.reassemble.sse import SSEError, decode_all
 
 
 class BodyError(ValueError):

@@ -1,7 +1,7 @@
 """One captured HTTP exchange, as every source (proxy, HAR, flow file, cassette, raw body) gives it.
 
 Nothing here is redacted yet: an ``Exchange`` holds secrets and prompts and must never be written
-anywhere. ``redact.redact_exchange`` turns it into a safe envelope.
+anywhere. ``callgate.redact.redact_exchange`` turns it into a safe envelope.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
-from redact.exchange import Exchange
+from callgate.redact.exchange import Exchange
 
 #: Named formats of credentials (prefixes published by the providers; cf. gitleaks rules).
 PATTERNS: dict[str, re.Pattern[str]] = {

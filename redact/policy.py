@@ -5,7 +5,8 @@ keeps it. The request keeps its tools (as ``tool_schemas``) and a short list of 
 parameters; prompts, system text, tool results and every other field are dropped, leaving only
 counts. Headers keep a short allow-list of version pins; the query string is dropped whole. The
 response keeps every event in order with its structure: ids become pseudonyms, free text is masked
-to the same length, tool-call arguments are masked by ``redact.mask`` (or kept, or dropped).
+to the same length, tool-call arguments are masked by ``callgate.redact.mask`` (or kept, or
+dropped).
 Then two gates, both before anything can be written: the verdict of the redacted envelope must
 equal the verdict of the unredacted one, and no credential from the exchange, in any encoding,
 nor any known credential format, may remain.
@@ -22,15 +23,20 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from reassemble import Report, check, strict_json
-from reassemble.gemini_schema import declaration_schemas
-from reassemble.limits import DOCUMENT_LIMITS
-from reassemble.profiles import PROFILES
-from redact.body import BodyError, StreamBody, parse_stream_body
-from redact.detect import profile_for, provider_from_url, unsupported_reason
-from redact.exchange import Exchange
-from redact.leaks import find_leaks, json_strings, secrets_of
-from redact.stream import REQUEST_PARAMETERS, ArgumentMode, redacted_copy, request_parameters
+from callgate.reassemble import Report, check, strict_json
+from callgate.reassemble.gemini_schema import declaration_schemas
+from callgate.reassemble.limits import DOCUMENT_LIMITS
+from callgate.reassemble.profiles import PROFILES
+from callgate.redact.body import BodyError, StreamBody, parse_stream_body
+from callgate.redact.detect import profile_for, provider_from_url, unsupported_reason
+from callgate.redact.exchange import Exchange
+from callgate.redact.leaks import find_leaks, json_strings, secrets_of
+from callgate.redact.stream import (
+    REQUEST_PARAMETERS,
+    ArgumentMode,
+    redacted_copy,
+    request_parameters,
+)
 
 POLICY = {"name": "callgate-default", "version": 1}
 #: Headers kept (into ``meta.headers``) because they pin versions and hold no secret.
@@ -77,7 +83,7 @@ def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = Ar
     """Redact an envelope's stream and request; idempotent. ``secrets`` are credential values
     from the capture that must not remain; ``pin_expectation`` writes the redacted verdict into
     ``expect``. Raises ``RedactionRefused`` when the verdict would change (unless allowed) or a
-    secret remains, and ``reassemble.EnvelopeError`` for a non-envelope."""
+    secret remains, and ``callgate.reassemble.EnvelopeError`` for a non-envelope."""
     before = check(envelope)
     out = redacted_copy(envelope, arguments)
     after = check(out)

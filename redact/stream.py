@@ -1,7 +1,7 @@
 """Redacting a stream's events: ids to pseudonyms, free text masked, arguments per the mode.
 
 Arguments are masked per call, across all of the call's fragments at once, so that the masked
-text keeps the call's syntax and every fragment boundary (``redact.mask``).
+text keeps the call's syntax and every fragment boundary (``callgate.redact.mask``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
-from reassemble import strict_json
-from reassemble.profiles import PROFILES
-from redact.mask import Pseudonyms, mask_arguments, mask_text, mask_value
+from callgate.reassemble import strict_json
+from callgate.reassemble.profiles import PROFILES
+from callgate.redact.mask import Pseudonyms, mask_arguments, mask_text, mask_value
 
 #: Request parameters that pin behaviour and hold no prompt.
 REQUEST_PARAMETERS = ("model", "tool_choice", "parallel_tool_calls", "n", "stream",

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cli.loopback import free_port, listening
-from cli.record import WEB_COLUMNS
-from cli.serve import FakeProvider, collect
+from callgate.cli.loopback import free_port, listening
+from callgate.cli.record import WEB_COLUMNS
+from callgate.cli.serve import FakeProvider, collect
 
 ROOT = Path(__file__).resolve().parents[1]
 APPS_PYTHON = ROOT / ".venv-apps" / "bin" / "python"
@@ -36,7 +36,7 @@ class Proxy:
     """mitmproxy (reverse mode to ``upstream``) with the callgate addon, on its own loop."""
 
     def __init__(self, upstream: str, out: Path, *, web: bool = False, **options: Any) -> None:
-        from proxy_addon.addon import CallgateAddon
+        from callgate.proxy_addon.addon import CallgateAddon
 
         self.port, self.out, self.web = free_port(), out, web
         self.web_port = free_port() if web else 0

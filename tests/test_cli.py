@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.app import app
+from callgate.cli.app import app
 from tests.conftest import CONFORMANCE
 
 runner = CliRunner()

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from reassemble import Reassembler, Report, check
-from reassemble.profiles import PROFILES
+from callgate.reassemble import Reassembler, Report, check
+from callgate.reassemble.profiles import PROFILES
 from tests.conftest import conformance_fixtures, fixture_id, load
 
 FIXTURES = conformance_fixtures()
@@ -129,7 +129,7 @@ def test_fixture_with_resplit_arguments_gives_the_same_calls_and_codes(path: Pat
 
 
 def test_the_matrix_covers_every_finding_code() -> None:
-    from reassemble import Code
+    from callgate.reassemble import Code
 
     seen = {code for path in FIXTURES for code in load(path)["expect"]["codes"]}
     assert {code.value for code in Code} - seen == set()

@@ -18,12 +18,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.app import app
-from reassemble import check
-from reassemble.gemini_schema import declaration_schemas
-from reassemble.profiles import PROFILES
-from reassemble.sse import decode_all
+from callgate.cli.app import app
+from callgate.reassemble import check
+from callgate.reassemble.gemini_schema import declaration_schemas
+from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.sse import decode_all
 from tests.conftest import SHARED_CORPUS
+
+pytestmark = pytest.mark.corpus
 
 REAL = SHARED_CORPUS / "real"
 PROFILE_BY_PROVIDER = {"anthropic": "anthropic", "anthropic-vertex": "anthropic",

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from cli.diff import AdapterResult, HandedCall, run_adapter, run_diff
-from reassemble import check
+from callgate.cli.diff import AdapterResult, HandedCall, run_adapter, run_diff
+from callgate.reassemble import check
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import APPS_PYTHON
+
+pytestmark = pytest.mark.sdk
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from reassemble import Code, Limits, Reassembler, Severity, SlotState, Status
-from reassemble.state import LIFECYCLE, TRANSITIONS, SlotInput
+from callgate.reassemble import Code, Limits, Reassembler, Severity, SlotState, Status
+from callgate.reassemble.state import LIFECYCLE, TRANSITIONS, SlotInput
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 

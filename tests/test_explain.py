@@ -6,9 +6,9 @@ import io
 
 import pytest
 
-from cli.explain import run_explain
-from reassemble.catalogue import CATALOGUE
-from reassemble.codes import Code
+from callgate.cli.explain import run_explain
+from callgate.reassemble.catalogue import CATALOGUE
+from callgate.reassemble.codes import Code
 
 
 def explain(code: str) -> tuple[int, str, str]:

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli.serve import array_frames
-from reassemble import strict_json
-from reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
-from redact.body import BodyError, parse_stream_body
+from callgate.cli.serve import array_frames
+from callgate.reassemble import strict_json
+from callgate.reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
+from callgate.redact.body import BodyError, parse_stream_body
 from tests.conftest import CONFORMANCE
 
 # Strings full of the characters the framer looks at: brackets, braces, quotes, backslashes.

@@ -1,5 +1,5 @@
 """The Gemini profile's translator (partialArgs rebuilding, canonical text) and the OpenAPI 3.0
-schema translation in ``reassemble.gemini_schema``."""
+schema translation in ``callgate.reassemble.gemini_schema``."""
 
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
-from reassemble import Reassembler, Report
-from reassemble.codes import Code
-from reassemble.events import Problem, SlotDelta, SlotEnded, SlotStarted
-from reassemble.gemini_schema import declaration_schemas, to_json_schema
-from reassemble.profiles.gemini import (
+from callgate.reassemble import Reassembler, Report
+from callgate.reassemble.codes import Code
+from callgate.reassemble.events import Problem, SlotDelta, SlotEnded, SlotStarted
+from callgate.reassemble.gemini_schema import declaration_schemas, to_json_schema
+from callgate.reassemble.profiles.gemini import (
     Conflict,
     GeminiTranslator,
     _Rebuild,
     canonical_arguments,
     parse_json_path,
 )
-from reassemble.schema import SchemaProblem, ToolSchema, compile_schema
+from callgate.reassemble.schema import SchemaProblem, ToolSchema, compile_schema
 
 
 def chunk(*calls: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from cli.files import load_envelope
-from cli.html_report import LABEL_W, PAD, PLOT_MAX, render_html
-from cli.replay import Outcome, expectation_problems, judge
-from reassemble import check
+from callgate.cli.files import load_envelope
+from callgate.cli.html_report import LABEL_W, PAD, PLOT_MAX, render_html
+from callgate.cli.replay import Outcome, expectation_problems, judge
+from callgate.reassemble import check
 from tests.conftest import CONFORMANCE, conformance_fixtures
 
 MARKER = re.compile(r'<path class="finding (blocking|tolerated)" data-code="([a-z_]+)" '
@@ -223,6 +223,7 @@ def count_colour(rows: list[bytes], bpp: int, rgb: tuple[int, int, int]) -> int:
     return sum(row[i:i + 3] == bytes(rgb) for row in rows for i in range(0, len(row), bpp))
 
 
+@pytest.mark.browser
 @needs_chromium
 def test_chromium_has_the_lanes_and_markers_in_its_rendered_dom(tmp_path: Path) -> None:
     html = page("anthropic/stream_error.json", "anthropic/valid_interleaved_blocks.json")
@@ -232,6 +233,7 @@ def test_chromium_has_the_lanes_and_markers_in_its_rendered_dom(tmp_path: Path) 
     assert len(MARKER.findall(dom)) == 3
 
 
+@pytest.mark.browser
 @needs_chromium
 @pytest.mark.parametrize(("name", "colour", "markers"), [
     ("anthropic/stream_error.json", RED, 3),

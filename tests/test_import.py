@@ -10,8 +10,8 @@ from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.test import tflow, tutils
 from typer.testing import CliRunner
 
-from cli.app import app
-from reassemble.profiles import PROFILES
+from callgate.cli.app import app
+from callgate.reassemble.profiles import PROFILES
 
 runner = CliRunner()
 KEY = "sk-proj-" + "Zq7" * 16

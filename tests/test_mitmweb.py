@@ -16,6 +16,8 @@ import pytest
 
 from tests.proxy_harness import Proxy, fake_provider, post, request_body
 
+pytestmark = [pytest.mark.proxy, pytest.mark.browser]
+
 CHROMIUM = shutil.which("chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",

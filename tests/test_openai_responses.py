@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from reassemble import Reassembler, Report, Severity
-from reassemble.codes import Code
-from reassemble.events import ArgumentsStated, Problem, SlotDelta, SlotEnded, SlotStarted
-from reassemble.profiles.openai_responses import ResponsesTranslator
+from callgate.reassemble import Reassembler, Report, Severity
+from callgate.reassemble.codes import Code
+from callgate.reassemble.events import ArgumentsStated, Problem, SlotDelta, SlotEnded, SlotStarted
+from callgate.reassemble.profiles.openai_responses import ResponsesTranslator
 
 SCHEMAS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}},
                            "required": ["city"], "additionalProperties": False}}

@@ -1,18 +1,239 @@
-"""The distribution ships every package of the source tree (a package missing from
-``[tool.setuptools] packages`` works in the editable install and is absent from the wheel)."""
+"""callgate as its users install it: one ``callgate`` package, beside the provider SDKs, in
+fresh virtual environments on Python 3.11 and on the newest Python here.
+
+The wheel is built once per run with ``python -m build``; each environment installs it with pip
+from the package registry (the SDKs at the versions the proxy tests use).
+"""
 
 from __future__ import annotations
 
-import tomllib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from email.parser import Parser
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-TOP_LEVEL = ("reassemble", "redact", "proxy_addon", "cli")
+import pytest
+
+from callgate.cli.loopback import free_port, wait_listening
+from tests.conftest import CONFORMANCE, ROOT
+from tests.proxy_harness import fake_provider, fixtures_in, post, request_body
+
+pytestmark = pytest.mark.slow
+
+DESIGN_FOLDERS = ("cli", "proxy_addon", "reassemble", "redact")
+SDK_PINS = [line for line in (ROOT / "tests" / "apps" / "requirements.txt").read_text().split("\n")
+            if line and not line.startswith("#")]
+SDKS = [pin for pin in SDK_PINS if pin.split("==")[0] in ("openai", "anthropic")]
+PIP = ["-m", "pip", "--disable-pip-version-check", "--no-input", "-q"]
+NO_EXTRA_LINE = ("callgate: record runs mitmproxy, which is not installed: pip install "
+                 "'callgate[proxy]' (or pipx install 'callgate[proxy]')\n")
 
 
-def test_every_package_in_the_tree_is_listed_for_the_wheel() -> None:
-    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "packages"]
-    found = sorted(".".join(init.parent.relative_to(ROOT).parts)
-                   for top in TOP_LEVEL for init in (ROOT / top).rglob("__init__.py"))
-    assert sorted(listed) == found
+def newest_python() -> str | None:
+    """The newest Python 3.12+ here (mitmproxy 12 and the SDKs share one environment there)."""
+    pyenv = sorted(Path.home().glob(".pyenv/versions/3.1[2-9]*/bin/python3"), reverse=True)
+    for candidate in ["python3.14", "python3.13", "python3.12", *map(str, pyenv)]:
+        if _runs(candidate, "import sys; assert sys.version_info >= (3, 12)"):
+            return candidate
+    return None
+
+
+def _runs(python: str, code: str = "pass") -> bool:
+    try:
+        subprocess.run([python, "-c", code], capture_output=True, check=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
+def run(*command: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(part) for part in command], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=900, check=False)
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def tracked_files() -> list[str]:
+    listed = run("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT)
+    return [name for name in ok(listed).split("\0") if name and (ROOT / name).exists()]
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
+    """The wheel and sdist built from this checkout's files (as a release builds them from a clean
+    clone: no caches or virtual environments), and what the build printed."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("dist")
+    for name in tracked_files():
+        target = source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / name).is_symlink():
+            target.symlink_to(os.readlink(ROOT / name))
+        else:
+            shutil.copy2(ROOT / name, target)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    built = run(sys.executable, "-m", "build", "--outdir", out, source, env=env)
+    output = ok(built) + built.stderr
+    return {"wheel": next(out.glob("*.whl")), "sdist": next(out.glob("*.tar.gz")),
+            "output": output}
+
+
+def venv(tmp_path_factory: pytest.TempPathFactory, python: str, name: str,
+         *requirements: str | Path) -> Path:
+    """A fresh virtual environment with ``requirements`` installed; returns its bin folder."""
+    folder = tmp_path_factory.mktemp(name)
+    ok(run(python, "-m", "venv", folder))
+    ok(run(folder / "bin" / "python", *PIP, "install", *requirements))
+    return folder / "bin"
+
+
+@pytest.fixture(scope="module")
+def env311(tmp_path_factory: pytest.TempPathFactory, dist: dict[str, Path | str]) -> Path:
+    return venv(tmp_path_factory, sys.executable, "py311", dist["wheel"], *SDKS, "pytest>=8")
+
+
+@pytest.fixture(scope="module")
+def env_newest(tmp_path_factory: pytest.TempPathFactory, dist: dict[str, Path | str]) -> Path:
+    python = newest_python()
+    if python is None:
+        pytest.skip("no Python 3.12 or newer here (make test runs where pyenv has one)")
+    wheel = Path(dist["wheel"]).as_uri()
+    return venv(tmp_path_factory, python, "newest", f"callgate[proxy] @ {wheel}", *SDKS)
+
+
+def source_files() -> set[str]:
+    """Every file of the package as the checkout tracks it (through callgate/'s links)."""
+    return {name for name in package_files() if name.startswith("callgate/")}
+
+
+def package_files() -> set[str]:
+    """The tracked files, with callgate/'s links to the design folders followed."""
+    names = set()
+    for name in tracked_files():
+        top = name.split("/")[0]
+        names.add(f"callgate/{name}" if top in DESIGN_FOLDERS else name)
+    return {n for n in names if not (ROOT / n).is_symlink()}
+
+
+def test_the_wheel_holds_the_callgate_package_and_nothing_else(dist: dict[str, Path]) -> None:
+    names = zipfile.ZipFile(dist["wheel"]).namelist()
+    info = "callgate-0.1.0.dist-info/"
+    assert {name.split("/")[0] for name in names} == {"callgate", info.rstrip("/")}
+    assert {n for n in names if not n.startswith(info)} == source_files()
+    assert not any("demo" in name or "gendocs" in name for name in names)
+    metadata = Parser().parsestr(zipfile.ZipFile(dist["wheel"]).read(info + "METADATA").decode())
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+    requires = metadata.get_all("Requires-Dist")
+    assert [r for r in requires if r.startswith("mitmproxy")] == ['mitmproxy>=11; extra == "proxy"']
+    assert not any(r.startswith("rfc3987") or "format" in r for r in requires)
+    entry_points = zipfile.ZipFile(dist["wheel"]).read(info + "entry_points.txt").decode()
+    assert "callgate = callgate.cli.app:main" in entry_points
+    assert "[pytest11]\ncallgate = callgate.cli.pytest_plugin" in entry_points
+
+
+def test_the_sdist_is_the_source_with_the_package_as_plain_files(dist: dict[str, Path]) -> None:
+    with tarfile.open(dist["sdist"]) as sdist:
+        members = [m for m in sdist.getmembers() if not m.isdir()]
+    assert not any(member.issym() for member in members)
+    names = {member.name.split("/", 1)[1] for member in members}
+    generated = {"PKG-INFO", "setup.cfg"}
+    assert names - generated == {n for n in package_files()
+                                 if not n.startswith((".ci/", ".gitignore"))} | {
+        n for n in names if n.startswith("callgate.egg-info/")}
+
+
+def test_the_build_prints_no_warning(dist: dict[str, str]) -> None:
+    assert re.findall(r".*warn.*", dist["output"], re.IGNORECASE) == []
+
+
+def test_no_module_imports_a_design_folder_by_its_bare_name() -> None:
+    bare = re.compile(rf"^\s*(from|import) ({'|'.join(DESIGN_FOLDERS)})\b", re.MULTILINE)
+    files = [p for folder in [*DESIGN_FOLDERS, "callgate", "tests", "tools", "bench"]
+             for p in (ROOT / folder).rglob("*.py")]
+    assert [str(p.relative_to(ROOT)) for p in files if bare.search(p.read_text())] == []
+
+
+@pytest.mark.parametrize("which", ["env311", "env_newest"])
+def test_callgate_installs_and_imports_beside_the_sdks(which: str,
+                                                      request: pytest.FixtureRequest) -> None:
+    bin_dir: Path = request.getfixturevalue(which)
+    ok(run(bin_dir / "python", *PIP, "check"))
+    probe = ("import importlib.util as u, json, callgate, openai, anthropic\n"
+             "from importlib.metadata import files\n"
+             "tops = sorted({f.parts[0] for f in files('callgate') if f.parts[0] != '..'})\n"
+             f"bare = [n for n in {DESIGN_FOLDERS!r} if u.find_spec(n)]\n"
+             "print(json.dumps([tops, bare, callgate.check.__module__]))")
+    tops, bare, module = json.loads(ok(run(bin_dir / "python", "-c", probe, cwd=bin_dir)))
+    assert (tops, bare, module) == (["callgate", "callgate-0.1.0.dist-info"], [],
+                                    "callgate.reassemble.envelope")
+    fixture = CONFORMANCE / "openai" / "reused_index_new_id.json"
+    checked = run(bin_dir / "callgate", "check", fixture)
+    assert (checked.returncode, json.loads(checked.stdout)["status"]) == (1, "fail")
+
+
+def test_record_without_the_proxy_extra_says_how_to_get_it(env311: Path) -> None:
+    result = run(env311 / "callgate", "record", "--upstream", "http://127.0.0.1:9")
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", NO_EXTRA_LINE)
+
+
+def test_a_project_with_its_own_cli_redact_and_reassemble_keeps_its_tests_green(
+        env311: Path, tmp_path: Path) -> None:
+    for package in ("cli", "redact", "reassemble"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(f"NAME = {package!r}\n")
+    (tmp_path / "cli" / "pytest_plugin.py").write_text("OWN = True\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_own.py").write_text(
+        "import cli, cli.pytest_plugin, redact, reassemble\n\n\n"
+        "def test_own_packages():\n"
+        "    assert (cli.NAME, redact.NAME, reassemble.NAME) == ('cli', 'redact', 'reassemble')\n"
+        "    assert cli.pytest_plugin.OWN\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\npythonpath = ['.']\n")
+    tests = run(env311 / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert tests.returncode == 0 and "1 passed" in tests.stdout, tests.stdout + tests.stderr
+    assert "--callgate" in ok(run(env311 / "python", "-m", "pytest", "--help", cwd=tmp_path))
+
+
+def test_with_the_proxy_extra_record_writes_a_fixture(env_newest: Path, tmp_path: Path) -> None:
+    upstream, port = fake_provider(), free_port()
+    env = {**os.environ, "CALLGATE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    process = subprocess.Popen(
+        [str(env_newest / "callgate"), "record", "--upstream", upstream.url, "--listen",
+         f"127.0.0.1:{port}", "--out", str(tmp_path / "fx")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        assert wait_listening(port, lambda: process.poll() is None), "record did not start"
+        status, _, _ = post(f"http://127.0.0.1:{port}",
+                            "/f/openai/reused_index_new_id/v1/chat/completions",
+                            request_body("openai/reused_index_new_id"))
+        [fixture] = fixtures_in(tmp_path / "fx", 1)
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+        upstream.close()
+    assert status == 200, output
+    assert (fixture["profile"], fixture["expect"]["status"]) == ("openai", "fail")
+    assert fixture["expect"]["codes"] == ["identity_collision"]
+
+
+@pytest.mark.parametrize("minor", [11, 12, 13])
+def test_callgate_resolves_beside_every_sdk_it_is_tested_with(
+        minor: int, dist: dict[str, Path]) -> None:
+    python = (sys.executable if minor == 11 else
+              next((str(p) for p in Path.home().glob(f".pyenv/versions/3.{minor}*/bin/python3")),
+                   f"python3.{minor}"))
+    if not _runs(python):
+        pytest.skip(f"no Python 3.{minor} here")
+    result = run(python, *PIP, "install", "--dry-run", "--ignore-installed", dist["wheel"],
+                 *SDK_PINS)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassemble import Status, check
+from callgate.reassemble import Status, check
 
 SCHEMAS = {"f": True, "g": True}
 

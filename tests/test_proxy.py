@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from cli.serve import array_frames
-from redact import redact_envelope
+from callgate.cli.serve import array_frames
+from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import (
     APPS_PYTHON,
@@ -29,6 +29,8 @@ from tests.proxy_harness import (
     run_app,
     tools_file,
 )
+
+pytestmark = pytest.mark.proxy
 
 needs_apps = pytest.mark.skipif(not APPS_PYTHON.exists(),
                                 reason="run `make test` to create .venv-apps")
@@ -114,7 +116,7 @@ def test_a_client_that_hangs_up_mid_stream_is_recorded_as_such(tmp_path: Path) -
 def test_a_failure_inside_the_pipeline_costs_the_client_no_byte(
         upstream: Any, proxy: Proxy, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    from reassemble import engine
+    from callgate.reassemble import engine
 
     calls = {"n": 0}
     original = engine.Reassembler.feed
@@ -181,6 +183,7 @@ def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
         assert canary not in fixture and canary not in logs
 
 
+@pytest.mark.sdk
 @needs_apps
 @pytest.mark.parametrize(("sdk", "base", "calls"), [
     ("openai", "/f/openai/valid_fragmented/v1", 1),
@@ -206,6 +209,7 @@ def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Prox
                                                       {"status": "pass", "codes": []})
 
 
+@pytest.mark.sdk
 @needs_apps
 @pytest.mark.parametrize(("sdk", "good", "bad", "raised", "says", "handed"), [
     ("openai", "/f/openai/valid_fragmented/v1", "/f/openai/reused_index_new_id/v1", "APIError",

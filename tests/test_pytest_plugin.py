@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import cli.replay  # noqa: F401
+import callgate.cli.replay  # noqa: F401
 from tests.conftest import CONFORMANCE
 
 # (cli.replay is imported above only to load the engine once: pytester's in-process runs forget
@@ -21,10 +21,12 @@ GOOD = ["openai/valid_fragmented.json", "anthropic/reused_index_new_id.json"]
 
 
 def plugin() -> list[str]:
-    """``-p cli.pytest_plugin`` until the ``pytest11`` entry point is installed; after that pytest
-    loads the plugin by itself and a second ``-p`` would register it twice. Hypothesis's plugin
-    is left out: it has nothing to do here and costs a second per in-process run."""
-    ours = [] if entry_points(group="pytest11", name="callgate") else ["-p", "cli.pytest_plugin"]
+    """``-p callgate.cli.pytest_plugin`` until the ``pytest11`` entry point is installed; after
+    that pytest loads the plugin by itself and a second ``-p`` would register it twice.
+    Hypothesis's plugin is left out: it has nothing to do here and costs a second per in-process
+    run."""
+    installed = entry_points(group="pytest11", name="callgate")
+    ours = [] if installed else ["-p", "callgate.cli.pytest_plugin"]
     return [*ours, "-p", "no:hypothesispytest"]
 
 

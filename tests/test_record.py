@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli.loopback import free_port, wait_listening
+import pytest
+
+from callgate.cli.loopback import free_port, wait_listening
 from tests.proxy_harness import fake_provider, fixtures_in, post, request_body
+
+pytestmark = pytest.mark.proxy
 
 BIN = Path(sys.executable).parent
 KEY, QUERY_KEY, PROMPT = "sk-proj-CANARYkey0123456789ab", "AIzaCANARYquery0123", "CANARYprompt"

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassemble import check
-from redact import (
+from callgate.reassemble import check
+from callgate.redact import (
     ArgumentMode,
     Exchange,
     NotApplicable,
@@ -22,8 +22,8 @@ from redact import (
     redact_exchange,
     request_context,
 )
-from redact.leaks import encodings
-from redact.mask import Pseudonyms, mask_arguments
+from callgate.redact.leaks import encodings
+from callgate.redact.mask import Pseudonyms, mask_arguments
 from tests.conftest import conformance_fixtures, fixture_id, load
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"},

@@ -12,8 +12,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from cli import reports
-from cli.replay import (
+from callgate.cli import reports
+from callgate.cli.replay import (
     Outcome,
     ReplayFormat,
     expectation_problems,
@@ -22,10 +22,10 @@ from cli.replay import (
     run_replay,
     update_expectations,
 )
-from reassemble import check
-from reassemble.catalogue import CATALOGUE
-from reassemble.codes import Code
-from redact import fixture_bytes
+from callgate.reassemble import check
+from callgate.reassemble.catalogue import CATALOGUE
+from callgate.reassemble.codes import Code
+from callgate.redact import fixture_bytes
 from tests.conftest import CONFORMANCE, load
 
 #: Five fixtures whose pinned expectations hold: passing, failing, a tolerated quirk, pinned calls.

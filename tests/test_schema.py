@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing.exceptions import NoSuchResource
 
-from reassemble.codes import Code
-from reassemble.schema import (
+from callgate.reassemble.codes import Code
+from callgate.reassemble.schema import (
     _DIALECTS,
     _OFFLINE,
     DRAFT7_KEYWORDS,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cli.files import InputError
-from cli.serve import FakeProvider, collect, parse_timing
+from callgate.cli.files import InputError
+from callgate.cli.serve import FakeProvider, collect, parse_timing
 from tests.conftest import CONFORMANCE
 from tests.proxy_harness import APPS_PYTHON, post, read_events, run_app, tools_file
 
@@ -89,7 +89,7 @@ def test_recorded_timing_replays_the_captured_gaps(tmp_path: Path,
     envelope["meta"] = {"stream": {"event_times_ms": [0, 400, 400, 800]}}
     (tmp_path / "timed.json").write_text(json.dumps(envelope))
     waits: list[float] = []
-    monkeypatch.setattr("cli.serve.time.sleep", waits.append)  # the pauses, not the clock
+    monkeypatch.setattr("callgate.cli.serve.time.sleep", waits.append)  # the pauses, not the clock
     provider = FakeProvider(collect([tmp_path]), timing="recorded").start()
     try:
         events = list(read_events(provider.url, "/f/timed/v1/chat/completions"))
@@ -105,6 +105,7 @@ def test_timing_values(value: str, parsed: Any) -> None:
     assert parse_timing(value) == parsed
 
 
+@pytest.mark.sdk
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
 @pytest.mark.parametrize(("sdk", "base", "handed"), [
     # An app that accumulates openai-python's deltas by index, the usual loop, gets one call

@@ -1,4 +1,5 @@
-"""``cli.sources``: recordings users already have (HAR, mitmproxy flows, VCR cassettes, raw bodies)
+"""``callgate.cli.sources``: recordings users already have (HAR, mitmproxy flows, VCR cassettes,
+raw bodies)
 read into exact ``Exchange``s, with everything else a ``Skipped`` or a one-line ``SourceError``.
 
 HAR and flow files are written by mitmproxy's own exporters, so the tests meet what users have.
@@ -19,8 +20,8 @@ from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.flow import Error
 from mitmproxy.test import tflow, tutils
 
-from cli.sources import Skipped, SourceError, read_source
-from redact.exchange import Exchange
+from callgate.cli.sources import Skipped, SourceError, read_source
+from callgate.redact.exchange import Exchange
 
 URL = "https://api.openai.com/v1/chat/completions"
 KEYED_URL = "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?key=SECRET"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassemble.sse import SSEDecoder, SSEError, SSEEvent, decode_all
+from callgate.reassemble.sse import SSEDecoder, SSEError, SSEEvent, decode_all
 
 
 def feed_pieces(pieces: Iterable[bytes]) -> tuple[list[SSEEvent], SSEDecoder]:

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassemble.codes import Code
-from reassemble.limits import Limits
-from reassemble.strict_json import StrictJSONError, loads, loads_bytes
+from callgate.reassemble.codes import Code
+from callgate.reassemble.limits import Limits
+from callgate.reassemble.strict_json import StrictJSONError, loads, loads_bytes
 from tests.conftest import SHARED_CORPUS, require_corpus
 
 #: nst/JSONTestSuite's test_parsing folder, in the shared corpus beside the repository.
@@ -146,27 +146,32 @@ def outcome(data: bytes) -> Code | str:
 # --- Conformance over the JSON parsing test suite -----------------------------------------------
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("path", suite_files("y_"))
 def test_every_y_file_is_accepted_unless_refused_by_policy(path: Path) -> None:
     assert outcome(path.read_bytes()) == Y_REJECTED.get(path.name, ACCEPT)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("path", suite_files("n_"))
 def test_every_n_file_is_rejected_with_its_code(path: Path) -> None:
     assert outcome(path.read_bytes()) == N_OUTCOMES.get(path.name, Code.INVALID_ARGUMENTS_JSON)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("path", suite_files("i_"))
 def test_every_i_file_has_its_pinned_outcome(path: Path) -> None:
     assert path.name in I_OUTCOMES, f"{path.name} has no pinned outcome"
     assert outcome(path.read_bytes()) == I_OUTCOMES[path.name]
 
 
+@pytest.mark.corpus
 def test_every_i_file_in_the_suite_has_a_pinned_outcome() -> None:
     names = {path.name for path in require_corpus("jsontestsuite/test_parsing").glob("i_*.json")}
     assert sorted(names - I_OUTCOMES.keys()) == []
 
 
+@pytest.mark.corpus
 def test_every_pinned_name_has_a_file_in_the_suite() -> None:
     names = {path.name for path in require_corpus("jsontestsuite/test_parsing").glob("*.json")}
     assert sorted((I_OUTCOMES.keys() | Y_REJECTED.keys() | N_OUTCOMES.keys()) - names) == []

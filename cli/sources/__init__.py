@@ -19,12 +19,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from cli.sources.cassettes import cassette_items, read_cassette
-from cli.sources.common import RawRequest, Skipped, SourceError, load_yaml
-from cli.sources.flows import read_flows
-from cli.sources.har import read_har
-from cli.sources.raw import read_json, read_jsonl, read_sse
-from redact.exchange import Exchange
+from callgate.cli.sources.cassettes import cassette_items, read_cassette
+from callgate.cli.sources.common import RawRequest, Skipped, SourceError, load_yaml
+from callgate.cli.sources.flows import read_flows
+from callgate.cli.sources.har import read_har
+from callgate.cli.sources.raw import read_json, read_jsonl, read_sse
+from callgate.redact.exchange import Exchange
 
 __all__ = ["Skipped", "SourceError", "read_source"]
 

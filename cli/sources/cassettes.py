@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cli.sources.common import (
+from callgate.cli.sources.common import (
     Headers,
     RawRequest,
     Skip,
@@ -18,7 +18,7 @@ from cli.sources.common import (
     load_yaml,
     require_stream,
 )
-from redact.exchange import Exchange
+from callgate.redact.exchange import Exchange
 
 
 def read_cassette(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:

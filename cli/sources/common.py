@@ -1,4 +1,5 @@
-"""What every reader of ``cli.sources`` shares: the two errors, the per-exchange ``Skip``, the raw
+"""What every reader of ``callgate.cli.sources`` shares: the two errors, the per-exchange ``Skip``,
+the raw
 request of a bare body, and helpers that read fields, headers, encoded bodies, JSON and YAML.
 """
 
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from redact.exchange import Exchange
+from callgate.redact.encoding import CODINGS, MissingCodec, decode_whole
+from callgate.redact.exchange import Exchange
 
 _T = TypeVar("_T")
 Headers = list[tuple[str, str]]
@@ -107,23 +109,22 @@ def decode_content(body: bytes, headers: Headers) -> bytes:
 
 
 def _undo_coding(coding: str, body: bytes) -> bytes:
-    from mitmproxy.net import encoding  # brotli and zstd come with mitmproxy
-
     # Recorders often store the decoded body under the original header: decode only what really
     # is compressed. gzip and zstd have magic bytes; br and deflate do not, so a failure there
     # means "already decoded".
     magic = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd"}.get(coding)
-    if coding not in ("gzip", "zstd", "br", "deflate"):
+    if coding not in CODINGS:
         raise Skip(f"unsupported content-encoding {short(coding, 20)}")
     if magic is not None and not body.startswith(magic):
         return body
     try:
-        decoded = encoding.decode(body, coding)
+        return decode_whole(body, coding)
+    except MissingCodec as missing:
+        raise Skip(str(missing)) from None
     except ValueError:
         if magic is not None:
             raise Skip(f"response body is not valid {coding} (truncated?)") from None
         return body
-    return decoded if isinstance(decoded, bytes) else body
 
 
 def load_json(data: bytes, what: str) -> Any:

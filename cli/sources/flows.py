@@ -7,7 +7,8 @@ from __future__ import annotations
 from io import BytesIO
 from typing import Any
 
-from cli.sources.common import (
+from callgate.cli.extras import PROXY_EXTRA
+from callgate.cli.sources.common import (
     Headers,
     RawRequest,
     Skip,
@@ -18,15 +19,17 @@ from cli.sources.common import (
     require_stream,
     short,
 )
-from cli.sources.har import read_har
-from redact.exchange import Exchange
+from callgate.cli.sources.har import read_har
+from callgate.redact.exchange import Exchange
 
 
 def read_flows(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
     if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):  # FlowReader reads HAR too
         return read_har(data, raw)
-    from mitmproxy import exceptions, io
-
+    try:
+        from mitmproxy import exceptions, io
+    except ImportError:
+        raise SourceError(f"reading mitmproxy flow files needs mitmproxy: {PROXY_EXTRA}") from None
     flows: list[Any] = []
     try:
         for flow in io.FlowReader(BytesIO(data)).stream():

@@ -11,7 +11,7 @@ import re
 import zlib
 from typing import Any
 
-from cli.sources.common import (
+from callgate.cli.sources.common import (
     Headers,
     RawRequest,
     Skip,
@@ -25,7 +25,7 @@ from cli.sources.common import (
     require_stream,
     short,
 )
-from redact.exchange import Exchange
+from callgate.redact.exchange import Exchange
 
 
 def read_har(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import re
 
-from cli.sources.cassettes import cassette_items
-from cli.sources.common import RawRequest, Skipped, SourceError, load_json
-from cli.sources.har import har_items
-from redact.exchange import Exchange
+from callgate.cli.sources.cassettes import cassette_items
+from callgate.cli.sources.common import RawRequest, Skipped, SourceError, load_json
+from callgate.cli.sources.har import har_items
+from callgate.redact.exchange import Exchange
 
 _SSE_LINE = re.compile(rb"(?:\A|[\r\n])(?:data:|event:|id:|:)")
 

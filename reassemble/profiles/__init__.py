@@ -1,7 +1,8 @@
 """Provider profiles: one module each, all built the same way, looked up in ``PROFILES``.
 
 A profile translates one raw provider event into provider-neutral events
-(``reassemble.events``). It keeps only the state it needs to read the wire format (which block
+(``callgate.reassemble.events``). It keeps only the state it needs to read the wire format (which
+block
 index is which kind, the next free slot for index-less calls); what a slot *is* and whether the
 turn may run is the engine's business.
 """
@@ -12,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeGuard
 
-from reassemble.events import Event
+from callgate.reassemble.events import Event
 
 
 def is_index(value: object) -> TypeGuard[int]:
@@ -69,7 +70,7 @@ def any_item_has(items: str, key: str) -> Callable[[object], bool]:
 
 
 def _registry() -> dict[str, Profile]:
-    from reassemble.profiles import anthropic, gemini, mistral, openai, openai_responses
+    from callgate.reassemble.profiles import anthropic, gemini, mistral, openai, openai_responses
 
     return {p.name: p for p in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE,
                                     openai_responses.PROFILE, gemini.PROFILE)}

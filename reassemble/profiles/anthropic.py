@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reassemble.codes import Code
-from reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotStarted, TurnEnded
-from reassemble.profiles import Profile, event_type_in, is_index
+from callgate.reassemble.codes import Code
+from callgate.reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotStarted, TurnEnded
+from callgate.reassemble.profiles import Profile, event_type_in, is_index
 
 #: Block types that are not client tool calls, with the delta types each may receive.
 _NON_CALL_BLOCKS: dict[str, frozenset[str]] = {

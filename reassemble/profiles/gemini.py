@@ -31,9 +31,17 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reassemble.codes import Code
-from reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotKey, SlotStarted, TurnEnded
-from reassemble.profiles import Profile, any_item_has, is_index
+from callgate.reassemble.codes import Code
+from callgate.reassemble.events import (
+    Event,
+    Problem,
+    SlotDelta,
+    SlotEnded,
+    SlotKey,
+    SlotStarted,
+    TurnEnded,
+)
+from callgate.reassemble.profiles import Profile, any_item_has, is_index
 
 #: Part fields that carry no client tool call (google-genai ``Part``); a part may hold several.
 _OTHER_PART_FIELDS = frozenset({

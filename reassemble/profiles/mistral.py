@@ -8,8 +8,8 @@ read exactly as OpenAI's.
 
 from __future__ import annotations
 
-from reassemble.profiles import Profile, any_item_has
-from reassemble.profiles.openai import ChatTranslator, accepted_reasons
+from callgate.reassemble.profiles import Profile, any_item_has
+from callgate.reassemble.profiles.openai import ChatTranslator, accepted_reasons
 
 PROFILE = Profile(
     name="mistral",

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reassemble.codes import Code
-from reassemble.events import Event, Problem, SlotDelta, SlotKey, SlotStarted, TurnEnded
-from reassemble.findings import Severity
-from reassemble.profiles import Profile, any_item_has, is_index
+from callgate.reassemble.codes import Code
+from callgate.reassemble.events import Event, Problem, SlotDelta, SlotKey, SlotStarted, TurnEnded
+from callgate.reassemble.findings import Severity
+from callgate.reassemble.profiles import Profile, any_item_has, is_index
 
 
 def _optional_str(entry: Mapping[str, object], key: str) -> tuple[str | None, bool]:

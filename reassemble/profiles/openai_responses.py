@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from reassemble.codes import Code
-from reassemble.events import (
+from callgate.reassemble.codes import Code
+from callgate.reassemble.events import (
     ArgumentsStated,
     Event,
     Problem,
@@ -33,8 +33,8 @@ from reassemble.events import (
     SlotStarted,
     TurnEnded,
 )
-from reassemble.findings import Severity
-from reassemble.profiles import Profile, event_type_in, is_index
+from callgate.reassemble.findings import Severity
+from callgate.reassemble.profiles import Profile, event_type_in, is_index
 
 _CALL = "function_call"
 _CUSTOM = "custom_tool_call"

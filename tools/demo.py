@@ -25,10 +25,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cli.files import load_envelope
-from cli.loopback import free_port, wait_listening
-from cli.serve import FakeProvider, collect
-from reassemble import check
+from callgate.cli.files import load_envelope
+from callgate.cli.loopback import free_port, wait_listening
+from callgate.cli.serve import FakeProvider, collect
+from callgate.reassemble import check
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "tests" / "apps" / "client.py"

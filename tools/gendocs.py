@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reassemble import ENVELOPE_SCHEMA
-from reassemble.catalogue import markdown
+from callgate.reassemble import ENVELOPE_SCHEMA
+from callgate.reassemble.catalogue import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED: dict[Path, str] = {

@@ -1,0 +1,98 @@
+"""callgate: may the tool calls of this streamed LLM turn be executed?
+
+The public face of the Python API. Feed a provider's raw stream events to a ``Reassembler`` (or
+a whole envelope to ``check``) and read the ``Report``: its ``status``, the reassembled ``calls``
+and the ``findings``, each with a stable ``Code``. ``redact_envelope`` turns an envelope into a
+fixture that is safe to keep.
+
+How this works: the names below load on first use (PEP 562), so ``import callgate`` costs
+nothing. That matters because pytest imports ``callgate.cli.pytest_plugin``, and with it this
+package, in every test run of every project that has callgate installed.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+#: Public name -> the module that defines it.
+_EXPORTS = {
+    "Call": "callgate.reassemble",
+    "Code": "callgate.reassemble",
+    "DEFAULT_LIMITS": "callgate.reassemble",
+    "ENVELOPE_SCHEMA": "callgate.reassemble",
+    "EnvelopeError": "callgate.reassemble",
+    "Finding": "callgate.reassemble",
+    "Limits": "callgate.reassemble",
+    "QUIRKS": "callgate.reassemble",
+    "Quirk": "callgate.reassemble",
+    "Reassembler": "callgate.reassemble",
+    "Report": "callgate.reassemble",
+    "Severity": "callgate.reassemble",
+    "SlotState": "callgate.reassemble",
+    "Status": "callgate.reassemble",
+    "check": "callgate.reassemble",
+    "validate_envelope": "callgate.reassemble",
+    "ArgumentMode": "callgate.redact",
+    "RedactionRefused": "callgate.redact",
+    "redact_envelope": "callgate.redact",
+}
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "ENVELOPE_SCHEMA",
+    "QUIRKS",
+    "ArgumentMode",
+    "Call",
+    "Code",
+    "EnvelopeError",
+    "Finding",
+    "Limits",
+    "Quirk",
+    "Reassembler",
+    "RedactionRefused",
+    "Report",
+    "Severity",
+    "SlotState",
+    "Status",
+    "__version__",
+    "check",
+    "redact_envelope",
+    "validate_envelope",
+]
+
+if TYPE_CHECKING:
+    from callgate.reassemble import (
+        DEFAULT_LIMITS,
+        ENVELOPE_SCHEMA,
+        QUIRKS,
+        Call,
+        Code,
+        EnvelopeError,
+        Finding,
+        Limits,
+        Quirk,
+        Reassembler,
+        Report,
+        Severity,
+        SlotState,
+        Status,
+        check,
+        validate_envelope,
+    )
+    from callgate.redact import ArgumentMode, RedactionRefused, redact_envelope
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'callgate' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next access is a plain attribute read
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,1 @@
+"""Scripts that only work from a checkout: the demo driver and the docs generator."""
