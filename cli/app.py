@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from callgate.cli.check import ReportFormat, run_check
 from callgate.cli.diff import AdapterName
+from callgate.cli.output import error_line
+from callgate.reassemble.errors import CallgateError
 from callgate.redact import ArgumentMode
+
+
+def _exit(run: Callable[..., int], *arguments: Any) -> NoReturn:
+    """Run a command and exit with its code. Every command maps a ``CallgateError`` the same
+    way: its one line on stderr, exit 2."""
+    try:
+        code = run(*arguments)
+    except CallgateError as error:
+        code = error_line(error, sys.stderr)
+    raise typer.Exit(code)
+
 
 app = typer.Typer(
     name="callgate",
@@ -30,8 +44,7 @@ def check_command(
         "--allow-quirk", help="Tolerate a named provider quirk (repeatable).")] = None,
 ) -> None:
     """Judge each fixture: exit 0 pass, 1 block, 2 invalid input or no streamed tool call."""
-    code = run_check(fixtures, report, allow_quirk or [], sys.stdout, sys.stderr)
-    raise typer.Exit(code)
+    _exit(run_check, fixtures, report, allow_quirk or [], sys.stdout, sys.stderr)
 
 
 @app.command("import")
@@ -58,7 +71,7 @@ def import_command(
 
     options = ImportOptions(out, out_dir, request, profile, provider, url, arguments,
                             allow_verdict_change)
-    raise typer.Exit(run_import(sources, options, sys.stdout, sys.stderr))
+    _exit(run_import, sources, options, sys.stdout, sys.stderr)
 
 
 @app.command("replay")
@@ -74,8 +87,7 @@ def replay_command(
     """Check every fixture against its pinned expectation: exit 0 all held, 1 not, 2 unreadable."""
     from callgate.cli.replay import run_replay
 
-    raise typer.Exit(run_replay(paths, report, output, jobs, update_expectations, sys.stdout,
-                                sys.stderr))
+    _exit(run_replay, paths, report, output, jobs, update_expectations, sys.stdout, sys.stderr)
 
 
 @app.command("diff")
@@ -90,7 +102,7 @@ def diff_command(
     1 some disagree, 2 invalid input or adapter missing."""
     from callgate.cli.diff import run_diff
 
-    raise typer.Exit(run_diff(fixtures, adapter.value, python, sys.stdout, sys.stderr))
+    _exit(run_diff, fixtures, adapter.value, python, sys.stdout, sys.stderr)
 
 
 @app.command("explain")
@@ -98,7 +110,7 @@ def explain_command(code: Annotated[str, typer.Argument(help="A finding code.")]
     """What a finding code means, what typically causes it, and how to recover."""
     from callgate.cli.explain import run_explain
 
-    raise typer.Exit(run_explain(code, sys.stdout, sys.stderr))
+    _exit(run_explain, code, sys.stdout, sys.stderr)
 
 
 @app.command("record")
@@ -126,7 +138,7 @@ def record_command(
 
     options = RecordOptions(upstream, listen, out, web, enforce, arguments.value, provider, mode,
                             allow_raw_dump)
-    raise typer.Exit(run_record(options))
+    _exit(run_record, options)
 
 
 @app.command("serve")
@@ -140,7 +152,7 @@ def serve_command(
     """A fake provider on loopback that streams fixtures with each profile's real framing."""
     from callgate.cli.serve import run_serve
 
-    raise typer.Exit(run_serve(paths, listen, timing))
+    _exit(run_serve, paths, listen, timing)
 
 
 @app.command("addon-path")

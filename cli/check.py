@@ -11,8 +11,10 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from callgate.cli.files import InputError, load_envelope
+from callgate.cli.files import load_envelope
+from callgate.cli.output import console, error_line, styled
 from callgate.reassemble import Report, check
+from callgate.reassemble.errors import InputError, UsageError
 
 
 class ReportFormat(StrEnum):
@@ -24,22 +26,20 @@ def run_check(paths: Sequence[Path], report: ReportFormat, allow_quirks: Sequenc
               out: TextIO, err: TextIO) -> int:
     """Check each fixture; return the worst exit code (2 beats 1 beats 0)."""
     worst = 0
-    console = Console(file=out, highlight=False, soft_wrap=True)
+    shown = console(out)
     for path in paths:
         try:
             result = check(load_envelope(path), allow_quirks=allow_quirks)
-        except InputError as error:
-            print(f"callgate: {error}", file=err)
-            worst = 2
+        except InputError as error:  # this file; the others are still checked
+            worst = error_line(error, err)
             continue
-        except ValueError as error:  # an unknown --allow-quirk name
-            print(f"callgate: {error}", file=err)
-            return 2
+        except UsageError as error:  # an unknown --allow-quirk name: no file can be checked
+            return error_line(error, err)
         if report is ReportFormat.json:
             out.write(json.dumps({"fixture": str(path), **result.to_dict()},
                                  ensure_ascii=False) + "\n")
         else:
-            print_text_report(console, path, result)
+            print_text_report(shown, path, result)
         worst = max(worst, result.exit_code)
     return worst
 
@@ -47,9 +47,9 @@ def run_check(paths: Sequence[Path], report: ReportFormat, allow_quirks: Sequenc
 def print_text_report(console: Console, path: Path, report: Report) -> None:
     verdict = "EXECUTABLE" if report.executable else "BLOCKED"
     style = "green" if report.executable else "red"
-    console.print(f"[bold]{path}[/bold]  {report.profile}"
-                  f"{'/' + report.provider if report.provider else ''}  "
-                  f"[{style}]{report.status.value} ({verdict})[/{style}]")
+    provider = "/" + report.provider if report.provider else ""
+    console.print(styled((str(path), "bold"), f"  {report.profile}{provider}  ",
+                         (f"{report.status.value} ({verdict})", style)))
     if report.calls:
         table = Table("choice", "slot", "id", "name", "state", "arguments", show_lines=False)
         for call in report.calls:
@@ -63,4 +63,4 @@ def print_text_report(console: Console, path: Path, report: Report) -> None:
         mark = "tolerated" if not finding.blocking else "BLOCK"
         quirk = f" [{finding.quirk}]" if finding.quirk else ""
         console.print(f"  {mark} {finding.code.value}{quirk} ({where}, event {finding.event}, "
-                      f"{finding.path}): {finding.message}", markup=False)
+                      f"{finding.path}): {finding.message}")

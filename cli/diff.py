@@ -27,8 +27,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from callgate.cli.files import InputError, load_envelope
+from callgate.cli.files import load_envelope
+from callgate.cli.output import console, error_line
 from callgate.reassemble import Report, check
+from callgate.reassemble.errors import CallgateError, SetupError, UsageError
 
 RUNNER = Path(__file__).with_name("adapters") / "runner.py"
 #: Seconds a runner (or the import probe) may take before the fixture counts as unrunnable.
@@ -64,10 +66,6 @@ class AdapterName(StrEnum):
     litellm = "litellm"
 
 
-class DiffError(Exception):
-    """A fixture or adapter that cannot be diffed. ``str()`` is the one line to show."""
-
-
 @dataclass(frozen=True)
 class HandedCall:
     id: str | None
@@ -99,27 +97,23 @@ def run_diff(paths: Sequence[Path], adapter: str, python: str | None, out: TextI
     """Diff each fixture; return the worst exit code (2 beats 1 beats 0)."""
     try:
         interpreter = pick_interpreter(adapter, python)
-    except DiffError as error:
-        print(f"callgate: {error}", file=err)
-        return 2
-    console = Console(file=out, highlight=False, soft_wrap=True)
+    except CallgateError as error:
+        return error_line(error, err)
+    shown = console(out)
     worst = 0
     for path in paths:
         try:
-            worst = max(worst, diff_fixture(console, path, adapter, interpreter))
-        except InputError as error:
-            print(f"callgate: {error}", file=err)
-            worst = 2
-        except DiffError as error:
-            print(f"callgate: {path}: {error}", file=err)
-            worst = 2
+            worst = max(worst, diff_fixture(shown, path, adapter, interpreter))
+        except CallgateError as error:  # the path goes in front, unless the error names it
+            worst = error_line(error if error.source is not None else f"{path}: {error}", err)
     return worst
 
 
 def pick_interpreter(adapter: str, python: str | None) -> str:
-    """``python`` or else this interpreter, if it has the adapter's library; else ``DiffError``."""
+    """``python`` or else this interpreter, if it has the adapter's library. Raises
+    ``UsageError`` for an unknown adapter and ``SetupError`` when the library is missing."""
     if adapter not in ADAPTERS:
-        raise DiffError(f"unknown adapter {adapter!r}; choose one of {', '.join(ADAPTERS)}")
+        raise UsageError(f"unknown adapter {adapter!r}; choose one of {', '.join(ADAPTERS)}")
     interpreter = python or sys.executable
     # find_spec, not import: it is quick and runs nothing (importing litellm goes online).
     probe = (f"import importlib.util, sys; "
@@ -128,9 +122,9 @@ def pick_interpreter(adapter: str, python: str | None) -> str:
         done = subprocess.run([interpreter, "-c", probe], capture_output=True, timeout=TIMEOUT,
                               check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise DiffError(f"cannot run --python {interpreter}: {error}") from None
+        raise SetupError(f"cannot run --python {interpreter}: {error}") from None
     if done.returncode != 0:
-        raise DiffError(missing_message(adapter))
+        raise SetupError(missing_message(adapter))
     return interpreter
 
 
@@ -141,7 +135,7 @@ def missing_message(adapter: str) -> str:
 
 
 def diff_fixture(console: Console, path: Path, adapter: str, python: str) -> int:
-    """Print one fixture's diff; 0 agree, 1 disagree. Raises ``InputError``, ``DiffError``."""
+    """Print one fixture's diff; 0 agree, 1 disagree. Raises ``CallgateError``."""
     envelope = load_envelope(path)
     check_profile(envelope["profile"], adapter)
     result = run_adapter(python, adapter, envelope)
@@ -159,11 +153,11 @@ def diff_fixture(console: Console, path: Path, adapter: str, python: str) -> int
 
 
 def check_profile(profile: str, adapter: str) -> None:
-    """``DiffError`` unless ``adapter`` consumes streams of ``profile``."""
+    """``UsageError`` unless ``adapter`` consumes streams of ``profile``."""
     if profile in ADAPTERS[adapter].profiles:
         return
     fitting = [name for name, spec in ADAPTERS.items() if profile in spec.profiles]
-    raise DiffError(f"profile {profile}: --adapter {adapter} reads "
+    raise UsageError(f"profile {profile}: --adapter {adapter} reads "
                     f"{' and '.join(ADAPTERS[adapter].profiles)} streams; "
                     f"use {' or '.join(fitting)}")
 
@@ -171,7 +165,7 @@ def check_profile(profile: str, adapter: str) -> None:
 def run_adapter(python: str, adapter: str, envelope: dict[str, Any]) -> AdapterResult:
     """What ``adapter``'s runner, run by ``python``, reports for ``envelope``.
 
-    Raises ``DiffError`` when the runner cannot run, times out, misses its library or prints no
+    Raises ``SetupError`` when the runner cannot run, times out, misses its library or prints no
     result. What the adapter itself raised is part of the result, not an error.
     """
     command = [python, str(RUNNER), adapter]
@@ -179,16 +173,16 @@ def run_adapter(python: str, adapter: str, envelope: dict[str, Any]) -> AdapterR
         done = subprocess.run(command, input=json.dumps(envelope), capture_output=True,
                               text=True, encoding="utf-8", timeout=TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
-        raise DiffError(f"the {adapter} runner took longer than {TIMEOUT:g} s") from None
+        raise SetupError(f"the {adapter} runner took longer than {TIMEOUT:g} s") from None
     except OSError as error:
-        raise DiffError(f"cannot run --python {python}: {error}") from None
+        raise SetupError(f"cannot run --python {python}: {error}") from None
     if done.returncode == 3:
-        raise DiffError(missing_message(adapter))
+        raise SetupError(missing_message(adapter))
     try:
         return parse_result(done.stdout)
     except (IndexError, KeyError, TypeError, ValueError):
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise DiffError(f"the {adapter} runner failed (exit {done.returncode}): {last}") from None
+        raise SetupError(f"the {adapter} runner failed (exit {done.returncode}): {last}") from None
 
 
 def parse_result(stdout: str) -> AdapterResult:

@@ -7,14 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from callgate.reassemble import EnvelopeError, strict_json, validate_envelope
+from callgate.reassemble.errors import InputError
 from callgate.reassemble.limits import DOCUMENT_LIMITS
-
-
-class InputError(Exception):
-    """A file callgate was given cannot be used. ``str()`` is the one line to show."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
 
 
 def load_json(path: Path) -> Any:
@@ -22,11 +16,11 @@ def load_json(path: Path) -> Any:
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
+        raise InputError(f"cannot read: {error.strerror or error}", path) from None
     try:
         return strict_json.loads_bytes(data, DOCUMENT_LIMITS)
     except strict_json.StrictJSONError as error:
-        raise InputError(path, f"not strict JSON ({error.code.value}): {error.message}") from None
+        raise InputError(f"not strict JSON ({error.code.value}): {error.message}", path) from None
 
 
 def load_envelope(path: Path) -> dict[str, Any]:
@@ -35,7 +29,7 @@ def load_envelope(path: Path) -> dict[str, Any]:
     try:
         validate_envelope(document)
     except EnvelopeError as error:
-        raise InputError(path, str(error)) from None
+        raise InputError(str(error), path) from None
     assert isinstance(document, dict)
     return document
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from callgate.cli.sources import Skipped, SourceError, read_source
+from callgate.cli.sources import Skipped, read_source
 from callgate.proxy_addon.storage import write_atomic
+from callgate.reassemble.errors import InputError
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import (
     ArgumentMode,
@@ -61,7 +62,7 @@ def run_import(sources: Sequence[Path], options: ImportOptions, out: TextIO, err
     for source in sources:
         try:
             items = read_source(source, request_body=request_body, url=options.url)
-        except SourceError as error:
+        except InputError as error:
             print(f"callgate: {source}: {error}", file=err)
             tally.unreadable += 1
             continue

@@ -7,13 +7,15 @@ import socket
 import time
 from collections.abc import Callable
 
+from callgate.reassemble.errors import UsageError
+
 
 def split_listen(listen: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:8080`` for IPv6; an empty host is 127.0.0.1) as (host, port).
-    Raises ``ValueError`` with the line to show."""
+    Raises ``UsageError``."""
     host, _, port = listen.rpartition(":")
     if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--listen takes HOST:PORT, not {listen!r}")
+        raise UsageError(f"--listen takes HOST:PORT, not {listen!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 

@@ -21,6 +21,8 @@ from typing import Any
 
 from callgate.cli.extras import PROXY_EXTRA, has_mitmproxy
 from callgate.cli.loopback import split_listen
+from callgate.cli.output import error_line
+from callgate.reassemble.errors import SetupError, UsageError
 
 LOOPBACK_NAMES = ("localhost",)
 #: mitmweb's flow list, with the comment column where callgate writes its verdict.
@@ -94,18 +96,13 @@ def build_master(options: RecordOptions) -> Any:
 
 
 def run_record(options: RecordOptions) -> int:
+    """Run the proxy until interrupted. Raises ``SetupError`` without mitmproxy and
+    ``UsageError`` for options that cannot work together."""
     if not has_mitmproxy():
-        print(f"callgate: record runs mitmproxy, which is not installed: {PROXY_EXTRA}",
-              file=sys.stderr)
-        return 2
+        raise SetupError(f"record runs mitmproxy, which is not installed: {PROXY_EXTRA}")
     if options.mode == "reverse" and not options.upstream:
-        print("callgate: --upstream is required in reverse mode", file=sys.stderr)
-        return 2
-    try:
-        host, _ = split_listen(options.listen)
-    except ValueError as error:
-        print(f"callgate: {error}", file=sys.stderr)
-        return 2
+        raise UsageError("--upstream is required in reverse mode")
+    host, _ = split_listen(options.listen)
     if not is_loopback(host):
         print(f"callgate: warning: listening on {host}, not loopback: anyone who can reach this "
               "machine can use your API credentials through it", file=sys.stderr)
@@ -119,8 +116,7 @@ async def _main(options: RecordOptions) -> int:
     try:
         master = build_master(options)
     except Exception as error:  # mitmproxy reports bad options as exceptions: one line
-        print(f"callgate: {error}", file=sys.stderr)
-        return 2
+        return error_line(str(error), sys.stderr)
     host, port = split_listen(options.listen)
     print(f"callgate record: proxy on http://{host}:{port} -> "
           f"{options.upstream or 'any host (regular mode)'}", flush=True)

@@ -26,9 +26,10 @@ from rich.console import Console
 from rich.progress import Progress
 
 from callgate.cli import reports
-from callgate.cli.files import InputError, find_fixtures, load_envelope
+from callgate.cli.files import find_fixtures, load_envelope
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble import Call, Report, Status, check
+from callgate.reassemble.errors import InputError
 from callgate.redact import fixture_bytes
 
 #: Above this many fixtures a terminal gets a progress bar; below it the bar would only flicker.
@@ -166,7 +167,7 @@ def judge(path: Path) -> Outcome:
     start = time.perf_counter()
     try:
         if path.is_dir():
-            raise InputError(path, "no *.json fixture in this folder")
+            raise InputError("no *.json fixture in this folder", path)
         envelope = load_envelope(path)
     except InputError as error:
         problem = str(error).removeprefix(f"{path}: ")

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from callgate.cli.files import InputError, find_fixtures, load_envelope
+from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.loopback import split_listen
+from callgate.reassemble.errors import InputError, UsageError
 from callgate.reassemble.profiles import PROFILES
 
 
@@ -42,7 +43,7 @@ def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
     for root in paths:
         for path in find_fixtures([root]):
             if path.is_dir():
-                raise InputError(path, "no *.json fixture in this folder")
+                raise InputError("no *.json fixture in this folder", path)
             name = path.relative_to(root).with_suffix("") if root.is_dir() else Path(path.stem)
             fixtures[name.as_posix()] = load_envelope(path)
     return fixtures
@@ -200,27 +201,24 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def parse_timing(value: str) -> float | str:
-    """``fast``, ``recorded`` or a number of seconds; ``ValueError`` otherwise."""
+    """``fast``, ``recorded`` or a number of seconds; ``UsageError`` otherwise."""
     if value in ("fast", "recorded"):
         return 0.0 if value == "fast" else value
-    seconds = float(value)
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
     if not seconds >= 0:
-        raise ValueError(value)
+        raise UsageError(f"--timing takes fast, recorded or seconds, not {value!r}")
     return seconds
 
 
 def run_serve(paths: Sequence[Path], listen: str, timing: str) -> int:
-    try:
-        pause = parse_timing(timing)
-    except ValueError:
-        print(f"callgate: --timing takes fast, recorded or seconds, not {timing!r}")
-        return 2
-    try:
-        host, port = split_listen(listen)
-        fixtures = collect(paths)
-    except (ValueError, InputError) as error:
-        print(f"callgate: {error}")
-        return 2
+    """Serve until interrupted. Raises ``UsageError`` for a bad option and ``InputError`` for a
+    path that holds no fixture."""
+    pause = parse_timing(timing)
+    host, port = split_listen(listen)
+    fixtures = collect(paths)
     provider = FakeProvider(fixtures, host, port, pause)
     print(f"callgate serve: {len(fixtures)} fixtures on {provider.url} "
           f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})")

@@ -23,6 +23,7 @@ from mitmproxy.hooks import UpdateHook
 from callgate.proxy_addon.storage import write_atomic
 from callgate.proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
 from callgate.reassemble import Finding, Reassembler, Report
+from callgate.reassemble.errors import CallgateError
 from callgate.redact import (
     ArgumentMode,
     Exchange,
@@ -143,7 +144,7 @@ class CallgateAddon:
                                          on_failure=lambda kind: self._broken(flow, kind),
                                          framing=framing),
                                provider)
-        except ValueError:
+        except CallgateError:  # an unknown content-encoding, or its decoder missing
             log.warning("callgate: %s %s: content-encoding %r is not supported; not inspected",
                         flow.id, _where(flow), encoding)
             return None

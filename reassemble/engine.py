@@ -22,6 +22,7 @@ from typing import Any
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.codes import Code
+from callgate.reassemble.errors import UsageError
 from callgate.reassemble.events import (
     ArgumentsStated,
     Event,
@@ -111,7 +112,7 @@ class Reassembler:
         allow_quirks: Iterable[str] = (),
     ) -> None:
         if profile not in PROFILES:
-            raise ValueError(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
+            raise UsageError(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
         self._profile = PROFILES[profile]
         self._provider = provider
         self._quirks = quirks_in_force(provider, allow_quirks)

@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from callgate.reassemble.engine import Reassembler
+from callgate.reassemble.errors import InputError
 from callgate.reassemble.limits import Limits
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.report import Report, Status
@@ -89,7 +90,7 @@ ENVELOPE_SCHEMA: dict[str, Any] = _envelope_schema()
 _VALIDATOR = Draft202012Validator(ENVELOPE_SCHEMA)
 
 
-class EnvelopeError(ValueError):
+class EnvelopeError(InputError):
     """The input is not a callgate envelope. The message is one line naming the problem."""
 
 

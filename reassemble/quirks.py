@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from callgate.reassemble.codes import Code
+from callgate.reassemble.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,6 @@ def quirks_in_force(provider: str | None, allowed: Iterable[str] = ()) -> frozen
     allowed = frozenset(allowed)
     unknown = sorted(allowed - QUIRKS.keys())
     if unknown:
-        raise ValueError(f"unknown quirk {unknown[0]!r}; known: {', '.join(sorted(QUIRKS))}")
+        raise UsageError(f"unknown quirk {unknown[0]!r}; known: {', '.join(sorted(QUIRKS))}")
     by_provider = {q.name for q in QUIRKS.values() if provider in q.providers}
     return frozenset(by_provider | allowed)

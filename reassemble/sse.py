@@ -17,6 +17,8 @@ import codecs
 import re
 from dataclasses import dataclass
 
+from callgate.reassemble.errors import InputError
+
 __all__ = ["SSEDecoder", "SSEError", "SSEEvent", "decode_all"]
 
 # Only these three are line ends in SSE; str.splitlines() would also split on U+0085, U+2028 etc.
@@ -48,7 +50,7 @@ class SSEEvent:
         return self.event or "message"
 
 
-class SSEError(ValueError):
+class SSEError(InputError):
     """The byte stream is not valid SSE (in practice: not valid UTF-8)."""
 
     def __init__(self, message: str, offset: int) -> None:

@@ -18,13 +18,14 @@ import re
 from typing import Any
 
 from callgate.reassemble.codes import Code
+from callgate.reassemble.errors import InputError
 from callgate.reassemble.limits import DEFAULT_LIMITS, Limits
 
 _JSON_WHITESPACE = " \t\n\r"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class StrictJSONError(ValueError):
+class StrictJSONError(InputError):
     """Why a text is not strict JSON: ``code`` is an argument finding code, ``position`` the
     character offset (byte offset for ``loads_bytes`` decoding errors)."""
 

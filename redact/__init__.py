@@ -3,11 +3,10 @@
 Plain functions over data: no file, socket or logging here.
 """
 
+from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.redact.exchange import Exchange
 from callgate.redact.policy import (
-    NotApplicable,
     Redacted,
-    RedactionRefused,
     fixture_bytes,
     fixture_name,
     redact_envelope,

@@ -5,13 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from callgate.reassemble import strict_json
+from callgate.reassemble.errors import NotApplicable
 from callgate.reassemble.framing import ArrayFramer, element_text
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.sse import SSEError, decode_all
-
-
-class BodyError(ValueError):
-    """The body is not a stream callgate can read; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -28,7 +25,7 @@ class StreamBody:
 
 def parse_stream_body(body: bytes, content_type: str | None) -> StreamBody:
     """Split ``body`` into events by its content type (``text/event-stream``,
-    ``application/x-ndjson`` or ``application/json``). Raises ``BodyError``."""
+    ``application/x-ndjson`` or ``application/json``). Raises ``NotApplicable``."""
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "text/event-stream":
         return _sse(body)
@@ -36,14 +33,14 @@ def parse_stream_body(body: bytes, content_type: str | None) -> StreamBody:
         return _json_lines(body)
     if kind == "application/json":
         return _json_array(body)
-    raise BodyError(f"not streamed (content-type {kind or 'missing'})")
+    raise NotApplicable(f"not streamed (content-type {kind or 'missing'})")
 
 
 def _sse(body: bytes) -> StreamBody:
     try:
         decoded, incomplete = decode_all(body)
     except SSEError as error:
-        raise BodyError(f"not an SSE body: {error}") from None
+        raise NotApplicable(f"not an SSE body: {error}") from None
     events: list[object] = []
     done = False
     for event in decoded:
@@ -58,7 +55,7 @@ def _json_lines(body: bytes) -> StreamBody:
     try:
         lines = body.decode("utf-8-sig").split("\n")  # not splitlines: JSON may hold U+2028
     except UnicodeDecodeError as error:
-        raise BodyError(f"not UTF-8 at byte {error.start}") from None
+        raise NotApplicable(f"not UTF-8 at byte {error.start}") from None
     return StreamBody([event_value(line) for line in lines if line.strip()], "jsonl")
 
 
@@ -68,10 +65,10 @@ def _json_array(body: bytes) -> StreamBody:
     except strict_json.StrictJSONError as error:
         framed = _framed_json_array(body)
         if framed is None:
-            raise BodyError(f"not a JSON array of chunks: {error.message}") from None
+            raise NotApplicable(f"not a JSON array of chunks: {error.message}") from None
         return framed
     if not isinstance(value, list):
-        raise BodyError("not streamed: the body is one JSON document, not a list of chunks")
+        raise NotApplicable("not streamed: the body is one JSON document, not a list of chunks")
     return StreamBody(value, "json")
 
 

@@ -10,18 +10,16 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 
+from callgate.reassemble.errors import InputError, SetupError
+
 CODINGS = ("gzip", "deflate", "br", "zstd")
-
-
-class MissingCodec(Exception):
-    """The coding is known but the package that decodes it is not installed."""
 
 
 def _brotli() -> Callable[[bytes], bytes]:
     try:
         import brotli
     except ImportError:
-        raise MissingCodec("content-encoding br needs the brotli package "
+        raise SetupError("content-encoding br needs the brotli package "
                            "(pip install brotli, or callgate[proxy])") from None
     return brotli.Decompressor().process  # type: ignore[no-any-return]
 
@@ -42,7 +40,7 @@ def _zstd() -> Callable[[bytes], bytes]:
     try:
         import zstandard  # mitmproxy 11
     except ImportError:
-        raise MissingCodec("content-encoding zstd needs the backports.zstd package "
+        raise SetupError("content-encoding zstd needs the backports.zstd package "
                            "(pip install backports.zstd, or callgate[proxy])") from None
     return zstandard.ZstdDecompressor().decompressobj().decompress
 
@@ -50,7 +48,7 @@ def _zstd() -> Callable[[bytes], bytes]:
 class Decompressor:
     """Incremental content decoding, one piece of the body at a time.
 
-    Raises ``ValueError`` for an unknown coding and ``MissingCodec`` when its package is absent.
+    Raises ``InputError`` for an unknown coding and ``SetupError`` when its package is absent.
     """
 
     def __init__(self, encoding: str) -> None:
@@ -69,7 +67,7 @@ class Decompressor:
         elif name == "zstd":
             self._decode = _zstd()
         else:
-            raise ValueError(f"unsupported content-encoding {name!r}")
+            raise InputError(f"unsupported content-encoding {name!r}")
 
     def __call__(self, data: bytes) -> bytes:
         return self._decode(data) if data else b""
@@ -92,13 +90,13 @@ class Decompressor:
 
 
 def decode_whole(body: bytes, coding: str) -> bytes:
-    """A whole body without ``coding``. Raises ``ValueError`` when the body is not valid in that
-    coding or ends before it does, and ``MissingCodec`` when the decoder is not installed."""
+    """A whole body without ``coding``. Raises ``InputError`` when the body is not valid in that
+    coding or ends before it does, and ``SetupError`` when the decoder is not installed."""
     decompressor = Decompressor(coding)
     try:
         decoded = decompressor(body)
     except Exception as error:  # zlib.error, brotli.error, zstd's own errors
-        raise ValueError(f"not valid {coding}: {error}") from None
+        raise InputError(f"not valid {coding}: {error}") from None
     if not decompressor.complete:
-        raise ValueError(f"{coding} body ends early")
+        raise InputError(f"{coding} body ends early")
     return decoded

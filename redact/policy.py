@@ -24,10 +24,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from callgate.reassemble import Report, check, strict_json
+from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.reassemble.gemini_schema import declaration_schemas
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import PROFILES
-from callgate.redact.body import BodyError, StreamBody, parse_stream_body
+from callgate.redact.body import StreamBody, parse_stream_body
 from callgate.redact.detect import profile_for, provider_from_url, unsupported_reason
 from callgate.redact.exchange import Exchange
 from callgate.redact.leaks import find_leaks, json_strings, secrets_of
@@ -44,14 +45,6 @@ KEPT_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "openai-b
                 "x-stainless-package-version", "x-stainless-lang", "x-stainless-runtime",
                 "x-stainless-runtime-version")
 _PRODUCT = re.compile(r"[A-Za-z][\w.-]*/[\w.+-]+")
-
-
-class NotApplicable(Exception):
-    """The exchange is not a streamed LLM exchange callgate reads; ``str()`` says why."""
-
-
-class RedactionRefused(Exception):
-    """Writing this fixture would leak a secret or change its verdict; ``str()`` says where."""
 
 
 @dataclass(frozen=True)
@@ -137,11 +130,8 @@ def _stream_body(exchange: Exchange) -> StreamBody:
         raise NotApplicable(f"method {exchange.method} is not a model call")
     if not 200 <= exchange.status < 300:
         raise NotApplicable(f"HTTP status {exchange.status}")
-    try:
-        return parse_stream_body(exchange.response_body,
-                                 exchange.header("content-type", response=True))
-    except BodyError as error:
-        raise NotApplicable(str(error)) from None
+    return parse_stream_body(exchange.response_body,
+                             exchange.header("content-type", response=True))
 
 
 def _profile_from_events(events: list[object]) -> str | None:

@@ -104,5 +104,28 @@ def test_a_missing_file_is_one_line_and_the_rest_still_run(tmp_path: Path) -> No
 @pytest.mark.parametrize("listen", ["127.0.0.1:abc", "[::1]:70000", "localhost:"])
 def test_a_bad_listen_address_is_one_line_and_exit_2(command: list[str], listen: str) -> None:
     result = runner.invoke(app, [*command, "--listen", listen])
-    assert (result.exit_code, result.stdout + result.stderr) == (
-        2, f"callgate: --listen takes HOST:PORT, not {listen!r}\n")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2, "", f"callgate: --listen takes HOST:PORT, not {listen!r}\n")
+
+
+@pytest.mark.parametrize("hostile", ["[/x]", "[bold]loud[/bold]", "[link=file:///etc]y[/link]"])
+def test_fixture_text_that_looks_like_markup_is_printed_as_it_is(hostile: str,
+                                                                  tmp_path: Path) -> None:
+    envelope = json.loads(GOOD.read_text())
+    envelope["provider"] = hostile
+    for chunk in envelope["chunks"]:
+        for choice in chunk["choices"]:
+            for call in choice["delta"].get("tool_calls", []):
+                if "name" in call.get("function", {}):
+                    call["function"]["name"] = hostile
+                if "id" in call:
+                    call["id"] = hostile
+    envelope["tool_schemas"] = {hostile: next(iter(envelope["tool_schemas"].values()))}
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(envelope))
+    code, out, err = invoke("--report", "text", str(path))
+    assert (code, err) == (0, "")
+    header, row = out.splitlines()[0], out.splitlines()[4]
+    assert header == f"{path}  openai/{hostile}  pass (EXECUTABLE)"
+    shown = hostile if len(hostile) <= 14 else hostile[:13] + "\u2026"  # cut to the column
+    assert [cell.strip() for cell in row.split("\u2502")[3:5]] == [shown, shown]

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from callgate.reassemble import Code, Limits, Reassembler, Severity, SlotState, Status
+from callgate.reassemble.errors import UsageError
 from callgate.reassemble.state import LIFECYCLE, TRANSITIONS, SlotInput
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -125,9 +126,9 @@ def test_quirks_apply_only_to_the_providers_that_have_them() -> None:
 
 
 def test_unknown_profile_and_unknown_quirk_are_caller_errors() -> None:
-    with pytest.raises(ValueError, match="unknown profile"):
+    with pytest.raises(UsageError, match="unknown profile"):
         Reassembler("cohere")
-    with pytest.raises(ValueError, match="unknown quirk"):
+    with pytest.raises(UsageError, match="unknown quirk"):
         Reassembler("openai", allow_quirks=["be_nice"])
 
 

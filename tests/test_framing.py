@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from callgate.cli.serve import array_frames
 from callgate.reassemble import strict_json
 from callgate.reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
-from callgate.redact.body import BodyError, parse_stream_body
+from callgate.redact.body import NotApplicable, parse_stream_body
 from tests.conftest import CONFORMANCE
 
 # Strings full of the characters the framer looks at: brackets, braces, quotes, backslashes.
@@ -113,7 +113,7 @@ def test_a_closed_array_with_an_element_that_is_not_strict_json_keeps_it_as_text
 
 @pytest.mark.parametrize("body", [b'[{"a": 1}] x', b'[{"a": 1}]]', b'{"a": tru}'])
 def test_a_body_that_is_not_one_array_is_refused(body: bytes) -> None:
-    with pytest.raises(BodyError, match="not a JSON array of chunks"):
+    with pytest.raises(NotApplicable, match="not a JSON array of chunks"):
         parse_stream_body(body, "application/json")
 
 

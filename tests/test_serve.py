@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from callgate.cli.files import InputError
 from callgate.cli.serve import FakeProvider, collect, parse_timing
+from callgate.reassemble.errors import InputError
 from tests.conftest import CONFORMANCE
 from tests.proxy_harness import APPS_PYTHON, post, read_events, run_app, tools_file
 

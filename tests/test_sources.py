@@ -1,6 +1,6 @@
 """``callgate.cli.sources``: recordings users already have (HAR, mitmproxy flows, VCR cassettes,
 raw bodies)
-read into exact ``Exchange``s, with everything else a ``Skipped`` or a one-line ``SourceError``.
+read into exact ``Exchange``s, with everything else a ``Skipped`` or a one-line ``InputError``.
 
 HAR and flow files are written by mitmproxy's own exporters, so the tests meet what users have.
 """
@@ -20,7 +20,8 @@ from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.flow import Error
 from mitmproxy.test import tflow, tutils
 
-from callgate.cli.sources import Skipped, SourceError, read_source
+from callgate.cli.sources import Skipped, read_source
+from callgate.reassemble.errors import InputError
 from callgate.redact.exchange import Exchange
 
 URL = "https://api.openai.com/v1/chat/completions"
@@ -88,7 +89,7 @@ def write_browser_har(path: Path, *entries: dict[str, Any]) -> Path:
 
 
 def source_error(path: Path, **kwargs: Any) -> str:
-    with pytest.raises(SourceError) as raised:
+    with pytest.raises(InputError) as raised:
         read_source(path, **kwargs)
     return str(raised.value)
 

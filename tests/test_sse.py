@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from callgate.reassemble.errors import InputError
 from callgate.reassemble.sse import SSEDecoder, SSEError, SSEEvent, decode_all
 
 
@@ -239,7 +240,7 @@ def test_invalid_utf8_raises_sse_error_at_its_byte_offset(body: bytes, offset: i
     with pytest.raises(SSEError, match=f"invalid UTF-8 at byte offset {offset}") as info:
         decode_all(body)
     assert info.value.offset == offset
-    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, InputError)  # the one family every command prints as a line
 
 
 def test_invalid_utf8_offset_counts_bytes_held_back_from_earlier_feeds() -> None:

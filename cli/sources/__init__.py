@@ -6,7 +6,7 @@ extension, by sniffing the first bytes). Each reader, one module per format (``h
 mitmproxy's ``FlowReader``, PyYAML) and converts each recorded exchange on its own: a streamed
 POST becomes an ``Exchange`` with any content-encoding removed, anything else (a GET, a JSON
 response, a body the recorder did not keep, a malformed entry) becomes a ``Skipped`` so the rest
-of the file still imports. A file that cannot be used at all raises ``SourceError``. What the
+of the file still imports. A file that cannot be used at all raises ``InputError``. What the
 readers share lives in ``common``.
 
 Exchanges hold keys and prompts: no message in this package quotes a body, a header or a URL
@@ -20,13 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from callgate.cli.sources.cassettes import cassette_items, read_cassette
-from callgate.cli.sources.common import RawRequest, Skipped, SourceError, load_yaml
+from callgate.cli.sources.common import RawRequest, Skipped, load_yaml
 from callgate.cli.sources.flows import read_flows
 from callgate.cli.sources.har import read_har
 from callgate.cli.sources.raw import read_json, read_jsonl, read_sse
+from callgate.reassemble.errors import InputError
 from callgate.redact.exchange import Exchange
 
-__all__ = ["Skipped", "SourceError", "read_source"]
+__all__ = ["InputError", "Skipped", "read_source"]
 
 _HAR_START = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"log"')
 _TNETSTRING_START = re.compile(rb"\A\d+:")
@@ -44,14 +45,14 @@ def read_source(
     tnetstring content), VCR.py / pytest-recording cassettes (.yaml/.yml, or JSON with
     ``interactions``), and raw bodies (.sse, .jsonl, .json array of chunks). ``request_body``
     (default ``b"{}"``) and ``url`` (default ``""``) describe the request of a raw body and are
-    ignored for the other formats. Raises ``SourceError`` if the file is unreadable or unusable.
+    ignored for the other formats. Raises ``InputError`` if the file is unreadable or unusable.
     """
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise SourceError(f"cannot read: {error.strerror or error}") from None
+        raise InputError(f"cannot read: {error.strerror or error}") from None
     if not data.strip():
-        raise SourceError("empty file")
+        raise InputError("empty file")
     reader = _READERS.get(path.suffix.lower()) or _sniff(data)
     return reader(data, RawRequest(url or "", b"{}" if request_body is None else request_body))
 
@@ -64,11 +65,11 @@ def _sniff(data: bytes) -> _Reader:
         return read_flows
     try:
         document = load_yaml(data)
-    except SourceError:
+    except InputError:
         document = None
     if isinstance(document, dict) and "interactions" in document:
         return lambda _data, _raw: cassette_items(document)  # parsed once, here
-    raise SourceError(_UNKNOWN)
+    raise InputError(_UNKNOWN)
 
 
 _READERS: dict[str, _Reader] = {

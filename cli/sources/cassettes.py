@@ -9,15 +9,14 @@ from typing import Any
 from callgate.cli.sources.common import (
     Headers,
     RawRequest,
-    Skip,
     Skipped,
-    SourceError,
     convert_item,
     decode_content,
     field,
     load_yaml,
     require_stream,
 )
+from callgate.reassemble.errors import InputError, NotApplicable
 from callgate.redact.exchange import Exchange
 
 
@@ -28,7 +27,7 @@ def read_cassette(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
 def cassette_items(document: Any) -> list[Exchange | Skipped]:
     interactions = document.get("interactions") if isinstance(document, dict) else None
     if not isinstance(interactions, list):
-        raise SourceError("not a VCR cassette: no interactions list")
+        raise InputError("not a VCR cassette: no interactions list")
     numbered = enumerate(interactions, 1)
     return [convert_item(f"interaction {n}", _interaction, item) for n, item in numbered]
 
@@ -60,7 +59,7 @@ def _vcr_headers(value: Any) -> Headers:
     for name, values in value.items():
         for text in values if isinstance(values, list) else [values]:
             if not isinstance(text, str | int):
-                raise Skip("malformed: a header value is not text")
+                raise NotApplicable("malformed: a header value is not text")
             headers.append((str(name), str(text)))
     return headers
 
@@ -73,4 +72,4 @@ def _vcr_body(value: Any) -> bytes:
         return value
     if isinstance(value, str):
         return value.encode("utf-8", "surrogateescape")
-    raise Skip("malformed: a body is neither text nor binary")
+    raise NotApplicable("malformed: a body is neither text nor binary")

@@ -1,6 +1,5 @@
-"""What every reader of ``callgate.cli.sources`` shares: the two errors, the per-exchange ``Skip``,
-the raw
-request of a bare body, and helpers that read fields, headers, encoded bodies, JSON and YAML.
+"""What every reader of recordings shares: the per-exchange ``Skipped``, the raw request of a bare
+body, and helpers that read fields, headers, encoded bodies, JSON and YAML.
 """
 
 from __future__ import annotations
@@ -11,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from callgate.redact.encoding import CODINGS, MissingCodec, decode_whole
+from callgate.reassemble.errors import InputError, NotApplicable, SetupError
+from callgate.redact.encoding import CODINGS, decode_whole
 from callgate.redact.exchange import Exchange
 
 _T = TypeVar("_T")
@@ -19,11 +19,6 @@ Headers = list[tuple[str, str]]
 
 #: Media types whose body is a stream of chunks (SSE, and newline-delimited JSON as Ollama sends).
 _STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
-
-
-class SourceError(Exception):
-    """The whole file cannot be imported. ``str()`` is one line naming the problem (not the path,
-    which the caller prefixes); it never quotes the file's content."""
 
 
 @dataclass(frozen=True)
@@ -34,10 +29,6 @@ class Skipped:
     label: str
     #: One short line, e.g. "not a streamed response (content-type application/json)".
     reason: str
-
-
-class Skip(Exception):
-    """Raised while converting one exchange; ``convert_item`` turns it into a ``Skipped``."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +48,7 @@ class RawRequest:
 def convert_item(label: str, convert: Callable[[Any], Exchange], item: Any) -> Exchange | Skipped:
     try:
         return convert(item)
-    except Skip as skip:
+    except NotApplicable as skip:
         return Skipped(label, str(skip))
 
 
@@ -67,7 +58,7 @@ def field(holder: Any, path: str, kind: type[_T]) -> _T:
     for key in path.split("."):
         value = value.get(key) if isinstance(value, dict) else None
     if not isinstance(value, kind):
-        raise Skip(f"malformed: {path} is missing or not a {kind.__name__}")
+        raise NotApplicable(f"malformed: {path} is missing or not a {kind.__name__}")
     return value
 
 
@@ -89,7 +80,7 @@ def _media_type(headers: Headers) -> str:
 def require_stream(method: str, url: str, headers: Headers, body: bytes) -> None:
     """Skip anything but a POST answered with a stream (SSE, NDJSON, or Gemini's JSON array)."""
     if method.upper() != "POST":
-        raise Skip(f"method {short(method, 16)}")
+        raise NotApplicable(f"method {short(method, 16)}")
     media_type = _media_type(headers)
     if media_type in _STREAM_TYPES:
         return
@@ -97,7 +88,8 @@ def require_stream(method: str, url: str, headers: Headers, body: bytes) -> None
     gemini = "streamGenerateContent" in urlsplit(url).path
     if gemini and media_type in ("application/json", "") and not body.lstrip().startswith(b"{"):
         return
-    raise Skip(f"not a streamed response (content-type {short(media_type, 60) or 'missing'})")
+    shown = short(media_type, 60) or "missing"
+    raise NotApplicable(f"not a streamed response (content-type {shown})")
 
 
 def decode_content(body: bytes, headers: Headers) -> bytes:
@@ -114,16 +106,16 @@ def _undo_coding(coding: str, body: bytes) -> bytes:
     # means "already decoded".
     magic = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd"}.get(coding)
     if coding not in CODINGS:
-        raise Skip(f"unsupported content-encoding {short(coding, 20)}")
+        raise NotApplicable(f"unsupported content-encoding {short(coding, 20)}")
     if magic is not None and not body.startswith(magic):
         return body
     try:
         return decode_whole(body, coding)
-    except MissingCodec as missing:
-        raise Skip(str(missing)) from None
-    except ValueError:
+    except SetupError as missing:
+        raise NotApplicable(str(missing)) from None
+    except InputError:
         if magic is not None:
-            raise Skip(f"response body is not valid {coding} (truncated?)") from None
+            raise NotApplicable(f"response body is not valid {coding} (truncated?)") from None
         return body
 
 
@@ -131,15 +123,15 @@ def load_json(data: bytes, what: str) -> Any:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise SourceError(f"{what}: not UTF-8 (byte {error.start})") from None
+        raise InputError(f"{what}: not UTF-8 (byte {error.start})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         ends = " (the file ends there: truncated?)" if error.pos >= len(text.rstrip()) else ""
         where = f"line {error.lineno} column {error.colno}"
-        raise SourceError(f"{what}: {error.msg} at {where}{ends}") from None
+        raise InputError(f"{what}: {error.msg} at {where}{ends}") from None
     except RecursionError:
-        raise SourceError(f"{what}: nested too deeply") from None
+        raise InputError(f"{what}: nested too deeply") from None
 
 
 def load_yaml(data: bytes) -> Any:
@@ -152,6 +144,6 @@ def load_yaml(data: bytes) -> Any:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark  # str(error) would quote the document
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise SourceError(f"not a VCR cassette: {short(error.problem)}{where}") from None
+        raise InputError(f"not a VCR cassette: {short(error.problem)}{where}") from None
     except (yaml.YAMLError, RecursionError) as error:
-        raise SourceError(f"not a VCR cassette: not YAML ({type(error).__name__})") from None
+        raise InputError(f"not a VCR cassette: not YAML ({type(error).__name__})") from None

@@ -11,15 +11,14 @@ from callgate.cli.extras import PROXY_EXTRA
 from callgate.cli.sources.common import (
     Headers,
     RawRequest,
-    Skip,
     Skipped,
-    SourceError,
     convert_item,
     header_value,
     require_stream,
     short,
 )
 from callgate.cli.sources.har import read_har
+from callgate.reassemble.errors import InputError, NotApplicable
 from callgate.redact.exchange import Exchange
 
 
@@ -29,7 +28,7 @@ def read_flows(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
     try:
         from mitmproxy import exceptions, io
     except ImportError:
-        raise SourceError(f"reading mitmproxy flow files needs mitmproxy: {PROXY_EXTRA}") from None
+        raise InputError(f"reading mitmproxy flow files needs mitmproxy: {PROXY_EXTRA}") from None
     flows: list[Any] = []
     try:
         for flow in io.FlowReader(BytesIO(data)).stream():
@@ -39,7 +38,7 @@ def read_flows(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
         if not flows:
             known = isinstance(error, exceptions.FlowReadException)
             problem = short(error) if known else f"{type(error).__name__} in the first flow"
-            raise SourceError(f"not a mitmproxy flow file: {problem}") from None
+            raise InputError(f"not a mitmproxy flow file: {problem}") from None
         flows.append(None)  # a writer that was killed leaves a partial last flow: keep the rest
     return [convert_item(f"flow {n}", _flow_exchange, flow) for n, flow in enumerate(flows, 1)]
 
@@ -48,18 +47,18 @@ def _flow_exchange(flow: Any) -> Exchange:
     from mitmproxy import http
 
     if flow is None:
-        raise Skip("file is truncated or corrupt from here on")
+        raise NotApplicable("file is truncated or corrupt from here on")
     if not isinstance(flow, http.HTTPFlow):
-        raise Skip(f"not an HTTP flow ({flow.type})")
+        raise NotApplicable(f"not an HTTP flow ({flow.type})")
     request, response = flow.request, flow.response
     error = short(flow.error.msg) if flow.error else None
     if response is None:
-        raise Skip(f"no response ({error or 'none recorded'})")
+        raise NotApplicable(f"no response ({error or 'none recorded'})")
     response_headers = _mitmproxy_headers(response.headers)
     body = _flow_content(response, response_headers)
     require_stream(request.method, request.pretty_url, response_headers, body or b"")
     if body is None:
-        raise Skip("no response body stored (streamed without store_streamed_bodies)")
+        raise NotApplicable("no response body stored (streamed without store_streamed_bodies)")
     request_headers = _mitmproxy_headers(request.headers)
     return Exchange(
         method=request.method, url=request.pretty_url, request_headers=request_headers,
@@ -82,5 +81,5 @@ def _flow_content(message: Any, headers: Headers) -> bytes | None:
         content = message.get_content()
     except ValueError:
         coding = short(header_value(headers, "content-encoding"), 20)
-        raise Skip(f"body is not valid {coding} (truncated?)") from None
+        raise NotApplicable(f"body is not valid {coding} (truncated?)") from None
     return content if isinstance(content, bytes) else None

@@ -14,9 +14,7 @@ from typing import Any
 from callgate.cli.sources.common import (
     Headers,
     RawRequest,
-    Skip,
     Skipped,
-    SourceError,
     convert_item,
     decode_content,
     field,
@@ -25,6 +23,7 @@ from callgate.cli.sources.common import (
     require_stream,
     short,
 )
+from callgate.reassemble.errors import InputError, NotApplicable
 from callgate.redact.exchange import Exchange
 
 
@@ -34,7 +33,7 @@ def read_har(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
         try:
             data = zlib.decompress(data)
         except zlib.error:
-            raise SourceError("not a HAR file: broken zlib compression") from None
+            raise InputError("not a HAR file: broken zlib compression") from None
     return har_items(load_json(data, "not a HAR file"))
 
 
@@ -42,7 +41,7 @@ def har_items(document: Any) -> list[Exchange | Skipped]:
     log = document.get("log") if isinstance(document, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
     if not isinstance(entries, list):
-        raise SourceError("not a HAR file: no log.entries list")
+        raise InputError("not a HAR file: no log.entries list")
     creator = log.get("creator") if isinstance(log, dict) else None
     mitmproxy = isinstance(creator, dict) and creator.get("name") == "mitmproxy"
     convert = functools.partial(_har_entry, mitmproxy=mitmproxy)
@@ -54,14 +53,14 @@ def _har_entry(entry: Any, *, mitmproxy: bool) -> Exchange:
     response, status = field(entry, "response", dict), field(entry, "response.status", int)
     error = response.get("_error")
     if status == 0:
-        raise Skip(f"no response ({short(error) if error else 'none recorded'})")
+        raise NotApplicable(f"no response ({short(error) if error else 'none recorded'})")
     request_headers = _har_headers(entry["request"].get("headers"))
     response_headers = _har_headers(response.get("headers"))
     content = field(response, "content", dict)
     body = decode_content(_har_text(content, response_headers, mitmproxy) or b"", response_headers)
     require_stream(method, url, response_headers, body)
     if not body:  # mitmproxy writes "" for a streamed body it did not keep; browsers omit it
-        raise Skip("no response body stored")
+        raise NotApplicable("no response body stored")
     post_data = entry["request"].get("postData")
     request_body = _har_text(post_data, request_headers, mitmproxy) if post_data else None
     return Exchange(
@@ -77,7 +76,7 @@ def _har_headers(value: Any) -> Headers:
         pair = (header.get("name"), header.get("value")) if isinstance(header, dict) else header
         name, text = pair if isinstance(pair, list | tuple) and len(pair) == 2 else (None, None)
         if not isinstance(name, str) or not isinstance(text, str):
-            raise Skip("malformed: a header is not a name/value pair")
+            raise NotApplicable("malformed: a header is not a name/value pair")
         if not name.startswith(":"):  # HTTP/2 pseudo-headers repeat method and URL (and query)
             headers.append((name, text))
     return headers
@@ -89,12 +88,12 @@ def _har_text(holder: Any, headers: Headers, mitmproxy: bool) -> bytes | None:
     if text is None:
         return None
     if not isinstance(text, str):
-        raise Skip("malformed: body text is not a string")
+        raise NotApplicable("malformed: body text is not a string")
     if holder.get("encoding", holder.get("_encoding")) == "base64":
         try:
             return base64.b64decode(text, validate=True)
         except binascii.Error:
-            raise Skip("malformed: body is not valid base64") from None
+            raise NotApplicable("malformed: body is not valid base64") from None
     return _encode_text(text, _har_charset(headers, mitmproxy))
 
 

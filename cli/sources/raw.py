@@ -9,8 +9,9 @@ import json
 import re
 
 from callgate.cli.sources.cassettes import cassette_items
-from callgate.cli.sources.common import RawRequest, Skipped, SourceError, load_json
+from callgate.cli.sources.common import RawRequest, Skipped, load_json
 from callgate.cli.sources.har import har_items
+from callgate.reassemble.errors import InputError
 from callgate.redact.exchange import Exchange
 
 _SSE_LINE = re.compile(rb"(?:\A|[\r\n])(?:data:|event:|id:|:)")
@@ -18,7 +19,7 @@ _SSE_LINE = re.compile(rb"(?:\A|[\r\n])(?:data:|event:|id:|:)")
 
 def read_sse(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
     if not _SSE_LINE.search(data):
-        raise SourceError("not an SSE body: no line starts with data:, event:, id: or :")
+        raise InputError("not an SSE body: no line starts with data:, event:, id: or :")
     return [raw.exchange(data, "text/event-stream")]
 
 
@@ -26,14 +27,14 @@ def read_jsonl(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
     try:
         lines = data.decode("utf-8-sig").split("\n")  # not splitlines: JSON may hold U+2028
     except UnicodeDecodeError as error:
-        raise SourceError(f"not JSON lines: not UTF-8 (byte {error.start})") from None
+        raise InputError(f"not JSON lines: not UTF-8 (byte {error.start})") from None
     for number, line in enumerate(lines, 1):
         if line.strip():
             try:
                 json.loads(line)
             except (json.JSONDecodeError, RecursionError) as error:
                 problem = error.msg if isinstance(error, json.JSONDecodeError) else "too deep"
-                raise SourceError(f"not JSON lines: line {number}: {problem}") from None
+                raise InputError(f"not JSON lines: line {number}: {problem}") from None
     return [raw.exchange(data, "application/x-ndjson")]
 
 
@@ -46,5 +47,5 @@ def read_json(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
         return cassette_items(document)
     if not isinstance(document, list):
         found = "an object" if isinstance(document, dict) else f"a {type(document).__name__}"
-        raise SourceError(f"a .json body must be a JSON array of chunks, not {found}")
+        raise InputError(f"a .json body must be a JSON array of chunks, not {found}")
     return [raw.exchange(data, "application/json")]
