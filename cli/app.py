@@ -10,9 +10,10 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from callgate.cli.check import ReportFormat, run_check
-from callgate.cli.diff import AdapterName
+from callgate.cli.diff.command import AdapterName
 from callgate.cli.output import error_line
 from callgate.reassemble.errors import CallgateError
+from callgate.reassemble.profiles import PROFILES
 from callgate.redact import ArgumentMode
 
 
@@ -57,7 +58,7 @@ def import_command(
     request: Annotated[Path | None, typer.Option(
         help="The request body of a raw body (its tools become the schemas).")] = None,
     profile: Annotated[str | None, typer.Option(
-        help="openai, mistral or anthropic (default: from the URL or the body).")] = None,
+        help=f"{', '.join(PROFILES)} (default: from the URL or the body).")] = None,
     provider: Annotated[str | None, typer.Option(
         help="Who served it, any name (default: from the host); selects quirks.")] = None,
     url: Annotated[str | None, typer.Option(help="The request URL of a raw body.")] = None,
@@ -67,7 +68,7 @@ def import_command(
         help="Write even when redaction changes the verdict (recorded in meta).")] = False,
 ) -> None:
     """Turn recorded exchanges into redacted fixtures: prompts, credentials and output removed."""
-    from callgate.cli.importing import ImportOptions, run_import
+    from callgate.cli.importing.command import ImportOptions, run_import
 
     options = ImportOptions(out, out_dir, request, profile, provider, url, arguments,
                             allow_verdict_change)
@@ -85,7 +86,7 @@ def replay_command(
         help="Rewrite each fixture's expect block to what callgate now says.")] = False,
 ) -> None:
     """Check every fixture against its pinned expectation: exit 0 all held, 1 not, 2 unreadable."""
-    from callgate.cli.replay import run_replay
+    from callgate.cli.replay.runner import run_replay
 
     _exit(run_replay, paths, report, output, jobs, update_expectations, sys.stdout, sys.stderr)
 
@@ -100,7 +101,7 @@ def diff_command(
 ) -> None:
     """What a real accumulator hands a tool runner, beside callgate's verdict: exit 0 all agree,
     1 some disagree, 2 invalid input or adapter missing."""
-    from callgate.cli.diff import run_diff
+    from callgate.cli.diff.command import run_diff
 
     _exit(run_diff, fixtures, adapter.value, python, sys.stdout, sys.stderr)
 

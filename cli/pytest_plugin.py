@@ -10,7 +10,7 @@ path relative to that folder and marked ``callgate`` (``-m callgate`` runs only 
 
 The item loads the envelope with ``callgate.cli.files.load_envelope``, judges it with
 ``callgate.reassemble.check`` and fails with the lines of
-``callgate.cli.replay.expectation_problems``; an
+``callgate.cli.replay.outcome.expectation_problems``; an
 unreadable file fails with the ``InputError`` line. Both are a ``FixtureFailure``, which
 ``repr_failure`` prints as those lines alone: the traceback would only show this plugin.
 
@@ -114,7 +114,7 @@ class FixtureItem(pytest.Item):
 
     def runtest(self) -> None:
         # Imported here: see the module comment (the plugin loads in every pytest run).
-        from callgate.cli.replay import judge
+        from callgate.cli.replay.outcome import judge
 
         outcome = judge(self.path)
         if outcome.error is not None:

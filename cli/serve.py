@@ -63,11 +63,7 @@ def frames(envelope: dict[str, Any]) -> Iterator[bytes]:
     """The SSE bytes of each event, as the profile's provider frames them."""
     profile = PROFILES[envelope["profile"]]
     for event in envelope[profile.stream_key]:
-        data = json.dumps(event, ensure_ascii=False)
-        if profile.stream_key == "events" and isinstance(event, dict) and "type" in event:
-            yield f"event: {event['type']}\ndata: {data}\n\n".encode()
-        else:
-            yield f"data: {data}\n\n".encode()
+        yield profile.sse_frame(event)
     done = envelope.get("meta", {}).get("stream", {}).get("done", True)
     if profile.done_sentinel and done:
         yield b"data: [DONE]\n\n"
@@ -148,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
         abort_after = int(self.headers.get("x-callgate-abort-after") or -1)
         gzip = self.headers.get("x-callgate-compress") == "gzip"
         envelope = chosen[1]
-        as_array = envelope["profile"] == "gemini" and \
+        as_array = PROFILES[envelope["profile"]].json_array and \
             parse_qs(urlsplit(self.path).query).get("alt") != ["sse"]
         self.send_response(200)
         self.send_header("content-type", "application/json; charset=UTF-8" if as_array

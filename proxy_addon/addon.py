@@ -24,6 +24,8 @@ from callgate.proxy_addon.storage import write_atomic
 from callgate.proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
 from callgate.reassemble import Finding, Reassembler, Report
 from callgate.reassemble.errors import CallgateError
+from callgate.reassemble.profiles import PROFILES, profile_for
+from callgate.reassemble.providers import provider_from_url
 from callgate.redact import (
     ArgumentMode,
     Exchange,
@@ -34,7 +36,6 @@ from callgate.redact import (
     redact_exchange,
     request_context,
 )
-from callgate.redact.detect import profile_for, provider_from_url
 
 log = logging.getLogger("callgate")
 
@@ -128,13 +129,13 @@ class CallgateAddon:
         media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type == "text/event-stream":
             return self._capture(flow, profile, provider, SSE)
-        if media_type == "application/json" and profile == "gemini":  # streamed without alt=sse
+        if media_type == "application/json" and PROFILES[profile].json_array:  # Gemini, no alt=sse
             return self._capture(flow, profile, provider, JSON_ARRAY)
         return None
 
     def _capture(self, flow: http.HTTPFlow, profile: str, provider: str | None,
                  framing: str) -> _Capture | None:
-        schemas, request = request_context(flow.request.get_content(strict=False) or b"")
+        schemas, request = request_context(flow.request.get_content(strict=False) or b"", profile)
         engine = Reassembler(profile, schemas, request=request, provider=provider)
         encoding = flow.response.headers.get("content-encoding", "") if flow.response else ""
         try:

@@ -36,21 +36,13 @@ _DONE = "[DONE]"
 
 def blocked_event(profile: str, codes: list[str], framing: str = SSE,
                   opens_array: bool = False) -> bytes:
-    """A provider-shaped error event that makes the provider's own SDK raise. In a JSON array it
+    """The profile's own error event, which makes the provider's SDK raise. In a JSON array it
     is the last element and closes the array (``opens_array``: nothing of it was sent yet)."""
     message = f"callgate blocked this turn: {', '.join(codes) or 'conformance failure'}"
-    body: dict[str, object]
-    if profile == "anthropic":
-        body = {"type": "error", "error": {"type": "callgate_blocked", "message": message}}
-        return f"event: error\ndata: {json.dumps(body)}\n\n".encode()
-    if profile == "gemini":  # Google's error shape (google.rpc.Status), as Gemini sends errors
-        body = {"error": {"code": 409, "message": message, "status": "ABORTED"}}
-    else:
-        body = {"error": {"message": message, "type": "callgate_blocked",
-                          "code": codes[0] if codes else "blocked", "param": None}}
+    body = PROFILES[profile].error_body(message, codes)
     if framing == JSON_ARRAY:
         return f"{'[' if opens_array else ','}{json.dumps(body)}\n]".encode()
-    return f"data: {json.dumps(body)}\n\n".encode()
+    return PROFILES[profile].sse_frame(body)
 
 
 class StreamTap:

@@ -108,7 +108,7 @@ QUIRKS: dict[str, Quirk] = {
 def quirks_in_force(provider: str | None, allowed: Iterable[str] = ()) -> frozenset[str]:
     """The quirk names that apply: those the provider is known for plus those allowed by name.
 
-    Raises ``ValueError`` for an allowed name that is not a known quirk (a caller's mistake).
+    Raises ``UsageError`` for an allowed name that is not a known quirk (a caller's mistake).
     """
     allowed = frozenset(allowed)
     unknown = sorted(allowed - QUIRKS.keys())

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
+from callgate.reassemble.profiles import VERSION_HEADERS
 from callgate.redact.exchange import Exchange
 
 #: Named formats of credentials (prefixes published by the providers; cf. gitleaks rules).
@@ -33,8 +34,7 @@ MIN_SECRET_CHARS = 8
 #: Headers whose values are never secrets, so they are not searched for.
 _HARMLESS_HEADERS = frozenset({
     "content-type", "content-length", "accept", "accept-encoding", "connection", "host",
-    "anthropic-version", "user-agent", "openai-beta", "anthropic-beta", "transfer-encoding",
-    "date", "cache-control", "te",
+    "user-agent", "transfer-encoding", "date", "cache-control", "te", *VERSION_HEADERS,
 })
 #: The OpenAI and Anthropic SDKs' version and platform headers (x-stainless-os, ...).
 _HARMLESS_PREFIX = "x-stainless-"

@@ -25,11 +25,15 @@ from urllib.parse import urlsplit
 
 from callgate.reassemble import Report, check, strict_json
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
-from callgate.reassemble.gemini_schema import declaration_schemas
 from callgate.reassemble.limits import DOCUMENT_LIMITS
-from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles import (
+    PROFILES,
+    VERSION_HEADERS,
+    profile_for,
+    profile_of_events,
+)
+from callgate.reassemble.providers import provider_from_url
 from callgate.redact.body import StreamBody, parse_stream_body
-from callgate.redact.detect import profile_for, provider_from_url, unsupported_reason
 from callgate.redact.exchange import Exchange
 from callgate.redact.leaks import find_leaks, json_strings, secrets_of
 from callgate.redact.stream import (
@@ -41,9 +45,8 @@ from callgate.redact.stream import (
 
 POLICY = {"name": "callgate-default", "version": 1}
 #: Headers kept (into ``meta.headers``) because they pin versions and hold no secret.
-KEPT_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "openai-beta",
-                "x-stainless-package-version", "x-stainless-lang", "x-stainless-runtime",
-                "x-stainless-runtime-version")
+KEPT_HEADERS = ("content-type", *VERSION_HEADERS, "x-stainless-package-version",
+                "x-stainless-lang", "x-stainless-runtime", "x-stainless-runtime-version")
 _PRODUCT = re.compile(r"[A-Za-z][\w.-]*/[\w.+-]+")
 
 
@@ -59,9 +62,9 @@ def redact_exchange(exchange: Exchange, *, profile: str | None = None,
     """The safe envelope for one exchange. Raises ``NotApplicable`` or ``RedactionRefused``."""
     provider = provider or provider_from_url(exchange.url)
     body = _stream_body(exchange)
-    profile = profile or profile_for(exchange.url, provider) or _profile_from_events(body.events)
+    profile = profile or profile_for(exchange.url, provider) or profile_of_events(body.events)
     if profile is None:
-        raise NotApplicable(unsupported_reason(exchange.url))
+        raise NotApplicable(f"no profile reads endpoint {urlsplit(exchange.url).path or '/'}")
     request = _request_json(exchange.request_body)
     envelope = _raw_envelope(profile, provider, request, body)
     envelope["meta"] = _meta(exchange, request, body, provider)
@@ -134,16 +137,6 @@ def _stream_body(exchange: Exchange) -> StreamBody:
                              exchange.header("content-type", response=True))
 
 
-def _profile_from_events(events: list[object]) -> str | None:
-    first = next((e for e in events if isinstance(e, dict)), None)
-    if first is None:
-        return None
-    if "choices" in first:
-        return "openai"
-    return "anthropic" if str(first.get("type", "")).startswith(("message_", "content_block_")) \
-        else None
-
-
 def _request_json(body: bytes) -> dict[str, Any]:
     try:
         value = strict_json.loads_bytes(body, DOCUMENT_LIMITS) if body.strip() else {}
@@ -159,16 +152,17 @@ def _raw_envelope(profile: str, provider: str | None, request: Mapping[str, Any]
         "envelope_version": 1, "profile": profile}
     if provider:
         envelope["provider"] = provider
-    envelope["tool_schemas"] = tool_schemas(request)
+    envelope["tool_schemas"] = tool_schemas(request, profile)
     envelope["request"] = request_parameters(request)
     envelope[PROFILES[profile].stream_key] = body.events
     return envelope
 
 
-def request_context(body: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(tool schemas, non-prompt request parameters) of a request body; empty when unreadable."""
+def request_context(body: bytes, profile: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(tool schemas, non-prompt request parameters) of a request body for ``profile``; empty
+    when unreadable."""
     request = _request_json(body)
-    return tool_schemas(request), request_parameters(request)
+    return tool_schemas(request, profile), request_parameters(request)
 
 
 def fixture_bytes(envelope: Mapping[str, Any]) -> bytes:
@@ -182,20 +176,11 @@ def fixture_name(envelope: Mapping[str, Any], data: bytes) -> str:
     return f"{provider[:40]}-{envelope['profile']}-{hashlib.sha256(data).hexdigest()[:12]}.json"
 
 
-def tool_schemas(request: Mapping[str, Any]) -> dict[str, Any]:
-    """Tool name -> argument schema, from an OpenAI (Chat or Responses), Mistral, Anthropic or
-    Gemini request body. Tools without a schema (Anthropic-defined tools such as computer use)
-    are left out: a call to one is then ``unknown_tool`` until the user supplies a schema."""
-    schemas: dict[str, Any] = dict(declaration_schemas(request.get("tools")))
-    for tool in _list(request.get("tools")) + _list(request.get("functions")):
-        function = _function(tool)
-        name = function.get("name")
-        schema = function.get("parameters", function.get("input_schema"))
-        if "function" in tool and schema is None:
-            schema = {"type": "object", "properties": {}}  # OpenAI: no parameters = none
-        if isinstance(name, str) and isinstance(schema, dict | bool):
-            schemas[name] = schema
-    return schemas
+def tool_schemas(request: Mapping[str, Any], profile: str) -> dict[str, Any]:
+    """Tool name -> argument schema, read from a request body as ``profile``'s API names them.
+    Tools without a schema (Anthropic-defined tools such as computer use) are left out: a call to
+    one is then ``unknown_tool`` until the user supplies a schema."""
+    return PROFILES[profile].tool_schemas(request)
 
 
 def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -8,22 +8,18 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any
 
 from callgate.reassemble import strict_json
-from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles import ALL_STRUCTURAL_KEYS, PROFILES
+from callgate.reassemble.profiles.base import ArgumentSite
 from callgate.redact.mask import Pseudonyms, mask_arguments, mask_text, mask_value
 
 #: Request parameters that pin behaviour and hold no prompt.
 REQUEST_PARAMETERS = ("model", "tool_choice", "parallel_tool_calls", "n", "stream",
                       "stream_options", "max_tokens", "max_completion_tokens", "temperature")
-#: String fields of stream events that are structure, not content.
-_STRUCTURAL_KEYS = frozenset({"type", "object", "role", "finish_reason", "stop_reason", "model",
-                              "system_fingerprint", "service_tier", "native_finish_reason",
-                              "name", "status", "finishReason", "jsonPath", "blockReason",
-                              "modelVersion"})
 
 
 class ArgumentMode(StrEnum):
@@ -67,17 +63,13 @@ def _enum_values(schemas: object) -> frozenset[str]:
 
 
 ArgumentRef = tuple[dict[str, Any], str]
-#: What a profile's finder yields: (kind, call key, container, field). ``stream`` fragments of a
-#: call are masked as one text; each ``copy`` (a full restatement of a call's arguments, text or
-#: object) is masked alone; a ``piece`` is part of one string value (Vertex ``partialArgs``).
-Found = tuple[str, object, dict[str, Any], str]
 
 
 def _redact_arguments(profile: str, events: list[Any], mode: ArgumentMode,
                       keep: frozenset[str]) -> set[tuple[int, str]]:
     """Mask argument fields in place, per the mode. Returns the (container id, field) pairs that
     hold arguments, which the generic scrub then leaves alone."""
-    found = list(_FINDERS.get(profile, _chat_arguments)(events))
+    found = list(PROFILES[profile].argument_sites(events))
     if mode is not ArgumentMode.KEEP:
         streams: dict[object, list[ArgumentRef]] = {}
         for kind, key, container, field in found:
@@ -99,7 +91,7 @@ def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[st
         container[field] = text
 
 
-def _mask_copies(found: list[Found], references: dict[object, str], mode: ArgumentMode,
+def _mask_copies(found: list[ArgumentSite], references: dict[object, str], mode: ArgumentMode,
                  keep: frozenset[str]) -> None:
     """Each copy masked alone. A copy that differs from its call's streamed text (or, when
     nothing streamed, from the call's first copy) is masked with another letter: one letter
@@ -132,81 +124,6 @@ def _same_arguments(value: object, reference: str) -> bool:
         return False
 
 
-def _chat_arguments(events: list[Any]) -> Iterator[Found]:
-    for number, chunk in enumerate(events):
-        choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        for position, choice in enumerate(choices if isinstance(choices, list) else []):
-            if not isinstance(choice, dict):
-                continue
-            for part in ("delta", "message"):
-                yield from _entries(choice.get(part), (part, choice.get("index", position)),
-                                    number)
-
-
-def _entries(holder: object, scope: tuple[object, ...], number: int) -> Iterator[Found]:
-    calls = holder.get("tool_calls") if isinstance(holder, dict) else None
-    for position, entry in enumerate(calls if isinstance(calls, list) else []):
-        function = entry.get("function") if isinstance(entry, dict) else None
-        if isinstance(function, dict) and "arguments" in function:
-            index = entry.get("index")
-            key = (*scope, index) if isinstance(index, int) else (*scope, number, position)
-            yield "stream", key, function, "arguments"
-
-
-def _anthropic_arguments(events: list[Any]) -> Iterator[Found]:
-    for event in events:
-        if not isinstance(event, dict):
-            continue
-        block, delta = event.get("content_block"), event.get("delta")
-        if isinstance(block, dict) and "input" in block:
-            yield "copy", event.get("index"), block, "input"
-        if isinstance(delta, dict) and "partial_json" in delta:
-            yield "stream", event.get("index"), delta, "partial_json"
-
-
-def _responses_arguments(events: list[Any]) -> Iterator[Found]:
-    for event in events:
-        if not isinstance(event, dict):
-            continue
-        kind, index = event.get("type"), event.get("output_index")
-        if kind == "response.function_call_arguments.delta" and "delta" in event:
-            yield "stream", index, event, "delta"
-        elif kind == "response.function_call_arguments.done" and "arguments" in event:
-            yield "copy", index, event, "arguments"
-        item = event.get("item")
-        if isinstance(item, dict) and "arguments" in item:
-            yield "copy", index, item, "arguments"
-        response = event.get("response")
-        output = response.get("output") if isinstance(response, dict) else None
-        for position, entry in enumerate(output if isinstance(output, list) else []):
-            if isinstance(entry, dict) and "arguments" in entry:
-                yield "copy", position, entry, "arguments"
-
-
-def _gemini_arguments(events: list[Any]) -> Iterator[Found]:
-    for number, chunk in enumerate(events):
-        candidates = chunk.get("candidates") if isinstance(chunk, dict) else None
-        for candidate in candidates if isinstance(candidates, list) else []:
-            content = candidate.get("content") if isinstance(candidate, dict) else None
-            parts = content.get("parts") if isinstance(content, dict) else None
-            for position, part in enumerate(parts if isinstance(parts, list) else []):
-                call = part.get("functionCall") if isinstance(part, dict) else None
-                if not isinstance(call, dict):
-                    continue
-                if "args" in call:
-                    yield "copy", (number, position), call, "args"
-                for piece in call.get("partialArgs") or []:
-                    if isinstance(piece, dict) and isinstance(piece.get("stringValue"), str):
-                        yield "piece", None, piece, "stringValue"
-
-
-_FINDERS: dict[str, Callable[[list[Any]], Iterator[Found]]] = {
-    "anthropic": _anthropic_arguments,
-    "openai-responses": _responses_arguments,
-    "gemini": _gemini_arguments,
-}
-
-
 def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, allow_nan=False)
 
@@ -224,4 +141,4 @@ def _scrub(value: Any, ids: Callable[[str], str], handled: set[tuple[int, str]],
         return value
     if key == "id" or key.endswith(("_id", "Id")):
         return ids(value)
-    return value if key in _STRUCTURAL_KEYS else mask_text(value)
+    return value if key in ALL_STRUCTURAL_KEYS else mask_text(value)

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from callgate.cli.app import app
 from callgate.reassemble import check
-from callgate.reassemble.gemini_schema import declaration_schemas
 from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 from callgate.reassemble.sse import decode_all
 from tests.conftest import SHARED_CORPUS
 
@@ -202,6 +202,20 @@ def called_names(events: list[Any]) -> set[str]:
     return names
 
 
+def accept_all_request(profile: str, names: list[str]) -> dict[str, Any]:
+    """A request body offering tools ``names`` with empty (accept-all) schemas, in the shape the
+    profile's API names its tools."""
+    if profile == "anthropic":
+        return {"tools": [{"name": name, "input_schema": {}} for name in names]}
+    if profile == "openai-responses":
+        return {"tools": [{"type": "function", "name": name, "parameters": {}} for name in names]}
+    if profile == "gemini":
+        return {"tools": [{"functionDeclarations": [
+            {"name": name, "parametersJsonSchema": {}} for name in names]}]}
+    return {"tools": [{"type": "function", "function": {"name": name, "parameters": {}}}
+                      for name in names]}
+
+
 ROWS = index_rows()
 runner = CliRunner()
 
@@ -247,9 +261,8 @@ def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path:
     request = path.with_name(path.name.split(".")[0] + ".request.json")
     if not request.is_file():
         request = tmp_path / "request.json"
-        tools = [{"type": "function", "function": {"name": name, "parameters": {}}}
-                 for name in sorted(called_names(body_events(path)))]
-        request.write_text(json.dumps({"tools": tools}))
+        names = sorted(called_names(body_events(path)))
+        request.write_text(json.dumps(accept_all_request(profile_of(row), names)))
     out = tmp_path / "fixture.json"
     profile = profile_of(row)
     imported = runner.invoke(app, ["import", str(path), "--request", str(request), "--profile",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from callgate.cli.diff import AdapterResult, HandedCall, run_adapter, run_diff
+from callgate.cli.diff.command import AdapterResult, HandedCall, run_adapter, run_diff
 from callgate.reassemble import check
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import APPS_PYTHON

@@ -1,5 +1,5 @@
 """The Gemini profile's translator (partialArgs rebuilding, canonical text) and the OpenAPI 3.0
-schema translation in ``callgate.reassemble.gemini_schema``."""
+schema translation in ``callgate.reassemble.profiles.gemini_schema``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from callgate.reassemble import Reassembler, Report
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import Problem, SlotDelta, SlotEnded, SlotStarted
-from callgate.reassemble.gemini_schema import declaration_schemas, to_json_schema
 from callgate.reassemble.profiles.gemini import (
     Conflict,
     GeminiTranslator,
@@ -18,6 +17,7 @@ from callgate.reassemble.profiles.gemini import (
     canonical_arguments,
     parse_json_path,
 )
+from callgate.reassemble.profiles.gemini_schema import declaration_schemas, to_json_schema
 from callgate.reassemble.schema import SchemaProblem, ToolSchema, compile_schema
 
 

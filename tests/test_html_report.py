@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from callgate.cli.files import load_envelope
-from callgate.cli.html_report import LABEL_W, PAD, PLOT_MAX, render_html
-from callgate.cli.replay import Outcome, expectation_problems, judge
+from callgate.cli.replay.outcome import Outcome, expectation_problems, judge
+from callgate.cli.replay.reports.html_report import LABEL_W, PAD, PLOT_MAX, render_html
 from callgate.reassemble import check
 from tests.conftest import CONFORMANCE, conformance_fixtures
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import callgate.cli.replay  # noqa: F401
+import callgate.cli.replay.outcome  # noqa: F401
 from tests.conftest import CONFORMANCE
 
-# (cli.replay is imported above only to load the engine once: pytester's in-process runs forget
-# the modules each run imports, and jsonschema's format checkers take over a second to import.)
+# (callgate.cli.replay.outcome is imported above only to load the engine once: pytester's
+# in-process runs forget the modules each run imports, and loading the engine each time is slow.)
 
 pytest_plugins = ["pytester"]
 

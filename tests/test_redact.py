@@ -247,8 +247,8 @@ def test_a_long_conversation_keeps_its_tool_schemas_and_a_malformed_tool_is_left
                "tools": [{"type": "function", "function": "not an object"},
                          {"type": "function", "function": {"name": "get_weather",
                                                            "parameters": WEATHER}}]}
-    assert request_context(json.dumps(request).encode()) == ({"get_weather": WEATHER},
-                                                             {"model": "m", "stream": True})
+    assert request_context(json.dumps(request).encode(), "openai") == (
+        {"get_weather": WEATHER}, {"model": "m", "stream": True})
     envelope = redact_exchange(openai_exchange(['{"city": "Oslo"}'], request=request)).envelope
     assert (envelope["tool_schemas"], envelope["meta"]["tools"]) == ({"get_weather": WEATHER},
                                                                     ["get_weather"])

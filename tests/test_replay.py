@@ -12,16 +12,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from callgate.cli import reports
-from callgate.cli.replay import (
-    Outcome,
-    ReplayFormat,
-    expectation_problems,
-    render,
-    replay,
-    run_replay,
-    update_expectations,
-)
+from callgate.cli.replay.outcome import Outcome, expectation_problems
+from callgate.cli.replay.reports import ReplayFormat, render
+from callgate.cli.replay.reports.text import text_table
+from callgate.cli.replay.runner import replay, run_replay, update_expectations
 from callgate.reassemble import check
 from callgate.reassemble.catalogue import CATALOGUE
 from callgate.reassemble.codes import Code
@@ -83,7 +77,7 @@ def test_a_folder_of_good_fixtures_exits_0(folder: Path) -> None:
 
 def test_the_text_report_has_one_row_per_fixture_and_the_summary_line(folder: Path) -> None:
     outcomes = replay([folder])
-    table = reports.text_table(outcomes)
+    table = text_table(outcomes)
     assert table.row_count == 5
     assert [column.header for column in table.columns] == [
         "fixture", "profile", "provider", "verdict", "codes", "expectation"]

@@ -1,6 +1,6 @@
-"""``callgate.cli.sources``: recordings users already have (HAR, mitmproxy flows, VCR cassettes,
-raw bodies)
-read into exact ``Exchange``s, with everything else a ``Skipped`` or a one-line ``InputError``.
+"""``callgate.cli.importing.read``: recordings users already have (HAR, mitmproxy flows, VCR
+cassettes, raw bodies) read into exact ``Exchange``s, with everything else a ``Skipped`` or a
+one-line ``InputError``.
 
 HAR and flow files are written by mitmproxy's own exporters, so the tests meet what users have.
 """
@@ -20,7 +20,7 @@ from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.flow import Error
 from mitmproxy.test import tflow, tutils
 
-from callgate.cli.sources import Skipped, read_source
+from callgate.cli.importing.read import Skipped, read_source
 from callgate.reassemble.errors import InputError
 from callgate.redact.exchange import Exchange
 

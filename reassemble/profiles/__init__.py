@@ -1,79 +1,40 @@
-"""Provider profiles: one module each, all built the same way, looked up in ``PROFILES``.
+"""The profile registry: one module per streaming API, each a ``Profile`` (see ``base``), looked
+up by name in ``PROFILES`` or by endpoint with ``profile_for``.
 
-A profile translates one raw provider event into provider-neutral events
-(``callgate.reassemble.events``). It keeps only the state it needs to read the wire format (which
-block
-index is which kind, the next free slot for index-less calls); what a slot *is* and whether the
-turn may run is the engine's business.
+Adding a provider: ``docs/adding-a-provider.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Protocol, TypeGuard
+from urllib.parse import urlsplit
 
-from callgate.reassemble.events import Event
+from callgate.reassemble.profiles import anthropic, gemini, mistral, openai, openai_responses
+from callgate.reassemble.profiles.base import STRUCTURAL_KEYS, Profile
 
-
-def is_index(value: object) -> TypeGuard[int]:
-    """A slot or choice index on the wire: a non-negative integer, and not a boolean (which
-    Python counts as an int)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-class Translator(Protocol):
-    def translate(self, raw: object) -> list[Event]:
-        """The neutral events one raw provider event amounts to, in order."""
-        ...
+PROFILES: dict[str, Profile] = {
+    profile.name: profile for profile in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE,
+                                          openai_responses.PROFILE, gemini.PROFILE)}
+#: Every profile's version headers, in registry order: request headers that hold no secret.
+VERSION_HEADERS: tuple[str, ...] = tuple(dict.fromkeys(
+    header for profile in PROFILES.values() for header in profile.version_headers))
+#: String fields that are structure in some profile's events: the redactor keeps them.
+ALL_STRUCTURAL_KEYS: frozenset[str] = STRUCTURAL_KEYS.union(
+    *(profile.structural_keys for profile in PROFILES.values()))
 
 
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    #: The envelope key holding this profile's stream: "chunks" or "events".
-    stream_key: str
-    #: Terminal reasons that claim the turn made tool calls ("tool_calls", "tool_use").
-    call_reasons: frozenset[str]
-    #: Terminal reasons that properly end a choice holding calls, given the request parameters.
-    accepted_reasons: Callable[[Mapping[str, object]], frozenset[str]]
-    #: Whether the end of a turn also ends its slots (Chat Completions), or each slot has its
-    #: own end event (Anthropic ``content_block_stop``).
-    turn_ends_slots: bool
-    #: Build a translator for one stream, given the quirks in force and the request parameters.
-    translator: Callable[[frozenset[str], Mapping[str, object]], Translator]
-    #: Whether a call must carry an id (Gemini's functionCall.id is optional).
-    requires_call_id: bool = True
-    #: Whether the SSE stream ends with ``data: [DONE]`` (Chat Completions).
-    done_sentinel: bool = False
-    #: Whether a raw event carries the turn's terminal evidence, or follows it (what a proxy in
-    #: enforce mode holds back until the verdict is known).
-    carries_terminal: Callable[[object], bool] = lambda raw: False
-    #: Whether a raw event is the last that belongs to the turn (besides ``[DONE]``).
-    ends_stream: Callable[[object], bool] = lambda raw: False
+def profile_for(url: str, provider: str | None = None) -> str | None:
+    """The profile that reads a stream from ``url``, or None when callgate has none for it. Where
+    several profiles serve an endpoint, the one that claims ``provider`` wins, else the first."""
+    path = urlsplit(url).path
+    serving = [p for p in PROFILES.values() if path.endswith(p.endpoints)]
+    claiming = [p for p in serving if provider in p.claims]
+    chosen = claiming or [p for p in serving if not p.claims]
+    return chosen[0].name if chosen else None
 
 
-def event_type_in(*types: str) -> Callable[[object], bool]:
-    """A test on the ``type`` field of a raw event (Anthropic, OpenAI Responses)."""
-    return lambda raw: isinstance(raw, dict) and raw.get("type") in types
-
-
-def any_item_has(items: str, key: str) -> Callable[[object], bool]:
-    """A test that some entry of the raw event's list ``items`` has a non-null ``key``
-    (``choices[].finish_reason``, Gemini's ``candidates[].finishReason``)."""
-    def test(raw: object) -> bool:
-        entries = raw.get(items) if isinstance(raw, dict) else None
-        return isinstance(entries, list) and any(
-            isinstance(entry, dict) and entry.get(key) is not None for entry in entries)
-
-    return test
-
-
-def _registry() -> dict[str, Profile]:
-    from callgate.reassemble.profiles import anthropic, gemini, mistral, openai, openai_responses
-
-    return {p.name: p for p in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE,
-                                    openai_responses.PROFILE, gemini.PROFILE)}
-
-
-PROFILES: dict[str, Profile] = _registry()
+def profile_of_events(events: list[object]) -> str | None:
+    """The profile whose events these could only be, judged by the first event; None if unsure."""
+    first = next((e for e in events if isinstance(e, dict)), None)
+    if first is None:
+        return None
+    return next((p.name for p in PROFILES.values() if p.sniff(first)), None)

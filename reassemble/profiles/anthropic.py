@@ -12,11 +12,19 @@ added; an unknown one is ``unsupported_event`` until a profile update reads it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotStarted, TurnEnded
-from callgate.reassemble.profiles import Profile, event_type_in, is_index
+from callgate.reassemble.profiles.base import (
+    ArgumentSite,
+    Profile,
+    event_type_in,
+    flat_tools,
+    is_index,
+    provider_error,
+)
 
 #: Block types that are not client tool calls, with the delta types each may receive.
 _NON_CALL_BLOCKS: dict[str, frozenset[str]] = {
@@ -143,12 +151,28 @@ class MessagesTranslator:
         error = raw.get("error")
         kind = error.get("type") if isinstance(error, dict) else None
         message = error.get("message") if isinstance(error, dict) else None
-        return [Problem(Code.STREAM_ERROR, f"provider sent an error: {kind}: {str(message)[:200]}",
-                        "/error")]
+        return [provider_error(f"{kind}: {str(message)[:200]}")]
 
 
 def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
     return frozenset({"tool_use"})
+
+
+def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
+    """Each tool block's ``partial_json`` fragments, and the ``input`` its start states."""
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        block, delta = event.get("content_block"), event.get("delta")
+        if isinstance(block, dict) and "input" in block:
+            yield "copy", event.get("index"), block, "input"
+        if isinstance(delta, dict) and "partial_json" in delta:
+            yield "stream", event.get("index"), delta, "partial_json"
+
+
+def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
+    """Anthropic's ``error`` event, which the anthropic SDK raises on."""
+    return {"type": "error", "error": {"type": "callgate_blocked", "message": message}}
 
 
 PROFILE = Profile(
@@ -160,4 +184,14 @@ PROFILE = Profile(
     carries_terminal=event_type_in("message_delta", "message_stop"),
     ends_stream=event_type_in("message_stop"),
     translator=lambda quirks, request: MessagesTranslator(),
+    # Vertex AI serves Anthropic models at :streamRawPredict with the same events.
+    endpoints=("/messages", ":streamRawPredict"),
+    tool_schemas=lambda request: flat_tools(request, "input_schema"),
+    version_headers=("anthropic-version", "anthropic-beta"),
+    event_lines=True,
+    error_body=error_body,
+    sniff=lambda first: isinstance(first, dict) and str(first.get("type", "")).startswith(
+        ("message_", "content_block_")),
+    argument_sites=argument_sites,
+    structural_keys=frozenset({"stop_reason"}),
 )

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import (
@@ -41,7 +42,14 @@ from callgate.reassemble.events import (
     SlotStarted,
     TurnEnded,
 )
-from callgate.reassemble.profiles import Profile, any_item_has, is_index
+from callgate.reassemble.profiles.base import (
+    ArgumentSite,
+    Profile,
+    any_item_has,
+    is_index,
+    provider_error,
+)
+from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 
 #: Part fields that carry no client tool call (google-genai ``Part``); a part may hold several.
 _OTHER_PART_FIELDS = frozenset({
@@ -253,8 +261,7 @@ class GeminiTranslator:
         if error is not None:
             detail = error.get("message") or error.get("status") if isinstance(error, dict) else (
                 error)
-            return Problem(Code.STREAM_ERROR, f"provider sent an error: {str(detail)[:200]}",
-                           "/error")
+            return provider_error(str(detail)[:200])
         feedback = raw.get("promptFeedback")
         block = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if block is not None:
@@ -398,6 +405,31 @@ def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
     return frozenset({"STOP"})
 
 
+def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
+    """Each ``functionCall``'s ``args`` (a whole copy per part) and the string pieces of
+    Vertex's ``partialArgs``."""
+    for number, chunk in enumerate(events):
+        candidates = chunk.get("candidates") if isinstance(chunk, dict) else None
+        for candidate in candidates if isinstance(candidates, list) else []:
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            parts = content.get("parts") if isinstance(content, dict) else None
+            for position, part in enumerate(parts if isinstance(parts, list) else []):
+                call = part.get("functionCall") if isinstance(part, dict) else None
+                if not isinstance(call, dict):
+                    continue
+                if "args" in call:
+                    yield "copy", (number, position), call, "args"
+                for piece in call.get("partialArgs") or []:
+                    if isinstance(piece, dict) and isinstance(piece.get("stringValue"), str):
+                        yield "piece", None, piece, "stringValue"
+
+
+def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
+    """Google's error shape (``google.rpc.Status``), as Gemini sends errors; google-genai
+    raises ``ClientError`` on it."""
+    return {"error": {"code": 409, "message": message, "status": "ABORTED"}}
+
+
 PROFILE = Profile(
     name="gemini",
     stream_key="chunks",
@@ -408,4 +440,10 @@ PROFILE = Profile(
     carries_terminal=any_item_has("candidates", "finishReason"),
     translator=lambda quirks, request: GeminiTranslator(),
     requires_call_id=False,
+    endpoints=(":streamGenerateContent",),
+    tool_schemas=lambda request: declaration_schemas(request.get("tools")),
+    json_array=True,
+    error_body=error_body,
+    argument_sites=argument_sites,
+    structural_keys=frozenset({"finishReason", "jsonPath", "blockReason", "modelVersion"}),
 )

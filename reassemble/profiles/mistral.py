@@ -8,16 +8,13 @@ read exactly as OpenAI's.
 
 from __future__ import annotations
 
-from callgate.reassemble.profiles import Profile, any_item_has
-from callgate.reassemble.profiles.openai import ChatTranslator, accepted_reasons
+from callgate.reassemble.profiles.base import Profile
+from callgate.reassemble.profiles.openai import CHAT_WIRE, ChatTranslator
 
 PROFILE = Profile(
     name="mistral",
-    stream_key="chunks",
-    call_reasons=frozenset({"tool_calls"}),
-    accepted_reasons=accepted_reasons,
-    turn_ends_slots=True,
-    done_sentinel=True,
-    carries_terminal=any_item_has("choices", "finish_reason"),
     translator=lambda quirks, request: ChatTranslator(quirks, mistral=True),
+    # Mistral's endpoint is OpenAI's path: this profile reads it when the provider is Mistral.
+    claims=frozenset({"mistral"}),
+    **CHAT_WIRE,
 )

@@ -12,12 +12,21 @@ tool data in a form it cannot read (legacy ``function_call``, non-function call 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import Event, Problem, SlotDelta, SlotKey, SlotStarted, TurnEnded
 from callgate.reassemble.findings import Severity
-from callgate.reassemble.profiles import Profile, any_item_has, is_index
+from callgate.reassemble.profiles.base import (
+    ArgumentSite,
+    Profile,
+    any_item_has,
+    function_tools,
+    is_index,
+    openai_error,
+    provider_error,
+)
 
 
 def _optional_str(entry: Mapping[str, object], key: str) -> tuple[str | None, bool]:
@@ -59,10 +68,9 @@ class ChatTranslator:
         error = raw.get("error")
         if error is not None:
             detail = error.get("message") or error.get("code") if isinstance(error, dict) else error
-            return Problem(Code.STREAM_ERROR, f"provider sent an error: {str(detail)[:200]}",
-                           "/error")
+            return provider_error(str(detail)[:200])
         if raw.get("object") == "error":
-            return Problem(Code.STREAM_ERROR, f"provider sent an error: {raw.get('message')}", "")
+            return provider_error(str(raw.get("message")), "")
         return None
 
     def _choice(self, choice: object, pointer: str, position: int) -> list[Event]:
@@ -192,13 +200,49 @@ def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
     return frozenset({"tool_calls", "stop"} if forced else {"tool_calls"})
 
 
+def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
+    """Each call's argument fragments (``delta``) and, where a server mirrors it, its
+    ``message`` copy, keyed by choice and index."""
+    for number, chunk in enumerate(events):
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        for position, choice in enumerate(choices if isinstance(choices, list) else []):
+            if not isinstance(choice, dict):
+                continue
+            for part in ("delta", "message"):
+                yield from _entries(choice.get(part), (part, choice.get("index", position)),
+                                    number)
+
+
+def _entries(holder: object, scope: tuple[object, ...], number: int) -> Iterator[ArgumentSite]:
+    calls = holder.get("tool_calls") if isinstance(holder, dict) else None
+    for position, entry in enumerate(calls if isinstance(calls, list) else []):
+        function = entry.get("function") if isinstance(entry, dict) else None
+        if isinstance(function, dict) and "arguments" in function:
+            index = entry.get("index")
+            key = (*scope, index) if isinstance(index, int) else (*scope, number, position)
+            yield "stream", key, function, "arguments"
+
+
+#: What every Chat Completions server shares; Mistral's profile differs only in its translator.
+CHAT_WIRE: dict[str, Any] = {
+    "stream_key": "chunks",
+    "call_reasons": frozenset({"tool_calls"}),
+    "accepted_reasons": accepted_reasons,
+    "turn_ends_slots": True,
+    "done_sentinel": True,
+    "carries_terminal": any_item_has("choices", "finish_reason"),
+    "endpoints": ("/chat/completions", "/v1/chat"),
+    "tool_schemas": function_tools,
+    "version_headers": ("openai-beta",),
+    "error_body": openai_error,
+    "argument_sites": argument_sites,
+    # OpenRouter restates the upstream's own reason as native_finish_reason.
+    "structural_keys": frozenset({"finish_reason", "native_finish_reason"}),
+}
+
 PROFILE = Profile(
     name="openai",
-    stream_key="chunks",
-    call_reasons=frozenset({"tool_calls"}),
-    accepted_reasons=accepted_reasons,
-    turn_ends_slots=True,
-    done_sentinel=True,
-    carries_terminal=any_item_has("choices", "finish_reason"),
     translator=lambda quirks, request: ChatTranslator(quirks),
+    sniff=lambda first: isinstance(first, dict) and "choices" in first,
+    **CHAT_WIRE,
 )

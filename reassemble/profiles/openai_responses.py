@@ -19,8 +19,9 @@ policy reads it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import (
@@ -34,7 +35,14 @@ from callgate.reassemble.events import (
     TurnEnded,
 )
 from callgate.reassemble.findings import Severity
-from callgate.reassemble.profiles import Profile, event_type_in, is_index
+from callgate.reassemble.profiles.base import (
+    ArgumentSite,
+    Profile,
+    event_type_in,
+    flat_tools,
+    is_index,
+    provider_error,
+)
 
 _CALL = "function_call"
 _CUSTOM = "custom_tool_call"
@@ -322,12 +330,40 @@ class ResponsesTranslator:
         error = raw.get("error")
         body = error if isinstance(error, dict) else raw
         detail = body.get("message") or body.get("code") or body.get("type")
-        return [Problem(Code.STREAM_ERROR, f"provider sent an error: {str(detail)[:200]}",
-                        "/error" if isinstance(error, dict) else "")]
+        return [provider_error(str(detail)[:200], "/error" if isinstance(error, dict) else "")]
 
 
 def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
     return frozenset({"completed"})
+
+
+def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
+    """The Responses ``error`` event in its recorded wire shape (``{type, code, message}``
+    nested under ``error``); the openai SDK raises ``APIError`` on a streamed ``error`` key."""
+    return {"type": "error", "error": {"type": "callgate_blocked",
+                                       "code": codes[0] if codes else "blocked",
+                                       "message": message}}
+
+
+def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
+    """Each call's argument deltas, and the three copies that restate them: the ``done``
+    event's, the finished item's and ``response.completed``'s output."""
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        kind, index = event.get("type"), event.get("output_index")
+        if kind == "response.function_call_arguments.delta" and "delta" in event:
+            yield "stream", index, event, "delta"
+        elif kind == "response.function_call_arguments.done" and "arguments" in event:
+            yield "copy", index, event, "arguments"
+        item = event.get("item")
+        if isinstance(item, dict) and "arguments" in item:
+            yield "copy", index, item, "arguments"
+        response = event.get("response")
+        output = response.get("output") if isinstance(response, dict) else None
+        for position, entry in enumerate(output if isinstance(output, list) else []):
+            if isinstance(entry, dict) and "arguments" in entry:
+                yield "copy", position, entry, "arguments"
 
 
 _ENDS_TURN = event_type_in(*_TURN_ENDS)
@@ -343,4 +379,10 @@ PROFILE = Profile(
     carries_terminal=_ENDS_TURN,
     ends_stream=_ENDS_TURN,
     translator=lambda quirks, request: ResponsesTranslator(quirks),
+    endpoints=("/responses",),
+    tool_schemas=lambda request: flat_tools(request, "parameters"),
+    version_headers=("openai-beta",),
+    event_lines=True,
+    error_body=error_body,
+    argument_sites=argument_sites,
 )

@@ -1,6 +1,6 @@
 """``callgate import``: recordings users already have, turned into redacted fixtures.
 
-Each source file is read into exchanges (``callgate.cli.sources``), each exchange is redacted
+Each source file is read into exchanges (``callgate.cli.importing.read``), each exchange is redacted
 (``redact``), and each fixture is written atomically, mode 0600, under a name made only of the
 provider, the profile and a hash of the fixture: nothing from inside the recording names a file.
 One bad exchange never stops the rest; every exchange gets one line.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from callgate.cli.sources import Skipped, read_source
+from callgate.cli.importing.read import Skipped, read_source
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.profiles import PROFILES

@@ -1,6 +1,6 @@
 """``callgate diff``: what a real accumulator hands a tool runner, next to callgate's verdict.
 
-How this works: ``cli/adapters/runner.py ADAPTER`` runs in an interpreter
+How this works: ``cli/diff/adapters/runner.py ADAPTER`` runs in an interpreter
 which has the adapter's library (``--python``, else this one), so those libraries never need to
 be importable here. The runner reads the envelope on stdin, drives the library's own accumulator
 and prints one JSON line: the calls it would hand on, its finish reason, or what it raised. The

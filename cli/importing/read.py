@@ -19,11 +19,11 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from callgate.cli.sources.cassettes import cassette_items, read_cassette
-from callgate.cli.sources.common import RawRequest, Skipped, load_yaml
-from callgate.cli.sources.flows import read_flows
-from callgate.cli.sources.har import read_har
-from callgate.cli.sources.raw import read_json, read_jsonl, read_sse
+from callgate.cli.importing.cassettes import cassette_items, read_cassette
+from callgate.cli.importing.common import RawRequest, Skipped, load_yaml
+from callgate.cli.importing.flows import read_flows
+from callgate.cli.importing.har import read_har
+from callgate.cli.importing.raw import read_json, read_jsonl, read_sse
 from callgate.reassemble.errors import InputError
 from callgate.redact.exchange import Exchange
 

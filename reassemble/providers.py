@@ -1,4 +1,8 @@
-"""Which profile reads an exchange and which provider served it, from its URL and body."""
+"""Which provider served an exchange, from its URL: the names the quirk registry uses.
+
+A provider is who served a stream (openrouter, groq, azure-openai, ...); a profile is the wire
+format it speaks (``callgate.reassemble.profiles``). Many providers speak one profile.
+"""
 
 from __future__ import annotations
 
@@ -43,23 +47,3 @@ def provider_from_url(url: str) -> str | None:
         return "ollama"
     return next((name for suffix, name in _HOSTS if host == suffix.lstrip(".")
                  or host.endswith(suffix if suffix.startswith(".") else "." + suffix)), None)
-
-
-def profile_for(url: str, provider: str | None) -> str | None:
-    """The profile that reads a stream from ``url``, or None when callgate has none for it."""
-    path = urlsplit(url).path
-    if path.endswith("/chat/completions") or path.endswith("/v1/chat"):
-        return "mistral" if provider == "mistral" else "openai"
-    if path.endswith("/messages") or path.endswith(":streamRawPredict"):
-        return "anthropic"
-    if path.endswith("/responses"):
-        return "openai-responses"
-    if path.endswith(":streamGenerateContent"):
-        return "gemini"
-    return None
-
-
-def unsupported_reason(url: str) -> str:
-    """Why no profile reads this endpoint, for the one-line skip message."""
-    path = urlsplit(url).path
-    return f"no profile reads endpoint {path or '/'}"

@@ -11,7 +11,7 @@ import re
 import zlib
 from typing import Any
 
-from callgate.cli.sources.common import (
+from callgate.cli.importing.common import (
     Headers,
     RawRequest,
     Skipped,

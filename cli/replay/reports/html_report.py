@@ -18,13 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 from math import log10
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from callgate.cli.replay.outcome import Outcome
 from callgate.reassemble import Call, Finding, Report
 from callgate.reassemble.profiles import PROFILES
-
-if TYPE_CHECKING:  # cli.replay imports this module lazily; only the type is needed here
-    from callgate.cli.replay import Outcome
 
 #: Geometry of the timeline, in px. The plot never grows past PLOT_MAX however long the stream,
 #: and a short stream is not stretched past MAX_STEP per event, so bars stay comparable.

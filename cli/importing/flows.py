@@ -8,7 +8,7 @@ from io import BytesIO
 from typing import Any
 
 from callgate.cli.extras import PROXY_EXTRA
-from callgate.cli.sources.common import (
+from callgate.cli.importing.common import (
     Headers,
     RawRequest,
     Skipped,
@@ -17,7 +17,7 @@ from callgate.cli.sources.common import (
     require_stream,
     short,
 )
-from callgate.cli.sources.har import read_har
+from callgate.cli.importing.har import read_har
 from callgate.reassemble.errors import InputError, NotApplicable
 from callgate.redact.exchange import Exchange
 

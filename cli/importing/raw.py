@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import re
 
-from callgate.cli.sources.cassettes import cassette_items
-from callgate.cli.sources.common import RawRequest, Skipped, load_json
-from callgate.cli.sources.har import har_items
+from callgate.cli.importing.cassettes import cassette_items
+from callgate.cli.importing.common import RawRequest, Skipped, load_json
+from callgate.cli.importing.har import har_items
 from callgate.reassemble.errors import InputError
 from callgate.redact.exchange import Exchange
 

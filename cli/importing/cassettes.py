@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from callgate.cli.sources.common import (
+from callgate.cli.importing.common import (
     Headers,
     RawRequest,
     Skipped,

@@ -8,9 +8,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from callgate.reassemble.errors import InputError, NotApplicable, SetupError
+from callgate.reassemble.profiles import PROFILES, profile_for
 from callgate.redact.encoding import CODINGS, decode_whole
 from callgate.redact.exchange import Exchange
 
@@ -85,8 +85,9 @@ def require_stream(method: str, url: str, headers: Headers, body: bytes) -> None
     if media_type in _STREAM_TYPES:
         return
     # Gemini without ?alt=sse streams one JSON array; an error there is a single object.
-    gemini = "streamGenerateContent" in urlsplit(url).path
-    if gemini and media_type in ("application/json", "") and not body.lstrip().startswith(b"{"):
+    profile = profile_for(url)
+    json_array = profile is not None and PROFILES[profile].json_array
+    if json_array and media_type in ("application/json", "") and not body.lstrip().startswith(b"{"):
         return
     shown = short(media_type, 60) or "missing"
     raise NotApplicable(f"not a streamed response (content-type {shown})")

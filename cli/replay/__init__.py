@@ -1,0 +1,1 @@
+"""``callgate replay``: the runner, the outcome of one fixture, and the reports."""

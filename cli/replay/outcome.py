@@ -1,0 +1,170 @@
+"""One fixture replayed: its report and how that differs from its pinned ``expect`` block.
+
+How this works: ``judge`` loads and checks one file; an ``Outcome`` holds the fixture, its report
+and the differences between that report and the fixture's ``expect`` block, or, for a file that
+cannot be used, an ``error``. Every report and the runner read outcomes and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from callgate.cli.files import load_envelope
+from callgate.reassemble import Call, Report, Status, check
+from callgate.reassemble.errors import InputError
+
+
+class Problem(NamedTuple):
+    """One difference between a report and an ``expect`` block."""
+
+    text: str
+    #: JSON pointer into the fixture where the difference is pinned (``""``: no ``expect`` block).
+    pointer: str
+    #: Whether the report's findings show it by themselves (SARIF then adds no result for it).
+    shown_by_findings: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One fixture replayed. ``error`` is set (and ``envelope``/``report`` are not) when the file
+    is unreadable or not an envelope."""
+
+    fixture: Path
+    envelope: dict[str, Any] | None
+    report: Report | None
+    problems: list[str]
+    error: str | None = None
+    #: Seconds spent loading and judging; not part of equality, so runs compare equal.
+    seconds: float = field(default=0.0, compare=False)
+
+    @property
+    def unreadable(self) -> bool:
+        return self.error is not None
+
+    @property
+    def held(self) -> bool:
+        """The fixture's expectation holds (or, without one, the turn passes)."""
+        return self.error is None and not self.problems
+
+    @property
+    def kind(self) -> str:
+        """``held``, ``not-held`` or ``unreadable``."""
+        return "unreadable" if self.unreadable else "held" if self.held else "not-held"
+
+    def problem_details(self) -> list[Problem]:
+        """The problems with where each is pinned; empty for an unreadable file."""
+        if self.envelope is None or self.report is None:
+            return []
+        return _problems(self.envelope, self.report)
+
+
+def expectation_problems(envelope: Mapping[str, Any], report: Report) -> list[str]:
+    """One short line per difference between ``report`` and the envelope's ``expect`` block
+    (``{"status", "codes", "calls"}``; ``codes`` compared as a set, ``calls`` in order by id,
+    name and arguments; a key that is absent is not compared). Without ``expect`` the turn must
+    pass. Empty when the expectation holds. Pure; expects a validated envelope."""
+    return [problem.text for problem in _problems(envelope, report)]
+
+
+def _problems(envelope: Mapping[str, Any], report: Report) -> list[Problem]:
+    expect = envelope.get("expect")
+    if expect is None:
+        if report.status is Status.PASS:
+            return []
+        return [Problem(f"no expect block, and the turn does not pass: {_verdict(report)}", "")]
+    problems = []
+    if expect.get("status") != report.status.value:
+        problems.append(Problem(f"status: expected {expect.get('status')}, got "
+                                f"{report.status.value}", "/expect/status"))
+    if "codes" in expect:
+        problems += _code_problems(set(expect["codes"]), set(report.blocking_codes))
+    if "calls" in expect:
+        problems += _call_problems(expect["calls"], report.calls)
+    return problems
+
+
+def _code_problems(expected: set[str], got: set[str]) -> list[Problem]:
+    problems = []
+    if missing := sorted(expected - got):
+        problems.append(Problem(f"codes: expected but did not occur: {', '.join(missing)}",
+                                "/expect/codes"))
+    if unexpected := sorted(got - expected):
+        problems.append(Problem(f"codes: occurred but not expected: {', '.join(unexpected)}",
+                                "/expect/codes", True))
+    return problems
+
+
+def _call_problems(expected: Sequence[Mapping[str, Any]], calls: Sequence[Call]) -> list[Problem]:
+    problems = []
+    if len(expected) != len(calls):
+        problems.append(Problem(f"calls: expected {len(expected)}, got {len(calls)}",
+                                "/expect/calls"))
+    for index, (want, call) in enumerate(zip(expected, calls, strict=False)):
+        for key, got in (("id", call.id), ("name", call.name), ("arguments", call.arguments)):
+            if want.get(key) != got:
+                problems.append(Problem(f"call {index} {key}: expected {_short(want.get(key))}, "
+                                        f"got {_short(got)}", f"/expect/calls/{index}/{key}"))
+    return problems
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _verdict(report: Report) -> str:
+    return f"{report.status.value} [{', '.join(report.blocking_codes)}]"
+
+
+def expectation_now(envelope: Mapping[str, Any], report: Report) -> dict[str, Any]:
+    """The ``expect`` block that pins what ``report`` says: status and sorted blocking codes, and
+    the calls only when the envelope's block already pinned calls."""
+    expect: dict[str, Any] = {"status": report.status.value, "codes": report.blocking_codes}
+    if "calls" in (envelope.get("expect") or {}):
+        expect["calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                           for c in report.calls]
+    return expect
+
+
+def judge(path: Path) -> Outcome:
+    """Load and judge one fixture file. Module-level so worker processes can run it."""
+    start = time.perf_counter()
+    try:
+        if path.is_dir():
+            raise InputError("no *.json fixture in this folder", path)
+        envelope = load_envelope(path)
+    except InputError as error:
+        problem = str(error).removeprefix(f"{path}: ")
+        return Outcome(path, None, None, [], problem, time.perf_counter() - start)
+    report = check(envelope)
+    return Outcome(path, envelope, report, expectation_problems(envelope, report), None,
+                   time.perf_counter() - start)
+
+
+class Summary(NamedTuple):
+    fixtures: int
+    held: int
+    not_held: int
+    unreadable: int
+
+    @property
+    def exit_code(self) -> int:
+        """2 when a file was unreadable, else 1 when an expectation did not hold, else 0."""
+        return 2 if self.unreadable else 1 if self.not_held else 0
+
+
+def summarize(outcomes: Sequence[Outcome]) -> Summary:
+    kinds = [o.kind for o in outcomes]
+    return Summary(len(kinds), kinds.count("held"), kinds.count("not-held"),
+                   kinds.count("unreadable"))
+
+
+def summary_line(outcomes: Sequence[Outcome]) -> str:
+    """``N fixtures: X held, Y did not, Z unreadable``."""
+    s = summarize(outcomes)
+    return f"{s.fixtures} fixtures: {s.held} held, {s.not_held} did not, {s.unreadable} unreadable"

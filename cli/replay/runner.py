@@ -1,0 +1,145 @@
+"""``callgate replay``: judge every fixture under some folders against its pinned ``expect``.
+
+How this works: the fixture files are found and sorted first, then each one is judged on its own
+(``callgate.cli.replay.outcome.judge``), in this process or spread over worker processes
+(``jobs``); ``Executor.map`` hands the results back in submission order, so the outcomes are the
+same either way. A file that cannot be used is an outcome with an ``error`` and never stops the
+others. The reports (``callgate.cli.replay.reports``) are pure functions of the outcomes;
+``update`` rewrites ``expect`` blocks to what the engine says now.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.progress import Progress
+
+from callgate.cli.files import find_fixtures
+from callgate.cli.output import console, error_line
+from callgate.cli.replay.outcome import Outcome, expectation_now, judge, summarize
+from callgate.cli.replay.reports import ReplayFormat, render
+from callgate.proxy_addon.storage import write_atomic
+from callgate.redact import fixture_bytes
+
+#: Above this many fixtures a terminal gets a progress bar; below it the bar would only flicker.
+PROGRESS_THRESHOLD = 20
+
+
+def replay(paths: Sequence[Path], jobs: int = 1, *,
+           on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Judge every fixture under ``paths`` (see ``find_fixtures``), in sorted order. ``jobs > 1``
+    spreads the work over that many processes and gives the same outcomes in the same order.
+    ``on_outcome`` is called with each outcome as it is ready, in order (for progress bars)."""
+    files = find_fixtures(paths)
+    outcomes: list[Outcome] = []
+    for outcome in _judged(files, jobs):
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return outcomes
+
+
+def _judged(files: list[Path], jobs: int) -> Iterator[Outcome]:
+    if jobs <= 1 or len(files) < 2:
+        yield from map(judge, files)
+        return
+    workers = min(jobs, len(files))
+    # Chunks amortise the pickling; several per worker keep the tail short.
+    chunk = max(1, len(files) // (workers * 4))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(judge, files, chunksize=chunk)
+
+
+def update_expectations(outcomes: Iterable[Outcome]) -> list[Path]:
+    """Rewrite the ``expect`` block of every readable fixture whose expectation does not hold to
+    ``expectation_now``; every other key keeps its value and place. Written atomically as
+    ``callgate.redact.fixture_bytes`` lays fixtures out, keeping the file's mode. Returns the files
+    written, in order."""
+    written = []
+    for outcome in outcomes:
+        if outcome.envelope is None or outcome.report is None or outcome.held:
+            continue
+        expect = expectation_now(outcome.envelope, outcome.report)
+        updated = {key: expect if key == "expect" else value
+                   for key, value in outcome.envelope.items()}
+        updated.setdefault("expect", expect)
+        mode = outcome.fixture.stat().st_mode & 0o777  # rewritten in place: it keeps its mode
+        write_atomic(outcome.fixture, fixture_bytes(updated), mode)
+        written.append(outcome.fixture)
+    return written
+
+
+def exit_code(outcomes: Sequence[Outcome]) -> int:
+    """2 when a file was unreadable, else 1 when an expectation did not hold, else 0."""
+    return summarize(outcomes).exit_code
+
+
+def run_replay(paths: Sequence[Path], report_format: str, output: Path | None, jobs: int,
+               update: bool, out: TextIO, err: TextIO) -> int:
+    """Replay the fixtures under ``paths``, write the report (to ``output``, atomically, or to
+    ``out``) and return the exit code: 0 all held, 1 some did not, 2 some file was unreadable
+    (each named on ``err``). With ``update``, rewrite the expectations instead of reporting."""
+    if (problem := _usage_problem(report_format, jobs)) is not None:
+        return error_line(problem, err)
+    outcomes = _replay_with_progress(paths, jobs, err)
+    for outcome in outcomes:
+        if outcome.error is not None:
+            print(f"callgate: {outcome.fixture}: {outcome.error}", file=err)
+    if update:
+        _print_updates(outcomes, update_expectations(outcomes), out)
+        return 2 if any(o.unreadable for o in outcomes) else 0
+    text = render(ReplayFormat(report_format), outcomes, terminal=output is None and out.isatty())
+    if output is not None:
+        write_atomic(output, text.encode())
+    else:
+        out.write(text)
+    return exit_code(outcomes)
+
+
+def _usage_problem(report_format: str, jobs: int) -> str | None:
+    if report_format not in ReplayFormat.__members__:
+        return f"unknown report format {report_format!r} (one of {', '.join(ReplayFormat)})"
+    return "--jobs must be at least 1" if jobs < 1 else None
+
+
+def _replay_with_progress(paths: Sequence[Path], jobs: int, err: TextIO) -> list[Outcome]:
+    files = find_fixtures(paths)
+    if not (err.isatty() and len(files) > PROGRESS_THRESHOLD):
+        return replay(files, jobs)
+    # Refreshed by hand: an auto-refresh thread alive while the worker pool forks could deadlock.
+    with Progress(console=console(err, soft_wrap=False), transient=True,
+                  auto_refresh=False) as progress:
+        task = progress.add_task("replaying", total=len(files))
+        shown = 0.0
+
+        def advance(_: Outcome) -> None:
+            nonlocal shown
+            progress.advance(task)
+            if time.monotonic() - shown >= 0.1:  # ten frames a second is plenty
+                progress.refresh()
+                shown = time.monotonic()
+
+        return replay(files, jobs, on_outcome=advance)
+
+
+def _print_updates(outcomes: Sequence[Outcome], written: Sequence[Path], out: TextIO) -> None:
+    by_path = {o.fixture: o for o in outcomes}
+    for path in written:
+        outcome = by_path[path]
+        assert outcome.envelope is not None and outcome.report is not None
+        old = outcome.envelope.get("expect")
+        new = expectation_now(outcome.envelope, outcome.report)
+        print(f"updated {path}: {_describe(old)} -> {_describe(new, old)}", file=out)
+
+
+def _describe(expect: Mapping[str, Any] | None, before: Mapping[str, Any] | None = None) -> str:
+    if expect is None:
+        return "(no expect)"
+    codes = expect.get("codes")
+    text = f"{expect['status']} [{', '.join(codes)}]" if codes is not None else expect["status"]
+    calls_changed = before is not None and expect.get("calls") != before.get("calls")
+    return text + (" (calls)" if calls_changed else "")

@@ -1,0 +1,172 @@
+"""What every provider profile is made of: the ``Profile`` record and the helpers profiles share.
+
+A profile holds every wire fact of one streaming API, so that the engine, the redactor, the
+proxy and ``callgate serve`` ask it instead of knowing providers themselves:
+
+- reading: a translator from one raw event to provider-neutral events
+  (``callgate.reassemble.events``), the terminal reasons, whether the turn's end ends its slots;
+- the request: the URL path endings it serves and how the request names its tools and schemas;
+- the stream: how it is framed (``event:`` lines, a JSON array), its end marker, which events
+  carry the terminal evidence (what enforce mode holds back), and its error event;
+- redaction: where arguments sit in an event, and which string fields are structure.
+
+A translator keeps only the state it needs to read the wire format (which block index is which
+kind, the next free slot for index-less calls); what a slot *is* and whether the turn may run is
+the engine's business.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeGuard
+
+from callgate.reassemble.codes import Code
+from callgate.reassemble.events import Event, Problem
+
+#: Where a profile's events hold tool-call arguments, for the redactor:
+#: ``(kind, call key, container, field)``. ``stream`` fragments of one call (same key) are masked
+#: as one text; each ``copy`` (a full restatement of a call's arguments, text or object) is masked
+#: alone; a ``piece`` is part of one string value (Vertex ``partialArgs``).
+ArgumentSite = tuple[str, object, dict[str, Any], str]
+#: String fields of stream events that are structure, not content, whatever the profile.
+STRUCTURAL_KEYS = frozenset({"type", "object", "role", "model", "system_fingerprint",
+                             "service_tier", "name", "status"})
+
+
+def is_index(value: object) -> TypeGuard[int]:
+    """A slot or choice index on the wire: a non-negative integer, and not a boolean (which
+    Python counts as an int)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+class Translator(Protocol):
+    def translate(self, raw: object) -> list[Event]:
+        """The neutral events one raw provider event amounts to, in order."""
+        ...
+
+
+def _never(raw: object) -> bool:
+    return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    name: str
+    #: The envelope key holding this profile's stream: "chunks" or "events".
+    stream_key: str
+    #: Terminal reasons that claim the turn made tool calls ("tool_calls", "tool_use").
+    call_reasons: frozenset[str]
+    #: Terminal reasons that properly end a choice holding calls, given the request parameters.
+    accepted_reasons: Callable[[Mapping[str, object]], frozenset[str]]
+    #: Whether the end of a turn also ends its slots (Chat Completions), or each slot has its
+    #: own end event (Anthropic ``content_block_stop``).
+    turn_ends_slots: bool
+    #: Build a translator for one stream, given the quirks in force and the request parameters.
+    translator: Callable[[frozenset[str], Mapping[str, object]], Translator]
+    #: Whether a call must carry an id (Gemini's functionCall.id is optional).
+    requires_call_id: bool = True
+    #: Whether the SSE stream ends with ``data: [DONE]`` (Chat Completions).
+    done_sentinel: bool = False
+    #: Whether a raw event carries the turn's terminal evidence, or follows it (what a proxy in
+    #: enforce mode holds back until the verdict is known).
+    carries_terminal: Callable[[object], bool] = lambda raw: False
+    #: Whether a raw event is the last that belongs to the turn (besides ``[DONE]``).
+    ends_stream: Callable[[object], bool] = _never
+
+    # -- the request -------------------------------------------------------------------------
+    #: URL path endings of the endpoints that stream this profile ("/chat/completions").
+    endpoints: tuple[str, ...]
+    #: Provider names for which this profile reads an endpoint another profile also serves
+    #: (Mistral's /v1/chat/completions).
+    claims: frozenset[str] = frozenset()
+    #: Tool name -> argument JSON Schema, from a request body.
+    tool_schemas: Callable[[Mapping[str, Any]], dict[str, Any]]
+    #: Request headers that pin the API version and hold no secret ("anthropic-version").
+    version_headers: tuple[str, ...] = ()
+
+    # -- the stream --------------------------------------------------------------------------
+    #: Whether each SSE event has an ``event:`` line named after its ``type`` (Anthropic).
+    event_lines: bool = False
+    #: Whether the API also streams a JSON array of chunks (Gemini without ``alt=sse``).
+    json_array: bool = False
+    #: The provider's own error event, given callgate's message and the blocking codes: what
+    #: enforce mode sends instead of a failing turn's terminal, so the provider's SDK raises.
+    error_body: Callable[[str, Sequence[str]], dict[str, object]]
+    #: Whether a first event could only be this profile's (an importer's last resort).
+    sniff: Callable[[object], bool] = _never
+
+    # -- redaction ---------------------------------------------------------------------------
+    #: Where this profile's events hold tool-call arguments.
+    argument_sites: Callable[[list[Any]], Iterator[ArgumentSite]]
+    #: String fields of this profile's events that are structure ("finish_reason").
+    structural_keys: frozenset[str] = frozenset()
+
+    def sse_frame(self, event: object) -> bytes:
+        """One event as this profile's SSE framing sends it."""
+        data = json.dumps(event, ensure_ascii=False)
+        if self.event_lines and isinstance(event, dict) and "type" in event:
+            return f"event: {event['type']}\ndata: {data}\n\n".encode()
+        return f"data: {data}\n\n".encode()
+
+
+def event_type_in(*types: str) -> Callable[[object], bool]:
+    """A test on the ``type`` field of a raw event (Anthropic, OpenAI Responses)."""
+    return lambda raw: isinstance(raw, dict) and raw.get("type") in types
+
+
+def any_item_has(items: str, key: str) -> Callable[[object], bool]:
+    """A test that some entry of the raw event's list ``items`` has a non-null ``key``
+    (``choices[].finish_reason``, Gemini's ``candidates[].finishReason``)."""
+    def test(raw: object) -> bool:
+        entries = raw.get(items) if isinstance(raw, dict) else None
+        return isinstance(entries, list) and any(
+            isinstance(entry, dict) and entry.get(key) is not None for entry in entries)
+
+    return test
+
+
+def provider_error(detail: str, pointer: str = "/error") -> Problem:
+    """The provider said in the stream that the turn failed: ``stream_error`` with its words."""
+    return Problem(Code.STREAM_ERROR, f"provider sent an error: {detail}", pointer)
+
+
+def openai_error(message: str, codes: Sequence[str]) -> dict[str, object]:
+    """OpenAI's error object, which OpenAI-compatible SDKs raise on (``APIError``)."""
+    return {"error": {"message": message, "type": "callgate_blocked",
+                      "code": codes[0] if codes else "blocked", "param": None}}
+
+
+def function_tools(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Chat Completions tools (``tools[].function``; a function without ``parameters`` takes
+    none) and the legacy ``functions[]``."""
+    schemas: dict[str, Any] = {}
+    for tool in _dicts(request.get("tools")) + _dicts(request.get("functions")):
+        function = tool.get("function", tool)
+        if not isinstance(function, dict):
+            continue
+        schema = function.get("parameters", function.get("input_schema"))
+        if "function" in tool and schema is None:
+            schema = {"type": "object", "properties": {}}  # OpenAI: no parameters = none
+        _keep(schemas, function.get("name"), schema)
+    return schemas
+
+
+def flat_tools(request: Mapping[str, Any], schema_key: str) -> dict[str, Any]:
+    """Tools listed flat, ``{"name", <schema_key>}`` (Anthropic ``input_schema``, Responses
+    ``parameters``). A tool without a schema (Anthropic-defined tools such as computer use) is
+    left out: a call to one is then ``unknown_tool`` until the user supplies a schema."""
+    schemas: dict[str, Any] = {}
+    for tool in _dicts(request.get("tools")):
+        _keep(schemas, tool.get("name"), tool.get(schema_key))
+    return schemas
+
+
+def _keep(schemas: dict[str, Any], name: object, schema: object) -> None:
+    if isinstance(name, str) and isinstance(schema, dict | bool):
+        schemas[name] = schema
+
+
+def _dicts(value: object) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
