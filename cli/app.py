@@ -12,6 +12,8 @@ import typer
 from callgate.cli.check import ReportFormat, run_check
 from callgate.cli.diff.command import AdapterName
 from callgate.cli.output import error_line
+from callgate.cli.record import ProxyMode
+from callgate.cli.replay.reports import ReplayFormat
 from callgate.reassemble.errors import CallgateError
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import ArgumentMode
@@ -70,16 +72,18 @@ def import_command(
     """Turn recorded exchanges into redacted fixtures: prompts, credentials and output removed."""
     from callgate.cli.importing.command import ImportOptions, run_import
 
-    options = ImportOptions(out, out_dir, request, profile, provider, url, arguments,
-                            allow_verdict_change)
+    options = ImportOptions(out=out, out_dir=out_dir, request=request, profile=profile,
+                            provider=provider, url=url, arguments=arguments,
+                            allow_verdict_change=allow_verdict_change)
     _exit(run_import, sources, options, sys.stdout, sys.stderr)
 
 
 @app.command("replay")
 def replay_command(
     paths: Annotated[list[Path], typer.Argument(help="Fixture files or folders (recursive).")],
-    report: Annotated[str, typer.Option(
-        help="text, json, junit, sarif or html.")] = "text",
+    report: Annotated[ReplayFormat, typer.Option(
+        help="What to write: a table, JSON, JUnit XML, SARIF or an HTML page.")] = (
+        ReplayFormat.text),
     output: Annotated[Path | None, typer.Option(help="Write the report to this file.")] = None,
     jobs: Annotated[int, typer.Option(min=1, help="Processes to judge fixtures with.")] = 1,
     update_expectations: Annotated[bool, typer.Option(
@@ -88,7 +92,8 @@ def replay_command(
     """Check every fixture against its pinned expectation: exit 0 all held, 1 not, 2 unreadable."""
     from callgate.cli.replay.runner import run_replay
 
-    _exit(run_replay, paths, report, output, jobs, update_expectations, sys.stdout, sys.stderr)
+    _exit(run_replay, paths, report.value, output, jobs, update_expectations, sys.stdout,
+          sys.stderr)
 
 
 @app.command("diff")
@@ -128,17 +133,18 @@ def record_command(
         help="Tool-call arguments in fixtures.")] = ArgumentMode.MASK,
     provider: Annotated[str | None, typer.Option(
         help="Provider name (default: from the upstream host).")] = None,
-    mode: Annotated[str, typer.Option(
+    mode: Annotated[ProxyMode, typer.Option(
         help="reverse (set the app's base URL) or regular (HTTPS_PROXY, needs the CA).")] = (
-        "reverse"),
+        ProxyMode.reverse),
     allow_raw_dump: Annotated[bool, typer.Option(
         help="Allow mitmproxy's own unredacted writers alongside.")] = False,
 ) -> None:
     """Record redacted fixtures from your app's traffic and flag failing streams live."""
     from callgate.cli.record import RecordOptions, run_record
 
-    options = RecordOptions(upstream, listen, out, web, enforce, arguments.value, provider, mode,
-                            allow_raw_dump)
+    options = RecordOptions(upstream=upstream, listen=listen, out=out, web=web, enforce=enforce,
+                            arguments=arguments.value, provider=provider, mode=mode,
+                            allow_raw_dump=allow_raw_dump)
     _exit(run_record, options)
 
 

@@ -10,12 +10,12 @@ query strings; callgate prints its own line per captured turn instead.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import os
 import signal
 import sys
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,13 @@ LOOPBACK_NAMES = ("localhost",)
 WEB_COLUMNS = ["icon", "path", "method", "status", "size", "time", "comment"]
 
 
+class ProxyMode(StrEnum):
+    #: The app points its base URL at the proxy; no CA needed.
+    reverse = "reverse"
+    #: The app uses ``HTTPS_PROXY`` and trusts callgate's mitmproxy CA.
+    regular = "regular"
+
+
 @dataclass(frozen=True)
 class RecordOptions:
     upstream: str | None
@@ -38,7 +45,7 @@ class RecordOptions:
     enforce: bool = False
     arguments: str = "mask"
     provider: str | None = None
-    mode: str = "reverse"
+    mode: ProxyMode = ProxyMode.reverse
     allow_raw_dump: bool = False
     web_port: int = 8081
 
@@ -59,7 +66,7 @@ def is_loopback(host: str) -> bool:
 def mitmproxy_options(options: RecordOptions) -> dict[str, Any]:
     """The mitmproxy options that ``record`` runs with (callgate's own are set after loading)."""
     host, port = split_listen(options.listen)
-    mode = f"reverse:{options.upstream}" if options.mode == "reverse" else "regular"
+    mode = f"reverse:{options.upstream}" if options.mode is ProxyMode.reverse else "regular"
     return {"mode": [mode], "listen_host": host, "listen_port": port,
             "confdir": str(callgate_home() / "mitmproxy")}
 
@@ -100,13 +107,15 @@ def run_record(options: RecordOptions) -> int:
     ``UsageError`` for options that cannot work together."""
     if not has_mitmproxy():
         raise SetupError(f"record runs mitmproxy, which is not installed: {PROXY_EXTRA}")
-    if options.mode == "reverse" and not options.upstream:
+    if options.mode is ProxyMode.reverse and not options.upstream:
         raise UsageError("--upstream is required in reverse mode")
     host, _ = split_listen(options.listen)
     if not is_loopback(host):
         print(f"callgate: warning: listening on {host}, not loopback: anyone who can reach this "
               "machine can use your API credentials through it", file=sys.stderr)
     try:
+        import asyncio  # here, not at the top: the command line imports this module to start
+
         return asyncio.run(_main(options))
     except KeyboardInterrupt:
         return 0
@@ -124,6 +133,8 @@ async def _main(options: RecordOptions) -> int:
     if options.web:
         print(f"callgate record: mitmweb on http://127.0.0.1:{options.web_port}/ (mitmproxy 12 "
               "prints the address with its login token)", flush=True)
+    import asyncio
+
     loop = asyncio.get_running_loop()
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signal_number, master.shutdown)

@@ -30,15 +30,52 @@ def feed_one_at_a_time(envelope: dict[str, Any]) -> tuple[Report, list[str]]:
 
 
 def resplit_arguments(envelope: dict[str, Any]) -> dict[str, Any]:
-    """The same stream with every argument fragment cut in two across two events."""
+    """The same stream with every argument fragment cut in two across two events (Gemini: each
+    ``partialArgs`` string piece cut in two, and calls that share a chunk spread over chunks)."""
     out = copy.deepcopy(envelope)
     key = PROFILES[out["profile"]].stream_key
     if out["profile"] == "openai-responses":
         out[key] = resplit_responses(out[key])
         return out
-    split = resplit_anthropic if key == "events" else resplit_chat
+    split = RESPLITTERS[out["profile"]]
     out[key] = [piece for raw in out[key] for piece in split(raw)]
     return out
+
+
+def resplit_gemini(chunk: Any) -> list[Any]:
+    """Halve each ``partialArgs`` string piece into two pieces of the same path; a candidate
+    holding several function calls gives each its own chunk, the finish on the last."""
+    candidates = chunk.get("candidates") if isinstance(chunk, dict) else None
+    if not isinstance(candidates, list) or len(candidates) != 1:
+        return [chunk]
+    parts = (candidates[0].get("content") or {}).get("parts")
+    if not isinstance(parts, list):
+        return [chunk]
+    for part in parts:
+        call = part.get("functionCall") if isinstance(part, dict) else None
+        if isinstance(call, dict) and isinstance(call.get("partialArgs"), list):
+            call["partialArgs"] = [half for piece in call["partialArgs"]
+                                   for half in _halve_piece(piece)]
+    calls = [part for part in parts if isinstance(part, dict) and "functionCall" in part]
+    if len(calls) < 2 or len(calls) != len(parts):
+        return [chunk]
+    spread = []
+    for number, part in enumerate(parts):
+        single = copy.deepcopy(chunk)
+        single["candidates"][0]["content"]["parts"] = [part]
+        if number < len(parts) - 1:
+            single["candidates"][0].pop("finishReason", None)
+        spread.append(single)
+    return spread
+
+
+def _halve_piece(piece: Any) -> list[Any]:
+    text = piece.get("stringValue") if isinstance(piece, dict) else None
+    if not isinstance(text, str) or len(text) < 2:
+        return [piece]
+    half = len(text) // 2
+    return [{**piece, "stringValue": text[:half], "willContinue": True},
+            {**piece, "stringValue": text[half:]}]
 
 
 def resplit_anthropic(event: Any) -> list[Any]:
@@ -122,10 +159,25 @@ def test_fixture_fed_one_event_at_a_time_gives_the_same_report(path: Path) -> No
     assert [f.code.value for f in whole.findings] == live + close_only
 
 
+def has_argument_text(envelope: dict[str, Any]) -> bool:
+    """Whether some call's arguments grew in an event after its start: there is text a
+    re-splitter can cut. (A call that arrives whole, as Mistral's index-less calls and Gemini's
+    ``args`` objects do, has none.)"""
+    return any(len(call.arguments or "") > 2 and any(e != call.opened for e in call.grew)
+               for call in check(envelope).calls)
+
+
+RESPLITTERS = {"openai": resplit_chat, "mistral": resplit_chat, "anthropic": resplit_anthropic,
+               "gemini": resplit_gemini}
+
+
 @pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)
 def test_fixture_with_resplit_arguments_gives_the_same_calls_and_codes(path: Path) -> None:
     envelope = load(path)
-    assert summary(check(resplit_arguments(envelope))) == summary(check(envelope))
+    resplit = resplit_arguments(envelope)
+    if has_argument_text(envelope):
+        assert resplit != envelope
+    assert summary(check(resplit)) == summary(check(envelope))
 
 
 def test_the_matrix_covers_every_finding_code() -> None:

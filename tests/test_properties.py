@@ -1,9 +1,14 @@
-"""Properties of the engine over generated streams (hypothesis).
+"""Properties of the engine over generated streams (hypothesis), for every profile.
 
 - Re-splitting valid argument text at any boundaries gives the same calls, byte for byte.
 - Interleaving two slots' events in any order that keeps each slot's own order changes nothing.
 - Every strict prefix of a valid stream that stops before its terminal evidence fails.
 - A second terminal inserted anywhere after the first tool event fails.
+
+Each profile has a builder that writes two calls in its own wire shape from fragments of their
+argument text. Gemini's calls stream as Vertex ``partialArgs``: the fragments are pieces of one
+string value (``$.v``), and one call's pieces come before the next call's (Vertex streams one
+call at a time; interleaved pieces are blocked by design).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callgate.reassemble import Status, check
+from callgate.reassemble.profiles import PROFILES
 
 SCHEMAS = {"f": True, "g": True}
 
@@ -31,14 +37,6 @@ def fragments(draw: st.DrawFn, text: str) -> list[str]:
     cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=8))))
     bounds = [0, *cuts, len(text)]
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
-
-
-@st.composite
-def two_calls(draw: st.DrawFn) -> tuple[list[list[str]], list[int]]:
-    """Fragments of two calls, and an interleaving that keeps each call's order."""
-    parts = [draw(fragments(draw(arguments))), draw(fragments(draw(arguments)))]
-    order = draw(st.permutations([0] * len(parts[0]) + [1] * len(parts[1])))
-    return parts, order
 
 
 def openai_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
@@ -72,37 +70,116 @@ def anthropic_stream(parts: list[list[str]], order: list[int]) -> list[dict[str,
             {"type": "message_stop"}]
 
 
+def responses_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
+    names = ["f", "g"]
+    items = [{"id": f"fc_{i}", "type": "function_call", "status": "in_progress",
+              "arguments": "", "call_id": f"call_{i}", "name": names[i]}
+             for i in range(len(parts))]
+    stream: list[dict[str, Any]] = [{"type": "response.created",
+                                     "response": {"status": "in_progress", "output": []}}]
+    stream += [{"type": "response.output_item.added", "item": dict(item), "output_index": i}
+               for i, item in enumerate(items)]
+    cursor = [0] * len(parts)
+    for slot in order:
+        stream.append({"type": "response.function_call_arguments.delta", "item_id": f"fc_{slot}",
+                       "output_index": slot, "delta": parts[slot][cursor[slot]]})
+        cursor[slot] += 1
+    done = [dict(item, status="completed", arguments="".join(parts[i]))
+            for i, item in enumerate(items)]
+    for i, item in enumerate(done):
+        stream.append({"type": "response.function_call_arguments.done", "item_id": f"fc_{i}",
+                       "output_index": i, "arguments": item["arguments"]})
+        stream.append({"type": "response.output_item.done", "item": item, "output_index": i})
+    stream.append({"type": "response.completed",
+                   "response": {"status": "completed", "output": done}})
+    return [dict(event, sequence_number=n) for n, event in enumerate(stream)]
+
+
+def gemini_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
+    def chunk(call: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": (
+            [{"functionCall": call}] if call is not None else [])}}
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate]}
+
+    stream = []
+    for slot, name in enumerate(["f", "g"][:len(parts)]):
+        stream.append(chunk({"name": name, "willContinue": True}))
+        stream += [chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": piece,
+                                           "willContinue": True}], "willContinue": True})
+                   for piece in parts[slot]]
+        stream.append(chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": ""}],
+                             "willContinue": True}))
+        stream.append(chunk({}))
+    return [*stream, chunk(None, "STOP")]
+
+
+def expected_arguments(profile: str, parts: list[list[str]]) -> list[str]:
+    texts = ["".join(fragments) for fragments in parts]
+    if profile == "gemini":
+        return [json.dumps({"v": text}, ensure_ascii=False, separators=(",", ":"))
+                for text in texts]
+    return texts
+
+
 def run(profile: str, stream: list[dict[str, Any]]) -> Any:
-    key = "events" if profile == "anthropic" else "chunks"
-    return check({"profile": profile, "tool_schemas": SCHEMAS, key: stream})
+    return check({"profile": profile, "tool_schemas": SCHEMAS,
+                  PROFILES[profile].stream_key: stream})
 
 
 def calls(report: Any) -> list[tuple[Any, ...]]:
     return [(c.id, c.name, c.arguments) for c in report.calls]
 
 
-BUILDERS = {"openai": openai_stream, "anthropic": anthropic_stream}
-TERMINAL_FROM_END = {"openai": 2, "anthropic": 2}  # finish chunk / message_delta position
+BUILDERS = {"openai": openai_stream, "mistral": openai_stream, "anthropic": anthropic_stream,
+            "openai-responses": responses_stream, "gemini": gemini_stream}
+#: Where the terminal evidence is, counted from the end: the finish chunk (a usage chunk
+#: follows), message_delta (message_stop follows), response.completed, Gemini's STOP chunk.
+TERMINAL_FROM_END = {"openai": 2, "mistral": 2, "anthropic": 2, "openai-responses": 1,
+                     "gemini": 1}
+#: The first event that belongs to a call.
+FIRST_CALL_EVENT = {"openai": 0, "mistral": 0, "anthropic": 1, "openai-responses": 1,
+                    "gemini": 0}
+#: Argument text for every profile but Gemini, whose fragments are pieces of a string value.
+ARGUMENT_TEXT = st.one_of(arguments)
+STRING_VALUE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@st.composite
+def calls_for(draw: st.DrawFn, profile: str) -> tuple[list[list[str]], list[int]]:
+    texts = STRING_VALUE if profile == "gemini" else ARGUMENT_TEXT
+    parts = [draw(fragments(draw(texts))), draw(fragments(draw(texts)))]
+    order = draw(st.permutations([0] * len(parts[0]) + [1] * len(parts[1])))
+    return parts, order
+
+
+PROFILE_NAMES = sorted(BUILDERS)
+
+
+def test_every_profile_has_a_builder() -> None:
+    assert sorted(PROFILES) == PROFILE_NAMES
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.sampled_from(sorted(BUILDERS)), two_calls())
-def test_resplit_and_interleaved_streams_give_the_same_calls(profile: str, drawn: Any) -> None:
-    parts, order = drawn
+@given(st.data())
+def test_resplit_and_interleaved_streams_give_the_same_calls(data: st.DataObject) -> None:
+    profile = data.draw(st.sampled_from(PROFILE_NAMES))
+    parts, order = data.draw(calls_for(profile))
     whole = [["".join(parts[0])], ["".join(parts[1])]]
     reference = run(profile, BUILDERS[profile](whole, [0, 1]))
     report = run(profile, BUILDERS[profile](parts, order))
-    assert reference.status is Status.PASS
-    assert report.status is Status.PASS
+    assert reference.status is Status.PASS, [f.to_dict() for f in reference.findings]
+    assert report.status is Status.PASS, [f.to_dict() for f in report.findings]
     assert calls(report) == calls(reference)
-    assert [c.arguments for c in report.calls] == ["".join(parts[0]), "".join(parts[1])]
+    assert [c.arguments for c in report.calls] == expected_arguments(profile, parts)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(sorted(BUILDERS)), two_calls(), st.data())
-def test_every_prefix_before_the_terminal_fails(profile: str, drawn: Any,
-                                                data: st.DataObject) -> None:
-    stream = BUILDERS[profile](*drawn)
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_every_prefix_before_the_terminal_fails(data: st.DataObject) -> None:
+    profile = data.draw(st.sampled_from(PROFILE_NAMES))
+    stream = BUILDERS[profile](*data.draw(calls_for(profile)))
     terminal = len(stream) - TERMINAL_FROM_END[profile]
     cut = data.draw(st.integers(1, terminal))
     report = run(profile, stream[:cut])
@@ -111,14 +188,14 @@ def test_every_prefix_before_the_terminal_fails(profile: str, drawn: Any,
     assert report.blocking_codes == ["missing_terminal"]
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(sorted(BUILDERS)), two_calls(), st.data())
+@settings(max_examples=100, deadline=None)
+@given(st.data())
 def test_a_second_terminal_anywhere_after_the_first_call_event_fails(
-        profile: str, drawn: Any, data: st.DataObject) -> None:
-    stream = BUILDERS[profile](*drawn)
+        data: st.DataObject) -> None:
+    profile = data.draw(st.sampled_from(PROFILE_NAMES))
+    stream = BUILDERS[profile](*data.draw(calls_for(profile)))
     terminal = stream[len(stream) - TERMINAL_FROM_END[profile]]
-    first_call = 1 if profile == "anthropic" else 0
-    position = data.draw(st.integers(first_call + 1, len(stream)))
+    position = data.draw(st.integers(FIRST_CALL_EVENT[profile] + 1, len(stream)))
     report = run(profile, [*stream[:position], terminal, *stream[position:]])
     assert report.status is Status.FAIL
     assert {"duplicate_terminal", "delta_after_terminal"} & set(report.blocking_codes)
