@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from callgate.cli.loopback import free_port, listening
+from callgate.cli.loopback import free_port, listening, wait_listening
 from callgate.cli.record import WEB_COLUMNS
 from callgate.cli.serve import FakeProvider, collect
 
@@ -94,6 +95,23 @@ class Proxy:
 
         self._loop.call_soon_threadsafe(apply)
         done.wait(10)
+
+
+def start_record(callgate: Path, upstream: str, out: Path, home: Path,
+                 ) -> tuple[subprocess.Popen[str], int]:
+    """``callgate record`` as a user runs it, in reverse mode to ``upstream`` on a free port,
+    with its own ``CALLGATE_HOME`` and ``HOME`` under ``home``; returns once it listens."""
+    port = free_port()
+    env = {**os.environ, "CALLGATE_HOME": str(home / "callgate"), "PYTHONUNBUFFERED": "1",
+           "HOME": str(home / "user")}
+    process = subprocess.Popen(
+        [str(callgate), "record", "--upstream", upstream, "--listen", f"127.0.0.1:{port}",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if not wait_listening(port, lambda: process.poll() is None):
+        process.kill()
+        raise AssertionError(f"record did not start: {process.communicate()[0]}")
+    return process, port
 
 
 def fixtures_in(folder: Path, count: int, timeout: float = 20) -> list[dict[str, Any]]:

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from callgate.cli.loopback import free_port, wait_listening
 from tests.conftest import CONFORMANCE, ROOT
-from tests.proxy_harness import fake_provider, fixtures_in, post, request_body
+from tests.proxy_harness import fake_provider, fixtures_in, post, request_body, start_record
 
 pytestmark = pytest.mark.slow
 
@@ -205,14 +204,9 @@ def test_a_project_with_its_own_cli_redact_and_reassemble_keeps_its_tests_green(
 
 
 def test_with_the_proxy_extra_record_writes_a_fixture(env_newest: Path, tmp_path: Path) -> None:
-    upstream, port = fake_provider(), free_port()
-    env = {**os.environ, "CALLGATE_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
-    process = subprocess.Popen(
-        [str(env_newest / "callgate"), "record", "--upstream", upstream.url, "--listen",
-         f"127.0.0.1:{port}", "--out", str(tmp_path / "fx")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    upstream = fake_provider()
+    process, port = start_record(env_newest / "callgate", upstream.url, tmp_path / "fx", tmp_path)
     try:
-        assert wait_listening(port, lambda: process.poll() is None), "record did not start"
         status, _, _ = post(f"http://127.0.0.1:{port}",
                             "/f/openai/reused_index_new_id/v1/chat/completions",
                             request_body("openai/reused_index_new_id"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from callgate.cli.loopback import free_port, wait_listening
-from tests.proxy_harness import fake_provider, fixtures_in, post, request_body
+from callgate.cli.loopback import free_port
+from tests.proxy_harness import fake_provider, fixtures_in, post, request_body, start_record
 
 pytestmark = pytest.mark.proxy
 
@@ -22,15 +21,8 @@ KEY, QUERY_KEY, PROMPT = "sk-proj-CANARYkey0123456789ab", "AIzaCANARYquery0123",
 
 def test_record_flags_live_writes_redacted_fixtures_and_prints_no_secret(tmp_path: Path) -> None:
     upstream = fake_provider(timing=0.05)
-    port = free_port()
-    env = {**os.environ, "CALLGATE_HOME": str(tmp_path / "home"), "PYTHONUNBUFFERED": "1",
-           "HOME": str(tmp_path / "user-home")}
-    process = subprocess.Popen(
-        [str(BIN / "callgate"), "record", "--upstream", upstream.url, "--listen",
-         f"127.0.0.1:{port}", "--out", str(tmp_path / "fx")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    process, port = start_record(BIN / "callgate", upstream.url, tmp_path / "fx", tmp_path)
     try:
-        assert wait_listening(port, lambda: process.poll() is None), "record did not start"
         body = json.loads(request_body("openai/reused_index_new_id"))
         body["messages"] = [{"role": "user", "content": PROMPT}]
         post(f"http://127.0.0.1:{port}",
@@ -54,8 +46,8 @@ def test_record_flags_live_writes_redacted_fixtures_and_prints_no_secret(tmp_pat
     for text in [output, *(f.read_text() for f in fixtures)]:
         for canary in (KEY, QUERY_KEY, PROMPT, "CANARY"):
             assert canary not in text
-    assert (tmp_path / "home" / "mitmproxy").is_dir()
-    assert not (tmp_path / "user-home" / ".mitmproxy").exists()
+    assert (tmp_path / "callgate" / "mitmproxy").is_dir()
+    assert not (tmp_path / "user" / ".mitmproxy").exists()
 
 
 def test_mitmdump_loads_the_addon_and_refuses_raw_writers(tmp_path: Path) -> None:
