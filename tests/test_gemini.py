@@ -10,13 +10,8 @@ import pytest
 from callgate.reassemble import Reassembler, Report
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import Problem, SlotDelta, SlotEnded, SlotStarted
-from callgate.reassemble.profiles.gemini import (
-    Conflict,
-    GeminiTranslator,
-    _Rebuild,
-    canonical_arguments,
-    parse_json_path,
-)
+from callgate.reassemble.profiles.gemini import GeminiTranslator, canonical_arguments
+from callgate.reassemble.profiles.gemini_partial import Conflict, Rebuild, parse_json_path
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas, to_json_schema
 from callgate.reassemble.schema import SchemaProblem, ToolSchema, compile_schema
 
@@ -37,7 +32,7 @@ def piece(path: str, more: bool = False, **value: object) -> dict[str, object]:
 
 
 def rebuild(*items: dict[str, object]) -> dict[str, object]:
-    built = _Rebuild()
+    built = Rebuild()
     for item in items:
         built.apply(item)
     return built.root
@@ -149,7 +144,7 @@ def test_conflicting_pieces_are_invalid_arguments(items: list[dict[str, object]]
     {"jsonPath": "$.a", "stringValue": "x", "willContinue": "yes"}, "not an item"])
 def test_items_this_profile_cannot_read_are_unsupported(item: object) -> None:
     with pytest.raises(Conflict) as caught:
-        _Rebuild().apply(item)
+        Rebuild().apply(item)
     assert caught.value.code is Code.UNSUPPORTED_EVENT
 
 

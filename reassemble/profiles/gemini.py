@@ -18,7 +18,7 @@ parser reports it as ``non_finite_number``. A call part without ``args`` has ``{
 Vertex streams arguments (``streamFunctionCallArguments``): a call opens with a part holding
 ``name`` and ``willContinue: true`` (or ``partialArgs``); later name-less parts add
 ``partialArgs`` items ``{jsonPath, stringValue|numberValue|boolValue|nullValue, willContinue}``;
-an empty ``functionCall: {}`` part closes it. ``_Rebuild`` builds the object strictly (see there);
+an empty ``functionCall: {}`` part closes it. ``gemini_partial.Rebuild`` builds the object strictly;
 the canonical text of the result is the call's arguments, sent when the call closes. A call still
 open at the candidate's finish or at the end of the stream is left unended, which the engine
 reports as ``missing_terminal``.
@@ -27,9 +27,8 @@ reports as ``missing_terminal``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from callgate.reassemble.codes import Code
@@ -49,6 +48,7 @@ from callgate.reassemble.profiles.base import (
     is_index,
     provider_error,
 )
+from callgate.reassemble.profiles.gemini_partial import Conflict, Rebuild, show_path
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 
 #: Part fields that carry no client tool call (google-genai ``Part``); a part may hold several.
@@ -56,182 +56,16 @@ _OTHER_PART_FIELDS = frozenset({
     "text", "thought", "thoughtSignature", "inlineData", "fileData", "executableCode",
     "codeExecutionResult", "videoMetadata", "partMetadata", "mediaResolution"})
 _CALL_FIELDS = frozenset({"id", "name", "args", "partialArgs", "willContinue"})
-_VALUE_FIELDS = ("stringValue", "numberValue", "boolValue", "nullValue")
-_PARTIAL_FIELDS = frozenset({"jsonPath", "willContinue", *_VALUE_FIELDS})
-#: ``$`` then ``.name`` or ``[n]`` segments; names stop at ``.`` and ``[`` (no quoting seen).
-_SEGMENT = re.compile(r"\.([^.\[\]]+)|\[(0|[1-9][0-9]*)\]")
-
-
 def canonical_arguments(args: object) -> str:
     """The canonical arguments text of a call's ``args`` (module docstring). Raises
     ``RecursionError`` for a value nested beyond what ``json`` can write."""
     return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
 
 
-def parse_json_path(path: str) -> list[str | int] | None:
-    """``$.a.b[0]`` as ``["a", "b", 0]``; None when it is not in that form."""
-    if not path.startswith("$"):
-        return None
-    segments: list[str | int] = []
-    position = 1
-    while position < len(path):
-        match = _SEGMENT.match(path, position)
-        if match is None:
-            return None
-        name, index = match.groups()
-        segments.append(name if name is not None else int(index))
-        position = match.end()
-    return segments
-
-
-class Conflict(Exception):
-    """A partialArgs item that cannot be placed: ``code`` is the finding code to report."""
-
-    def __init__(self, code: Code, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-@dataclass
-class _Rebuild:
-    """The object a streamed call's ``partialArgs`` describe, built strictly.
-
-    Containers are created as paths need them, object members in order of arrival; an array
-    element may only be appended (index = current length) or entered again. A path may be set
-    once, except that a string sent with ``willContinue: true`` stays open and the following items
-    for the same path add to it until one comes without ``willContinue``. A path whose place is
-    taken (by a value, or by a container of the other kind), a gap in an array, an item for another
-    path while a string is open, or ``willContinue`` on a non-string raises ``Conflict``.
-    """
-
-    root: dict[str, object] = field(default_factory=dict)
-    open_path: tuple[str | int, ...] | None = None
-    broken: bool = False
-
-    def apply(self, item: object) -> None:
-        path, value, more = self._read(item)
-        if self.open_path is not None:
-            self._continue(path, value, more)
-            return
-        if more and not isinstance(value, str):
-            raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)}: only a string value "
-                           "can continue")
-        if not path:
-            raise Conflict(Code.INVALID_ARGUMENTS_JSON, "a value for the root '$' would replace "
-                           "the arguments object")
-        parent = self._container(path)
-        _place(parent, path, value)
-        if more:
-            self.open_path = path
-
-    def _continue(self, path: tuple[str | int, ...], value: object, more: bool) -> None:
-        if path != self.open_path:
-            raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)} arrived while the string "
-                           f"at {_show(self.open_path)} was still continuing")
-        if not isinstance(value, str):
-            raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)}: a continuing string "
-                           "received a non-string piece")
-        parent = self._container(path)
-        _put(parent, path[-1], f"{_get(parent, path, len(path) - 1)}{value}")
-        if not more:
-            self.open_path = None
-
-    @staticmethod
-    def _read(item: object) -> tuple[tuple[str | int, ...], object, bool]:
-        if not isinstance(item, dict):
-            raise Conflict(Code.UNSUPPORTED_EVENT, "a partialArgs item is not an object")
-        unknown = sorted(set(item) - _PARTIAL_FIELDS)
-        if unknown:
-            raise Conflict(Code.UNSUPPORTED_EVENT, f"partialArgs field {unknown[0][:40]!r} is "
-                           "not known")
-        raw_path = item.get("jsonPath")
-        path = parse_json_path(raw_path) if isinstance(raw_path, str) else None
-        if path is None:
-            raise Conflict(Code.UNSUPPORTED_EVENT, f"jsonPath {str(raw_path)[:60]!r} is not a "
-                           "'$.name[0]' path")
-        present = [key for key in _VALUE_FIELDS if key in item]
-        if len(present) != 1:
-            raise Conflict(Code.UNSUPPORTED_EVENT, f"{_show(path)}: a partialArgs item needs "
-                           f"exactly one value field, not {len(present)}")
-        value = _value(present[0], item[present[0]], path)
-        more = item.get("willContinue", False)
-        if not isinstance(more, bool):
-            raise Conflict(Code.UNSUPPORTED_EVENT, f"{_show(path)}: willContinue is not a boolean")
-        return tuple(path), value, more
-
-    def _container(self, path: tuple[str | int, ...]) -> dict[str, object] | list[object]:
-        """The container the last segment of ``path`` lives in, creating what is missing."""
-        node: dict[str, object] | list[object] = self.root
-        for depth in range(len(path) - 1):
-            child = _get(node, path, depth)
-            wanted: type = list if isinstance(path[depth + 1], int) else dict
-            if child is _ABSENT:
-                child = wanted()
-                _place(node, path[:depth + 1], child)
-            elif not isinstance(child, wanted):
-                raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)}: "
-                               f"{_show(path[:depth + 1])} already holds a "
-                               f"{type(child).__name__}, not a {wanted.__name__}")
-            assert isinstance(child, dict | list)
-            node = child
-        return node
-
-
-_ABSENT = object()
-
-
-def _show(path: Sequence[str | int] | None) -> str:
-    text = "$" + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path or ())
-    return text[:80]
-
-
-def _value(kind: str, raw: object, path: list[str | int]) -> object:
-    if kind == "nullValue":
-        return None  # proto NullValue: "NULL_VALUE" or null, either way JSON null
-    wanted = {"stringValue": str, "numberValue": int | float, "boolValue": bool}[kind]
-    if not isinstance(raw, wanted) or (kind == "numberValue" and isinstance(raw, bool)):
-        raise Conflict(Code.UNSUPPORTED_EVENT, f"{_show(tuple(path))}: {kind} holds a "
-                       f"{type(raw).__name__}")
-    return raw
-
-
-def _get(node: dict[str, object] | list[object], path: tuple[str | int, ...], depth: int) -> object:
-    segment = path[depth]
-    if isinstance(node, dict):
-        assert isinstance(segment, str)
-        return node.get(segment, _ABSENT)
-    assert isinstance(segment, int)
-    if segment < len(node):
-        return node[segment]
-    if segment == len(node):
-        return _ABSENT
-    raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)}: {_show(path[:depth + 1])} skips "
-                   f"array positions (the array has {len(node)})")
-
-
-def _place(node: dict[str, object] | list[object], path: tuple[str | int, ...],
-           value: object) -> None:
-    """Set the last segment of ``path`` in ``node``; it must be free."""
-    if _get(node, path, len(path) - 1) is not _ABSENT:
-        raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{_show(path)} is already set")
-    _put(node, path[-1], value)
-
-
-def _put(node: dict[str, object] | list[object], segment: str | int, value: object) -> None:
-    if isinstance(node, dict):
-        assert isinstance(segment, str)
-        node[segment] = value
-    elif isinstance(segment, int) and segment < len(node):
-        node[segment] = value
-    else:
-        node.append(value)
-
-
 @dataclass
 class _Streamed:
     key: SlotKey
-    rebuild: _Rebuild
+    rebuild: Rebuild
 
 
 class GeminiTranslator:
@@ -342,7 +176,7 @@ class GeminiTranslator:
             if "args" in call:
                 return [*started, Problem(Code.UNSUPPORTED_EVENT, "a streamed call part also "
                                           "carries args", pointer + "/args", *key)]
-            self._open[index] = _Streamed(key, _Rebuild())
+            self._open[index] = _Streamed(key, Rebuild())
             return [*started, *self._partial(self._open[index], call, pointer)]
         return [*started, *_whole(key, call.get("args", {}), pointer), SlotEnded(key, pointer)]
 
@@ -383,9 +217,10 @@ class GeminiTranslator:
                             "call", pointer, index)]
         if streamed.rebuild.open_path is not None:
             # The closing part cuts the open string short: its value is not known.
+            open_path = show_path(streamed.rebuild.open_path)
             return [Problem(Code.INVALID_ARGUMENTS_JSON, "partialArgs: the call closed while "
-                            f"{_show(streamed.rebuild.open_path)} was still continuing", pointer,
-                            *streamed.key), SlotEnded(streamed.key, pointer)]
+                            f"{open_path} was still continuing", pointer, *streamed.key),
+                    SlotEnded(streamed.key, pointer)]
         if streamed.rebuild.broken:
             return [SlotEnded(streamed.key, pointer)]
         return [*_whole(streamed.key, streamed.rebuild.root, pointer),
