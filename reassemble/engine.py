@@ -38,8 +38,8 @@ from callgate.reassemble.limits import DEFAULT_LIMITS, Limits
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.quirks import quirks_in_force
 from callgate.reassemble.report import Call, Report
-from callgate.reassemble.schema import SchemaProblem, ToolSchema, compile_schema
-from callgate.reassemble.state import SlotInput, SlotState, slot_state, step
+from callgate.reassemble.schema import SchemaProblem, ToolSchema, compiled_schema
+from callgate.reassemble.state import GROWING, SlotInput, SlotState, slot_state, step
 
 _TABLE_MESSAGES = {
     Code.DELTA_BEFORE_START: "a fragment arrived for a slot that was never started",
@@ -139,7 +139,10 @@ class Reassembler:
         self._event += 1
         first = len(self._findings)
         for event in self._translator.translate(raw):
-            self._apply(event)
+            if type(event) is SlotDelta:  # most events: skip the dispatch
+                self._delta(event)
+            else:
+                self._apply(event)
         return self._findings[first:]
 
     def close(self) -> Report:
@@ -154,12 +157,12 @@ class Reassembler:
     # -- dispatch ----------------------------------------------------------------------------------
 
     def _apply(self, event: Event) -> None:
-        if isinstance(event, Problem):
+        if isinstance(event, SlotDelta):
+            self._delta(event)
+        elif isinstance(event, Problem):
             self._problem(event)
         elif isinstance(event, SlotStarted):
             self._start(event)
-        elif isinstance(event, SlotDelta):
-            self._delta(event)
         elif isinstance(event, SlotEnded):
             self._end_slot(event.key, event.pointer)
         elif isinstance(event, ArgumentsStated):
@@ -225,6 +228,17 @@ class Reassembler:
             self._identify(slot, event.call_id, event.name, event.pointer)
 
     def _delta(self, event: SlotDelta) -> None:
+        slot = self._slots.get(event.key)
+        if (slot is not None and slot.lifecycle is GROWING and slot.is_call
+                and event.call_id is None and event.name is None
+                and event.key[0] not in self._turns):
+            # A plain argument fragment for a call that is growing: what the general path below
+            # does for it, without the steps that cannot change anything.
+            if not slot.grew or slot.grew[-1] != self._event:
+                slot.grew.append(self._event)
+            if event.arguments:
+                self._append(slot, event.arguments, event.pointer)
+            return
         slot = self._slot(event.key, is_call=event.arguments is not None)
         if self._turn_over(slot, event.pointer) or not self._move(slot, SlotInput.DELTA,
                                                                    event.pointer):
@@ -288,7 +302,7 @@ class Reassembler:
                         f"of choice {owner[0]} slot {owner[1]}", pointer)
 
     def _append(self, slot: _Slot, text: str, pointer: str) -> None:
-        size = len(text.encode("utf-8"))
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
         if slot.size + size > self._limits.max_argument_bytes:
             slot.fragments.clear()
             slot.origins.clear()
@@ -428,7 +442,7 @@ class Reassembler:
             self._block(slot, Code.UNKNOWN_TOOL, f"no schema for tool {name[:64]!r}", pointer)
             return
         if name not in self._compiled:
-            self._compiled[name] = compile_schema(self._tool_schemas[name])
+            self._compiled[name] = compiled_schema(self._tool_schemas[name])
         schema = self._compiled[name]
         if isinstance(schema, SchemaProblem):
             self._block(slot, schema.code, f"tool {name[:64]!r}: {schema.message}", pointer,

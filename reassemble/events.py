@@ -30,7 +30,10 @@ class SlotStarted:
     stated_input: object = None
 
 
-@dataclass(frozen=True)
+# Not frozen, unlike the other events: one is built per argument fragment, and a frozen
+# dataclass takes 3.5 times as long to build (0.55 against 0.16 microseconds here), a quarter of
+# the engine's cost per event. Nothing writes to an event once its translator returns it.
+@dataclass(slots=True)
 class SlotDelta:
     """More of a slot: argument text and/or a restated id or name (``None``/"" = not given)."""
 

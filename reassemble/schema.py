@@ -13,8 +13,11 @@ stall jsonschema's own. ``ToolSchema.violations`` maps its errors to sorted ``Vi
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -344,6 +347,34 @@ def compile_schema(schema: object) -> ToolSchema | SchemaProblem:
         return reject.problem
     except RecursionError:
         return SchemaProblem(Code.INVALID_SCHEMA, "", "schema is nested too deeply")
+
+
+def compiled_schema(schema: object) -> ToolSchema | SchemaProblem:
+    """``compile_schema``, remembered: the same schema (the same JSON, member order included)
+    is compiled once per process, across turns, engines and fixtures; the least recently used
+    of more than ``SCHEMA_CACHE_SIZE`` are forgotten. A compiled schema is never changed after it
+    is built, so one serves every engine and thread."""
+    try:
+        key = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):  # not JSON: compile it, and let it fail
+        return compile_schema(schema)
+    with _CACHE_LOCK:
+        found = _CACHE.get(key)
+        if found is not None:
+            _CACHE.move_to_end(key)
+            return found
+    found = compile_schema(schema)  # outside the lock: two threads may both compile, harmlessly
+    with _CACHE_LOCK:
+        _CACHE[key] = found
+        if len(_CACHE) > SCHEMA_CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return found
+
+
+#: Compiled schemas kept per process.
+SCHEMA_CACHE_SIZE = 512
+_CACHE: OrderedDict[str, ToolSchema | SchemaProblem] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
 
 
 def _compile(schema: object) -> ToolSchema:

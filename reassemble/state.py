@@ -59,6 +59,10 @@ TRANSITIONS: dict[tuple[SlotState, SlotInput], SlotState | Code] = {
 
 del S, In
 
+#: The one state a delta leaves as it is (``TRANSITIONS[(ACCUMULATING, DELTA)]``): the engine's
+#: path for plain argument fragments checks for it instead of looking the pair up each time.
+GROWING = SlotState.ACCUMULATING
+
 
 def step(lifecycle: SlotState, move: SlotInput) -> SlotState | Code:
     """The next lifecycle state, or the code of the finding that this pair is."""

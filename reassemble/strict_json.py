@@ -5,7 +5,10 @@ and hooks make it strict where it is lenient by default: ``parse_constant`` refu
 Infinity, ``parse_float``/``parse_int`` see every number literal (length limit, overflow to
 infinity), ``object_pairs_hook`` sees every object's members in order (duplicate names).
 ``raw_decode`` plus a whitespace check separates trailing data from syntax errors. Lone surrogate
-escapes and nesting depth are checked by one iterative walk over the parsed value. No
+escapes and nesting depth are checked by one iterative walk over the parsed value, but only when
+the raw text could hold them: a lone surrogate needs a ``\\uD8..``-``\\uDF..`` escape (or a
+surrogate character) in the text, and nesting deeper than the limit needs more ``[``/``{`` than
+the limit. One decoder is built per ``Limits`` and reused. No
 well-kept library rejects both duplicate names and lone surrogates, so this stays a thin layer
 over ``json`` rather than a parser of its own.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 from callgate.reassemble.codes import Code
@@ -23,6 +27,8 @@ from callgate.reassemble.limits import DEFAULT_LIMITS, Limits
 
 _JSON_WHITESPACE = " \t\n\r"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_WHITESPACE = re.compile("[ \t\n\r]*")
+_SURROGATE_ESCAPE = re.compile("\\\\u[dD][89abcdefABCDEF]")
 
 
 class StrictJSONError(InputError):
@@ -49,13 +55,23 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS) -> Any:
     """Parse ``text`` as one strict JSON document; raise ``StrictJSONError`` otherwise."""
     _check_size(text, limits)
     value, end = _decode(text, limits)
-    rest = text[end:]
-    if rest.strip(_JSON_WHITESPACE):
-        offset = end + len(rest) - len(rest.lstrip(_JSON_WHITESPACE))
-        raise StrictJSONError(Code.TRAILING_DATA, "more text follows a complete JSON value",
-                              offset)
-    _walk(value, limits)
+    if end != len(text):
+        after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+        if after != len(text):
+            raise StrictJSONError(Code.TRAILING_DATA, "more text follows a complete JSON value",
+                                  after)
+    if _may_hold_surrogate(text) or text.count("[") + text.count("{") > limits.max_depth:
+        _walk(value, limits)
     return value
+
+
+def _may_hold_surrogate(text: str) -> bool:
+    """Whether a decoded string of ``text`` could hold a lone surrogate: only a surrogate
+    escape or a surrogate character in the text can put one there. (Substring and ASCII tests
+    first: they are far cheaper than a regular expression over every character.)"""
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        return True
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def loads_bytes(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
@@ -78,14 +94,29 @@ def _check_size(text: str, limits: Limits) -> None:
                               f"{limits.max_argument_bytes} bytes")
 
 
+_DECODERS: dict[tuple[Limits, bool], json.JSONDecoder] = {}
+
+
+def _decoder(limits: Limits, short: bool) -> json.JSONDecoder:
+    """The decoder for ``limits``. A ``short`` text (no longer than a number literal may be,
+    nor than ``int()`` converts) cannot hold a literal over either limit, so its integers need
+    no hook; floats always have one, since ``1e400`` is short and overflows."""
+    decoder = _DECODERS.get((limits, short))
+    if decoder is None:
+        if len(_DECODERS) >= 16:  # callers use a handful of Limits; never grow without bound
+            _DECODERS.clear()
+        decoder = _DECODERS[limits, short] = json.JSONDecoder(
+            object_pairs_hook=_unique_object, parse_constant=_refuse_constant,
+            parse_float=_number_hook(limits, float),
+            parse_int=None if short else _number_hook(limits, int))
+    return decoder
+
+
 def _decode(text: str, limits: Limits) -> tuple[Any, int]:
-    start = len(text) - len(text.lstrip(_JSON_WHITESPACE))
-    decoder = json.JSONDecoder(object_pairs_hook=_unique_object,
-                               parse_constant=_refuse_constant,
-                               parse_float=_number_hook(limits, float),
-                               parse_int=_number_hook(limits, int))
+    start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
-        return decoder.raw_decode(text, start)
+        short = len(text) <= limits.max_number_chars and len(text) <= _int_digit_limit()
+        return _decoder(limits, short).raw_decode(text, start)
     except _HookError as error:
         raise StrictJSONError(error.code, error.message) from None
     except json.JSONDecodeError as error:
@@ -94,6 +125,11 @@ def _decode(text: str, limits: Limits) -> tuple[Any, int]:
     except RecursionError:
         raise StrictJSONError(Code.LIMIT_EXCEEDED, "nesting is deeper than "
                               f"{limits.max_depth}") from None
+
+
+def _int_digit_limit() -> float:
+    """How many digits ``int()`` converts here (``sys.set_int_max_str_digits``; 0: no limit)."""
+    return sys.get_int_max_str_digits() or math.inf
 
 
 def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -558,3 +558,28 @@ def test_any_json_arguments_get_violations_at_real_schema_locations(arguments: o
         for violation in compiled(schema).violations(arguments):
             assert violation.keyword in DRAFT202012_KEYWORDS
             assert resolve(schema, violation.schema_path) is not None
+
+
+def test_a_schema_is_compiled_once_per_process_and_the_cache_stays_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from callgate.reassemble import schema as module
+
+    calls: list[object] = []
+    original = module.compile_schema
+    monkeypatch.setattr(module, "compile_schema", lambda s: calls.append(s) or original(s))
+    monkeypatch.setattr(module, "SCHEMA_CACHE_SIZE", 2)
+    monkeypatch.setattr(module, "_CACHE", module.OrderedDict())
+    first = {"type": "object", "properties": {"a": {"type": "string"}}}
+    same = {"type": "object", "properties": {"a": {"type": "string"}}}
+    reordered = {"properties": {"a": {"type": "string"}}, "type": "object"}
+    assert module.compiled_schema(first) is module.compiled_schema(same)
+    assert module.compiled_schema(reordered) is not module.compiled_schema(first)
+    assert len(calls) == 2
+    module.compiled_schema(True)  # a third schema: the least recently used one goes
+    assert list(module._CACHE) == ['{"type":"object","properties":{"a":{"type":"string"}}}',
+                                   "true"]
+    module.compiled_schema(reordered)
+    assert len(calls) == 4  # forgotten, so compiled again
+    unhashable = {"enum": {1, 2}}  # not JSON: judged, never cached
+    assert isinstance(module.compiled_schema(unhashable), module.SchemaProblem)
+    assert len(module._CACHE) == 2

@@ -35,6 +35,10 @@ def _optional_str(entry: Mapping[str, object], key: str) -> tuple[str | None, bo
     return (value, True) if value is None or isinstance(value, str) else (None, False)
 
 
+#: Where the entry of a continuation chunk is (one choice, one entry).
+_CONTINUATION = "/choices/0/delta/tool_calls/0"
+
+
 class ChatTranslator:
     """Reads Chat Completions chunks. ``indexless`` says how index-less tool calls are placed:
     ``"reject"`` (OpenAI), ``"mistral"`` (id and name required, next slot) or set per quirk."""
@@ -48,6 +52,10 @@ class ChatTranslator:
         self._next_slot: dict[int, int] = {}
 
     def translate(self, raw: object) -> list[Event]:
+        if type(raw) is dict:
+            fast = self._continuation(raw)
+            if fast is not None:
+                return fast
         if not isinstance(raw, dict):
             return [Problem(Code.UNSUPPORTED_EVENT, "chunk is not a JSON object", "")]
         error = self._stream_error(raw)
@@ -62,6 +70,41 @@ class ChatTranslator:
         for position, choice in enumerate(choices):
             events.extend(self._choice(choice, f"/choices/{position}", position))
         return events
+
+    def _continuation(self, raw: dict[str, object]) -> list[Event] | None:
+        """The chunk most streams are made of: one choice whose one tool-call entry adds
+        argument text to a slot already seen, and nothing else that this profile reads. Gives
+        exactly what the general reading gives for it, with a fraction of the steps; None for
+        any other chunk, which then takes the general reading."""
+        choices = raw.get("choices")
+        if type(choices) is not list or len(choices) != 1 or raw.get("error") is not None \
+                or raw.get("object") == "error":
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None \
+                or choice.get("message") is not None:
+            return None
+        index, delta = choice.get("index", 0), choice.get("delta")
+        if type(index) is not int or index < 0 or type(delta) is not dict \
+                or delta.get("function_call") is not None:
+            return None
+        calls = delta.get("tool_calls")
+        if type(calls) is not list or len(calls) != 1:
+            return None
+        entry = calls[0]
+        if type(entry) is not dict or entry.get("id") is not None \
+                or entry.get("type") not in (None, "", "function"):
+            return None
+        function, slot = entry.get("function"), entry.get("index")
+        if type(function) is not dict or type(slot) is not int or slot < 0 \
+                or function.get("name") is not None:
+            return None
+        arguments = function.get("arguments")
+        if arguments is not None and type(arguments) is not str:
+            return None
+        if (index, slot) not in self._seen:
+            return None
+        return [SlotDelta((index, slot), _CONTINUATION, arguments=arguments)]
 
     @staticmethod
     def _stream_error(raw: Mapping[str, object]) -> Problem | None:
