@@ -97,26 +97,40 @@ def _check_size(text: str, limits: Limits) -> None:
 _DECODERS: dict[tuple[Limits, bool], json.JSONDecoder] = {}
 
 
-def _decoder(limits: Limits, short: bool) -> json.JSONDecoder:
-    """The decoder for ``limits``. A ``short`` text (no longer than a number literal may be,
-    nor than ``int()`` converts) cannot hold a literal over either limit, so its integers need
-    no hook; floats always have one, since ``1e400`` is short and overflows."""
-    decoder = _DECODERS.get((limits, short))
+def _decoder(limits: Limits, plain_ints: bool) -> json.JSONDecoder:
+    """The decoder for ``limits``. With ``plain_ints`` the scanner converts integers itself:
+    the caller saw that no run of number characters in the text is long enough to break a
+    limit. Floats always have the hook, since ``1e400`` is short and overflows."""
+    decoder = _DECODERS.get((limits, plain_ints))
     if decoder is None:
         if len(_DECODERS) >= 16:  # callers use a handful of Limits; never grow without bound
             _DECODERS.clear()
-        decoder = _DECODERS[limits, short] = json.JSONDecoder(
+        decoder = _DECODERS[limits, plain_ints] = json.JSONDecoder(
             object_pairs_hook=_unique_object, parse_constant=_refuse_constant,
             parse_float=_number_hook(limits, float),
-            parse_int=None if short else _number_hook(limits, int))
+            parse_int=None if plain_ints else _number_hook(limits, int))
     return decoder
+
+
+def _long_number_run(longest: int) -> re.Pattern[str]:
+    """A run of digits and minus signs longer than ``longest``, the longest integer literal
+    the limits allow (``max_number_chars`` and ``int()``'s own digit limit): without one, no
+    integer literal in the text can break either."""
+    pattern = _RUNS.get(longest)
+    if pattern is None:
+        pattern = _RUNS[longest] = re.compile(f"[-0-9]{{{longest + 1}}}")
+    return pattern
+
+
+_RUNS: dict[int, re.Pattern[str]] = {}
 
 
 def _decode(text: str, limits: Limits) -> tuple[Any, int]:
     start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
-        short = len(text) <= limits.max_number_chars and len(text) <= _int_digit_limit()
-        return _decoder(limits, short).raw_decode(text, start)
+        longest = int(min(limits.max_number_chars, _int_digit_limit()))
+        plain_ints = len(text) <= longest or _long_number_run(longest).search(text) is None
+        return _decoder(limits, plain_ints).raw_decode(text, start)
     except _HookError as error:
         raise StrictJSONError(error.code, error.message) from None
     except json.JSONDecodeError as error:

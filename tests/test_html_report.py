@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from callgate.cli.files import load_envelope
-from callgate.cli.replay.outcome import Outcome, expectation_problems, judge
+from callgate.cli.replay.outcome import Outcome, judge
 from callgate.cli.replay.reports.html_report import LABEL_W, PAD, PLOT_MAX, render_html
 from callgate.reassemble import check
 from tests.conftest import CONFORMANCE, conformance_fixtures
@@ -34,7 +34,7 @@ def judged(path: Path, problems: list[str] | None = None) -> Outcome:
 
 def synthetic(envelope: dict[str, Any], name: str = "synthetic.json") -> Outcome:
     report = check(envelope)
-    return Outcome(Path(name), envelope, report, expectation_problems(envelope, report))
+    return Outcome.judged(Path(name), envelope, report)
 
 
 def page(*names: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from callgate.cli.files import load_envelope
 from callgate.reassemble import Call, Report, Status, check
 from callgate.reassemble.errors import InputError
+from callgate.reassemble.profiles import PROFILES
 
 
 class Problem(NamedTuple):
@@ -30,12 +31,32 @@ class Problem(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Facts:
+    """What reports need of a fixture besides its report. An outcome keeps these instead of the
+    envelope: a run holds thousands of outcomes, and their streams cost memory, garbage-collector
+    passes and, across worker processes, pickling."""
+
+    description: str | None
+    profile: str
+    #: The fixture's ``expect`` block, as written.
+    expect: dict[str, Any] | None
+    #: How many events the stream has.
+    events: int
+
+    @classmethod
+    def of(cls, envelope: Mapping[str, Any]) -> Facts:
+        stream = envelope.get(PROFILES[envelope["profile"]].stream_key)
+        return cls(envelope.get("description"), envelope["profile"], envelope.get("expect"),
+                   len(stream) if isinstance(stream, list) else 0)
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """One fixture replayed. ``error`` is set (and ``envelope``/``report`` are not) when the file
+    """One fixture replayed. ``error`` is set (and ``facts``/``report`` are not) when the file
     is unreadable or not an envelope."""
 
     fixture: Path
-    envelope: dict[str, Any] | None
+    facts: Facts | None
     report: Report | None
     problems: list[str]
     error: str | None = None
@@ -58,9 +79,16 @@ class Outcome:
 
     def problem_details(self) -> list[Problem]:
         """The problems with where each is pinned; empty for an unreadable file."""
-        if self.envelope is None or self.report is None:
+        if self.facts is None or self.report is None:
             return []
-        return _problems(self.envelope, self.report)
+        return _problems(self.facts.expect, self.report)
+
+    @classmethod
+    def judged(cls, fixture: Path, envelope: Mapping[str, Any], report: Report,
+               seconds: float = 0.0) -> Outcome:
+        """The outcome of ``report`` on ``envelope``, read from ``fixture``."""
+        return cls(fixture, Facts.of(envelope), report, expectation_problems(envelope, report),
+                   None, seconds)
 
 
 def expectation_problems(envelope: Mapping[str, Any], report: Report) -> list[str]:
@@ -68,11 +96,10 @@ def expectation_problems(envelope: Mapping[str, Any], report: Report) -> list[st
     (``{"status", "codes", "calls"}``; ``codes`` compared as a set, ``calls`` in order by id,
     name and arguments; a key that is absent is not compared). Without ``expect`` the turn must
     pass. Empty when the expectation holds. Pure; expects a validated envelope."""
-    return [problem.text for problem in _problems(envelope, report)]
+    return [problem.text for problem in _problems(envelope.get("expect"), report)]
 
 
-def _problems(envelope: Mapping[str, Any], report: Report) -> list[Problem]:
-    expect = envelope.get("expect")
+def _problems(expect: Mapping[str, Any] | None, report: Report) -> list[Problem]:
     if expect is None:
         if report.status is Status.PASS:
             return []
@@ -121,11 +148,11 @@ def _verdict(report: Report) -> str:
     return f"{report.status.value} [{', '.join(report.blocking_codes)}]"
 
 
-def expectation_now(envelope: Mapping[str, Any], report: Report) -> dict[str, Any]:
+def expectation_now(pinned: Mapping[str, Any] | None, report: Report) -> dict[str, Any]:
     """The ``expect`` block that pins what ``report`` says: status and sorted blocking codes, and
-    the calls only when the envelope's block already pinned calls."""
+    the calls only when the ``pinned`` block already pinned calls."""
     expect: dict[str, Any] = {"status": report.status.value, "codes": report.blocking_codes}
-    if "calls" in (envelope.get("expect") or {}):
+    if "calls" in (pinned or {}):
         expect["calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
                            for c in report.calls]
     return expect
@@ -142,8 +169,7 @@ def judge(path: Path) -> Outcome:
         problem = str(error).removeprefix(f"{path}: ")
         return Outcome(path, None, None, [], problem, time.perf_counter() - start)
     report = check(envelope)
-    return Outcome(path, envelope, report, expectation_problems(envelope, report), None,
-                   time.perf_counter() - start)
+    return Outcome.judged(path, envelope, report, time.perf_counter() - start)
 
 
 class Summary(NamedTuple):

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from rich.progress import Progress
 
-from callgate.cli.files import find_fixtures
+from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.output import console, error_line
 from callgate.cli.replay.outcome import Outcome, expectation_now, judge, summarize
 from callgate.cli.replay.reports import ReplayFormat, render
@@ -61,11 +61,11 @@ def update_expectations(outcomes: Iterable[Outcome]) -> list[Path]:
     written, in order."""
     written = []
     for outcome in outcomes:
-        if outcome.envelope is None or outcome.report is None or outcome.held:
+        if outcome.facts is None or outcome.report is None or outcome.held:
             continue
-        expect = expectation_now(outcome.envelope, outcome.report)
-        updated = {key: expect if key == "expect" else value
-                   for key, value in outcome.envelope.items()}
+        envelope = load_envelope(outcome.fixture)  # read again: outcomes keep no streams
+        expect = expectation_now(envelope.get("expect"), outcome.report)
+        updated = {key: expect if key == "expect" else value for key, value in envelope.items()}
         updated.setdefault("expect", expect)
         mode = outcome.fixture.stat().st_mode & 0o777  # rewritten in place: it keeps its mode
         write_atomic(outcome.fixture, fixture_bytes(updated), mode)
@@ -130,9 +130,9 @@ def _print_updates(outcomes: Sequence[Outcome], written: Sequence[Path], out: Te
     by_path = {o.fixture: o for o in outcomes}
     for path in written:
         outcome = by_path[path]
-        assert outcome.envelope is not None and outcome.report is not None
-        old = outcome.envelope.get("expect")
-        new = expectation_now(outcome.envelope, outcome.report)
+        assert outcome.facts is not None and outcome.report is not None
+        old = outcome.facts.expect
+        new = expectation_now(old, outcome.report)
         print(f"updated {path}: {_describe(old)} -> {_describe(new, old)}", file=out)
 
 

@@ -18,11 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 from math import log10
-from typing import Any
 
 from callgate.cli.replay.outcome import Outcome
 from callgate.reassemble import Call, Finding, Report
-from callgate.reassemble.profiles import PROFILES
 
 #: Geometry of the timeline, in px. The plot never grows past PLOT_MAX however long the stream,
 #: and a short stream is not stretched past MAX_STEP per event, so bars stay comparable.
@@ -60,18 +58,19 @@ def _summary(outcomes: Sequence[Outcome]) -> str:
 
 def _fixture_section(index: int, outcome: Outcome) -> str:
     state = outcome.kind
-    envelope, report = outcome.envelope or {}, outcome.report
+    known, report = outcome.facts, outcome.report
     head = (f'<h2><span class="tag {state}">{state.replace("-", " ")}</span> '
             f'<code>{_e(outcome.fixture)}</code></h2>')
-    facts = [("description", envelope.get("description")),
-             ("profile", report.profile if report else envelope.get("profile")),
-             ("provider", report.provider if report else envelope.get("provider")),
+    facts = [("description", known.description if known else None),
+             ("profile", report.profile if report else None),
+             ("provider", report.provider if report else None),
              ("verdict", _verdict(report))]
     body = "".join(f"<dt>{name}</dt><dd>{_e(value)}</dd>" for name, value in facts
                    if value is not None)
     parts = [head, f"<dl>{body}</dl>", _problems(outcome)]
     if report is not None:
-        parts += [timeline_svg(report, event_count(envelope, report)), _calls_table(report.calls),
+        events = event_count(known.events if known else 0, report)
+        parts += [timeline_svg(report, events), _calls_table(report.calls),
                   _findings_table(report.findings)]
     return f'<section class="fixture {state}" id="f{index}">{"".join(parts)}</section>'
 
@@ -132,11 +131,9 @@ def _where(finding: Finding) -> str:
 Lane = tuple[int, int] | None  # (choice, slot), or None for the turn lane
 
 
-def event_count(envelope: dict[str, Any], report: Report) -> int:
-    """How many events the stream has: the envelope's stream, stretched to cover any index the
-    report names (a stand-in envelope must not push markers off the picture)."""
-    stream = envelope.get(PROFILES[report.profile].stream_key)
-    count = len(stream) if isinstance(stream, list) else 0
+def event_count(count: int, report: Report) -> int:
+    """How many events to draw: the stream's ``count``, stretched to cover any index the report
+    names (a stand-in envelope must not push markers off the picture)."""
     named = [f.event for f in report.findings if f.event is not None]
     for call in report.calls:
         named += [e for e in (call.opened, call.ended, *call.grew) if e is not None]
