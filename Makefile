@@ -79,6 +79,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_engine.py
 	$(BIN)/python bench/bench_framing.py
 	$(BIN)/python bench/bench_startup.py
+	$(BIN)/python bench/bench_replay.py
+	$(BIN)/python bench/bench_floor.py
 
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs
