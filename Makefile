@@ -81,6 +81,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_floor.py
+	$(BIN)/python bench/bench_proxy.py
 
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs

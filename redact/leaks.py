@@ -8,6 +8,7 @@ JSON path and which net caught it, never the secret itself.
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -29,6 +30,11 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "jwt": re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     "bearer-token": re.compile(r"[Bb]earer\s+[A-Za-z0-9._~+/-]{12,}"),
 }
+#: Every pattern at once, for a value written out as JSON: white space inside a string is
+#: written as an escape there (``\\n``, ``\\u001c``), which the bearer pattern must see too.
+_SCREEN = re.compile("|".join(
+    pattern.pattern.replace("\\s+", r"(?:\s|\\[bfnrt]|\\u00[01][0-9a-fA-F])+")
+    for pattern in PATTERNS.values()))
 #: Values shorter than this are too common ("gzip", "true") to be told apart from secrets.
 MIN_SECRET_CHARS = 8
 #: Headers whose values are never secrets, so they are not searched for.
@@ -93,9 +99,24 @@ def encodings(secret: str) -> set[str]:
     return forms
 
 
-def find_leaks(strings: Iterable[tuple[str, str]], secrets: Iterable[str]) -> list[Leak]:
-    """Leaks among ``(json path, text)`` pairs: any encoding of a secret, or a credential format."""
+def find_leaks(value: object, secrets: Iterable[str]) -> list[Leak]:
+    """Leaks in a JSON value, keys included: any encoding of a secret, or a credential format,
+    each with the JSON pointer of the string it is in.
+
+    How this works: the value is written out once as compact JSON (the C encoder) and searched
+    as one text; only when something is found there are its strings walked to name where. The
+    search cannot miss what the walk would find: writing a string out changes only ``"``, ``\\``
+    and control characters, so each needle is also searched in its escaped form, and the one
+    format that allows white space also matches the escapes white space becomes."""
     needles = {form for secret in secrets for form in encodings(secret)}
+    text = json.dumps(value, ensure_ascii=False)
+    escaped = {json.dumps(form, ensure_ascii=False)[1:-1] for form in needles}
+    if not any(form in text for form in needles | escaped) and not _SCREEN.search(text):
+        return []
+    return _leaks_at(json_strings(value), needles)
+
+
+def _leaks_at(strings: Iterable[tuple[str, str]], needles: set[str]) -> list[Leak]:
     leaks = []
     for path, text in strings:
         hit = "credential-from-exchange" if any(form in text for form in needles) else None

@@ -35,7 +35,7 @@ from callgate.reassemble.profiles import (
 from callgate.reassemble.providers import provider_from_url
 from callgate.redact.body import StreamBody, parse_stream_body
 from callgate.redact.exchange import Exchange
-from callgate.redact.leaks import find_leaks, json_strings, secrets_of
+from callgate.redact.leaks import find_leaks, secrets_of
 from callgate.redact.stream import (
     REQUEST_PARAMETERS,
     ArgumentMode,
@@ -68,9 +68,8 @@ def redact_exchange(exchange: Exchange, *, profile: str | None = None,
     request = _request_json(exchange.request_body)
     envelope = _raw_envelope(profile, provider, request, body)
     envelope["meta"] = _meta(exchange, request, body, provider)
-    return redact_envelope(envelope, arguments=arguments,
-                           allow_verdict_change=allow_verdict_change,
-                           secrets=secrets_of(exchange), pin_expectation=True)
+    return _redacted(envelope, arguments, allow_verdict_change, secrets_of(exchange),
+                     pin_expectation=True, owned=True)
 
 
 def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = ArgumentMode.MASK,
@@ -80,8 +79,14 @@ def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = Ar
     from the capture that must not remain; ``pin_expectation`` writes the redacted verdict into
     ``expect``. Raises ``RedactionRefused`` when the verdict would change (unless allowed) or a
     secret remains, and ``callgate.reassemble.EnvelopeError`` for a non-envelope."""
+    return _redacted(envelope, arguments, allow_verdict_change, secrets,
+                     pin_expectation=pin_expectation, owned=False)
+
+
+def _redacted(envelope: Mapping[str, Any], arguments: ArgumentMode, allow_verdict_change: bool,
+              secrets: Collection[str], *, pin_expectation: bool, owned: bool) -> Redacted:
     before = check(envelope)
-    out = redacted_copy(envelope, arguments)
+    out = redacted_copy(envelope, arguments, owned=owned)
     after = check(out)
     preserved = _verdict(before) == _verdict(after)
     if not preserved and not allow_verdict_change:
@@ -118,7 +123,7 @@ def _change_message(before: Report, after: Report) -> str:
 
 
 def _refuse_leaks(envelope: Mapping[str, Any], secrets: Collection[str]) -> None:
-    leaks = find_leaks(json_strings(envelope), secrets)
+    leaks = find_leaks(envelope, secrets)
     if leaks:
         first = leaks[0]
         raise RedactionRefused(f"a secret would be written at {first.path} (caught by "

@@ -33,8 +33,12 @@ def request_parameters(request: Mapping[str, Any]) -> dict[str, Any]:
     return {key: request[key] for key in REQUEST_PARAMETERS if key in request}
 
 
-def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode) -> dict[str, Any]:
-    out = copy.deepcopy(dict(envelope))
+def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode, *,
+                  owned: bool = False) -> dict[str, Any]:
+    """The envelope with its stream redacted and its request cut to ``REQUEST_PARAMETERS``.
+    Argument fields are masked in place, so the envelope is copied first unless the caller
+    ``owned`` it (built it for this and will not look at it again)."""
+    out = dict(envelope) if owned else copy.deepcopy(dict(envelope))
     out["request"] = request_parameters(out.get("request", {}))
     key = PROFILES[out["profile"]].stream_key
     keep = _enum_values(out.get("tool_schemas", {}))

@@ -22,7 +22,7 @@ from callgate.redact import (
     redact_exchange,
     request_context,
 )
-from callgate.redact.leaks import encodings
+from callgate.redact.leaks import encodings, find_leaks
 from callgate.redact.mask import Pseudonyms, mask_arguments
 from tests.conftest import conformance_fixtures, fixture_id, load
 
@@ -253,3 +253,31 @@ def test_a_long_conversation_keeps_its_tool_schemas_and_a_malformed_tool_is_left
     assert (envelope["tool_schemas"], envelope["meta"]["tools"]) == ({"get_weather": WEATHER},
                                                                     ["get_weather"])
     assert envelope["expect"] == {"status": "pass", "codes": []}
+
+
+SECRET_TEXT = st.sampled_from([
+    "sk-proj-CANARYkey0123456789abcdef", 'se"cret\\value\n12', "Bearer\tabcdefghijklmnop",
+    "Bearer\x1cabcdefghijklmnop", "AIzaSyCANARY0123456789abcdefghijklmnop", "plain words",
+    "ghp_" + "a" * 36, "eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl"])
+
+
+@st.composite
+def values_with_secrets(draw: st.DrawFn) -> tuple[object, list[str]]:
+    leaf = st.one_of(st.text(max_size=8), SECRET_TEXT, st.builds(
+        lambda a, s, b: a + s + b, st.text(max_size=3), SECRET_TEXT, st.text(max_size=3)),
+        st.integers(), st.none())
+    value = draw(st.recursive(leaf, lambda inner: st.lists(inner, max_size=3)
+                              | st.dictionaries(st.text(max_size=4) | SECRET_TEXT, inner,
+                                                max_size=3), max_leaves=8))
+    return value, draw(st.lists(SECRET_TEXT, max_size=2))
+
+
+@settings(max_examples=400, deadline=None)
+@given(values_with_secrets())
+def test_the_leak_search_over_the_written_text_finds_what_a_walk_over_strings_finds(
+        drawn: tuple[object, list[str]]) -> None:
+    from callgate.redact.leaks import _leaks_at, json_strings
+
+    value, secrets = drawn
+    needles = {form for secret in secrets for form in encodings(secret)}
+    assert find_leaks(value, secrets) == _leaks_at(json_strings(value), needles)

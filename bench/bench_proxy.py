@@ -1,0 +1,215 @@
+"""What the callgate addon costs a proxied app, beside plain streaming mitmproxy.
+
+Three mitmdump processes in turn, each in reverse mode in front of the same upstream on
+loopback: plain (a script that only sets ``flow.response.stream = True``, as the addon does),
+the addon observing, and the addon in enforce mode. The upstream (standard library, in this
+process) streams OpenAI-shaped tool-call turns with chunked transfer encoding, one flush per
+event; the clients (``http.client``, threads of this process) read each body as it comes.
+
+Per setup and workload: the proxy's CPU per 1,000 events (user + system time of the mitmdump
+process from ``/proc``, fixture writing included: a workload ends when its fixtures are on disk),
+time to first byte and the lag from the upstream's last byte to the client's last byte (p50 and
+p95). Every body must reach the client byte for byte as the upstream sent it.
+
+Run: ``make bench`` (or ``python bench/bench_proxy.py``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from callgate.cli.loopback import free_port, wait_listening
+
+BIN = Path(sys.executable).parent
+#: (clients, turns per client, events per turn)
+WORKLOADS = ((1, 100, 50), (1, 10, 2000), (20, 10, 50), (20, 1, 2000))
+#: The request's tools: the turns pass, so enforce mode releases them unchanged.
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"v": {"type": "array", "items": {"type": "integer"}}}}}}]
+PLAIN_SCRIPT = "def responseheaders(flow):\n    flow.response.stream = True\n"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def turn(events: int, seed: int) -> bytes:
+    """An SSE body: two interleaved calls, ``events`` chunks in all, then ``[DONE]``. ``seed``
+    is the first argument value, so that each turn's fixture differs (fixtures are named by
+    their content)."""
+    def chunk(entry: dict[str, object] | None, finish: str | None = None) -> bytes:
+        delta = {"tool_calls": [entry]} if entry else {}
+        data = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1,
+                "model": "gpt-bench", "choices": [{"index": 0, "delta": delta,
+                                                   "finish_reason": finish}]}
+        return f"data: {json.dumps(data)}\n\n".encode()
+
+    body = [chunk({"index": i, "id": f"call_{i}", "type": "function",
+                   "function": {"name": "f", "arguments": f'{{"v":[{seed},'}}) for i in (0, 1)]
+    fragments = events - 3
+    for n in range(fragments):
+        last = n >= fragments - 2
+        body.append(chunk({"index": n % 2, "function": {"arguments": f"{n}]}}" if last
+                                                        else f"{n},"}}))
+    return b"".join([*body, chunk(None, "tool_calls"), b"data: [DONE]\n\n"])
+
+
+class Upstream(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.last_byte: dict[str, float] = {}
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Upstream
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        body = turn(request["events"], request["seed"])
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for event in body.split(b"\n\n")[:-1]:
+            event += b"\n\n"
+            self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+            self.wfile.flush()
+        self.server.last_byte[self.headers["x-turn"]] = time.perf_counter()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def mitmdump(kind: str, upstream: str, folder: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    command = [str(BIN / "mitmdump"), "--mode", f"reverse:{upstream}", "--listen-host",
+               "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={folder / 'conf'}",
+               "--set", "flow_detail=0", "-q"]
+    if kind == "plain":
+        script = folder / "plain.py"
+        script.write_text(PLAIN_SCRIPT)
+        command += ["-s", str(script)]
+    else:
+        addon = subprocess.run([str(BIN / "callgate"), "addon-path"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+        command += ["-s", addon, "--set", f"callgate_out={folder / 'fixtures'}",
+                    "--set", f"callgate_enforce={'true' if kind == 'enforce' else 'false'}"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not wait_listening(port, lambda: process.poll() is None):
+        raise RuntimeError(f"mitmdump ({kind}) did not start")
+    return process, port
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def client(port: int, name: str, seeds: range, events: int,
+           results: list[tuple[str, float, float]]) -> None:
+    for seed in seeds:
+        label = f"{name}-{seed}"
+        expected = turn(events, seed)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        start = time.perf_counter()
+        connection.request("POST", "/v1/chat/completions",
+                           json.dumps({"events": events, "seed": seed, "tools": TOOLS}),
+                           {"content-type": "application/json", "x-turn": label})
+        response = connection.getresponse()
+        pieces, first = [], 0.0
+        while piece := response.read1(65536):
+            first = first or time.perf_counter()
+            pieces.append(piece)
+        last = time.perf_counter()
+        connection.close()
+        if b"".join(pieces) != expected:
+            raise AssertionError(f"turn {label}: the client got other bytes than the upstream sent")
+        results.append((label, first - start, last))
+
+
+def fixtures_written(folder: Path, count: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(list(folder.glob("*.json"))) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{count} fixtures were not written in {timeout} s")
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def run(kind: str, upstream: Upstream, workload: tuple[int, int, int],
+        folder: Path) -> dict[str, float]:
+    clients, turns, events = workload
+    process, port = mitmdump(kind, upstream.url, folder)
+    try:
+        results: list[tuple[str, float, float]] = []
+        client(port, "warm-up", range(1), events, [])
+        if kind != "plain":
+            fixtures_written(folder / "fixtures", 1)
+        before = cpu_seconds(process.pid)
+        threads = [threading.Thread(target=client, args=(
+            port, f"c{n}", range(1 + n * turns, 1 + (n + 1) * turns), events, results))
+            for n in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if kind != "plain":
+            fixtures_written(folder / "fixtures", 1 + clients * turns)
+        cpu = cpu_seconds(process.pid) - before
+    finally:
+        process.terminate()
+        process.wait(30)
+    lags = [last - upstream.last_byte[label] for label, _, last in results]
+    firsts = [first for _, first, _ in results]
+    return {"cpu_per_1k": cpu / (clients * turns * events) * 1000,
+            "ttfb_p50": statistics.median(firsts), "lag_p50": statistics.median(lags),
+            "lag_p95": percentile(lags, 0.95)}
+
+
+def rows() -> Iterator[str]:
+    upstream = Upstream()
+    yield (f"{'workload':<24} {'setup':<8} {'CPU ms/1k ev':>12} {'x plain':>8} "
+           f"{'TTFB p50 ms':>11} {'lag p50 ms':>10} {'lag p95 ms':>10}")
+    for workload in WORKLOADS:
+        clients, turns, events = workload
+        name = f"{clients} x {turns} x {events}"
+        plain = None
+        for kind in ("plain", "observe", "enforce"):
+            with tempfile.TemporaryDirectory() as folder:
+                figures = run(kind, upstream, workload, Path(folder))
+            plain = plain or figures
+            yield (f"{name:<24} {kind:<8} {figures['cpu_per_1k'] * 1000:>12.1f} "
+                   f"{figures['cpu_per_1k'] / plain['cpu_per_1k']:>8.2f} "
+                   f"{figures['ttfb_p50'] * 1000:>11.1f} {figures['lag_p50'] * 1000:>10.1f} "
+                   f"{figures['lag_p95'] * 1000:>10.1f}")
+
+
+def main() -> None:
+    print("clients x turns per client x events per turn; bodies byte-identical in every run")
+    for row in rows():
+        print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
