@@ -116,8 +116,11 @@ class StreamTap:
         except Exception as error:  # release every byte not yet sent, unchanged
             self._break(error)
             self._held = []
-            return [*out, b"".join(self.body)[self._sent:]]
-        return out
+            out.append(b"".join(self.body)[self._sent:])
+        # mitmproxy writes every piece of a list as a chunk of its own, an empty one too: on a
+        # chunked response that is a second terminating chunk, which a kept-alive connection
+        # then reads where the next response should start.
+        return [piece for piece in out if piece]
 
     def _break(self, error: Exception) -> None:
         if not self._broken:

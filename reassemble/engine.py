@@ -302,7 +302,9 @@ class Reassembler:
                         f"of choice {owner[0]} slot {owner[1]}", pointer)
 
     def _append(self, slot: _Slot, text: str, pointer: str) -> None:
-        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        # surrogatepass: a lone surrogate (a Python caller can hand one over) counts as the 3
+        # bytes it would take; the strict parse then reports it as invalid_unicode.
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         if slot.size + size > self._limits.max_argument_bytes:
             slot.fragments.clear()
             slot.origins.clear()

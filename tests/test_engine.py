@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -222,3 +223,16 @@ def test_a_blocking_profile_finding_about_a_started_slot_blocks_that_slot() -> N
     report = engine.close()
     assert report.calls[0].state is SlotState.BLOCKED and report.blocking_codes == [
         "unsupported_event"]
+
+
+@pytest.mark.parametrize("profile", ["anthropic", "gemini", "mistral", "openai",
+                                     "openai-responses"])
+def test_a_lone_surrogate_handed_over_from_python_is_invalid_unicode(profile: str) -> None:
+    """``json.loads`` accepts a lone surrogate escape, so a Python caller can hand one over; the
+    size check used to raise ``UnicodeEncodeError`` on it."""
+    from tests.test_properties import BUILDERS, run
+
+    first, second = ("\ud800", "x") if profile == "gemini" else ('{"a": "\ud800"}', "{}")
+    report = run(profile, BUILDERS[profile]([[first], [second]], [0, 1]))
+    assert (report.status.value, report.blocking_codes) == ("fail", ["invalid_unicode"])
+    assert "\\ud800" in json.dumps(report.to_dict())  # the report still writes out as JSON

@@ -7,6 +7,7 @@ import http.client
 import itertools
 import json
 import logging
+import socket
 import time
 import zlib
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from callgate.cli.serve import array_frames
+from callgate.proxy_addon.tap import blocked_event
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import (
@@ -346,3 +348,58 @@ def test_enforce_mode_on_a_gemini_json_array_passes_a_good_turn_and_ends_a_bad_o
     assert json.loads(blocked) == [*chunks[:terminal], {"error": {
         "code": 409, "message": "callgate blocked this turn: missing_terminal",
         "status": "ABORTED"}}]
+
+
+def chunked_turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[bytes]:
+    """Send each turn in turn on one kept-alive HTTP/1.1 connection with a raw socket; read each
+    chunked response exactly to its terminating chunk. Returns the bodies; fails on anything
+    where a status line should be, or on any byte left over after the last response."""
+    bodies = []
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        reader = sock.makefile("rb")
+        for path, body in turns:
+            sock.sendall(f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: "
+                         f"application/json\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+                         + body)
+            status = reader.readline()
+            assert status.startswith(b"HTTP/1.1 200 "), status
+            headers = {}
+            while (line := reader.readline()) != b"\r\n":
+                name, _, value = line.decode().partition(":")
+                headers[name.strip().lower()] = value.strip()
+            assert headers.get("transfer-encoding") == "chunked", headers
+            pieces = []
+            while (size := int(reader.readline().split(b";")[0], 16)) != 0:
+                pieces.append(reader.read(size))
+                assert reader.read(2) == b"\r\n"
+            assert reader.readline() == b"\r\n"  # the end of the (empty) trailer
+            bodies.append(b"".join(pieces))
+        sock.settimeout(0.5)
+        try:
+            left = sock.recv(64)
+        except TimeoutError:
+            left = b""
+    assert left == b"", left
+    return bodies
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
+def test_turns_on_one_kept_alive_connection_each_end_once(upstream: Any, tmp_path: Path,
+                                                          enforce: bool) -> None:
+    """A chunked response ends with exactly one terminating chunk: a second one lands where the
+    next response's status line should be."""
+    good, bad = "openai/valid_parallel_interleaved", "openai/reused_index_new_id"
+    turns = [(chat_path(name), request_body(name)) for name in (good, bad, good)]
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
+        bodies = chunked_turns_on_one_connection(running.port, turns)
+        reused = http.client.HTTPConnection("127.0.0.1", running.port, timeout=30)
+        for path, body in turns:  # a client that reuses its connection, as most do
+            reused.request("POST", path, body, {"content-type": "application/json"})
+            assert reused.getresponse().read() == bodies[turns.index((path, body))]
+        reused.close()
+    direct = [post(upstream.url, path, body)[2] for path, body in turns]
+    assert bodies[0] == bodies[2] == direct[0]
+    if enforce:
+        assert bodies[1].endswith(blocked_event("openai", ["identity_collision"]))
+    else:
+        assert bodies[1] == direct[1]
