@@ -14,6 +14,7 @@ from callgate.cli.diff.command import AdapterName
 from callgate.cli.output import error_line
 from callgate.cli.record import ProxyMode
 from callgate.cli.replay.reports import ReplayFormat
+from callgate.proxy_addon.webview import WebBody
 from callgate.reassemble.errors import CallgateError
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import ArgumentMode
@@ -138,13 +139,16 @@ def record_command(
         ProxyMode.reverse),
     allow_raw_dump: Annotated[bool, typer.Option(
         help="Allow mitmproxy's own unredacted writers alongside.")] = False,
+    web_body: Annotated[WebBody, typer.Option(
+        help="With --web, the body mitmweb shows of a judged flow (memory only): the redacted "
+             "stream the fixture holds, the raw stream, or none.")] = WebBody.redacted,
 ) -> None:
     """Record redacted fixtures from your app's traffic and flag failing streams live."""
     from callgate.cli.record import RecordOptions, run_record
 
     options = RecordOptions(upstream=upstream, listen=listen, out=out, web=web, enforce=enforce,
                             arguments=arguments.value, provider=provider, mode=mode,
-                            allow_raw_dump=allow_raw_dump)
+                            allow_raw_dump=allow_raw_dump, web_body=web_body.value)
     _exit(run_record, options)
 
 

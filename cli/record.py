@@ -47,6 +47,7 @@ class RecordOptions:
     provider: str | None = None
     mode: ProxyMode = ProxyMode.reverse
     allow_raw_dump: bool = False
+    web_body: str = "redacted"
     web_port: int = 8081
 
 
@@ -75,7 +76,8 @@ def callgate_options(options: RecordOptions) -> dict[str, Any]:
     return {"callgate_out": str(options.out), "callgate_enforce": options.enforce,
             "callgate_arguments": options.arguments,
             "callgate_provider": options.provider or "",
-            "callgate_allow_raw_dump": options.allow_raw_dump}
+            "callgate_allow_raw_dump": options.allow_raw_dump,
+            "callgate_web_body": options.web_body}
 
 
 def build_master(options: RecordOptions) -> Any:

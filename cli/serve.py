@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.loopback import split_listen
 from callgate.reassemble.errors import InputError, UsageError
-from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles import PROFILES, array_frames, frames
 
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
@@ -47,26 +47,6 @@ def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
             name = path.relative_to(root).with_suffix("") if root.is_dir() else Path(path.stem)
             fixtures[name.as_posix()] = load_envelope(path)
     return fixtures
-
-
-def array_frames(envelope: dict[str, Any]) -> Iterator[bytes]:
-    """Gemini's streamed JSON array, framed as Gemini sends it: ``[`` and the first chunk, then
-    ``\\n,\\r\\n`` before each further chunk, then ``\\n]``."""
-    chunks = envelope[PROFILES[envelope["profile"]].stream_key]
-    for number, chunk in enumerate(chunks):
-        separator = b"[" if number == 0 else b"\n,\r\n"
-        yield separator + json.dumps(chunk, ensure_ascii=False, indent=2).encode()
-    yield b"\n]" if chunks else b"[]"
-
-
-def frames(envelope: dict[str, Any]) -> Iterator[bytes]:
-    """The SSE bytes of each event, as the profile's provider frames them."""
-    profile = PROFILES[envelope["profile"]]
-    for event in envelope[profile.stream_key]:
-        yield profile.sse_frame(event)
-    done = envelope.get("meta", {}).get("stream", {}).get("done", True)
-    if profile.done_sentinel and done:
-        yield b"data: [DONE]\n\n"
 
 
 class _Server(ThreadingHTTPServer):

@@ -20,16 +20,19 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.hooks import UpdateHook
 
+from callgate.proxy_addon import webview
 from callgate.proxy_addon.storage import write_atomic
 from callgate.proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
-from callgate.reassemble import Finding, Reassembler, Report
+from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
+from callgate.reassemble import Finding, Reassembler
 from callgate.reassemble.errors import CallgateError
-from callgate.reassemble.profiles import PROFILES, profile_for
+from callgate.reassemble.profiles import PROFILES, array_frames, frames, profile_for
 from callgate.reassemble.providers import provider_from_url
 from callgate.redact import (
     ArgumentMode,
     Exchange,
     NotApplicable,
+    Redacted,
     RedactionRefused,
     fixture_bytes,
     fixture_name,
@@ -74,6 +77,14 @@ class CallgateAddon:
                           "Allow mitmproxy's own unredacted writers (-w, hardump) alongside.")
         loader.add_option("callgate_allow_verdict_change", bool, False,
                           "Write fixtures even when redaction changes their verdict.")
+        loader.add_option("callgate_web_body", str, WebBody.redacted.value,
+                          "The body mitmweb shows of a judged flow, kept in memory only: the "
+                          "redacted stream the fixture holds, the raw stream, or none.",
+                          choices=[kind.value for kind in WebBody])
+        loader.add_option("callgate_web_body_max", int, 4 << 20,
+                          "Largest body kept for mitmweb, in bytes; a longer one keeps its "
+                          "head and tail.")
+        webview.register()
 
     def configure(self, updated: set[str]) -> None:
         raw_writers = [name for name in ("save_stream_file", "hardump")
@@ -158,8 +169,9 @@ class CallgateAddon:
         capture.live_warned = True
         flow.marked = WARNING_MARK
         flow.comment = f"callgate: {finding.code.value} (stream still running)"
-        log.warning("callgate: %s %s %s slot=%s event=%s", flow.id, _where(flow),
-                    finding.code.value, finding.slot, finding.event)
+        where = "turn" if finding.slot is None else f"slot={finding.slot}"
+        log.warning("callgate: %s %s %s %s event=%s", flow.id, _where(flow),
+                    finding.code.value, where, finding.event)
         ctx.master.addons.trigger(UpdateHook([flow]))
 
     def _broken(self, flow: http.HTTPFlow, kind: str) -> None:
@@ -175,11 +187,13 @@ class CallgateAddon:
         codes = ", ".join(report.blocking_codes) or "-"
         flow.comment = f"callgate: {report.status.value} ({codes})"
         flow.metadata["callgate"] = report.to_dict()
+        if ctx.options.callgate_web_body == WebBody.raw:
+            _show(flow, b"".join(capture.tap.body), report.to_dict())
         ctx.master.addons.trigger(UpdateHook([flow]))
         exchange = _exchange(flow, capture, complete)
-        self._write_later(flow.id, exchange, capture)
+        self._write_later(flow, exchange, capture)
 
-    def _write_later(self, flow_id: str, exchange: Exchange, capture: _Capture) -> None:
+    def _write_later(self, flow: http.HTTPFlow, exchange: Exchange, capture: _Capture) -> None:
         out = Path(ctx.options.callgate_out)
         mode = ArgumentMode(ctx.options.callgate_arguments)
         allow = ctx.options.callgate_allow_verdict_change
@@ -188,8 +202,9 @@ class CallgateAddon:
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         loop = asyncio.get_running_loop()
+        json_array = capture.tap.framing == JSON_ARRAY
         future.add_done_callback(
-            lambda done: loop.call_soon_threadsafe(_report_written, flow_id, done))
+            lambda done: loop.call_soon_threadsafe(_report_written, flow, json_array, done))
 
 
 def _where(flow: http.HTTPFlow) -> str:
@@ -211,25 +226,47 @@ def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchang
 
 
 def _write_fixture(exchange: Exchange, profile: str, provider: str | None, out: Path,
-                   mode: ArgumentMode, allow: bool) -> tuple[Path, Report]:
+                   mode: ArgumentMode, allow: bool) -> tuple[Path, Redacted]:
     """Runs in a worker thread: redaction is linear in the stream and must not hold the loop."""
     redacted = redact_exchange(exchange, profile=profile, provider=provider, arguments=mode,
                                allow_verdict_change=allow)
     data = fixture_bytes(redacted.envelope)
     path = out / fixture_name(redacted.envelope, data)
     write_atomic(path, data)
-    return path, redacted.report
+    return path, redacted
 
 
-def _report_written(flow_id: str, done: Future[tuple[Path, Report]]) -> None:
+def _report_written(flow: http.HTTPFlow, json_array: bool,
+                    done: Future[tuple[Path, Redacted]]) -> None:
     error = done.exception()
     if isinstance(error, NotApplicable | RedactionRefused):
-        log.warning("callgate: %s: no fixture written: %s", flow_id, error)
+        log.warning("callgate: %s: no fixture written: %s", flow.id, error)
+        _show_redacted_instead(flow, f"no redacted stream to show: {error}")
     elif error is not None:
-        log.error("callgate: %s: no fixture written: internal %s", flow_id,
+        log.error("callgate: %s: no fixture written: internal %s", flow.id,
                   type(error).__name__)
+        _show_redacted_instead(flow, "no redacted stream to show: internal "
+                                     f"{type(error).__name__}")
     else:
-        path, report = done.result()
+        path, redacted = done.result()
+        report = redacted.report
         codes = ", ".join(report.blocking_codes) or "-"
-        log.info("callgate: %s %s -> %s (%s)", flow_id, report.status.value, path, codes)
+        log.info("callgate: %s %s -> %s (%s)", flow.id, report.status.value, path, codes)
+        if ctx.options.callgate_web_body == WebBody.redacted:
+            framed = array_frames if json_array else frames
+            _show(flow, b"".join(framed(redacted.envelope)), report.to_dict())
+
+
+def _show(flow: http.HTTPFlow, body: bytes, report: dict[str, Any]) -> None:
+    """Give mitmweb a body to show, bounded, and the report the callgate view renders."""
+    if flow.response is None:
+        return
+    flow.metadata[SHOWN] = report
+    flow.response.content = bounded(body, ctx.options.callgate_web_body_max)
+    ctx.master.addons.trigger(UpdateHook([flow]))
+
+
+def _show_redacted_instead(flow: http.HTTPFlow, why: str) -> None:
+    if ctx.options.callgate_web_body == WebBody.redacted:
+        _show(flow, f": callgate: {why}\n".encode(), flow.metadata.get("callgate", {}))
 

@@ -128,7 +128,12 @@ def fixtures_in(folder: Path, count: int, timeout: float = 20) -> list[dict[str,
 
 def request_body(name: str) -> bytes:
     """The request an app would send for conformance fixture ``name``: its tools and parameters."""
-    envelope = json.loads((ROOT / "fixtures" / "conformance" / f"{name}.json").read_text())
+    return request_body_of(json.loads((ROOT / "fixtures" / "conformance" / f"{name}.json")
+                                      .read_text()))
+
+
+def request_body_of(envelope: dict[str, Any]) -> bytes:
+    """The request an app would send for ``envelope``'s turn: its tools and parameters."""
     schemas = envelope.get("tool_schemas", {})
     if envelope["profile"] == "anthropic":
         tools: list[Any] = [{"name": n, "input_schema": s} for n, s in schemas.items()]

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from callgate.cli.serve import array_frames
 from callgate.reassemble import strict_json
 from callgate.reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
+from callgate.reassemble.profiles import array_frames
 from callgate.redact.body import NotApplicable, parse_stream_body
 from tests.conftest import CONFORMANCE
 

@@ -5,16 +5,22 @@ Uses Debian's Chromium, headless (``make test`` installs it).
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.proxy_harness import Proxy, fake_provider, post, request_body
+from callgate.cli.serve import FakeProvider, collect
+from callgate.reassemble.profiles import frames
+from tests.conftest import CONFORMANCE, load
+from tests.proxy_harness import Proxy, fake_provider, post, request_body, request_body_of
 
 pytestmark = [pytest.mark.proxy, pytest.mark.browser]
 
@@ -58,8 +64,139 @@ def test_mitmweb_shows_the_live_warning_then_the_verdict_on_a_failing_flow(
     assert (tmp_path / "mitmweb.png").stat().st_size > 1000
 
 
-def wait_for_log(caplog: pytest.LogCaptureFixture, text: str) -> None:
+def wait_for_log(caplog: pytest.LogCaptureFixture, text: str, count: int = 1) -> None:
     deadline = time.monotonic() + 30
-    while not any(text in r.getMessage() for r in caplog.records):
+    while sum(text in r.getMessage() for r in caplog.records) < count:
         assert time.monotonic() < deadline, f"no log line with {text!r}"
         time.sleep(0.05)
+
+
+WEB_TOKEN = "callgate-test-token"
+OUTPUT_CANARY, ARGUMENT_CANARY = "CANARYoutputtext", "CANARYargument"
+
+
+def api(proxy: Proxy, path: str) -> tuple[int, bytes]:
+    """GET mitmweb's own API (mitmproxy 12 wants its token; 11 ignores the header)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{proxy.web_port}{path}",
+                                     headers={"Authorization": f"Bearer {WEB_TOKEN}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def view_text(raw: bytes) -> str:
+    """The callgate view's text: mitmproxy 12 sends it whole, 11 as styled lines."""
+    view = json.loads(raw)
+    if "text" in view:
+        return str(view["text"])
+    return "\n".join("".join(text for _, text in line) for line in view["lines"])
+
+
+def canary_envelope() -> dict[str, object]:
+    """A passing turn whose output text and arguments hold canaries."""
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    chunks = envelope["chunks"]
+    chunks.insert(0, {"choices": [{"index": 0, "delta": {"content": OUTPUT_CANARY},
+                                   "finish_reason": None}]})
+    for choice in (choice for chunk in chunks for choice in chunk["choices"]):
+        for call in choice["delta"].get("tool_calls", []):
+            arguments = call["function"].get("arguments", "")
+            call["function"]["arguments"] = arguments.replace("Par", ARGUMENT_CANARY + "Par")
+    return envelope
+
+
+def flow_ids(proxy: Proxy) -> dict[str, str]:
+    status, raw = api(proxy, "/flows")
+    assert status == 200
+    return {flow["request"]["path"]: flow["id"] for flow in json.loads(raw)}
+
+
+def test_mitmweb_shows_the_redacted_stream_and_the_callgate_view_of_each_judged_flow(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="callgate")
+    fixtures = collect([CONFORMANCE])
+    fixtures["canary"] = canary_envelope()
+    upstream = FakeProvider(fixtures).start()
+    turns = {"openai/reused_index_new_id": "fail", "canary": "pass"}
+    try:
+        with Proxy(upstream.url, tmp_path / "fx", web=True) as proxy:
+            for name in turns:
+                post(proxy.url, f"/f/{name}/v1/chat/completions", request_body_of(fixtures[name]))
+            wait_for_log(caplog, " fail -> ")
+            wait_for_log(caplog, " pass -> ")
+            ids = flow_ids(proxy)
+            shown = {name: api(proxy, f"/flows/{ids[f'/f/{name}/v1/chat/completions']}"
+                                      "/response/content.data") for name in turns}
+            views = {name: api(proxy, f"/flows/{ids[f'/f/{name}/v1/chat/completions']}"
+                                      "/response/content/callgate.json") for name in turns}
+            proxy.set(callgate_web_body="raw")
+            raw_path = "/f/canary/v1/chat/completions?raw"
+            raw_body = post(proxy.url, raw_path, request_body_of(fixtures["canary"]))[2]
+            wait_for_log(caplog, " pass -> ", count=2)
+            raw_shown = api(proxy, f"/flows/{flow_ids(proxy)['/f/canary/v1/chat/completions?raw']}"
+                                   "/response/content.data")
+    finally:
+        upstream.close()
+    written = [json.loads(path.read_text()) for path in sorted((tmp_path / "fx").glob("*.json"))]
+    redacted_bodies = {b"".join(frames(envelope)) for envelope in written}
+    for name, verdict in turns.items():
+        status, data = shown[name]
+        assert status == 200 and data in redacted_bodies
+        assert OUTPUT_CANARY.encode() not in data and ARGUMENT_CANARY.encode() not in data
+        view_status, view = views[name]
+        assert view_status == 200
+        first = view_text(view).splitlines()[0]
+        assert first.startswith(f"callgate: {verdict} (")
+    assert "identity_collision" in view_text(views["openai/reused_index_new_id"][1])
+    assert "calls (1)" in view_text(views["canary"][1])
+    assert raw_shown == (200, raw_body)
+    assert OUTPUT_CANARY.encode() in raw_body and ARGUMENT_CANARY.encode() in raw_body
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
+def test_the_response_tab_of_a_failing_flow_shows_the_callgate_view(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="callgate")
+    name = "openai/reused_index_new_id"
+    upstream = fake_provider()
+    try:
+        with Proxy(upstream.url, tmp_path / "fx", web=True) as proxy:
+            post(proxy.url, f"/f/{name}/v1/chat/completions", request_body(name))
+            wait_for_log(caplog, " fail -> ")
+            flow = flow_ids(proxy)[f"/f/{name}/v1/chat/completions"]
+            page = f"{proxy.web_url}#/flows/{flow}/response"
+            dom = browse(page, tmp_path / "browser", "--dump-dom")
+            shot = tmp_path / "response-tab.png"
+            browse(page, tmp_path / "browser", f"--screenshot={shot}", "--window-size=1400,1000")
+    finally:
+        upstream.close()
+    print(f"screenshot: {shot}")
+    assert "callgate: fail (BLOCKED)" in dom and "identity_collision" in dom
+    assert "callgate explain identity_collision" in dom
+    assert shot.stat().st_size > 1000
+
+
+def test_a_long_stream_keeps_only_its_head_and_tail_for_mitmweb(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="callgate")
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    first, *rest = envelope["chunks"]
+    filler = {"choices": [{"index": 0, "delta": {"content": "x" * 4000}, "finish_reason": None}]}
+    envelope["chunks"] = [first, *[filler] * 1500, *rest]  # about 6 MB of output text
+    upstream = FakeProvider({"long": envelope}).start()
+    limit = 64 << 10
+    try:
+        with Proxy(upstream.url, tmp_path / "fx", web=True, callgate_web_body="raw",
+                   callgate_web_body_max=limit) as proxy:
+            body = post(proxy.url, "/f/long/v1/chat/completions", request_body_of(envelope))[2]
+            wait_for_log(caplog, " pass -> ")
+            flow = flow_ids(proxy)["/f/long/v1/chat/completions"]
+            status, shown = api(proxy, f"/flows/{flow}/response/content.data")
+    finally:
+        upstream.close()
+    left = len(body) - limit
+    note = f"\n: callgate left out {left} bytes of this stream here (limit {limit})\n\n".encode()
+    assert len(body) > 6_000_000 and status == 200
+    assert shown == body[:limit // 2] + note + body[-(limit // 2):]

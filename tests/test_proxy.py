@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from callgate.cli.serve import array_frames
 from callgate.proxy_addon.tap import blocked_event
+from callgate.reassemble.profiles import array_frames
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import (

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from callgate.cli.serve import array_frames, frames
 from callgate.proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
 from callgate.reassemble import Reassembler
+from callgate.reassemble.profiles import array_frames, frames
 from tests.conftest import CONFORMANCE, load
 
 ERROR = "callgate blocked this turn: {}"

@@ -6,6 +6,9 @@ Adding a provider: ``docs/adding-a-provider.md``.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from callgate.reassemble.profiles import anthropic, gemini, mistral, openai, openai_responses
@@ -38,3 +41,23 @@ def profile_of_events(events: list[object]) -> str | None:
     if first is None:
         return None
     return next((p.name for p in PROFILES.values() if p.sniff(first)), None)
+
+
+def array_frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
+    """Gemini's streamed JSON array, framed as Gemini sends it: ``[`` and the first chunk, then
+    ``\\n,\\r\\n`` before each further chunk, then ``\\n]``."""
+    chunks = envelope[PROFILES[envelope["profile"]].stream_key]
+    for number, chunk in enumerate(chunks):
+        separator = b"[" if number == 0 else b"\n,\r\n"
+        yield separator + json.dumps(chunk, ensure_ascii=False, indent=2).encode()
+    yield b"\n]" if chunks else b"[]"
+
+
+def frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
+    """The SSE bytes of each event of an envelope, as the profile's provider frames them."""
+    profile = PROFILES[envelope["profile"]]
+    for event in envelope[profile.stream_key]:
+        yield profile.sse_frame(event)
+    done = envelope.get("meta", {}).get("stream", {}).get("done", True)
+    if profile.done_sentinel and done:
+        yield b"data: [DONE]\n\n"
