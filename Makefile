@@ -33,13 +33,14 @@ $(APPS_STAMP): tests/apps/requirements.txt
 	rm -f $(APPS)/.installed-*
 	touch $@
 
-# Debian's Chromium (and an emoji font, so mitmweb's markers show) for the browser tests.
+# Debian's Chromium (and an emoji font, so mitmweb's markers show) for the browser tests, and
+# tmux for the terminal tests of the mitmproxy console.
 browser:
-	@if ! command -v chromium >/dev/null 2>&1; then \
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v tmux >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      chromium fonts-noto-color-emoji >/dev/null; \
-	  else echo "chromium is missing and this is not root: the browser test will skip"; fi; \
+	      chromium fonts-noto-color-emoji tmux >/dev/null; \
+	  else echo "chromium or tmux is missing and this is not root: their tests will skip"; fi; \
 	fi
 
 demo: $(STAMP) $(APPS_STAMP)

@@ -1,6 +1,7 @@
-"""mitmweb, as a person sees it in a browser: the live warning, then the verdict, on the flow.
+"""mitmweb and the mitmproxy console, as a person sees them: the live warning, the verdict, the
+body and the callgate view of a judged flow.
 
-Uses Debian's Chromium, headless (``make test`` installs it).
+Uses Debian's Chromium, headless, and tmux for the console (``make test`` installs both).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 import logging
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from callgate.cli.loopback import free_port, wait_listening
 from callgate.cli.serve import FakeProvider, collect
 from callgate.reassemble.profiles import frames
 from tests.conftest import CONFORMANCE, load
@@ -24,6 +27,7 @@ from tests.proxy_harness import Proxy, fake_provider, post, request_body, reques
 
 pytestmark = [pytest.mark.proxy, pytest.mark.browser]
 
+BIN = Path(sys.executable).parent
 CHROMIUM = shutil.which("chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -200,3 +204,43 @@ def test_a_long_stream_keeps_only_its_head_and_tail_for_mitmweb(
     note = f"\n: callgate left out {left} bytes of this stream here (limit {limit})\n\n".encode()
     assert len(body) > 50_000_000 and status == 200
     assert shown == body[:limit // 2] + note + body[-(limit // 2):]
+
+
+TMUX = shutil.which("tmux")
+
+
+def pane_shows(session: str, text: str, timeout: float = 30) -> str:
+    """Poll the tmux pane until ``text`` is on it; return the pane."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pane = subprocess.run(["tmux", "capture-pane", "-t", session, "-p"], capture_output=True,
+                              text=True, check=False).stdout
+        if text in pane or time.monotonic() > deadline:
+            return pane
+        time.sleep(0.2)
+
+
+@pytest.mark.skipif(TMUX is None, reason="needs Debian's tmux (make test installs it)")
+def test_the_mitmproxy_console_shows_the_callgate_view_of_a_failing_flow(tmp_path: Path) -> None:
+    """The console in a real terminal: tmux runs mitmproxy, keys open the flow's response."""
+    name = "openai/reused_index_new_id"
+    upstream, port, session = fake_provider(), free_port(), f"callgate-{free_port()}"
+    addon = Path(subprocess.run([str(BIN / "callgate"), "addon-path"], capture_output=True,
+                                text=True, check=True).stdout.strip())
+    command = (f"{BIN / 'mitmproxy'} -s {addon} --mode reverse:{upstream.url} --listen-port "
+               f"{port} --set confdir={tmp_path / 'conf'} --set callgate_out={tmp_path / 'fx'}")
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "45",
+                    command], check=True)
+    try:
+        assert wait_listening(port), pane_shows(session, "never")
+        post(f"http://127.0.0.1:{port}", f"/f/{name}/v1/chat/completions", request_body(name))
+        pane_shows(session, "\u274c")  # the verdict marks the flow in the list
+        subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", session, "Tab"], check=True)
+        pane = pane_shows(session, "callgate: fail (BLOCKED)")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+        upstream.close()
+    assert "callgate: fail (BLOCKED)  openai/-  identity_collision" in pane
+    assert "(callgate explain identity_collision)" in pane
+    assert "\u2717    2  " in pane  # the event where the collision struck
