@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from callgate.cli.files import load_envelope
-from callgate.cli.output import console, error_line, styled
+from callgate.cli.output import console, error_line, safe, styled
 from callgate.reassemble import Report, check
 from callgate.reassemble.errors import InputError, UsageError
 
@@ -54,13 +54,13 @@ def print_text_report(console: Console, path: Path, report: Report) -> None:
         table = Table("choice", "slot", "id", "name", "state", "arguments", show_lines=False)
         for call in report.calls:
             arguments = call.arguments if call.arguments is not None else "-"
-            table.add_row(str(call.choice), str(call.slot), call.id or "-", call.name or "-",
-                          call.state.value, arguments if len(arguments) <= 80
-                          else arguments[:77] + "...")
+            table.add_row(str(call.choice), str(call.slot), safe(call.id or "-"),
+                          safe(call.name or "-"), call.state.value,
+                          safe(arguments if len(arguments) <= 80 else arguments[:77] + "..."))
         console.print(table)
     for finding in report.findings:
         where = f"slot {finding.slot}" if finding.slot is not None else "turn"
         mark = "tolerated" if not finding.blocking else "BLOCK"
         quirk = f" [{finding.quirk}]" if finding.quirk else ""
-        console.print(f"  {mark} {finding.code.value}{quirk} ({where}, event {finding.event}, "
-                      f"{finding.path}): {finding.message}")
+        console.print(safe(f"  {mark} {finding.code.value}{quirk} ({where}, event "
+                           f"{finding.event}, {finding.path}): {finding.message}", one_line=True))

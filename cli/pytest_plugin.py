@@ -114,13 +114,14 @@ class FixtureItem(pytest.Item):
 
     def runtest(self) -> None:
         # Imported here: see the module comment (the plugin loads in every pytest run).
+        from callgate.cli.output import safe
         from callgate.cli.replay.outcome import judge
 
         outcome = judge(self.path)
         if outcome.error is not None:
-            raise FixtureFailure([f"{self.path}: {outcome.error}"])
+            raise FixtureFailure([safe(f"{self.path}: {outcome.error}", one_line=True)])
         if outcome.problems:
-            raise FixtureFailure(list(outcome.problems))
+            raise FixtureFailure([safe(problem, one_line=True) for problem in outcome.problems])
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: TracebackStyle | None = None) -> str | TerminalRepr:

@@ -129,3 +129,24 @@ def test_fixture_text_that_looks_like_markup_is_printed_as_it_is(hostile: str,
     assert header == f"{path}  openai/{hostile}  pass (EXECUTABLE)"
     shown = hostile if len(hostile) <= 14 else hostile[:13] + "\u2026"  # cut to the column
     assert [cell.strip() for cell in row.split("\u2502")[3:5]] == [shown, shown]
+
+
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x9b31m"
+
+
+def test_control_characters_from_a_fixture_or_a_file_name_never_reach_the_terminal(
+        tmp_path: Path) -> None:
+    envelope = json.loads(GOOD.read_text())
+    envelope["provider"] = ESCAPES
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(envelope))
+    hostile_name = tmp_path / f"bad{ESCAPES}.json"
+    hostile_name.write_text("{")
+    code, out, err = invoke("--report", "text", str(good), str(hostile_name))
+    replayed = runner.invoke(app, ["replay", str(tmp_path), "--report", "text"])
+    for text in (out, err, replayed.stdout, replayed.stderr):
+        assert not any((ord(c) < 32 and c not in "\n") or 0x7F <= ord(c) <= 0x9F for c in text)
+    assert code == 2 and "openai/\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m  pass" in out
+    assert err == (f"callgate: {tmp_path}/bad\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m.json: not strict "
+                   "JSON (invalid_arguments_json): Expecting property name enclosed in double "
+                   "quotes\n")

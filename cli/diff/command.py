@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from callgate.cli.files import load_envelope
-from callgate.cli.output import console, error_line
+from callgate.cli.output import console, error_line, safe, styled
 from callgate.reassemble import Report, check
 from callgate.reassemble.errors import CallgateError, SetupError, UsageError
 
@@ -141,7 +141,7 @@ def diff_fixture(console: Console, path: Path, adapter: str, python: str) -> int
     result = run_adapter(python, adapter, envelope)
     report = check(envelope)
     verdict = compare(result, report, ADAPTERS[adapter].hands_values)
-    console.print(Text.assemble((str(path), "bold"), f"  {report.profile}"))
+    console.print(styled((str(path), "bold"), f"  {report.profile}"))
     table = Table()
     # fold, not ellipsis: argument texts have no spaces to wrap at, and every byte matters here.
     table.add_column(f"{result.adapter} {result.version} hands the tool runner", overflow="fold")
@@ -257,10 +257,10 @@ def count(number: int, noun: str) -> str:
 
 def adapter_cell(result: AdapterResult) -> Text:
     if result.error:
-        return Text(f"raised {result.error}")
+        return Text(safe(f"raised {result.error}"))
     lines = [line for call in result.calls for line in call_lines(call)] or ["no call"]
     lines.append(f"finish {result.finish}")
-    return Text("\n".join(lines))
+    return Text(safe("\n".join(lines)))
 
 
 def callgate_cell(report: Report) -> Text:
@@ -272,7 +272,7 @@ def callgate_cell(report: Report) -> Text:
     if report.executable and len(report.calls) > len(allowed):
         lines.append(f"+{count(len(report.calls) - len(allowed), 'call')} in other choices "
                      f"(not compared)")
-    return Text("\n".join(lines))
+    return Text(safe("\n".join(lines)))
 
 
 def call_lines(call: HandedCall) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from callgate.cli.importing.read import Skipped, read_source
+from callgate.cli.output import error_line, line
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.profiles import PROFILES
@@ -63,7 +64,7 @@ def run_import(sources: Sequence[Path], options: ImportOptions, out: TextIO, err
         try:
             items = read_source(source, request_body=request_body, url=options.url)
         except InputError as error:
-            print(f"callgate: {source}: {error}", file=err)
+            error_line(f"{source}: {error}", err)
             tally.unreadable += 1
             continue
         for number, item in enumerate(items, 1):
@@ -81,24 +82,24 @@ def _request_body(options: ImportOptions, err: TextIO) -> bytes | None:
     try:
         return options.request.read_bytes()
     except OSError as error:
-        print(f"callgate: {options.request}: cannot read: {error.strerror or error}", file=err)
+        error_line(f"{options.request}: cannot read: {error.strerror or error}", err)
         return None
 
 
 def _redact_one(label: str, item: Exchange | Skipped, options: ImportOptions, out: TextIO,
                 err: TextIO, tally: _Tally) -> dict[str, Any] | None:
     if isinstance(item, Skipped):
-        print(f"skipped {label} ({item.label}): {item.reason}", file=out)
+        line(f"skipped {label} ({item.label}): {item.reason}", out)
         return None
     try:
         redacted = redact_exchange(item, profile=options.profile, provider=options.provider,
                                    arguments=options.arguments,
                                    allow_verdict_change=options.allow_verdict_change)
     except NotApplicable as reason:
-        print(f"skipped {label}: {reason}", file=out)
+        line(f"skipped {label}: {reason}", out)
         return None
     except RedactionRefused as reason:
-        print(f"callgate: refused {label}: {reason}", file=err)
+        error_line(f"refused {label}: {reason}", err)
         tally.refused += 1
         return None
     return redacted.envelope
@@ -118,7 +119,7 @@ def _write_all(planned: list[tuple[str, dict[str, Any]]], options: ImportOptions
         tally.written += 1
         expect = envelope["expect"]
         codes = ", ".join(expect["codes"]) or "-"
-        print(f"imported {label} -> {path} ({expect['status']}: {codes})", file=out)
+        line(f"imported {label} -> {path} ({expect['status']}: {codes})", out)
 
 
 def _exit_code(tally: _Tally, err: TextIO) -> int:
@@ -127,6 +128,6 @@ def _exit_code(tally: _Tally, err: TextIO) -> int:
     if tally.refused:
         return 1
     if not tally.written:
-        print("callgate: nothing to import: no streamed tool-call exchange was found", file=err)
+        error_line("nothing to import: no streamed tool-call exchange was found", err)
         return 1
     return 0

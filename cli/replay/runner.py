@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from rich.progress import Progress
 
 from callgate.cli.files import find_fixtures, load_envelope
-from callgate.cli.output import console, error_line
+from callgate.cli.output import console, error_line, line
 from callgate.cli.replay.outcome import Outcome, expectation_now, judge, summarize
 from callgate.cli.replay.reports import ReplayFormat, render
 from callgate.proxy_addon.storage import write_atomic
@@ -88,7 +88,7 @@ def run_replay(paths: Sequence[Path], report_format: str, output: Path | None, j
     outcomes = _replay_with_progress(paths, jobs, err)
     for outcome in outcomes:
         if outcome.error is not None:
-            print(f"callgate: {outcome.fixture}: {outcome.error}", file=err)
+            error_line(f"{outcome.fixture}: {outcome.error}", err)
     if update:
         _print_updates(outcomes, update_expectations(outcomes), out)
         return 2 if any(o.unreadable for o in outcomes) else 0
@@ -133,7 +133,7 @@ def _print_updates(outcomes: Sequence[Outcome], written: Sequence[Path], out: Te
         assert outcome.facts is not None and outcome.report is not None
         old = outcome.facts.expect
         new = expectation_now(old, outcome.report)
-        print(f"updated {path}: {_describe(old)} -> {_describe(new, old)}", file=out)
+        line(f"updated {path}: {_describe(old)} -> {_describe(new, old)}", out)
 
 
 def _describe(expect: Mapping[str, Any] | None, before: Mapping[str, Any] | None = None) -> str:

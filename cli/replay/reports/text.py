@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rich.table import Column, Table
 from rich.text import Text
 
-from callgate.cli.output import console
+from callgate.cli.output import console, safe
 from callgate.cli.replay.outcome import Outcome, summary_line
 
 #: How wide the text table is when it goes to a file or a pipe (CI logs), not a terminal.
@@ -30,14 +30,14 @@ def text_table(outcomes: Sequence[Outcome]) -> Table:
 def _text_row(outcome: Outcome) -> list[Text]:
     report = outcome.report
     if report is None:
-        return [Text(str(outcome.fixture)), Text("-"), Text("-"), Text("unreadable", "red"),
-                Text(""), Text(outcome.error or "", "red")]
+        return [Text(safe(outcome.fixture)), Text("-"), Text("-"), Text("unreadable", "red"),
+                Text(""), Text(safe(outcome.error or ""), "red")]
     status = report.status.value
     tolerated = sorted({f.code.value for f in report.findings if not f.blocking})
     codes = "\n".join([*report.blocking_codes, *(f"{code} (tolerated)" for code in tolerated)])
     expectation = (Text("held", "green") if outcome.held
-                   else Text("\n".join(outcome.problems), "red"))
-    return [Text(str(outcome.fixture)), Text(report.profile), Text(report.provider or "-"),
+                   else Text("\n".join(safe(p, one_line=True) for p in outcome.problems), "red"))
+    return [Text(safe(outcome.fixture)), Text(report.profile), Text(safe(report.provider or "-")),
             Text(status, _STYLES.get(status, "yellow")), Text(codes), expectation]
 
 
