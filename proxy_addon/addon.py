@@ -100,11 +100,15 @@ class CallgateAddon:
             return
         assert flow.response is not None
         self._captures[flow.id] = capture
-        if ctx.options.callgate_enforce and capture.tap.decompressor.encoding not in ("",
-                                                                                     "identity"):
-            # Enforce mode releases whole decoded events, so the client gets them decoded.
-            flow.response.headers.pop("content-encoding", None)
-            flow.response.headers.pop("content-length", None)
+        if ctx.options.callgate_enforce:
+            # Enforce mode may replace the end of the body with an error event of another length,
+            # so a declared length would leave the client waiting for bytes that never come; and
+            # it releases whole decoded events, so the client gets them decoded.
+            declared = flow.response.headers.pop("content-length", None)
+            if declared is not None and flow.request.http_version == "HTTP/1.1":
+                flow.response.headers["transfer-encoding"] = "chunked"  # keeps the connection
+            if capture.tap.decompressor.encoding not in ("", "identity"):
+                flow.response.headers.pop("content-encoding", None)
         flow.response.stream = capture.tap
 
     def response(self, flow: http.HTTPFlow) -> None:

@@ -8,16 +8,18 @@ import itertools
 import json
 import logging
 import socket
+import threading
 import time
 import zlib
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from callgate.proxy_addon.tap import blocked_event
-from callgate.reassemble.profiles import array_frames
+from callgate.reassemble.profiles import array_frames, frames
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import (
@@ -350,10 +352,11 @@ def test_enforce_mode_on_a_gemini_json_array_passes_a_good_turn_and_ends_a_bad_o
         "status": "ABORTED"}}]
 
 
-def chunked_turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[bytes]:
+def turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[bytes]:
     """Send each turn in turn on one kept-alive HTTP/1.1 connection with a raw socket; read each
-    chunked response exactly to its terminating chunk. Returns the bodies; fails on anything
-    where a status line should be, or on any byte left over after the last response."""
+    response exactly to its end (its terminating chunk, or its declared length). Returns the
+    bodies; fails on anything where a status line should be, or on any byte left over after the
+    last response."""
     bodies = []
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         reader = sock.makefile("rb")
@@ -367,6 +370,9 @@ def chunked_turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -
             while (line := reader.readline()) != b"\r\n":
                 name, _, value = line.decode().partition(":")
                 headers[name.strip().lower()] = value.strip()
+            if "content-length" in headers:
+                bodies.append(reader.read(int(headers["content-length"])))
+                continue
             assert headers.get("transfer-encoding") == "chunked", headers
             pieces = []
             while (size := int(reader.readline().split(b";")[0], 16)) != 0:
@@ -391,7 +397,7 @@ def test_turns_on_one_kept_alive_connection_each_end_once(upstream: Any, tmp_pat
     good, bad = "openai/valid_parallel_interleaved", "openai/reused_index_new_id"
     turns = [(chat_path(name), request_body(name)) for name in (good, bad, good)]
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
-        bodies = chunked_turns_on_one_connection(running.port, turns)
+        bodies = turns_on_one_connection(running.port, turns)
         reused = http.client.HTTPConnection("127.0.0.1", running.port, timeout=30)
         for path, body in turns:  # a client that reuses its connection, as most do
             reused.request("POST", path, body, {"content-type": "application/json"})
@@ -403,3 +409,53 @@ def test_turns_on_one_kept_alive_connection_each_end_once(upstream: Any, tmp_pat
         assert bodies[1].endswith(blocked_event("openai", ["identity_collision"]))
     else:
         assert bodies[1] == direct[1]
+
+
+class _LengthUpstream(ThreadingHTTPServer):
+    """An upstream that declares each body's length instead of chunking it."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _LengthHandler)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+class _LengthHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        name = self.path.removeprefix("/f/").split("/v1/")[0]
+        body = b"".join(frames(load(CONFORMANCE / f"{name}.json")))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
+def test_a_declared_length_never_leaves_the_client_waiting(tmp_path: Path,
+                                                          enforce: bool) -> None:
+    """Enforce mode can end a body with an error event of another length: the declared length
+    goes (the body is chunked instead), or the client waits for bytes that never come."""
+    good, bad = "openai/valid_parallel_interleaved", "openai/reused_index_new_id"
+    turns = [(chat_path(name), request_body(name)) for name in (good, bad, good)]
+    upstream = _LengthUpstream()
+    try:
+        with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
+            bodies = turns_on_one_connection(running.port, turns)
+    finally:
+        upstream.shutdown()
+    sent = [b"".join(frames(load(CONFORMANCE / f"{name}.json"))) for name in (good, bad, good)]
+    assert bodies[0] == bodies[2] == sent[0]
+    if enforce:
+        assert bodies[1].endswith(blocked_event("openai", ["identity_collision"]))
+        assert bodies[1] != sent[1]
+    else:
+        assert bodies[1] == sent[1]
