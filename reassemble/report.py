@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -90,7 +91,10 @@ class Report:
         return sorted({f.code.value for f in self.findings if f.blocking})
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The report as JSON-ready data. A lone surrogate (provider text a Python caller handed
+        over) becomes U+FFFD: no JSON text can carry one strictly, and the report must be strict
+        JSON wherever it goes."""
+        report: dict[str, Any] = _without_lone_surrogates({
             "report_version": REPORT_VERSION,
             "status": self.status.value,
             "applicable": self.applicable,
@@ -99,4 +103,18 @@ class Report:
             "provider": self.provider,
             "calls": [call.to_dict() for call in self.calls],
             "findings": [finding.to_dict() for finding in self.findings],
-        }
+        })
+        return report
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {key: _without_lone_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    return value

@@ -235,4 +235,15 @@ def test_a_lone_surrogate_handed_over_from_python_is_invalid_unicode(profile: st
     first, second = ("\ud800", "x") if profile == "gemini" else ('{"a": "\ud800"}', "{}")
     report = run(profile, BUILDERS[profile]([[first], [second]], [0, 1]))
     assert (report.status.value, report.blocking_codes) == ("fail", ["invalid_unicode"])
-    assert "\\ud800" in json.dumps(report.to_dict())  # the report still writes out as JSON
+    assert "\ufffd" in report.to_dict()["calls"][0]["arguments"]  # written out as U+FFFD
+
+
+def test_a_report_is_strict_json_even_when_provider_text_holds_a_lone_surrogate() -> None:
+    from callgate.reassemble import strict_json
+    from tests.test_properties import BUILDERS, run
+
+    stream = BUILDERS["openai"]([['{"a": 1}'], ["{}"]], [0, 1])
+    stream[0]["choices"][0]["delta"]["tool_calls"][0]["id"] = "call_\ud800"
+    report = run("openai", stream)
+    written = strict_json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert written["calls"][0]["id"] == "call_\ufffd"
