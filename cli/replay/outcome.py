@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from callgate.cli.files import load_envelope
+from callgate.cli.files import load_json
 from callgate.reassemble import Call, Report, Status, check
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.profiles import PROFILES
@@ -164,12 +164,12 @@ def judge(path: Path) -> Outcome:
     try:
         if path.is_dir():
             raise InputError("no *.json fixture in this folder", path)
-        envelope = load_envelope(path)
+        document = load_json(path)
+        report = check(document)  # which checks the envelope: once, not again after loading
     except InputError as error:
         problem = str(error).removeprefix(f"{path}: ")
         return Outcome(path, None, None, [], problem, time.perf_counter() - start)
-    report = check(envelope)
-    return Outcome.judged(path, envelope, report, time.perf_counter() - start)
+    return Outcome.judged(path, document, report, time.perf_counter() - start)
 
 
 class Summary(NamedTuple):
