@@ -6,8 +6,9 @@ the addon observing, and the addon in enforce mode. The upstream (standard libra
 process) streams OpenAI-shaped tool-call turns with chunked transfer encoding, one flush per
 event; the clients (``http.client``, threads of this process) read each body as it comes.
 
-Per setup and workload: the proxy's CPU per 1,000 events (user + system time of the mitmdump
-process from ``/proc``, fixture writing included: a workload ends when its fixtures are on disk),
+Per setup and workload: the proxy's CPU per 1,000 events (user + system time from ``/proc`` of
+the mitmdump process, and of it with the processes it started, the addon's fixture writer: a
+workload ends when its fixtures are on disk),
 time to first byte and the lag from the upstream's last byte to the client's last byte (p50 and
 p95). Every body must reach the client byte for byte as the upstream sent it.
 
@@ -16,6 +17,7 @@ Run: ``make bench`` (or ``python bench/bench_proxy.py``).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -117,8 +119,31 @@ def mitmdump(kind: str, upstream: str, folder: Path) -> tuple[subprocess.Popen[b
 
 
 def cpu_seconds(pid: int) -> float:
+    """User + system time of one process."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system time of a process and every process it started (the addon's fixture
+    writer), as they are now."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    tree, grown = {pid}, True
+    while grown:
+        more = {child for child, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grown = bool(more)
+    total = 0.0
+    for member in tree:
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(member)
+    return total
 
 
 def client(port: int, name: str, seeds: range, events: int,
@@ -166,7 +191,7 @@ def run(kind: str, upstream: Upstream, workload: tuple[int, int, int],
         client(port, "warm-up", range(1), events, [])
         if kind != "plain":
             fixtures_written(folder / "fixtures", 1)
-        before = cpu_seconds(process.pid)
+        before, before_tree = cpu_seconds(process.pid), tree_cpu_seconds(process.pid)
         threads = [threading.Thread(target=client, args=(
             port, f"c{n}", range(1 + n * turns, 1 + (n + 1) * turns), events, results))
             for n in range(clients)]
@@ -177,12 +202,14 @@ def run(kind: str, upstream: Upstream, workload: tuple[int, int, int],
         if kind != "plain":
             fixtures_written(folder / "fixtures", 1 + clients * turns)
         cpu = cpu_seconds(process.pid) - before
+        cpu_tree = tree_cpu_seconds(process.pid) - before_tree
     finally:
         process.terminate()
         process.wait(30)
     lags = [last - upstream.last_byte[label] for label, _, last in results]
     firsts = [first for _, first, _ in results]
     return {"cpu_per_1k": cpu / (clients * turns * events) * 1000,
+            "tree_per_1k": cpu_tree / (clients * turns * events) * 1000,
             "ttfb_p50": statistics.median(firsts), "lag_p50": statistics.median(lags),
             "lag_p95": percentile(lags, 0.95)}
 
@@ -190,6 +217,7 @@ def run(kind: str, upstream: Upstream, workload: tuple[int, int, int],
 def rows() -> Iterator[str]:
     upstream = Upstream()
     yield (f"{'workload':<24} {'setup':<8} {'CPU ms/1k ev':>12} {'x plain':>8} "
+           f"{'+writer ms':>10} {'x plain':>8} "
            f"{'TTFB p50 ms':>11} {'lag p50 ms':>10} {'lag p95 ms':>10}")
     for workload in WORKLOADS:
         clients, turns, events = workload
@@ -201,6 +229,8 @@ def rows() -> Iterator[str]:
             plain = plain or figures
             yield (f"{name:<24} {kind:<8} {figures['cpu_per_1k'] * 1000:>12.1f} "
                    f"{figures['cpu_per_1k'] / plain['cpu_per_1k']:>8.2f} "
+                   f"{figures['tree_per_1k'] * 1000:>10.1f} "
+                   f"{figures['tree_per_1k'] / plain['tree_per_1k']:>8.2f} "
                    f"{figures['ttfb_p50'] * 1000:>11.1f} {figures['lag_p50'] * 1000:>10.1f} "
                    f"{figures['lag_p95'] * 1000:>10.1f}")
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from callgate.proxy_addon import webview
 from callgate.proxy_addon.storage import write_atomic
 from callgate.proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
-from callgate.reassemble import Finding, Reassembler
+from callgate.reassemble import Finding, Reassembler, Report
 from callgate.reassemble.errors import CallgateError
 from callgate.reassemble.profiles import PROFILES, array_frames, frames, profile_for
 from callgate.reassemble.providers import provider_from_url
@@ -32,7 +33,6 @@ from callgate.redact import (
     ArgumentMode,
     Exchange,
     NotApplicable,
-    Redacted,
     RedactionRefused,
     fixture_bytes,
     fixture_name,
@@ -55,7 +55,7 @@ class _Capture:
 class CallgateAddon:
     def __init__(self) -> None:
         self._captures: dict[str, _Capture] = {}
-        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="callgate-writer")
+        self._executor: ProcessPoolExecutor | None = None  # started with the first fixture
         self._pending: set[Future[Any]] = set()
 
     def load(self, loader: Any) -> None:
@@ -124,7 +124,18 @@ class CallgateAddon:
         pending = [asyncio.wrap_future(future) for future in self._pending]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-        self._executor.shutdown(wait=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+
+    def _writer(self) -> ProcessPoolExecutor:
+        """The process fixtures are built in. A process, not a thread: building a fixture
+        (parse, redact, two checks, the indented JSON) is pure Python and, in a thread, held the
+        GIL the event loop streams with. ``forkserver``: the worker starts from a clean process,
+        not a fork of mitmproxy's threads."""
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("forkserver"))
+        return self._executor
 
     # -- the flow's life -------------------------------------------------------------------------
 
@@ -201,14 +212,15 @@ class CallgateAddon:
         out = Path(ctx.options.callgate_out)
         mode = ArgumentMode(ctx.options.callgate_arguments)
         allow = ctx.options.callgate_allow_verdict_change
-        future = self._executor.submit(_write_fixture, exchange, capture.tap.profile,
-                                       capture.provider, out, mode, allow)
+        shown = ctx.options.callgate_web_body == WebBody.redacted
+        future = self._writer().submit(_write_fixture, exchange, capture.tap.profile,
+                                       capture.provider, out, mode, allow,
+                                       shown and capture.tap.framing == JSON_ARRAY, shown)
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         loop = asyncio.get_running_loop()
-        json_array = capture.tap.framing == JSON_ARRAY
         future.add_done_callback(
-            lambda done: loop.call_soon_threadsafe(_report_written, flow, json_array, done))
+            lambda done: loop.call_soon_threadsafe(_report_written, flow, done))
 
 
 def _where(flow: http.HTTPFlow) -> str:
@@ -230,18 +242,21 @@ def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchang
 
 
 def _write_fixture(exchange: Exchange, profile: str, provider: str | None, out: Path,
-                   mode: ArgumentMode, allow: bool) -> tuple[Path, Redacted]:
-    """Runs in a worker thread: redaction is linear in the stream and must not hold the loop."""
+                   mode: ArgumentMode, allow: bool, json_array: bool,
+                   shown: bool) -> tuple[Path, Report, bytes | None]:
+    """Runs in the writer process: the fixture's path, its report, and with ``shown`` its
+    stream framed as the provider frames it (the body mitmweb shows)."""
     redacted = redact_exchange(exchange, profile=profile, provider=provider, arguments=mode,
                                allow_verdict_change=allow)
     data = fixture_bytes(redacted.envelope)
     path = out / fixture_name(redacted.envelope, data)
     write_atomic(path, data)
-    return path, redacted
+    framed = array_frames if json_array else frames
+    return path, redacted.report, b"".join(framed(redacted.envelope)) if shown else None
 
 
-def _report_written(flow: http.HTTPFlow, json_array: bool,
-                    done: Future[tuple[Path, Redacted]]) -> None:
+def _report_written(flow: http.HTTPFlow,
+                    done: Future[tuple[Path, Report, bytes | None]]) -> None:
     error = done.exception()
     if isinstance(error, NotApplicable | RedactionRefused):
         log.warning("callgate: %s: no fixture written: %s", flow.id, error)
@@ -252,13 +267,11 @@ def _report_written(flow: http.HTTPFlow, json_array: bool,
         _show_redacted_instead(flow, "no redacted stream to show: internal "
                                      f"{type(error).__name__}")
     else:
-        path, redacted = done.result()
-        report = redacted.report
+        path, report, shown = done.result()
         codes = ", ".join(report.blocking_codes) or "-"
         log.info("callgate: %s %s -> %s (%s)", flow.id, report.status.value, path, codes)
-        if ctx.options.callgate_web_body == WebBody.redacted:
-            framed = array_frames if json_array else frames
-            _show(flow, b"".join(framed(redacted.envelope)), report.to_dict())
+        if shown is not None:
+            _show(flow, shown, report.to_dict())
 
 
 def _show(flow: http.HTTPFlow, body: bytes, report: dict[str, Any]) -> None:
