@@ -15,7 +15,7 @@ PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
 
-.PHONY: demo test test-fast test-mitmproxy12 lint bench docs browser clean
+.PHONY: demo test test-fast test-mitmproxy12 lint bench fuzz docs browser clean
 
 # callgate itself, with its test tools.
 $(STAMP): pyproject.toml
@@ -83,6 +83,14 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_floor.py
 	$(BIN)/python bench/bench_proxy.py
+
+# The fuzz tests at length (make test runs a slice): FUZZ_EXAMPLES each, from a seed it prints.
+FUZZ_EXAMPLES ?= 50000
+FUZZ_SEED ?= $(shell python3 -c 'import random; print(random.randrange(2**32))')
+fuzz: $(STAMP)
+	@echo "fuzz: $(FUZZ_EXAMPLES) examples per test, seed $(FUZZ_SEED)"
+	CALLGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \
+	  --hypothesis-seed=$(FUZZ_SEED) tests/test_fuzz.py
 
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs

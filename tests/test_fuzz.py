@@ -1,26 +1,41 @@
-"""Mutated fixtures through the Python API: whatever the events hold, ``check`` answers with a
-report (exit 0, 1 or 2) that is strict JSON, or raises ``EnvelopeError`` for a non-envelope, and
-nothing else.
+"""Fuzzing with invariants, not just "no exception".
 
-Each example takes a bundled fixture and changes its stream a few times: a value replaced by
-one of many shapes (a lone surrogate, a huge integer, infinity, the wrong container, a terminal
-reason), a member dropped or added under a name the profiles read, an event dropped or repeated.
+- Mutated fixtures through the Python API: whatever the events hold, ``check`` answers with a
+  report (exit 0, 1 or 2) that is strict JSON, or raises ``EnvelopeError`` for a non-envelope,
+  and nothing else. Each example takes a bundled fixture and changes its stream a few times: a
+  value replaced by one of many shapes (a lone surrogate, a huge integer, infinity, the wrong
+  container, a terminal reason), a member dropped or added under a name the profiles read, an
+  event dropped or repeated.
+- Mutated recordings through ``callgate import``: bytes of a real recorded stream flipped, cut,
+  repeated, deleted or inserted; the import answers with exit 0, 1 or 2 and one line per
+  problem, never an exception, and every file it leaves is a whole fixture.
+
+``make fuzz`` runs these with ``CALLGATE_FUZZ_EXAMPLES`` examples each (and prints the seed);
+``make test`` runs a slice.
 """
 
 from __future__ import annotations
 
 import copy
+import io
 import json
+import os
+from pathlib import Path
 from typing import Any
 
-from hypothesis import example, given, settings
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from callgate import EnvelopeError, check
+from callgate.cli.files import load_envelope
+from callgate.cli.importing.command import ImportOptions, run_import
 from callgate.reassemble import strict_json
 from callgate.reassemble.profiles import PROFILES
-from tests.conftest import CONFORMANCE, conformance_fixtures, load
+from tests.conftest import CONFORMANCE, SHARED_CORPUS, conformance_fixtures, load
 
+#: Examples per fuzz test: a slice in ``make test``, many in ``make fuzz``.
+EXAMPLES = int(os.environ.get("CALLGATE_FUZZ_EXAMPLES", "1000"))
 FIXTURES = [load(path) for path in conformance_fixtures()]
 SHAPES: list[object] = [None, True, False, 0, -1, 2**70, 1.5, float("inf"), float("nan"), "",
                         "x", "\ud800", [], {}, [1], {"a": 1}, "tool_calls", "tool_use", "STOP",
@@ -77,7 +92,7 @@ def with_lone_surrogate_id() -> dict[str, Any]:
     return envelope
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @example(with_lone_surrogate_id())
 @given(mutated_fixtures())
 def test_any_mutated_stream_gets_a_strict_json_report_or_an_envelope_error(
@@ -88,3 +103,53 @@ def test_any_mutated_stream_gets_a_strict_json_report_or_an_envelope_error(
         return
     assert report.exit_code in (0, 1, 2)
     strict_json.loads(json.dumps(report.to_dict(), allow_nan=False))
+
+
+RECORDINGS = sorted(path for path in (SHARED_CORPUS / "real").rglob("*")
+                    if path.suffix in (".sse", ".jsonl", ".json") and ".request." not in path.name
+                    and "decoded" not in path.name) if (SHARED_CORPUS / "real").is_dir() else []
+INSERTS = [b"\xff", b"\x00", b"\r", b"\n\n", b"{", b'"', b"data: ", b"[", b"\xed\xa0\x80",
+           b"event: x\n", b"[DONE]"]
+
+
+@st.composite
+def mutated_recordings(draw: st.DrawFn) -> tuple[Path, bytes]:
+    source = draw(st.sampled_from(RECORDINGS))
+    data = bytearray(source.read_bytes())
+    for _ in range(draw(st.integers(1, 4))):
+        if not data:
+            break
+        at = draw(st.integers(0, len(data) - 1))
+        action = draw(st.sampled_from(["flip", "cut", "repeat", "delete", "insert"]))
+        if action == "flip":
+            data[at] = draw(st.integers(0, 255))
+        elif action == "cut":
+            del data[at:]
+        elif action == "repeat":
+            data[at:at] = data[at:at + draw(st.integers(1, 200))]
+        elif action == "delete":
+            del data[at:at + draw(st.integers(1, 50))]
+        else:
+            data[at:at] = draw(st.sampled_from(INSERTS))
+    return source, bytes(data)
+
+
+@pytest.mark.corpus
+@settings(max_examples=max(50, EXAMPLES // 10), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(drawn=mutated_recordings())
+def test_a_mutated_recording_imports_or_is_refused_with_one_line_per_problem(
+        drawn: tuple[Path, bytes], tmp_path_factory: pytest.TempPathFactory) -> None:
+    if not RECORDINGS:
+        pytest.skip("shared corpus not present")
+    source, data = drawn
+    folder = tmp_path_factory.mktemp("fuzz")
+    recording = folder / f"recording{source.suffix}"
+    recording.write_bytes(data)
+    out, err = io.StringIO(), io.StringIO()
+    code = run_import([recording], ImportOptions(out_dir=folder / "fx", provider="fuzz"), out,
+                      err)
+    assert code in (0, 1, 2)
+    assert all(line.startswith("callgate: ") for line in err.getvalue().splitlines())
+    written = sorted((folder / "fx").glob("*")) if (folder / "fx").exists() else []
+    assert all(path.suffix == ".json" and load_envelope(path) for path in written)
