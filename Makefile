@@ -86,7 +86,9 @@ bench: $(STAMP)
 
 # The fuzz tests at length (make test runs a slice): FUZZ_EXAMPLES each, from a seed it prints.
 FUZZ_EXAMPLES ?= 50000
-FUZZ_SEED ?= $(shell python3 -c 'import random; print(random.randrange(2**32))')
+ifndef FUZZ_SEED
+FUZZ_SEED := $(shell $(PYTHON) -c 'import random; print(random.randrange(2**32))')
+endif
 fuzz: $(STAMP)
 	@echo "fuzz: $(FUZZ_EXAMPLES) examples per test, seed $(FUZZ_SEED)"
 	CALLGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \
