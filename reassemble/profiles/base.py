@@ -71,7 +71,7 @@ class Profile:
     done_sentinel: bool = False
     #: Whether a raw event carries the turn's terminal evidence, or follows it (what a proxy in
     #: enforce mode holds back until the verdict is known).
-    carries_terminal: Callable[[object], bool] = lambda raw: False
+    carries_terminal: Callable[[object], bool] = _never
     #: Whether a raw event is the last that belongs to the turn (besides ``[DONE]``).
     ends_stream: Callable[[object], bool] = _never
 

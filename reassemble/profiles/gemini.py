@@ -56,6 +56,8 @@ _OTHER_PART_FIELDS = frozenset({
     "text", "thought", "thoughtSignature", "inlineData", "fileData", "executableCode",
     "codeExecutionResult", "videoMetadata", "partMetadata", "mediaResolution"})
 _CALL_FIELDS = frozenset({"id", "name", "args", "partialArgs", "willContinue"})
+
+
 def canonical_arguments(args: object) -> str:
     """The canonical arguments text of a call's ``args`` (module docstring). Raises
     ``RecursionError`` for a value nested beyond what ``json`` can write."""

@@ -20,7 +20,6 @@ _PARTIAL_FIELDS = frozenset({"jsonPath", "willContinue", *_VALUE_FIELDS})
 _SEGMENT = re.compile(r"\.([^.\[\]]+)|\[(0|[1-9][0-9]*)\]")
 
 
-
 def parse_json_path(path: str) -> list[str | int] | None:
     """``$.a.b[0]`` as ``["a", "b", 0]``; None when it is not in that form."""
     if not path.startswith("$"):
