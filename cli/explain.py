@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from callgate.cli.output import error_line
 from callgate.reassemble.catalogue import CATALOGUE, Entry
 from callgate.reassemble.codes import Code
 
@@ -23,8 +24,7 @@ def run_explain(code: str, out: TextIO, err: TextIO) -> int:
     entry = _lookup(code.strip())
     if entry is None:
         known = ", ".join(sorted(c.value for c in CATALOGUE))
-        print(f"callgate: unknown finding code {code!r}; known: {known}", file=err)
-        return 2
+        return error_line(f"unknown finding code {code!r}; known: {known}", err)
     found, text = entry
     out.write(explanation(found, text))
     return 0

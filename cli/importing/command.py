@@ -52,9 +52,8 @@ def run_import(sources: Sequence[Path], options: ImportOptions, out: TextIO, err
     """Import every source. Exit 0: every streamed exchange found was written (at least one);
     1: one was refused or nothing was found to import; 2: a source file could not be used."""
     if options.profile is not None and options.profile not in PROFILES:
-        print(f"callgate: unknown profile {options.profile!r}; known: "
-              f"{', '.join(sorted(PROFILES))}", file=err)
-        return 2
+        return error_line(f"unknown profile {options.profile!r}; known: "
+                          f"{', '.join(sorted(PROFILES))}", err)
     request_body = _request_body(options, err)
     if request_body is None:
         return 2
@@ -108,8 +107,8 @@ def _redact_one(label: str, item: Exchange | Skipped, options: ImportOptions, ou
 def _write_all(planned: list[tuple[str, dict[str, Any]]], options: ImportOptions, out: TextIO,
                err: TextIO, tally: _Tally) -> None:
     if options.out is not None and len(planned) > 1:
-        print(f"callgate: --out names one file but {len(planned)} fixtures were found; use "
-              "--out-dir", file=err)
+        error_line(f"--out names one file but {len(planned)} fixtures were found; use --out-dir",
+                   err)
         tally.refused += len(planned)
         return
     for label, envelope in planned:
