@@ -34,7 +34,11 @@ def replay(paths: Sequence[Path], jobs: int = 1, *,
     """Judge every fixture under ``paths`` (see ``find_fixtures``), in sorted order. ``jobs > 1``
     spreads the work over that many processes and gives the same outcomes in the same order.
     ``on_outcome`` is called with each outcome as it is ready, in order (for progress bars)."""
-    files = find_fixtures(paths)
+    return _replay_files(find_fixtures(paths), jobs, on_outcome)
+
+
+def _replay_files(files: list[Path], jobs: int,
+                  on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for outcome in _judged(files, jobs):
         outcomes.append(outcome)
@@ -109,7 +113,7 @@ def _usage_problem(report_format: str, jobs: int) -> str | None:
 def _replay_with_progress(paths: Sequence[Path], jobs: int, err: TextIO) -> list[Outcome]:
     files = find_fixtures(paths)
     if not (err.isatty() and len(files) > PROGRESS_THRESHOLD):
-        return replay(files, jobs)
+        return _replay_files(files, jobs)
     # Refreshed by hand: an auto-refresh thread alive while the worker pool forks could deadlock.
     with Progress(console=console(err, soft_wrap=False), transient=True,
                   auto_refresh=False) as progress:
@@ -123,7 +127,7 @@ def _replay_with_progress(paths: Sequence[Path], jobs: int, err: TextIO) -> list
                 progress.refresh()
                 shown = time.monotonic()
 
-        return replay(files, jobs, on_outcome=advance)
+        return _replay_files(files, jobs, advance)
 
 
 def _print_updates(outcomes: Sequence[Outcome], written: Sequence[Path], out: TextIO) -> None:
