@@ -201,10 +201,11 @@ class CallgateAddon:
         flow.marked = PASS_MARK if report.executable else FAIL_MARK
         codes = ", ".join(report.blocking_codes) or "-"
         flow.comment = f"callgate: {report.status.value} ({codes})"
-        flow.metadata["callgate"] = report.to_dict()
+        flow.metadata["callgate"] = judged = report.to_dict()
         if ctx.options.callgate_web_body == WebBody.raw:
-            _show(flow, b"".join(capture.tap.body), report.to_dict())
-        ctx.master.addons.trigger(UpdateHook([flow]))
+            _show(flow, b"".join(capture.tap.body), judged)  # which also tells the UI
+        else:
+            ctx.master.addons.trigger(UpdateHook([flow]))
         exchange = _exchange(flow, capture, complete)
         self._write_later(flow, exchange, capture)
 
