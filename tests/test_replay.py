@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from callgate.cli.files import find_fixtures
 from callgate.cli.replay.outcome import Outcome, expectation_problems
 from callgate.cli.replay.reports import ReplayFormat, render
 from callgate.cli.replay.reports.text import text_table
@@ -140,6 +141,24 @@ def test_a_folder_without_fixtures_is_an_error_not_an_empty_success(tmp_path: Pa
     (tmp_path / "empty").mkdir()
     code, _, err = run([tmp_path / "empty"])
     assert (code, err) == (2, f"callgate: {tmp_path / 'empty'}: no *.json fixture in this folder\n")
+
+
+def test_fixtures_are_found_as_paths_sort_skipping_hidden_entries_and_folder_links(
+        tmp_path: Path) -> None:
+    root = tmp_path / "tapes"
+    for name in ("a-b/x.json", "a/b/y.json", "a/z.json", ".hidden/w.json", "a/.v.json",
+                 "a/notes.txt", "a/c.JSON", "outside/o.json"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("{}")
+    (root / "a" / "linked").symlink_to(root / "outside", target_is_directory=True)
+    (root / "a" / "link.json").symlink_to(root / "a" / "z.json")
+    (root / "empty").mkdir()
+    found = find_fixtures([root / "a", root, root / "a" / "z.json", tmp_path / "missing.json"])
+    # Path order, not string order: "a/b/y.json" comes before "a-b/x.json".
+    expected = [tmp_path / "missing.json", root / "a/b/y.json", root / "a/link.json",
+                root / "a/z.json", root / "a-b/x.json", root / "outside/o.json"]
+    assert found == sorted(expected) == expected
+    assert find_fixtures([root / "empty"]) == [root / "empty"]
 
 
 def test_a_fixture_without_expect_that_fails_exits_1(folder: Path) -> None:
