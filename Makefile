@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 APPS := .venv-apps
 hash = $(shell $(PYTHON) -c 'import hashlib,sys;print(hashlib.sha256(open("$(1)","rb").read()).hexdigest()[:12])')
 STAMP := $(VENV)/.installed-$(call hash,pyproject.toml)
-APPS_STAMP := $(APPS)/.installed-$(call hash,tests/apps/requirements.txt)
+APPS_STAMP := $(APPS)/.installed-$(call hash,tests/apps/requirements.txt)-$(call hash,pyproject.toml)
 PIP := --quiet --disable-pip-version-check
 
 # mitmproxy 12 needs Python 3.12+: the proxy tests run there too when one is installed.
@@ -25,11 +25,12 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-# The provider SDKs that play the user's app, in an environment of their own.
-$(APPS_STAMP): tests/apps/requirements.txt
+# The provider SDKs that play the user's app, in an environment of their own, with callgate
+# installed as a user installs it beside them (no proxy extra) for the tape tests.
+$(APPS_STAMP): tests/apps/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(APPS)
 	$(APPS)/bin/python -m pip install $(PIP) --upgrade pip
-	$(APPS)/bin/python -m pip install $(PIP) -r tests/apps/requirements.txt
+	$(APPS)/bin/python -m pip install $(PIP) -r tests/apps/requirements.txt -e .
 	rm -f $(APPS)/.installed-*
 	touch $@
 

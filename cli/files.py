@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from callgate.cli.tape import EXCHANGE_SUFFIX
 from callgate.reassemble import EnvelopeError, strict_json, validate_envelope
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.limits import DOCUMENT_LIMITS
@@ -36,10 +37,10 @@ def load_envelope(path: Path) -> dict[str, Any]:
 
 
 def find_fixtures(paths: Sequence[Path]) -> list[Path]:
-    """Every ``*.json`` file under ``paths`` (folders recursively, hidden entries skipped, links
-    to folders not followed; a path may also be a file), sorted as paths sort and without
-    repeats. A folder holding none stays in the list, so that replaying it reports the folder
-    instead of silently judging nothing."""
+    """Every ``*.json`` file under ``paths`` (folders recursively, hidden entries and a tape's
+    ``*.exchange.json`` records skipped, links to folders not followed; a path may also be a
+    file), sorted as paths sort and without repeats. A folder holding none stays in the list,
+    so that replaying it reports the folder instead of silently judging nothing."""
     found: set[str] = set()  # strings: hashing a Path costs more than the listing
     for path in paths:
         if not path.is_dir():
@@ -62,7 +63,8 @@ def _json_files(top: str) -> list[str]:
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     folders.append(entry.path)
-                elif entry.name.endswith(".json") and entry.is_file():
+                elif entry.name.endswith(".json") and not entry.name.endswith(
+                        EXCHANGE_SUFFIX) and entry.is_file():
                     found.append(entry.path)
     return found
 

@@ -22,16 +22,19 @@ runs, to cost nothing in runs without ``--callgate``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from callgate.cli.tape import EXCHANGE_SUFFIX, RecordMode
+
 if TYPE_CHECKING:  # pytest does not export these names; they only type repr_failure
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
 _ROOTS = pytest.StashKey[tuple[Path, ...]]()
+_TAPE_OPTIONS = pytest.StashKey[tuple[RecordMode, dict[str, str]]]()
 
 
 class FixtureFailure(Exception):
@@ -43,16 +46,30 @@ class FixtureFailure(Exception):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("callgate", "callgate fixture replay")
+    group = parser.getgroup("callgate", "callgate fixture replay and tapes")
     group.addoption(
         "--callgate", action="append", default=[], metavar="PATH", dest="callgate",
         help="Replay the callgate fixture envelopes (*.json) in PATH, a file or folder, as one "
              "test each, checked against their pinned expect block. Repeatable.")
+    group.addoption(
+        "--callgate-record-mode", default=None, dest="callgate_record_mode",
+        choices=[mode.value for mode in RecordMode], metavar="MODE",
+        help="How callgate_tape treats a test's tape: none (replay only, the default), once, "
+             "new_episodes or all. Wins over $CALLGATE_RECORD_MODE.")
+    group.addoption(
+        "--callgate-upstream", action="append", default=[], metavar="NAME=URL",
+        dest="callgate_upstream",
+        help="Record route NAME (openai, anthropic, mistral, gemini) from URL instead of the "
+             "provider's public host. Repeatable.")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the ``--callgate`` paths and add them to what pytest collects."""
     config.addinivalue_line("markers", "callgate: a callgate fixture replayed by --callgate")
+    config.addinivalue_line(
+        "markers", "callgate_tape(name=None, providers=None, redaction='replay', allow=(), "
+        "allow_unused=False): how callgate_tape records and replays this test")
+    config.stash[_TAPE_OPTIONS] = _tape_options(config)
     roots = tuple(_absolute(config, raw) for raw in config.getoption("callgate"))
     if missing := [str(root) for root in roots if not root.exists()]:
         raise pytest.UsageError(f"--callgate: no such file or folder: {', '.join(missing)}")
@@ -90,7 +107,7 @@ def _root_of(path: Path, roots: Iterable[Path]) -> Path | None:
     """The innermost root that is ``path`` or, for a ``*.json`` file, a folder above it."""
     if path in roots:
         return path
-    if path.suffix != ".json":
+    if path.suffix != ".json" or path.name.endswith(EXCHANGE_SUFFIX):
         return None
     holding = [root for root in roots if root in path.parents]
     return max(holding, key=lambda root: len(root.parts), default=None)
@@ -131,3 +148,38 @@ class FixtureItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"callgate fixture {self.name}"
+
+
+# -- tapes -------------------------------------------------------------------------------------
+
+
+def _tape_options(config: pytest.Config) -> tuple[RecordMode, dict[str, str]]:
+    raw = config.getoption("callgate_record_mode") or os.environ.get("CALLGATE_RECORD_MODE") \
+        or RecordMode.NONE.value
+    if raw not in RecordMode.__members__.values():
+        raise pytest.UsageError(f"CALLGATE_RECORD_MODE: {raw!r} is not one of "
+                                f"{', '.join(RecordMode)}")
+    upstreams = {}
+    for item in config.getoption("callgate_upstream"):
+        name, equals, url = item.partition("=")
+        if not (equals and name and url.startswith(("http://", "https://"))):
+            raise pytest.UsageError(f"--callgate-upstream takes NAME=http(s)://..., not {item!r}")
+        upstreams[name] = url
+    return RecordMode(raw), upstreams
+
+
+@pytest.fixture
+def callgate_tape(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """This test's tape, served on loopback, with each provider SDK's base URL variable pointing
+    at it (and a dummy API key where none is set) until the test ends. Records or replays per
+    ``--callgate-record-mode``; the test fails at the end when a request was not on the tape,
+    recorded exchanges went unused, or a turn's verdict blocks. See ``callgate.cli.tape``."""
+    # Imported here: see the module comment (the plugin loads in every pytest run).
+    from callgate.cli.tape.fixture import open_tape
+
+    mode, upstreams = request.config.stash[_TAPE_OPTIONS]
+    marker = request.node.get_closest_marker("callgate_tape")
+    with open_tape(request.node, mode, upstreams, dict(marker.kwargs) if marker else {}) as tape:
+        yield tape
+    if problems := tape.problems():
+        pytest.fail("\n".join(problems), pytrace=False)

@@ -111,6 +111,57 @@ class FakeProvider:
         return name, self.fixtures[name]
 
 
+def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
+                  waits: Iterator[float] | None = None, *, abort_after: int = -1,
+                  gzip: bool = False) -> None:
+    """Answer ``handler``'s request with the envelope's stream in its profile's framing (Gemini's
+    JSON array unless the request asked ``alt=sse``), chunked, one flush per event. ``waits``:
+    seconds before each frame; ``abort_after``: cut the connection after that many frames."""
+    as_array = PROFILES[envelope["profile"]].json_array and \
+        parse_qs(urlsplit(handler.path).query).get("alt") != ["sse"]
+    handler.send_response(200)
+    handler.send_header("content-type", "application/json; charset=UTF-8" if as_array
+                        else "text/event-stream")
+    handler.send_header("transfer-encoding", "chunked")
+    if gzip:
+        handler.send_header("content-encoding", "gzip")
+    handler.end_headers()
+    framed = array_frames(envelope) if as_array else frames(envelope)
+    compressor = zlib.compressobj(wbits=31) if gzip else None
+    for number, (frame, wait) in enumerate(zip(framed, waits or _no_waits(), strict=False)):
+        if number == abort_after:
+            _abort(handler)
+            return
+        if wait:
+            time.sleep(wait)
+        data = compressor.compress(frame) + compressor.flush(zlib.Z_SYNC_FLUSH) \
+            if compressor else frame
+        send_chunk(handler, data)
+    if compressor:
+        send_chunk(handler, compressor.flush())
+    handler.wfile.write(b"0\r\n\r\n")
+    handler.wfile.flush()
+
+
+def _no_waits() -> Iterator[float]:
+    while True:
+        yield 0.0
+
+
+def send_chunk(handler: BaseHTTPRequestHandler, data: bytes) -> None:
+    """One chunk of a chunked body, flushed at once."""
+    if data:
+        handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        handler.wfile.flush()
+
+
+def _abort(handler: BaseHTTPRequestHandler) -> None:
+    """Cut the connection mid-body, as a failing upstream does."""
+    handler.wfile.flush()
+    handler.connection.shutdown(socket.SHUT_RDWR)
+    handler.close_connection = True
+
+
 class _Handler(BaseHTTPRequestHandler):
     provider: FakeProvider
     protocol_version = "HTTP/1.1"
@@ -121,48 +172,9 @@ class _Handler(BaseHTTPRequestHandler):
         if chosen is None:
             self._error(404, "no such fixture")
             return
-        abort_after = int(self.headers.get("x-callgate-abort-after") or -1)
-        gzip = self.headers.get("x-callgate-compress") == "gzip"
-        envelope = chosen[1]
-        as_array = PROFILES[envelope["profile"]].json_array and \
-            parse_qs(urlsplit(self.path).query).get("alt") != ["sse"]
-        self.send_response(200)
-        self.send_header("content-type", "application/json; charset=UTF-8" if as_array
-                         else "text/event-stream")
-        self.send_header("transfer-encoding", "chunked")
-        if gzip:
-            self.send_header("content-encoding", "gzip")
-        self.end_headers()
-        self._stream(array_frames(envelope) if as_array else frames(envelope),
-                     pauses(envelope, self.provider.timing), abort_after, gzip)
-
-    def _stream(self, framed: Iterator[bytes], waits: Iterator[float], abort_after: int,
-                gzip: bool) -> None:
-        compressor = zlib.compressobj(wbits=31) if gzip else None
-        for number, (frame, wait) in enumerate(zip(framed, waits, strict=False)):
-            if number == abort_after:
-                self._abort()
-                return
-            if wait:
-                time.sleep(wait)
-            data = compressor.compress(frame) + compressor.flush(zlib.Z_SYNC_FLUSH) \
-                if compressor else frame
-            self._chunk(data)
-        if compressor:
-            self._chunk(compressor.flush())
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-    def _chunk(self, data: bytes) -> None:
-        if data:
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
-
-    def _abort(self) -> None:
-        """Cut the connection mid-body, as a failing upstream does."""
-        self.wfile.flush()
-        self.connection.shutdown(socket.SHUT_RDWR)
-        self.close_connection = True
+        send_envelope(self, chosen[1], pauses(chosen[1], self.provider.timing),
+                      abort_after=int(self.headers.get("x-callgate-abort-after") or -1),
+                      gzip=self.headers.get("x-callgate-compress") == "gzip")
 
     def _error(self, status: int, message: str) -> None:
         body = json.dumps({"error": {"message": message, "type": "callgate_serve"}}).encode()

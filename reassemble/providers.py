@@ -6,6 +6,9 @@ format it speaks (``callgate.reassemble.profiles``). Many providers speak one pr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 #: Host suffix -> provider name (the names the quirk registry uses). First match wins.
@@ -47,3 +50,50 @@ def provider_from_url(url: str) -> str | None:
         return "ollama"
     return next((name for suffix, name in _HOSTS if host == suffix.lstrip(".")
                  or host.endswith(suffix if suffix.startswith(".") else "." + suffix)), None)
+
+
+@dataclass(frozen=True)
+class SdkRoute:
+    """How the provider's official SDK is pointed elsewhere, for tapes: ``callgate_tape`` serves
+    each route under ``/<name>/`` on loopback and sets ``base_url_variable`` to
+    ``http://127.0.0.1:PORT/<name><sdk_path>``."""
+
+    name: str
+    #: Where recording forwards to by default.
+    upstream: str
+    #: The environment variable the SDK reads its base URL from; None when it reads none (pass
+    #: ``callgate_tape.base_url(name)`` to the client instead).
+    base_url_variable: str | None
+    #: What the SDK expects after the host in its base URL (the OpenAI SDK's ``/v1``).
+    sdk_path: str
+    #: The API key variables the SDK reads; a replayed test gets a dummy key in the first when
+    #: none of them is set.
+    key_variables: tuple[str, ...]
+    #: An error answer in the API's own shape (status, message), so its SDK raises the message.
+    error_body: Callable[[int, str], dict[str, Any]]
+
+
+def _openai_error(status: int, message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": "callgate"}}
+
+
+def _anthropic_error(status: int, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+
+
+def _google_error(status: int, message: str) -> dict[str, Any]:
+    return {"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}
+
+
+# Sources: openai-python and anthropic-sdk-python read OPENAI_BASE_URL / ANTHROPIC_BASE_URL;
+# google-genai reads GOOGLE_GEMINI_BASE_URL (google/genai/_base_url.py) and GEMINI_API_KEY or
+# GOOGLE_API_KEY; mistralai reads no base URL variable (``Mistral(server_url=...)``).
+SDK_ROUTES: tuple[SdkRoute, ...] = (
+    SdkRoute("openai", "https://api.openai.com", "OPENAI_BASE_URL", "/v1", ("OPENAI_API_KEY",),
+             _openai_error),
+    SdkRoute("anthropic", "https://api.anthropic.com", "ANTHROPIC_BASE_URL", "",
+             ("ANTHROPIC_API_KEY",), _anthropic_error),
+    SdkRoute("mistral", "https://api.mistral.ai", None, "", ("MISTRAL_API_KEY",), _openai_error),
+    SdkRoute("gemini", "https://generativelanguage.googleapis.com", "GOOGLE_GEMINI_BASE_URL", "",
+             ("GEMINI_API_KEY", "GOOGLE_API_KEY"), _google_error),
+)

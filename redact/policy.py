@@ -58,8 +58,9 @@ class Redacted:
 
 def redact_exchange(exchange: Exchange, *, profile: str | None = None,
                     provider: str | None = None, arguments: ArgumentMode = ArgumentMode.MASK,
-                    allow_verdict_change: bool = False) -> Redacted:
-    """The safe envelope for one exchange. Raises ``NotApplicable`` or ``RedactionRefused``."""
+                    allow_verdict_change: bool = False, keep_text: bool = False) -> Redacted:
+    """The safe envelope for one exchange. ``keep_text`` keeps the model's free text (for
+    tapes, which replay it to the app). Raises ``NotApplicable`` or ``RedactionRefused``."""
     provider = provider or provider_from_url(exchange.url)
     body = _stream_body(exchange)
     profile = profile or profile_for(exchange.url, provider) or profile_of_events(body.events)
@@ -67,9 +68,9 @@ def redact_exchange(exchange: Exchange, *, profile: str | None = None,
         raise NotApplicable(f"no profile reads endpoint {urlsplit(exchange.url).path or '/'}")
     request = _request_json(exchange.request_body)
     envelope = _raw_envelope(profile, provider, request, body)
-    envelope["meta"] = _meta(exchange, request, body, provider)
+    envelope["meta"] = _meta(exchange, request, body, provider, keep_text)
     return _redacted(envelope, arguments, allow_verdict_change, secrets_of(exchange),
-                     pin_expectation=True, owned=True)
+                     pin_expectation=True, owned=True, keep_text=keep_text)
 
 
 def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = ArgumentMode.MASK,
@@ -84,9 +85,10 @@ def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = Ar
 
 
 def _redacted(envelope: Mapping[str, Any], arguments: ArgumentMode, allow_verdict_change: bool,
-              secrets: Collection[str], *, pin_expectation: bool, owned: bool) -> Redacted:
+              secrets: Collection[str], *, pin_expectation: bool, owned: bool,
+              keep_text: bool = False) -> Redacted:
     before = check(envelope)
-    out = redacted_copy(envelope, arguments, owned=owned)
+    out = redacted_copy(envelope, arguments, owned=owned, keep_text=keep_text)
     after = check(out)
     preserved = _verdict(before) == _verdict(after)
     if not preserved and not allow_verdict_change:
@@ -96,6 +98,8 @@ def _redacted(envelope: Mapping[str, Any], arguments: ArgumentMode, allow_verdic
     preserved = preserved and redaction.get("verdict_preserved", True)
     redaction.update({"policy": POLICY["name"], "policy_version": POLICY["version"],
                       "arguments": arguments.value, "verdict_preserved": preserved})
+    if keep_text:
+        redaction["text"] = "keep"
     if not preserved:
         redaction["verdict_changed"] = True
         redaction.setdefault("original_verdict", {"status": before.status.value,
@@ -199,7 +203,7 @@ def _list(value: object) -> list[dict[str, Any]]:
 
 
 def _meta(exchange: Exchange, request: Mapping[str, Any], body: StreamBody,
-          provider: str | None) -> dict[str, Any]:
+          provider: str | None, keep_text: bool = False) -> dict[str, Any]:
     tools = [_function(t).get("name") for t in _list(request.get("tools"))]
     roles = Counter(str(m.get("role")) for m in _list(request.get("messages")))
     meta: dict[str, Any] = {
@@ -210,7 +214,7 @@ def _meta(exchange: Exchange, request: Mapping[str, Any], body: StreamBody,
         "messages_by_role": dict(sorted(roles.items())),
         "stream": {"framing": body.framing, "events": len(body.events), "done": body.done,
                    "incomplete_event": body.incomplete, "complete": exchange.complete},
-        "redaction": {"removed": sorted(_removed(exchange, request))},
+        "redaction": {"removed": sorted(_removed(exchange, request, keep_text))},
     }
     if exchange.event_times and len(exchange.event_times) == len(body.events):
         meta["stream"]["event_times_ms"] = [round(t * 1000) for t in exchange.event_times]
@@ -240,8 +244,8 @@ def _kept_headers(exchange: Exchange) -> dict[str, str]:
     return kept
 
 
-def _removed(exchange: Exchange, request: Mapping[str, Any]) -> set[str]:
-    removed = {"headers", "output_text", "provider_ids"}
+def _removed(exchange: Exchange, request: Mapping[str, Any], keep_text: bool) -> set[str]:
+    removed = {"headers", "provider_ids"} | (set() if keep_text else {"output_text"})
     if urlsplit(exchange.url).query:
         removed.add("query_string")
     # Everything but the kept parameters and the tools: prompts, instructions, user ids, ...

@@ -34,10 +34,11 @@ def request_parameters(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode, *,
-                  owned: bool = False) -> dict[str, Any]:
+                  owned: bool = False, keep_text: bool = False) -> dict[str, Any]:
     """The envelope with its stream redacted and its request cut to ``REQUEST_PARAMETERS``.
     Argument fields are masked in place, so the envelope is copied first unless the caller
-    ``owned`` it (built it for this and will not look at it again)."""
+    ``owned`` it (built it for this and will not look at it again). ``keep_text`` keeps the
+    model's free text (a tape replayed to an app must say what the model said)."""
     out = dict(envelope) if owned else copy.deepcopy(dict(envelope))
     out["request"] = request_parameters(out.get("request", {}))
     key = PROFILES[out["profile"]].stream_key
@@ -45,8 +46,20 @@ def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode, *,
     events = out.get(key, [])
     handled = _redact_arguments(out["profile"], events, arguments, keep)
     ids = Pseudonyms()
-    out[key] = [_scrub(event, ids, handled) for event in events]
+    text = _keep if keep_text else mask_text
+    out[key] = [_scrub(event, ids, handled, text) for event in events]
     return out
+
+
+def scrubbed(value: Any, *, keep_text: bool = False) -> Any:
+    """A JSON value that is not a stream a profile reads (a whole completion, an embedding, an
+    error) redacted as stream events are: ids to pseudonyms, free text masked unless
+    ``keep_text``, structure and numbers kept."""
+    return _scrub(value, Pseudonyms(), set(), _keep if keep_text else mask_text)
+
+
+def _keep(text: str) -> str:
+    return text
 
 
 def _enum_values(schemas: object) -> frozenset[str]:
@@ -133,16 +146,16 @@ def _canonical(value: object) -> str:
 
 
 def _scrub(value: Any, ids: Callable[[str], str], handled: set[tuple[int, str]],
-           key: str = "") -> Any:
-    """Ids to pseudonyms, free text masked, structure and numbers kept. Argument fields were
-    already handled and are left as they are."""
+           text: Callable[[str], str], key: str = "") -> Any:
+    """Ids to pseudonyms, free text through ``text`` (masked, or kept), structure and numbers
+    kept. Argument fields were already handled and are left as they are."""
     if isinstance(value, dict):
-        return {k: v if (id(value), k) in handled else _scrub(v, ids, handled, k)
+        return {k: v if (id(value), k) in handled else _scrub(v, ids, handled, text, k)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [_scrub(item, ids, handled, key) for item in value]
+        return [_scrub(item, ids, handled, text, key) for item in value]
     if not isinstance(value, str):
         return value
     if key == "id" or key.endswith(("_id", "Id")):
         return ids(value)
-    return value if key in ALL_STRUCTURAL_KEYS else mask_text(value)
+    return value if key in ALL_STRUCTURAL_KEYS else text(value)

@@ -1,0 +1,133 @@
+"""What ``callgate_tape`` hands a test: its tape, served, with the SDKs pointed at it.
+
+A test's tape lives in ``<the test file's folder>/tapes/<module>/<test name>/``; the marker's
+``name`` replaces the test name. While the test runs, every route's base URL variable
+(``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``) points at the tape
+server, and in replay an SDK whose API key variables are all unset gets a dummy key (SDKs refuse
+to start without one); all are restored afterwards. Each test gets its own server on a free
+port, so ``pytest-xdist`` workers never share one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from callgate.cli.tape import RecordMode
+from callgate.cli.tape.server import ROUTES, TapeServer
+from callgate.cli.tape.session import Redaction, Tape, TapeTurn
+from callgate.cli.tape.store import Entry
+from callgate.reassemble.errors import InputError
+
+#: The marker's keywords.
+MARKER_OPTIONS = ("name", "providers", "redaction", "allow", "allow_unused")
+#: What a dummy API key holds: nothing that looks like a real one.
+DUMMY_KEY = "callgate-tape-replay"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\[\]=+-]+")
+
+
+class CallgateTape:
+    """The ``callgate_tape`` fixture's value."""
+
+    def __init__(self, tape: Tape, server: TapeServer) -> None:
+        self._tape, self._server = tape, server
+
+    @property
+    def folder(self) -> Path:
+        return self._tape.folder
+
+    @property
+    def mode(self) -> RecordMode:
+        return self._tape.mode
+
+    @property
+    def recording(self) -> bool:
+        """Whether requests may go upstream in this run."""
+        return self._tape.recording
+
+    @property
+    def turns(self) -> list[TapeTurn]:
+        """The streamed turns served so far, each with callgate's ``report`` (waiting for the
+        ones being recorded to be written down)."""
+        self._tape.settled()
+        return list(self._tape.turns)
+
+    @property
+    def exchanges(self) -> list[Entry]:
+        """Every exchange served so far, streamed or not, as tape entries."""
+        self._tape.settled()
+        return list(self._tape.exchanges)
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def base_url(self, provider: str) -> str:
+        """The base URL to give ``provider``'s SDK (``openai``, ``anthropic``, ``mistral``,
+        ``gemini``); for SDKs that read no variable, such as ``Mistral(server_url=...)``."""
+        if provider not in ROUTES:
+            raise ValueError(f"no tape route {provider!r} (one of {', '.join(ROUTES)})")
+        return self._server.base_url(provider)
+
+    def problems(self) -> list[str]:
+        return self._tape.problems()
+
+
+@contextmanager
+def open_tape(node: pytest.Item, mode: RecordMode, upstreams: Mapping[str, str],
+              options: Mapping[str, Any]) -> Iterator[CallgateTape]:
+    """The tape of test ``node``, served until the block ends."""
+    settings = _settings(node, options)
+    folder = tape_folder(node, settings.pop("name"))
+    providers = settings.pop("providers")
+    if unknown := [name for name in upstreams if name not in ROUTES]:
+        raise pytest.UsageError(f"--callgate-upstream: no route {unknown[0]!r} (one of "
+                                f"{', '.join(ROUTES)})")
+    try:
+        tape = Tape(folder, mode, node.nodeid, **settings)
+    except InputError as error:
+        pytest.fail(f"tape {node.nodeid}: {error}", pytrace=False)
+    server = TapeServer(tape, dict(upstreams)).start()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name in providers:
+                route = ROUTES[name]
+                if route.base_url_variable:
+                    patch.setenv(route.base_url_variable, server.base_url(name))
+                if not tape.recording and not any(_is_set(v) for v in route.key_variables):
+                    patch.setenv(route.key_variables[0], DUMMY_KEY)
+            yield CallgateTape(tape, server)
+    finally:
+        server.close()
+
+
+def tape_folder(node: pytest.Item, name: str | None) -> Path:
+    """``<the test file's folder>/tapes/<module>/<test name or the marker's name>``."""
+    return node.path.parent / "tapes" / node.path.stem / _UNSAFE.sub("_", name or node.name)
+
+
+def _settings(node: pytest.Item, options: Mapping[str, Any]) -> dict[str, Any]:
+    if unknown := sorted(set(options) - set(MARKER_OPTIONS)):
+        raise pytest.UsageError(f"{node.nodeid}: callgate_tape takes {', '.join(MARKER_OPTIONS)}"
+                                f", not {', '.join(unknown)}")
+    providers = list(options.get("providers") or ROUTES)
+    if unknown := [name for name in providers if name not in ROUTES]:
+        raise pytest.UsageError(f"{node.nodeid}: callgate_tape providers: no route "
+                                f"{unknown[0]!r} (one of {', '.join(ROUTES)})")
+    redaction = options.get("redaction", Redaction.REPLAY)
+    if redaction not in Redaction.ALL:
+        raise pytest.UsageError(f"{node.nodeid}: callgate_tape redaction is replay or strict, "
+                                f"not {redaction!r}")
+    return {"name": options.get("name"), "providers": providers, "redaction": redaction,
+            "allow": tuple(options.get("allow", ())),
+            "allow_unused": bool(options.get("allow_unused", False))}
+
+
+def _is_set(variable: str) -> bool:
+    return bool(os.environ.get(variable))

@@ -1,0 +1,189 @@
+"""The loopback server a test's SDK clients talk to while ``callgate_tape`` is in use.
+
+Each ``SdkRoute`` is served under ``/<name>/``: ``OPENAI_BASE_URL`` becomes
+``http://127.0.0.1:PORT/openai/v1``. A replayed streamed turn goes out as ``callgate serve``
+sends fixtures (the profile's framing, chunked, a flush per event); any other exchange with its
+recorded status, content type and body. Recording forwards the request upstream with the
+standard library's ``http.client`` (no mitmproxy: it runs in the app's own environment, beside
+the SDKs) and relays the response as it arrives, chunk by chunk, while keeping a copy for the
+tape; ``Accept-Encoding: identity`` upstream, so what is relayed is what is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.client import HTTPConnection, HTTPException, HTTPResponse, HTTPSConnection
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from callgate.cli.serve import send_chunk, send_envelope
+from callgate.cli.tape.session import Tape
+from callgate.cli.tape.shape import request_shape
+from callgate.cli.tape.store import Entry
+from callgate.reassemble.errors import CallgateError
+from callgate.reassemble.providers import SDK_ROUTES
+from callgate.redact import Exchange
+from callgate.redact.encoding import decode_whole
+
+ROUTES = {route.name: route for route in SDK_ROUTES}
+#: Connection-level headers (RFC 9110 7.6.1), and what is set anew for the next hop.
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
+                         "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade",
+                         "host", "content-length", "accept-encoding"})
+#: Seconds to wait on a silent upstream: a model may think for minutes before its first byte.
+UPSTREAM_TIMEOUT = 600.0
+
+
+class TapeServer:
+    """Serves ``tape`` on ``127.0.0.1`` (a free port); ``upstreams`` overrides where a route
+    records from (route name -> base URL)."""
+
+    def __init__(self, tape: Tape, upstreams: dict[str, str] | None = None) -> None:
+        self.tape = tape
+        self.upstreams = {name: route.upstream for name, route in ROUTES.items()}
+        self.upstreams.update(upstreams or {})
+        handler = type("Handler", (_Handler,), {"tape_server": self})
+        self.server = _Server(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def base_url(self, route: str) -> str:
+        """What to give ``route``'s SDK as its base URL (``KeyError`` for an unknown route)."""
+        return f"{self.url}/{route}{ROUTES[route].sdk_path}"
+
+    def start(self) -> TapeServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # a test may open many connections at once
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-answer is not an error of the tape."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    tape_server: TapeServer
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: request lines would go to the test's stderr for every call."""
+
+    def _handle(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        route, _, rest = self.path.lstrip("/").partition("/")
+        if route not in ROUTES:
+            self._error(SDK_ROUTES[0].name, 404, f"callgate tape: no route {route!r} (one of "
+                        f"{', '.join(ROUTES)})")
+            return
+        rest = "/" + rest
+        tape = self.tape_server.tape
+        shape = request_shape(route, self.command, rest, body)
+        decision = tape.decide(shape)
+        if decision.refusal is not None:
+            self._error(route, 400, decision.refusal)
+        elif decision.entry is not None:
+            self._replay(decision.entry)
+        else:
+            self._forward(route, rest, body, shape)
+
+    def _replay(self, entry: Entry) -> None:
+        if entry.envelope is not None:
+            send_envelope(self, dict(entry.envelope))
+            return
+        assert entry.record is not None
+        response = entry.record["response"]
+        if "json" in response:
+            data = json.dumps(response["json"], ensure_ascii=False).encode()
+        else:
+            data = str(response.get("text", "")).encode()
+        self.send_response(response["status"])
+        if response.get("content_type"):
+            self.send_header("content-type", response["content_type"])
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _forward(self, route: str, rest: str, body: bytes, shape: dict[str, Any]) -> None:
+        upstream = self.tape_server.upstreams[route]
+        target = urlsplit(upstream)
+        kind = HTTPSConnection if target.scheme == "https" else HTTPConnection
+        connection = kind(target.hostname or "", target.port, timeout=UPSTREAM_TIMEOUT)
+        headers = {name: value for name, value in self.headers.items()
+                   if name.lower() not in _HOP_BY_HOP}
+        headers["accept-encoding"] = "identity"
+        try:
+            connection.request(self.command, target.path.rstrip("/") + rest, body, headers)
+            response = connection.getresponse()
+        except (OSError, HTTPException) as error:
+            connection.close()
+            self._error(route, 502, f"callgate tape: upstream {upstream} could not be reached")
+            self.tape_server.tape.recorded(None, shape, f"upstream {upstream} could not be "
+                                           f"reached: {error}")
+            return
+        try:
+            kept, complete = self._relay(response)
+            decoded = decode_whole(kept, response.getheader("content-encoding") or "")
+        except CallgateError as error:
+            self.tape_server.tape.recorded(None, shape, f"not recorded: {error}")
+            return
+        except BaseException:
+            self.tape_server.tape.recorded(None, shape, "not recorded: the relay failed")
+            raise
+        finally:
+            connection.close()
+        exchange = Exchange(
+            self.command, upstream.rstrip("/") + rest, list(self.headers.items()), body,
+            response.status, response.getheaders(), decoded, complete=complete,
+            capture="tape", error=None if complete else "upstream error")
+        self.tape_server.tape.recorded(exchange, shape)
+
+    def _relay(self, response: HTTPResponse) -> tuple[bytes, bool]:
+        """Send the upstream's answer on as it arrives; return the body and whether it ended."""
+        self.send_response(response.status, response.reason)
+        for name, value in response.getheaders():
+            if name.lower() not in _HOP_BY_HOP:
+                self.send_header(name, value)
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        kept = bytearray()
+        try:
+            while data := response.read1(65536):
+                kept += data
+                send_chunk(self, bytes(data))
+        except (OSError, HTTPException):
+            self.close_connection = True
+            return bytes(kept), False
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        return bytes(kept), True
+
+    def _error(self, route: str, status: int, message: str) -> None:
+        """The error in the route's own shape, so its SDK raises it with the message."""
+        error = ROUTES[route].error_body(status, message)
+        data = json.dumps(error).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)

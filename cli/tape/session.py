@@ -1,0 +1,204 @@
+"""One test's tape: what to do with each request, and what the test is told at the end.
+
+How this works: the requests are taken in arrival order. In replay the next entry must have the
+request's shape; it is served and judged. In recording the exchange goes upstream, and what
+came back is redacted (``callgate.redact``) and written as the next entry. At the end,
+``problems`` lists every reason the test must fail: a request the tape did not hold, entries
+left unused, a turn whose verdict blocks (unless allowed), an exchange that could not be kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from callgate.cli.tape import RecordMode, store
+from callgate.cli.tape.shape import describe
+from callgate.cli.tape.store import Entry
+from callgate.reassemble import Report
+from callgate.reassemble.errors import NotApplicable, RedactionRefused
+from callgate.redact import ArgumentMode, Exchange, redact_exchange
+from callgate.redact.leaks import find_leaks, secrets_of
+from callgate.redact.record import exchange_record
+
+
+class Redaction:
+    """``replay`` keeps the model's text and the tool-call arguments, so the app behaves as it
+    did; ``strict`` masks them as fixtures are masked. Prompts and credentials go in both."""
+
+    REPLAY = "replay"
+    STRICT = "strict"
+    ALL = (REPLAY, STRICT)
+
+
+@dataclass(frozen=True)
+class TapeTurn:
+    """A streamed turn the test replayed or recorded, with callgate's verdict on it."""
+
+    path: Path
+    report: Report
+    recorded: bool
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the server does with one request: serve ``entry``, go upstream (``record``), or
+    answer ``refusal`` as the provider's error."""
+
+    entry: Entry | None = None
+    record: bool = False
+    refusal: str | None = None
+
+
+@dataclass
+class Tape:
+    """One test's tape in ``folder``. ``turns`` fills in as the test runs."""
+
+    folder: Path
+    mode: RecordMode
+    test: str
+    redaction: str = Redaction.REPLAY
+    allow: Collection[str] = ()
+    allow_unused: bool = False
+    turns: list[TapeTurn] = field(default_factory=list)
+    #: Every exchange served or recorded, in order (streamed turns and the rest).
+    exchanges: list[Entry] = field(default_factory=list)
+    _entries: list[Entry] = field(default_factory=list)
+    _next: int = 0
+    _number: int = 1
+    _recording: bool = False
+    _problems: list[str] = field(default_factory=list)
+    _lock: threading.Condition = field(default_factory=threading.Condition)
+    #: Requests gone upstream whose exchange is not on the tape yet.
+    _pending: int = 0
+
+    def __post_init__(self) -> None:
+        """Read the tape (``InputError`` for a bad file) and settle whether this run records."""
+        if self.mode is RecordMode.ALL:
+            store.clear(self.folder)
+        self._entries = store.load(self.folder)
+        self._number = max((e.number for e in self._entries), default=0) + 1
+        self._recording = self.mode is RecordMode.ALL or (
+            self.mode is RecordMode.ONCE and not self._entries)
+
+    @property
+    def recording(self) -> bool:
+        """Whether requests go upstream: ``all``, ``once`` on an empty tape, or ``new_episodes``
+        (for the requests the tape does not hold)."""
+        return self._recording or self.mode is RecordMode.NEW_EPISODES
+
+    def decide(self, shape: Mapping[str, Any]) -> Decision:
+        with self._lock:
+            if self._recording:
+                self._pending += 1
+                return Decision(record=True)
+            entry = self._entries[self._next] if self._next < len(self._entries) else None
+            if entry is not None and dict(entry.shape) == dict(shape):
+                self._next += 1
+                self._served(entry, recorded=False)
+                return Decision(entry=entry)
+            if self.mode is RecordMode.NEW_EPISODES:
+                self._pending += 1
+                return Decision(record=True)
+            refusal = self._mismatch(shape, entry)
+            self._problems.append(refusal)
+            return Decision(refusal=refusal)
+
+    def settled(self, timeout: float = 30.0) -> None:
+        """Wait until every request that went upstream is on the tape (or failed): a client has
+        its answer before the server has written it down."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._pending == 0, timeout)
+
+    def recorded(self, exchange: Exchange | None, shape: Mapping[str, Any],
+                 failure: str | None = None) -> None:
+        """Redact and write what came back from upstream; a refusal is a problem, not a file.
+        Every request ``decide`` sent upstream ends here, with its ``exchange`` or, when there is
+        none to keep, the ``failure``."""
+        try:
+            if exchange is None:
+                self.failed(f"{describe(shape)}: {failure}")
+            else:
+                self._record(exchange, shape)
+        finally:
+            with self._lock:
+                self._pending -= 1
+                self._lock.notify_all()
+
+    def _record(self, exchange: Exchange, shape: Mapping[str, Any]) -> None:
+        keep = self.redaction == Redaction.REPLAY
+        arguments = ArgumentMode.KEEP if keep else ArgumentMode.MASK
+        envelope = record = None
+        try:
+            try:
+                # The provider is read from the upstream's host, as for captures: a route is
+                # an SDK, and an SDK may be pointed at any gateway that speaks its API.
+                envelope = redact_exchange(exchange, arguments=arguments,
+                                           keep_text=keep).envelope
+                envelope.setdefault("meta", {})["tape"] = {"request": dict(shape)}
+                _refuse_leaks(envelope, exchange)
+            except NotApplicable:
+                envelope = None
+                record = exchange_record(exchange, shape, keep_text=keep)
+        except RedactionRefused as refused:
+            with self._lock:
+                self._problems.append(f"tape {self._where()}: {describe(shape)}: not recorded: "
+                                      f"{refused}")
+            return
+        with self._lock:
+            entry = store.write(self.folder, self._number, shape, envelope=envelope,
+                                record=record)
+            self._number += 1
+            self._served(entry, recorded=True)
+
+    def failed(self, message: str) -> None:
+        with self._lock:
+            self._problems.append(f"tape {self._where()}: {message}")
+
+    def problems(self) -> list[str]:
+        """Why the test must fail, one line each; empty when the tape was used as recorded."""
+        self.settled()
+        with self._lock:
+            problems = list(self._problems)
+            unused = self._entries[self._next:] if not self._recording else []
+            if unused and not self.allow_unused:
+                problems.append(
+                    f"tape {self._where()}: {len(unused)} recorded exchange(s) were not requested, "
+                    f"from {unused[0].path.name} ({describe(unused[0].shape)}); the app made "
+                    "fewer requests than when it was recorded (allow_unused=True in "
+                    "@pytest.mark.callgate_tape accepts that)")
+            for turn in self.turns:
+                blocking = [c for c in turn.report.blocking_codes if c not in self.allow]
+                if blocking:
+                    problems.append(
+                        f"tape {self._where()}: {turn.path.name}: the turn does not pass: "
+                        f"{turn.report.status.value} [{', '.join(blocking)}] (allow it with "
+                        f"@pytest.mark.callgate_tape(allow={blocking!r}))")
+            return problems
+
+    def _served(self, entry: Entry, *, recorded: bool) -> None:
+        self.exchanges.append(entry)
+        report = entry.report
+        if report is not None:
+            self.turns.append(TapeTurn(entry.path, report, recorded))
+
+    def _mismatch(self, shape: Mapping[str, Any], entry: Entry | None) -> str:
+        held = f"{entry.path.name} ({describe(entry.shape)})" if entry else "nothing more"
+        return (f"tape {self._where()}: request {self._next + 1} is not on the tape: "
+                f"{describe(shape)}; the tape holds next: {held}. To record it: "
+                "--callgate-record-mode=new_episodes, or delete the folder and run with "
+                "--callgate-record-mode=once")
+
+    def _where(self) -> str:
+        return f"{self.test} ({self.folder})"
+
+
+def _refuse_leaks(document: Mapping[str, Any], exchange: Exchange) -> None:
+    leaks = find_leaks(document, secrets_of(exchange))
+    if leaks:
+        raise RedactionRefused(f"a secret would be written at {leaks[0].path} (caught by "
+                               f"{leaks[0].caught_by}); nothing was written")
+

@@ -1,0 +1,304 @@
+"""Tapes (``callgate_tape``): recorded once from a fake provider on loopback, replayed offline.
+
+The app is ``tests/apps/tape_suite.py``, a user's own test file with the real openai (sync and
+async), anthropic and google-genai clients, run by the pytest of ``.venv-apps`` where callgate
+is installed beside the SDKs. The upstream is ``callgate serve``'s fake provider; every request
+of every run stays on loopback (replay has no upstream at all).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+import pytest
+
+from callgate.cli.files import find_fixtures
+from callgate.cli.replay.runner import replay
+from callgate.cli.serve import FakeProvider
+from callgate.cli.tape import RecordMode
+from callgate.cli.tape.session import Tape
+from callgate.cli.tape.shape import describe, request_shape
+from callgate.reassemble import check
+from callgate.redact import Exchange
+from callgate.redact.record import exchange_record
+from tests.conftest import CONFORMANCE, ROOT, load
+from tests.proxy_harness import APPS_PYTHON
+
+SUITE = ROOT / "tests" / "apps" / "tape_suite.py"
+KEYS = {"OPENAI_API_KEY": "sk-proj-canaryKEY5f2e8c1d9a7b4e3f6a0b",
+        "ANTHROPIC_API_KEY": "sk-ant-canaryKEY7c1d9a7b4e3f6a0b5f2e",
+        "GEMINI_API_KEY": "AIzaCanaryKEY0123456789abcdefghijklmnop"}
+CANARIES = ["CANARY-PROMPT-8d1e", "CANARY-SYSTEM-51c2", "CANARY-TOOL-RESULT-3b7a",
+            "CANARY-QUERY-9e4f", *KEYS.values()]
+#: What the SDKs read, cleared so the machine's own settings cannot reach a run.
+CLEARED = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY",
+           "CALLGATE_RECORD_MODE", *KEYS)
+TOOL_LOOP = "test_openai_tool_loop"
+FOLDER = Path("tapes/test_app")
+PARIS = ["get_weather", '{"city":"Paris","unit":"c"}']
+
+
+# -- without the SDKs: shapes, records, the session's verdicts -----------------------------------
+
+
+def test_a_request_shape_keeps_no_prompt_and_counts_messages_per_role() -> None:
+    body = json.dumps({"model": "gpt-4o-mini", "stream": True, "tools": [
+        {"type": "function", "function": {"name": "get_weather", "parameters": {}}},
+        {"type": "function", "function": {"name": "search", "parameters": {}}}],
+        "messages": [{"role": "system", "content": "secret"}, {"role": "user", "content": "x"},
+                     {"role": "assistant", "tool_calls": []}, {"role": "tool", "content": "y"},
+                     {"role": "user", "content": "z"}]}).encode()
+    shape = request_shape("openai", "POST", "/v1/chat/completions?key=abc", body)
+    assert shape == {"route": "openai", "method": "POST", "path": "/v1/chat/completions",
+                     "model": "gpt-4o-mini", "tools": ["get_weather", "search"], "stream": True,
+                     "messages_by_role": {"assistant": 1, "system": 1, "tool": 1, "user": 2}}
+    assert describe(shape) == ("POST /v1/chat/completions (openai), model gpt-4o-mini, tools "
+                               "[get_weather, search], stream, messages assistant 1 system 1 "
+                               "tool 1 user 2")
+
+
+def test_shapes_of_the_other_apis_name_their_tools_and_system_prompts() -> None:
+    anthropic = json.dumps({"model": "claude", "system": "s", "stream": True,
+                            "tools": [{"name": "get_weather", "input_schema": {}}],
+                            "messages": [{"role": "user", "content": "x"}]}).encode()
+    gemini = json.dumps({"contents": [{"role": "user", "parts": [{"text": "x"}]}],
+                         "systemInstruction": {"parts": [{"text": "s"}]},
+                         "tools": [{"functionDeclarations": [{"name": "a"}, {"name": "b"}]}]})
+    assert request_shape("anthropic", "POST", "/v1/messages", anthropic) == {
+        "route": "anthropic", "method": "POST", "path": "/v1/messages", "model": "claude",
+        "tools": ["get_weather"], "stream": True, "messages_by_role": {"system": 1, "user": 1}}
+    assert request_shape("gemini", "POST", "/v1beta/models/g:streamGenerateContent?alt=sse",
+                         gemini.encode()) == {
+        "route": "gemini", "method": "POST", "path": "/v1beta/models/g:streamGenerateContent",
+        "tools": ["a", "b"], "messages_by_role": {"system": 1, "user": 1}}
+    assert request_shape("openai", "GET", "/v1/models", b"") == {
+        "route": "openai", "method": "GET", "path": "/v1/models"}
+
+
+def exchange(body: bytes, content_type: str = "application/json", status: int = 200) -> Exchange:
+    return Exchange("POST", "https://api.openai.com/v1/embeddings?key=CANARY-QUERY-9e4f",
+                    [("authorization", f"Bearer {KEYS['OPENAI_API_KEY']}")],
+                    b'{"input": "CANARY-PROMPT-8d1e"}', status,
+                    [("content-type", content_type)], body, capture="tape")
+
+
+def test_an_exchange_record_keeps_text_only_when_asked_and_never_a_credential() -> None:
+    body = json.dumps({"id": "cmpl-1", "object": "chat.completion", "choices": [
+        {"message": {"role": "assistant", "content": "Sunny"}}], "usage": {"total_tokens": 7}})
+    shape = {"route": "openai", "method": "POST", "path": "/v1/embeddings"}
+    kept = exchange_record(exchange(body.encode()), shape, keep_text=True)
+    assert kept["response"] == {"status": 200, "content_type": "application/json", "json": {
+        "id": "cmpl-redacted1", "object": "chat.completion", "choices": [
+            {"message": {"role": "assistant", "content": "Sunny"}}], "usage": {"total_tokens": 7}}}
+    masked = exchange_record(exchange(body.encode()), shape)
+    assert masked["response"]["json"]["choices"][0]["message"]["content"] == "xxxxx"
+    assert exchange_record(exchange(b"upstream said no", "text/plain", 502), shape)["response"] \
+        == {"status": 502, "content_type": "text/plain", "text": "xxxxxxxx xxxx xx"}
+    leaking = json.dumps({"echo": KEYS["OPENAI_API_KEY"]}).encode()
+    with pytest.raises(Exception, match=r"a secret would be written at /response/json/echo"):
+        exchange_record(exchange(leaking), shape, keep_text=True)
+
+
+def test_a_tape_refuses_what_it_does_not_hold_and_names_what_it_holds_next(
+        tmp_path: Path) -> None:
+    tape = Tape(tmp_path / "empty", RecordMode.NONE, "test_x")
+    shape = {"route": "openai", "method": "POST", "path": "/v1/chat/completions", "model": "m"}
+    decision = tape.decide(shape)
+    assert decision.refusal == (
+        f"tape test_x ({tmp_path / 'empty'}): request 1 is not on the tape: POST "
+        "/v1/chat/completions (openai), model m; the tape holds next: nothing more. To record "
+        "it: --callgate-record-mode=new_episodes, or delete the folder and run with "
+        "--callgate-record-mode=once")
+    assert tape.problems() == [decision.refusal]
+    assert not tape.recording and Tape(tmp_path / "empty", RecordMode.ONCE, "t").recording
+
+
+def test_exchange_records_are_not_fixtures_to_replay(tmp_path: Path) -> None:
+    (tmp_path / "001.json").write_text("{}")
+    (tmp_path / "002.exchange.json").write_text("{}")
+    assert find_fixtures([tmp_path]) == [tmp_path / "001.json"]
+
+
+# -- the real SDKs, recording from a fake provider and replaying offline ------------------------
+
+
+def fake(*fixtures: str) -> FakeProvider:
+    """A fake provider that serves these conformance fixtures in turn, over and over."""
+    return FakeProvider({f"{n:03d}": load(CONFORMANCE / f"{name}.json")
+                         for n, name in enumerate(fixtures, 1)}).start()
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    shutil.copy(SUITE, tmp_path / "test_app.py")
+    return tmp_path
+
+
+def run_app(app: Path, *selection: str, upstream: FakeProvider | None = None,
+            mode: str | None = None, **env: str) -> tuple[int, str, list[dict[str, Any]]]:
+    """Run the user's suite; (exit code, output, the RESULT of each test in order)."""
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED} | env
+    command = [str(APPS_PYTHON), "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+               "test_app.py", *selection]
+    if mode:
+        command.append(f"--callgate-record-mode={mode}")
+    if upstream is not None:
+        environment |= KEYS
+        for route in ("openai", "anthropic", "mistral", "gemini"):
+            command += ["--callgate-upstream", f"{route}={upstream.url}"]
+    done = subprocess.run(command, cwd=app, env=environment, capture_output=True, text=True,
+                          timeout=300, check=False)
+    output = done.stdout + done.stderr
+    results = [json.loads(line.split("RESULT ", 1)[1]) for line in output.splitlines()
+               if "RESULT {" in line]
+    return done.returncode, output, results
+
+
+def tape_files(folder: Path) -> list[str]:
+    return sorted(path.name for path in folder.iterdir() if not path.name.startswith("."))
+
+
+@pytest.fixture
+def recorded_loop(app: Path) -> Iterator[Path]:
+    """The tool loop's tape, recorded once: a streamed call, then a streamed text answer."""
+    with closing(fake("openai/valid_fragmented", "openai/text_only")) as upstream:
+        code, output, results = run_app(app, "-k", TOOL_LOOP, upstream=upstream, mode="once")
+    assert code == 0, output
+    assert results == [{"calls": [PARIS], "answer": "Hello there",
+                        "turns": ["pass", "not_applicable"]}]
+    yield app / FOLDER / TOOL_LOOP
+
+
+@pytest.mark.sdk
+def test_a_tool_loop_recorded_once_replays_offline_with_the_same_result(
+        app: Path, recorded_loop: Path) -> None:
+    assert tape_files(recorded_loop) == ["001.json", "002.json"]
+    code, output, results = run_app(app, "-k", TOOL_LOOP)  # no upstream, no key: replay only
+    assert code == 0, output
+    assert results == [{"calls": [PARIS], "answer": "Hello there",
+                        "turns": ["pass", "not_applicable"]}]
+    # Tapes are fixtures: callgate replay judges them against their pinned verdicts.
+    assert [(o.fixture.name, o.held) for o in replay([recorded_loop])] == [
+        ("001.json", True), ("002.json", True)]
+    first = json.loads((recorded_loop / "001.json").read_text())
+    assert first["meta"]["tape"]["request"] == {
+        "route": "openai", "method": "POST", "path": "/v1/chat/completions",
+        "model": "gpt-4o-mini", "tools": ["get_weather"], "stream": True,
+        "messages_by_role": {"system": 1, "user": 1}}
+    assert first["meta"]["redaction"]["text"] == "keep"
+
+
+@pytest.mark.sdk
+def test_an_extra_request_a_changed_model_and_a_missing_request_each_fail_with_the_reason(
+        app: Path, recorded_loop: Path) -> None:
+    code, output, _ = run_app(app, "-k", TOOL_LOOP, APP_EXTRA="1")
+    assert code == 1
+    assert ("request 3 is not on the tape: POST /v1/chat/completions (openai), model "
+            "gpt-4o-mini, tools [get_weather], stream, messages assistant 1 system 1 tool 1 "
+            "user 2; the tape holds next: nothing more. To record it: "
+            "--callgate-record-mode=new_episodes, or delete the folder and run with "
+            "--callgate-record-mode=once") in output
+    code, output, _ = run_app(app, "-k", TOOL_LOOP, APP_MODEL="gpt-4.1")
+    assert code == 1
+    assert ("request 1 is not on the tape: POST /v1/chat/completions (openai), model gpt-4.1, "
+            "tools [get_weather], stream, messages system 1 user 1; the tape holds next: "
+            "001.json (POST /v1/chat/completions (openai), model gpt-4o-mini, tools "
+            "[get_weather], stream, messages system 1 user 1)") in output
+    (recorded_loop / "002.json").rename(recorded_loop / "003.json")
+    shutil.copy(recorded_loop / "003.json", recorded_loop / "002.json")
+    code, output, _ = run_app(app, "-k", TOOL_LOOP)
+    assert code == 1
+    assert "1 recorded exchange(s) were not requested, from 003.json" in output
+
+
+@pytest.mark.sdk
+def test_new_episodes_appends_and_all_records_anew(app: Path, recorded_loop: Path) -> None:
+    with closing(fake("openai/text_only")) as upstream:
+        code, output, results = run_app(app, "-k", TOOL_LOOP, upstream=upstream,
+                                        mode="new_episodes", APP_EXTRA="1")
+    assert code == 0, output
+    assert tape_files(recorded_loop) == ["001.json", "002.json", "003.json"]
+    assert results[0]["turns"] == ["pass", "not_applicable", "not_applicable"]
+    assert run_app(app, "-k", TOOL_LOOP, APP_EXTRA="1")[0] == 0  # all three replay now
+    with closing(fake("openai/valid_fragmented", "openai/text_only")) as upstream:
+        code, output, _ = run_app(app, "-k", TOOL_LOOP, upstream=upstream, mode="all")
+    assert code == 0, output
+    assert tape_files(recorded_loop) == ["001.json", "002.json"]
+    assert run_app(app, "-k", TOOL_LOOP)[0] == 0
+
+
+@pytest.mark.sdk
+@pytest.mark.parametrize("redaction", ["replay", "strict"])
+def test_no_canary_reaches_a_tape_in_any_encoding(app: Path, redaction: str) -> None:
+    with closing(fake("openai/valid_fragmented", "openai/text_only")) as upstream:
+        code, output, _ = run_app(app, "-k", TOOL_LOOP, upstream=upstream, mode="once",
+                                  APP_REDACTION=redaction)
+    assert code == 0, output
+    files = sorted((app / "tapes").rglob("*.json"))
+    assert [f.name for f in files] == ["001.json", "002.json"]
+    texts = [f.read_text() for f in files]
+    for canary in CANARIES:
+        for form in {canary, quote(canary), quote_plus(canary),
+                     base64.b64encode(canary.encode()).decode()}:
+            assert not any(form in text for text in texts), (canary, form)
+    arguments = check(json.loads(texts[0])).calls[0].arguments
+    assert arguments == (PARIS[1] if redaction == "replay" else '{"city":"xxxxx","unit":"c"}')
+
+
+@pytest.mark.sdk
+def test_async_openai_anthropic_and_gemini_clients_replay_what_they_recorded(app: Path) -> None:
+    selection = "test_openai_async or test_anthropic or test_gemini"
+    with closing(fake("openai/valid_fragmented")) as openai, \
+            closing(fake("anthropic/valid_fragmented")) as anthropic, \
+            closing(fake("gemini/valid_single_call")) as gemini:
+        command = []
+        for route, server in (("openai", openai), ("anthropic", anthropic),
+                              ("gemini", gemini)):
+            command += ["--callgate-upstream", f"{route}={server.url}"]
+        code, output, recorded = run_app(app, "-k", selection, *command, mode="once", **KEYS)
+    assert code == 0, output
+    assert recorded == [
+        {"arguments": '{"city":"Paris","unit":"c"}', "turns": ["pass"]},
+        {"calls": [["get_weather", {"city": "Paris", "unit": "c"}]], "turns": ["pass"]},
+        {"calls": [["get_weather", {"city": "Oslo"}]], "turns": ["pass"]}]
+    code, output, replayed = run_app(app, "-k", selection)
+    assert code == 0, output
+    assert replayed == recorded
+    assert sorted(p.parent.name for p in (app / "tapes").rglob("001.json")) == [
+        "test_anthropic", "test_gemini", "test_openai_async"]
+
+
+@pytest.mark.sdk
+def test_pytest_xdist_workers_record_and_replay_their_own_tapes(app: Path) -> None:
+    selection = ["-k", "test_openai_parallel_workers", "-n", "2"]
+    with closing(fake("openai/valid_fragmented")) as upstream:
+        code, output, _ = run_app(app, *selection, upstream=upstream, mode="once")
+    assert code == 0, output
+    assert sorted(p.parent.name for p in (app / "tapes").rglob("001.json")) == [
+        "test_openai_parallel_workers[Oslo]", "test_openai_parallel_workers[Paris]"]
+    code, output, _ = run_app(app, *selection)
+    assert code == 0, output
+    assert "2 passed" in output
+
+
+@pytest.mark.sdk
+def test_a_tape_of_a_reused_index_fails_its_test_unless_the_marker_allows_the_code(
+        app: Path) -> None:
+    selection = ["-k", "test_openai_parallel_workers and Paris"]
+    with closing(fake("openai/reused_index_new_id")) as upstream:
+        code, output, _ = run_app(app, *selection, upstream=upstream, mode="once")
+    assert code == 1
+    assert ("001.json: the turn does not pass: fail [identity_collision] (allow it with "
+            "@pytest.mark.callgate_tape(allow=['identity_collision']))") in output
+    assert run_app(app, *selection)[0] == 1  # replayed, it fails the same way
+    code, output, _ = run_app(app, *selection, APP_ALLOW='["identity_collision"]')
+    assert code == 0, output
