@@ -55,15 +55,15 @@ def provider_from_url(url: str) -> str | None:
 @dataclass(frozen=True)
 class SdkRoute:
     """How the provider's official SDK is pointed elsewhere, for tapes: ``callgate_tape`` serves
-    each route under ``/<name>/`` on loopback and sets ``base_url_variable`` to
+    each route under ``/<name>/`` on loopback and sets ``base_url_variables`` to
     ``http://127.0.0.1:PORT/<name><sdk_path>``."""
 
     name: str
     #: Where recording forwards to by default.
     upstream: str
-    #: The environment variable the SDK reads its base URL from; None when it reads none (pass
-    #: ``callgate_tape.base_url(name)`` to the client instead).
-    base_url_variable: str | None
+    #: The environment variables the SDK (and the frameworks over it) read a base URL from;
+    #: empty when it reads none (pass ``callgate_tape.base_url(name)`` to the client instead).
+    base_url_variables: tuple[str, ...]
     #: What the SDK expects after the host in its base URL (the OpenAI SDK's ``/v1``).
     sdk_path: str
     #: The API key variables the SDK reads; a replayed test gets a dummy key in the first when
@@ -86,14 +86,15 @@ def _google_error(status: int, message: str) -> dict[str, Any]:
 
 
 # Sources: openai-python and anthropic-sdk-python read OPENAI_BASE_URL / ANTHROPIC_BASE_URL;
+# langchain-openai reads OPENAI_API_BASE first (langchain_openai/chat_models/base.py);
 # google-genai reads GOOGLE_GEMINI_BASE_URL (google/genai/_base_url.py) and GEMINI_API_KEY or
 # GOOGLE_API_KEY; mistralai reads no base URL variable (``Mistral(server_url=...)``).
 SDK_ROUTES: tuple[SdkRoute, ...] = (
-    SdkRoute("openai", "https://api.openai.com", "OPENAI_BASE_URL", "/v1", ("OPENAI_API_KEY",),
-             _openai_error),
-    SdkRoute("anthropic", "https://api.anthropic.com", "ANTHROPIC_BASE_URL", "",
+    SdkRoute("openai", "https://api.openai.com", ("OPENAI_BASE_URL", "OPENAI_API_BASE"), "/v1",
+             ("OPENAI_API_KEY",), _openai_error),
+    SdkRoute("anthropic", "https://api.anthropic.com", ("ANTHROPIC_BASE_URL",), "",
              ("ANTHROPIC_API_KEY",), _anthropic_error),
-    SdkRoute("mistral", "https://api.mistral.ai", None, "", ("MISTRAL_API_KEY",), _openai_error),
-    SdkRoute("gemini", "https://generativelanguage.googleapis.com", "GOOGLE_GEMINI_BASE_URL", "",
-             ("GEMINI_API_KEY", "GOOGLE_API_KEY"), _google_error),
+    SdkRoute("mistral", "https://api.mistral.ai", (), "", ("MISTRAL_API_KEY",), _openai_error),
+    SdkRoute("gemini", "https://generativelanguage.googleapis.com", ("GOOGLE_GEMINI_BASE_URL",),
+             "", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), _google_error),
 )

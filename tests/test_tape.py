@@ -9,12 +9,15 @@ of every run stays on loopback (replay has no upstream at all).
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import closing
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -24,7 +27,8 @@ import pytest
 from callgate.cli.files import find_fixtures
 from callgate.cli.replay.runner import replay
 from callgate.cli.serve import FakeProvider
-from callgate.cli.tape import RecordMode
+from callgate.cli.tape import RecordMode, store
+from callgate.cli.tape.server import TapeServer
 from callgate.cli.tape.session import Tape
 from callgate.cli.tape.shape import describe, request_shape
 from callgate.reassemble import check
@@ -40,9 +44,11 @@ KEYS = {"OPENAI_API_KEY": "sk-proj-canaryKEY5f2e8c1d9a7b4e3f6a0b",
 CANARIES = ["CANARY-PROMPT-8d1e", "CANARY-SYSTEM-51c2", "CANARY-TOOL-RESULT-3b7a",
             "CANARY-QUERY-9e4f", *KEYS.values()]
 #: What the SDKs read, cleared so the machine's own settings cannot reach a run.
-CLEARED = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY",
-           "CALLGATE_RECORD_MODE", *KEYS)
+CLEARED = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL",
+           "GOOGLE_API_KEY", "CALLGATE_RECORD_MODE", *KEYS)
 TOOL_LOOP = "test_openai_tool_loop"
+#: A base URL where nothing listens: an SDK that reached it instead of the tape would fail.
+CLOSED_PORT = "http://127.0.0.1:9/v1"
 FOLDER = Path("tapes/test_app")
 PARIS = ["get_weather", '{"city":"Paris","unit":"c"}']
 
@@ -122,6 +128,44 @@ def test_a_tape_refuses_what_it_does_not_hold_and_names_what_it_holds_next(
     assert not tape.recording and Tape(tmp_path / "empty", RecordMode.ONCE, "t").recording
 
 
+def test_entries_of_one_shape_are_served_in_order_and_other_shapes_in_any_order(
+        tmp_path: Path) -> None:
+    def shape(model: str) -> dict[str, Any]:
+        return {"route": "openai", "method": "POST", "path": "/v1/embeddings", "model": model}
+
+    for number, model in enumerate(["a", "b", "a"], 1):
+        store.write(tmp_path, number, shape(model), record={
+            "tape_record": 1, "request": shape(model),
+            "response": {"status": 200, "content_type": "text/plain", "text": str(number)}})
+    tape = Tape(tmp_path, RecordMode.NONE, "test_x")
+    served = [tape.decide(shape(model)).entry for model in ["b", "a", "a"]]
+    assert [entry.path.name if entry else None for entry in served] == [
+        "002.exchange.json", "001.exchange.json", "003.exchange.json"]
+    assert tape.problems() == []
+    assert tape.decide(shape("a")).refusal is not None  # each entry is served once
+
+
+def test_a_request_the_tape_lacks_gets_the_providers_error_shape_even_when_sent_chunked(
+        tmp_path: Path) -> None:
+    tape = Tape(tmp_path, RecordMode.NONE, "test_x")
+    server = TapeServer(tape).start()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+        body = [b'{"model": "claude-x", ', b'"stream": true}']
+        connection.request("POST", "/anthropic/v1/messages", body=iter(body),
+                           encode_chunked=True, headers={"content-type": "application/json"})
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+        connection.close()
+    finally:
+        server.close()
+    assert response.status == 400
+    assert answer == {"type": "error", "error": {
+        "type": "invalid_request_error", "message": tape.problems()[0]}}
+    assert "request 1 is not on the tape: POST /v1/messages (anthropic), model claude-x, " \
+        "stream; the tape holds next: nothing more." in answer["error"]["message"]
+
+
 def test_exchange_records_are_not_fixtures_to_replay(tmp_path: Path) -> None:
     (tmp_path / "001.json").write_text("{}")
     (tmp_path / "002.exchange.json").write_text("{}")
@@ -198,7 +242,7 @@ def test_a_tool_loop_recorded_once_replays_offline_with_the_same_result(
 
 
 @pytest.mark.sdk
-def test_an_extra_request_a_changed_model_and_a_missing_request_each_fail_with_the_reason(
+def test_an_extra_request_a_changed_model_or_tool_set_and_a_missing_request_fail_with_why(
         app: Path, recorded_loop: Path) -> None:
     code, output, _ = run_app(app, "-k", TOOL_LOOP, APP_EXTRA="1")
     assert code == 1
@@ -213,6 +257,11 @@ def test_an_extra_request_a_changed_model_and_a_missing_request_each_fail_with_t
             "tools [get_weather], stream, messages system 1 user 1; the tape holds next: "
             "001.json (POST /v1/chat/completions (openai), model gpt-4o-mini, tools "
             "[get_weather], stream, messages system 1 user 1)") in output
+    code, output, _ = run_app(app, "-k", TOOL_LOOP, APP_SEARCH_TOOL="1")
+    assert code == 1
+    assert ("request 1 is not on the tape: POST /v1/chat/completions (openai), model "
+            "gpt-4o-mini, tools [get_weather, search], stream, messages system 1 user 1; the "
+            "tape holds next: 001.json") in output
     (recorded_loop / "002.json").rename(recorded_loop / "003.json")
     shutil.copy(recorded_loop / "003.json", recorded_loop / "002.json")
     code, output, _ = run_app(app, "-k", TOOL_LOOP)
@@ -302,3 +351,70 @@ def test_a_tape_of_a_reused_index_fails_its_test_unless_the_marker_allows_the_co
     assert run_app(app, *selection)[0] == 1  # replayed, it fails the same way
     code, output, _ = run_app(app, *selection, APP_ALLOW='["identity_collision"]')
     assert code == 0, output
+
+
+@pytest.mark.sdk
+def test_langchain_over_the_openai_sdk_replays_what_it_recorded(app: Path) -> None:
+    with closing(fake("openai/valid_fragmented")) as upstream:
+        code, output, recorded = run_app(app, "-k", "test_langchain", upstream=upstream,
+                                         mode="once", OPENAI_API_BASE=CLOSED_PORT)
+    assert code == 0, output
+    assert recorded == [{"calls": [["get_weather", {"city": "Paris", "unit": "c"}]],
+                         "turns": ["pass"]}]
+    # langchain reads OPENAI_API_BASE before OPENAI_BASE_URL: the tape sets both.
+    code, output, replayed = run_app(app, "-k", "test_langchain",
+                                     OPENAI_API_BASE=CLOSED_PORT)
+    assert (code, replayed) == (0, recorded), output
+
+
+class CompletionUpstream(ThreadingHTTPServer):
+    """An upstream that answers every request with one whole (non-streamed) chat completion."""
+
+    BODY = json.dumps({
+        "id": "chatcmpl-upstream-1", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "Checking the weather.", "tool_calls": [
+                {"id": "call_upstream_1", "type": "function", "function": {
+                    "name": "get_weather", "arguments": '{"city":"Paris"}'}}]}}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 9, "total_tokens": 18}}).encode()
+
+    def __init__(self) -> None:
+        body = self.BODY
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+@pytest.mark.sdk
+def test_a_non_streamed_completion_is_kept_as_an_exchange_record_and_replayed(app: Path) -> None:
+    with closing(CompletionUpstream()) as upstream:
+        command = ["--callgate-upstream", f"openai={upstream.url}"]
+        code, output, recorded = run_app(app, "-k", "test_openai_not_streamed", *command,
+                                         mode="once", **KEYS)
+    assert code == 0, output
+    assert recorded == [{"text": "Checking the weather.", "turns": [],
+                         "calls": [["get_weather", '{"city":"Paris"}']]}]
+    folder = app / FOLDER / "test_openai_not_streamed"
+    assert tape_files(folder) == ["001.exchange.json"]
+    record = json.loads((folder / "001.exchange.json").read_text())
+    assert record["response"]["json"]["choices"][0]["message"]["tool_calls"][0]["id"] \
+        == "call_redacted2"
+    code, output, replayed = run_app(app, "-k", "test_openai_not_streamed")
+    assert (code, replayed) == (0, recorded), output

@@ -1,11 +1,12 @@
 """What ``callgate_tape`` hands a test: its tape, served, with the SDKs pointed at it.
 
 A test's tape lives in ``<the test file's folder>/tapes/<module>/<test name>/``; the marker's
-``name`` replaces the test name. While the test runs, every route's base URL variable
-(``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``) points at the tape
-server, and in replay an SDK whose API key variables are all unset gets a dummy key (SDKs refuse
-to start without one); all are restored afterwards. Each test gets its own server on a free
-port, so ``pytest-xdist`` workers never share one.
+``name`` replaces the test name. While the test runs, every route's base URL variables
+(``OPENAI_BASE_URL`` and langchain's ``OPENAI_API_BASE``, ``ANTHROPIC_BASE_URL``,
+``GOOGLE_GEMINI_BASE_URL``) point at the tape server, and in replay an SDK whose API key
+variables are all unset gets a dummy key (SDKs refuse to start without one); all are restored
+afterwards. Each test gets its own server on a free port, so ``pytest-xdist`` workers never
+share one.
 """
 
 from __future__ import annotations
@@ -98,8 +99,8 @@ def open_tape(node: pytest.Item, mode: RecordMode, upstreams: Mapping[str, str],
         with pytest.MonkeyPatch.context() as patch:
             for name in providers:
                 route = ROUTES[name]
-                if route.base_url_variable:
-                    patch.setenv(route.base_url_variable, server.base_url(name))
+                for variable in route.base_url_variables:
+                    patch.setenv(variable, server.base_url(name))
                 if not tape.recording and not any(_is_set(v) for v in route.key_variables):
                     patch.setenv(route.key_variables[0], DUMMY_KEY)
             yield CallgateTape(tape, server)

@@ -90,8 +90,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: request lines would go to the test's stderr for every call."""
 
     def _handle(self) -> None:
-        body = self.rfile.read(int(self.headers.get("content-length") or 0))
         route, _, rest = self.path.lstrip("/").partition("/")
+        try:
+            body = self._body()
+        except ValueError:
+            self.close_connection = True
+            self._error(SDK_ROUTES[0].name, 400, "callgate tape: a malformed chunked body")
+            return
         if route not in ROUTES:
             self._error(SDK_ROUTES[0].name, 404, f"callgate tape: no route {route!r} (one of "
                         f"{', '.join(ROUTES)})")
@@ -106,6 +111,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._replay(decision.entry)
         else:
             self._forward(route, rest, body, shape)
+
+    def _body(self) -> bytes:
+        """The request body, sent with a length or chunked (HTTP/1.1's two ways)."""
+        if "chunked" not in (self.headers.get("transfer-encoding") or "").lower():
+            return self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = bytearray()
+        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            body += self.rfile.read(size)
+            self.rfile.readline()  # the CRLF after each chunk
+        while self.rfile.readline().strip():  # trailers, up to the blank line
+            pass
+        return bytes(body)
 
     def _replay(self, entry: Entry) -> None:
         if entry.envelope is not None:

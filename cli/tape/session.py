@@ -1,10 +1,13 @@
 """One test's tape: what to do with each request, and what the test is told at the end.
 
-How this works: the requests are taken in arrival order. In replay the next entry must have the
-request's shape; it is served and judged. In recording the exchange goes upstream, and what
-came back is redacted (``callgate.redact``) and written as the next entry. At the end,
-``problems`` lists every reason the test must fail: a request the tape did not hold, entries
-left unused, a turn whose verdict blocks (unless allowed), an exchange that could not be kept.
+How this works: in replay a request is served the first entry not served yet that has its shape,
+and judged; so entries of one shape are served in the order they were recorded, while requests of
+different shapes may arrive in another order than they were recorded in (an async app's parallel
+requests race; ``new_episodes`` appends what it records at the end). In recording the exchange
+goes upstream, and what came back is redacted (``callgate.redact``) and written as the next
+entry. At the end, ``problems`` lists every reason the test must fail: a request the tape did
+not hold, entries left unused, a turn whose verdict blocks (unless allowed), an exchange that
+could not be kept.
 """
 
 from __future__ import annotations
@@ -67,7 +70,9 @@ class Tape:
     #: Every exchange served or recorded, in order (streamed turns and the rest).
     exchanges: list[Entry] = field(default_factory=list)
     _entries: list[Entry] = field(default_factory=list)
-    _next: int = 0
+    #: Entries not served yet, in tape order.
+    _unused: list[Entry] = field(default_factory=list)
+    _requests: int = 0
     _number: int = 1
     _recording: bool = False
     _problems: list[str] = field(default_factory=list)
@@ -80,6 +85,7 @@ class Tape:
         if self.mode is RecordMode.ALL:
             store.clear(self.folder)
         self._entries = store.load(self.folder)
+        self._unused = list(self._entries)
         self._number = max((e.number for e in self._entries), default=0) + 1
         self._recording = self.mode is RecordMode.ALL or (
             self.mode is RecordMode.ONCE and not self._entries)
@@ -92,18 +98,20 @@ class Tape:
 
     def decide(self, shape: Mapping[str, Any]) -> Decision:
         with self._lock:
+            self._requests += 1
             if self._recording:
                 self._pending += 1
                 return Decision(record=True)
-            entry = self._entries[self._next] if self._next < len(self._entries) else None
-            if entry is not None and dict(entry.shape) == dict(shape):
-                self._next += 1
+            wanted = dict(shape)
+            entry = next((e for e in self._unused if dict(e.shape) == wanted), None)
+            if entry is not None:
+                self._unused.remove(entry)
                 self._served(entry, recorded=False)
                 return Decision(entry=entry)
             if self.mode is RecordMode.NEW_EPISODES:
                 self._pending += 1
                 return Decision(record=True)
-            refusal = self._mismatch(shape, entry)
+            refusal = self._mismatch(shape, self._unused[0] if self._unused else None)
             self._problems.append(refusal)
             return Decision(refusal=refusal)
 
@@ -163,7 +171,7 @@ class Tape:
         self.settled()
         with self._lock:
             problems = list(self._problems)
-            unused = self._entries[self._next:] if not self._recording else []
+            unused = self._unused if not self._recording else []
             if unused and not self.allow_unused:
                 problems.append(
                     f"tape {self._where()}: {len(unused)} recorded exchange(s) were not requested, "
@@ -187,7 +195,7 @@ class Tape:
 
     def _mismatch(self, shape: Mapping[str, Any], entry: Entry | None) -> str:
         held = f"{entry.path.name} ({describe(entry.shape)})" if entry else "nothing more"
-        return (f"tape {self._where()}: request {self._next + 1} is not on the tape: "
+        return (f"tape {self._where()}: request {self._requests} is not on the tape: "
                 f"{describe(shape)}; the tape holds next: {held}. To record it: "
                 "--callgate-record-mode=new_episodes, or delete the folder and run with "
                 "--callgate-record-mode=once")

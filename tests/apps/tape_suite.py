@@ -4,7 +4,8 @@
 with ``.venv-apps``' pytest (the SDKs, pytest-xdist and callgate installed side by side, as in an
 app's environment). Each test prints one ``RESULT {json}`` line: what the app got, and the
 statuses of the tape's turns. Environment variables vary the app between runs: ``APP_MODEL``,
-``APP_EXTRA`` (one more request at the end), ``APP_REDACTION`` and ``APP_ALLOW`` (the marker).
+``APP_EXTRA`` (one more request at the end), ``APP_SEARCH_TOOL`` (a second tool), and
+``APP_REDACTION`` and ``APP_ALLOW`` (the marker).
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ def report(tape: Any, **result: Any) -> None:
 
 
 def openai_tools() -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}}]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}}]
+    if os.environ.get("APP_SEARCH_TOOL"):  # the app gained a tool since the recording
+        tools.append({"type": "function", "function": {"name": "search", "parameters": {}}})
+    return tools
 
 
 def stream_turn(client: Any, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]]:
@@ -132,3 +136,27 @@ def test_openai_parallel_workers(callgate_tape: Any, city: str) -> None:
     _, calls = stream_turn(client, [{"role": "user", "content": f"Weather in {city}?"}])
     report(callgate_tape, calls=[[c["name"], c["arguments"]] for c in calls],
            worker=os.environ.get("PYTEST_XDIST_WORKER", ""))
+
+
+@MARK
+def test_langchain(callgate_tape: Any) -> None:
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model=MODEL, streaming=True, max_retries=0).bind_tools(openai_tools())
+    message = None
+    for chunk in model.stream(PROMPT):
+        message = chunk if message is None else message + chunk
+    assert message is not None
+    report(callgate_tape, calls=[[call["name"], call["args"]] for call in message.tool_calls])
+
+
+@MARK
+def test_openai_not_streamed(callgate_tape: Any) -> None:
+    import openai
+
+    client = openai.OpenAI(max_retries=0)
+    completion = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": PROMPT}], tools=openai_tools())
+    message = completion.choices[0].message
+    report(callgate_tape, text=message.content, calls=[
+        [call.function.name, call.function.arguments] for call in message.tool_calls or []])
