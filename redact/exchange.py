@@ -22,7 +22,8 @@ class Exchange:
     response_body: bytes
     #: False when the response did not end cleanly (upstream abort, client disconnect).
     complete: bool = True
-    #: Where it was captured: "proxy", "import:har", "import:flow", "import:vcr", "import:raw".
+    #: Where it was captured: "proxy", "tape", "import:har", "import:flow", "import:vcr",
+    #: "import:raw".
     capture: str = "import:raw"
     #: Why it did not end cleanly, when it did not (e.g. "Client disconnected.").
     error: str | None = None

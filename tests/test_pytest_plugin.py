@@ -144,3 +144,48 @@ def test_a_missing_path_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*plugin(), "--callgate", "nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--callgate: no such file or folder: *nowhere"])
+
+
+# -- callgate_tape's settings (the tapes themselves: tests/test_tape.py) -------------------------
+
+TAPE_TEST = """
+import pytest
+
+def test_mode(callgate_tape):
+    print("MODE", callgate_tape.mode.value, callgate_tape.recording)
+
+@pytest.mark.callgate_tape(redaction="loose")
+def test_bad_marker(callgate_tape):
+    pass
+"""
+
+
+def test_the_record_mode_option_wins_over_the_environment_and_replay_is_the_default(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_app=TAPE_TEST)
+    monkeypatch.delenv("CALLGATE_RECORD_MODE", raising=False)
+    default = pytester.runpytest_inprocess(*plugin(), "-s", "-k", "test_mode")
+    monkeypatch.setenv("CALLGATE_RECORD_MODE", "all")
+    from_environment = pytester.runpytest_inprocess(*plugin(), "-s", "-k", "test_mode")
+    from_option = pytester.runpytest_inprocess(*plugin(), "-s", "-k", "test_mode",
+                                               "--callgate-record-mode=none")
+    assert [next(line.split(" ", 1)[1] for line in run.outlines if " MODE " in line)
+            for run in (default, from_environment, from_option)] == [
+        "MODE none False", "MODE all True", "MODE none False"]
+
+
+def test_a_bad_record_mode_upstream_or_marker_is_one_usage_line(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_app=TAPE_TEST)
+    monkeypatch.setenv("CALLGATE_RECORD_MODE", "sometimes")
+    result = pytester.runpytest_inprocess(*plugin())
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ERROR: CALLGATE_RECORD_MODE: 'sometimes' is not one of none, once, new_episodes, all" \
+        in result.errlines
+    monkeypatch.delenv("CALLGATE_RECORD_MODE")
+    result = pytester.runpytest_inprocess(*plugin(), "--callgate-upstream", "openai")
+    assert "ERROR: --callgate-upstream takes NAME=http(s)://..., not 'openai'" in result.errlines
+    result = pytester.runpytest_inprocess(*plugin(), "-k", "test_bad_marker")
+    result.assert_outcomes(errors=1)
+    assert any("callgate_tape redaction is replay or strict, not 'loose'" in line
+               for line in result.outlines)
