@@ -15,7 +15,7 @@ PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
 
-.PHONY: demo test test-fast test-mitmproxy12 lint bench fuzz docs browser clean
+.PHONY: demo test test-fast test-mitmproxy12 lint bench fuzz mutate soak docs browser clean
 
 # callgate itself, with its test tools.
 $(STAMP): pyproject.toml
@@ -94,6 +94,18 @@ fuzz: $(STAMP)
 	@echo "fuzz: $(FUZZ_EXAMPLES) examples per test, seed $(FUZZ_SEED)"
 	CALLGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \
 	  --hypothesis-seed=$(FUZZ_SEED) tests/test_fuzz.py
+
+# How strongly the tests pin the engine and the redactor: MUTANTS sampled mutants of reassemble/
+# and redact/, each run against the fast lane in a copy of the checkout (see tools/mutate.py).
+MUTANTS ?= 200
+mutate: $(STAMP)
+	MUTANTS=$(MUTANTS) $(BIN)/python -m tools.mutate
+
+# TURNS turns through one proxy: memory, descriptors and CPU per turn as they go, and one
+# fixture per turn (see bench/soak_proxy.py).
+TURNS ?= 10000
+soak: $(STAMP)
+	TURNS=$(TURNS) $(BIN)/python bench/soak_proxy.py
 
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs

@@ -98,7 +98,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def mitmdump(kind: str, upstream: str, folder: Path) -> tuple[subprocess.Popen[bytes], int]:
+def mitmdump(kind: str, upstream: str, folder: Path,
+             *options: str) -> tuple[subprocess.Popen[bytes], int]:
+    """mitmdump in front of ``upstream``: ``plain``, or the addon in ``observe`` or ``enforce``
+    mode; ``options`` are added to its command line."""
     port = free_port()
     command = [str(BIN / "mitmdump"), "--mode", f"reverse:{upstream}", "--listen-host",
                "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={folder / 'conf'}",
@@ -112,6 +115,7 @@ def mitmdump(kind: str, upstream: str, folder: Path) -> tuple[subprocess.Popen[b
                                text=True, check=True).stdout.strip()
         command += ["-s", addon, "--set", f"callgate_out={folder / 'fixtures'}",
                     "--set", f"callgate_enforce={'true' if kind == 'enforce' else 'false'}"]
+    command += options
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if not wait_listening(port, lambda: process.poll() is None):
         raise RuntimeError(f"mitmdump ({kind}) did not start")

@@ -10,6 +10,7 @@ import pytest
 from callgate.reassemble import Code, Limits, Reassembler, Severity, SlotState, Status
 from callgate.reassemble.errors import UsageError
 from callgate.reassemble.state import LIFECYCLE, TRANSITIONS, SlotInput
+from tests.conftest import CONFORMANCE
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
@@ -247,3 +248,60 @@ def test_a_report_is_strict_json_even_when_provider_text_holds_a_lone_surrogate(
     report = run("openai", stream)
     written = strict_json.loads(json.dumps(report.to_dict(), allow_nan=False))
     assert written["calls"][0]["id"] == "call_\ufffd"
+
+
+def test_each_finding_names_the_choice_and_slot_of_the_call_it_is_about() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city":"Oslo"}', "call_a", "get_weather"), choice=1))
+    engine.feed(chunk(entry(1, '{"city":', "call_b", "get_weather"), choice=1))
+    engine.feed(chunk(entry(1, "}"), choice=1))
+    engine.feed(chunk(entry(2, '{"town":"Rome"}', "call_c", "get_weather"), choice=1))
+    engine.feed(chunk(finish="tool_calls", choice=1))
+    report = engine.close()
+    assert [(f.code, f.choice, f.slot) for f in report.findings if f.blocking] == [
+        (Code.INVALID_ARGUMENTS_JSON, 1, 1), (Code.SCHEMA_VIOLATION, 1, 2)]
+    assert [(c.choice, c.slot, c.state) for c in report.calls] == [
+        (1, 0, SlotState.VALIDATED), (1, 1, SlotState.BLOCKED), (1, 2, SlotState.BLOCKED)]
+
+
+def test_a_report_as_data_is_version_1_with_every_field_in_place() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city":"Oslo"}', "call_a", "get_weather")))
+    engine.feed(chunk(finish="tool_calls"))
+    data = engine.close().to_dict()
+    assert data == {
+        "report_version": 1, "status": "pass", "applicable": True, "executable": True,
+        "profile": "openai", "provider": None, "findings": [],
+        "calls": [data["calls"][0]]}
+    assert {key: data["calls"][0][key] for key in ("choice", "slot", "id", "name", "arguments")} \
+        == {"choice": 0, "slot": 0, "id": "call_a", "name": "get_weather",
+            "arguments": '{"city":"Oslo"}'}
+
+
+def test_stated_input_alone_becomes_its_json_text_in_order_and_unescaped() -> None:
+    engine = Reassembler("anthropic", {"get_weather": {"type": "object"}})
+    for event in [
+            {"type": "message_start", "message": {"id": "m", "content": []}},
+            {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": "toolu_a", "name": "get_weather",
+                "input": {"unit": "c", "city": "Zürich ☀", "days": [1, 2.5]}}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+            {"type": "message_stop"}]:
+        engine.feed(event)
+    report = engine.close()
+    assert report.status is Status.PASS
+    assert [call.arguments for call in report.calls] == [
+        '{"unit":"c","city":"Zürich ☀","days":[1,2.5]}']
+
+
+def test_a_block_started_again_after_its_stop_is_a_duplicate_start_of_that_block() -> None:
+    events = json.loads((CONFORMANCE / "anthropic" / "valid_fragmented.json").read_text())[
+        "events"]
+    events.insert(10, events[1])  # content_block_start of block 0 again, after its stop
+    engine = Reassembler("anthropic", {"get_weather": {"type": "object"}})
+    for event in events:
+        engine.feed(event)
+    report = engine.close()
+    assert [(f.code, f.slot, f.event, f.path) for f in report.findings if f.blocking] == [
+        (Code.DUPLICATE_START, 0, 10, "/events/10/content_block")]

@@ -107,3 +107,58 @@ def test_sniffing_names_only_profiles_whose_first_event_is_unmistakable() -> Non
         PROFILES[name].stream_key]) for name in NAMES}
     assert sniffed == {"anthropic": "anthropic", "gemini": None, "mistral": "openai",
                        "openai": "openai", "openai-responses": None}
+
+
+def _set(path: list[str | int], value: object) -> object:
+    """An edit of a fixture's stream: set the value at ``path`` (inserting at a list index that
+    is a string, e.g. ``"+2"``)."""
+    def edit(stream: list[object]) -> None:
+        target: object = stream
+        for step in path[:-1]:
+            target = target[step]  # type: ignore[index]
+        last = path[-1]
+        if isinstance(last, str) and last.startswith("+"):
+            target.insert(int(last[1:]), value)  # type: ignore[attr-defined]
+        else:
+            target[last] = value  # type: ignore[index]
+    return edit
+
+
+MALFORMED = {
+    "anthropic delta not an object": (
+        "anthropic/valid_fragmented", _set(["+2"], {"type": "content_block_delta", "index": 0,
+                                                    "delta": "oops"}),
+        "/events/2/delta", "delta has no type"),
+    "anthropic content_block without type": (
+        "anthropic/valid_fragmented", _set(["+1"], {"type": "content_block_start", "index": 5,
+                                                    "content_block": {"id": "x"}}),
+        "/events/1/content_block", "content_block has no type"),
+    "anthropic numeric stop_reason": (
+        "anthropic/valid_fragmented", _set([10, "delta", "stop_reason"], 7),
+        "/events/10/delta/stop_reason", "stop_reason is not a string"),
+    "gemini chunk not an object": (
+        "gemini/valid_single_call", _set(["+0"], 5), "/chunks/0", "chunk is not a JSON object"),
+    "gemini unknown partialArgs field": (
+        "gemini/valid_single_call", _set([0, "candidates", 0, "content", "parts", 0,
+                                          "functionCall"], {
+            "name": "get_weather", "willContinue": True, "partialArgs": [
+                {"jsonPath": "$.city", "stringValue": "Os", "bogus": 1, "willContinue": True}]}),
+        "/chunks/0/candidates/0/content/parts/0/functionCall/partialArgs/0",
+        "partialArgs: partialArgs field 'bogus' is not known"),
+    "openai message object without its quirk": (
+        "openai/valid_fragmented", _set([1, "choices", 0, "message"], {"role": "assistant"}),
+        "/chunks/1/choices/0/message", "a streamed choice carries a message object"),
+    "openai delta not an object": (
+        "openai/valid_fragmented", _set([1, "choices", 0, "delta"], "x"),
+        "/chunks/1/choices/0/delta", "delta is not an object"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: str) -> None:
+    name, edit, path, message = MALFORMED[case]
+    envelope = load(CONFORMANCE / f"{name}.json")
+    edit(envelope[PROFILES[envelope["profile"]].stream_key])
+    envelope.pop("expect")
+    first = check(envelope).findings[0]
+    assert (first.code, first.path, first.message) == (Code.UNSUPPORTED_EVENT, path, message)

@@ -609,3 +609,14 @@ def test_a_schema_is_compiled_once_per_process_and_the_cache_stays_bounded(
     unhashable = {"enum": {1, 2}}  # not JSON: judged, never cached
     assert isinstance(module.compiled_schema(unhashable), module.SchemaProblem)
     assert len(module._CACHE) == 2
+
+
+@pytest.mark.parametrize(("schema", "value"), [
+    ({"uniqueItems": False}, [1, 1, {"a": 1}, {"a": 1}]),
+    ({"uniqueItems": True}, "aa"),
+    ({"uniqueItems": True}, {"a": 1, "b": 1}),
+    ({"type": "array", "uniqueItems": True}, []),
+])
+def test_unique_items_asks_nothing_when_false_or_of_a_value_that_is_no_array(
+        schema: dict[str, object], value: object) -> None:
+    assert compiled(schema).violations(value) == []

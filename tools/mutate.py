@@ -1,0 +1,256 @@
+"""``make mutate``: how strongly the tests pin the engine and the redactor, as a number.
+
+How this works: every module under ``reassemble/`` and ``redact/`` is read as a syntax tree and
+each place where one small edit changes what the code does is listed: a comparison turned
+(``==``/``!=``, ``<``/``<=``, ``in``/``not in``, ``is``/``is not``), ``and``/``or`` swapped, a
+``not`` dropped, ``+``/``-`` swapped, an integer moved by one (an index ``0`` to ``-1``),
+``True``/``False`` flipped, a statement (a call, an assignment, a ``raise``, a ``break`` or
+``continue``) deleted. Type annotations and docstrings are left alone. A sample is drawn with a
+printed seed; each mutant is written into a private copy of the checkout and the fast lane of
+the test suite runs against it (``pytest -x``, ``make test-fast``'s markers). A failing run or one
+over the time limit kills the mutant; a mutant whose tests all pass survives and is printed
+with its place and its edit, for a person to judge: a test that kills it, or the reason it
+changes nothing (``docs/reliability.md``).
+
+No library is used: mutmut and cosmic-ray both expect the package's files where they are
+imported from, and callgate's package is a folder of links to the design folders; a mutator
+over ``ast`` is a page of code and runs each mutant in a copy, so the checkout is never touched.
+
+    python -m tools.mutate [--sample N] [--seed S] [--jobs J] [--only PATH_PREFIX]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = ("reassemble", "redact")
+#: The fast lane: everything but the slow, proxy, browser, SDK and corpus tests.
+TESTS = ["tests"]
+MARKERS = "not (slow or proxy or browser or sdk or corpus)"
+#: Left out of each copy: environments, caches and history.
+SKIPPED = shutil.ignore_patterns(".git", ".venv*", "__pycache__", ".mypy_cache", ".ruff_cache",
+                                 ".hypothesis", "node_modules", "*.egg-info", "build", "dist")
+
+_SWAPS: dict[type[ast.AST], type[ast.AST]] = {
+    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is, ast.And: ast.Or, ast.Or: ast.And, ast.Add: ast.Sub, ast.Sub: ast.Add}
+_DELETABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.Raise, ast.Break, ast.Continue)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    path: str
+    #: The node's place in ``ast.walk`` order, stable for one source text.
+    index: int
+    kind: str
+    line: int
+
+    def describe(self) -> str:
+        source = (ROOT / self.path).read_text(encoding="utf-8").splitlines()[self.line - 1]
+        return f"{self.path}:{self.line} {self.kind}: {source.strip()}"
+
+
+def _annotations(tree: ast.AST) -> set[int]:
+    """ids of nodes inside annotations and docstrings: edits there change nothing."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        parts: list[ast.AST | None] = []
+        if isinstance(node, ast.AnnAssign | ast.arg):
+            parts.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            parts.append(node.returns)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
+                and node.body and isinstance(node.body[0], ast.Expr) \
+                and isinstance(node.body[0].value, ast.Constant):
+            parts.append(node.body[0])
+        for part in parts:
+            if part is not None:
+                skipped.update(id(inner) for inner in ast.walk(part))
+    return skipped
+
+
+def _kinds(node: ast.AST, parent_body: bool) -> Iterator[str]:
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _SWAPS:
+        yield f"compare {type(node.ops[0]).__name__} -> {_SWAPS[type(node.ops[0])].__name__}"
+    elif isinstance(node, ast.BoolOp):
+        yield f"boolean {type(node.op).__name__} -> {_SWAPS[type(node.op)].__name__}"
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        yield "drop not"
+    elif isinstance(node, ast.BinOp) and type(node.op) in _SWAPS:
+        yield f"arithmetic {type(node.op).__name__} -> {_SWAPS[type(node.op)].__name__}"
+    elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        yield f"constant {node.value} -> {not node.value}"
+    elif isinstance(node, ast.Constant) and isinstance(node.value, int):
+        yield "constant 0 -> -1" if node.value == 0 else f"constant {node.value} -> " \
+            f"{node.value + 1}"
+    if parent_body and isinstance(node, _DELETABLE):
+        yield "delete statement"
+
+
+def _in_bodies(tree: ast.AST) -> set[int]:
+    """ids of statements that sit in a body list (which a deletion may replace by ``pass``)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if isinstance(statements, list):  # a lambda's body is one expression
+                found.update(id(s) for s in statements if isinstance(s, ast.stmt))
+    return found
+
+
+def mutants(path: Path) -> list[Mutant]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped, bodies = _annotations(tree), _in_bodies(tree)
+    relative = path.relative_to(ROOT).as_posix()
+    found = []
+    for index, node in enumerate(ast.walk(tree)):
+        if id(node) in skipped:
+            continue
+        for kind in _kinds(node, id(node) in bodies):
+            found.append(Mutant(relative, index, kind, getattr(node, "lineno", 0)))
+    return found
+
+
+def mutated_source(mutant: Mutant) -> str:
+    tree = ast.parse((ROOT / mutant.path).read_text(encoding="utf-8"))
+    node = next(n for i, n in enumerate(ast.walk(tree)) if i == mutant.index)
+    if mutant.kind == "delete statement":
+        _replace_statement(tree, node)
+    elif isinstance(node, ast.Compare):
+        node.ops = [_SWAPS[type(node.ops[0])]()]  # type: ignore[list-item]
+    elif isinstance(node, ast.BoolOp | ast.BinOp):
+        node.op = _SWAPS[type(node.op)]()  # type: ignore[assignment]
+    elif isinstance(node, ast.UnaryOp):
+        _replace_expression(tree, node, node.operand)
+    elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        node.value = not node.value
+    elif isinstance(node, ast.Constant) and isinstance(node.value, int):
+        node.value = -1 if node.value == 0 else node.value + 1
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _replace_statement(tree: ast.AST, old: ast.AST) -> None:
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if isinstance(statements, list) and old in statements:
+                statements[statements.index(old)] = ast.Pass()
+                return
+
+
+def _replace_expression(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
+    for node in ast.walk(tree):
+        for field, value in ast.iter_fields(node):
+            if value is old:
+                setattr(node, field, new)
+                return
+            if isinstance(value, list) and any(item is old for item in value):
+                value[[id(item) for item in value].index(id(old))] = new
+                return
+
+
+class Workspace:
+    """A private copy of the checkout where one mutant at a time is written and tested."""
+
+    def __init__(self, base: Path, number: int, timeout: float) -> None:
+        self.root = base / f"copy{number}"
+        shutil.copytree(ROOT, self.root, symlinks=True, ignore=SKIPPED)
+        self.timeout = timeout
+        self.env = {**os.environ, "PYTHONPATH": str(self.root), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run_tests(self) -> tuple[bool, float]:
+        """(whether every test passed, seconds); a run over the limit counts as failing."""
+        start = time.monotonic()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m",
+                 MARKERS, *TESTS], cwd=self.root, env=self.env, capture_output=True,
+                timeout=self.timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return False, time.monotonic() - start
+        return done.returncode == 0, time.monotonic() - start
+
+    def imports_from_here(self) -> bool:
+        done = subprocess.run([sys.executable, "-c", "import callgate.reassemble.engine as e;"
+                               "print(e.__file__)"], cwd=self.root, env=self.env,
+                              capture_output=True, text=True, check=False)
+        return done.stdout.strip().startswith(str(self.root))
+
+    def judge(self, mutant: Mutant) -> tuple[Mutant, bool, float]:
+        """(the mutant, whether it survived, seconds)."""
+        target = self.root / mutant.path
+        original = target.read_text(encoding="utf-8")
+        target.write_text(mutated_source(mutant), encoding="utf-8")
+        try:
+            passed, seconds = self.run_tests()
+        finally:
+            target.write_text(original, encoding="utf-8")
+        return mutant, passed, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sample", type=int, default=int(os.environ.get("MUTANTS", 200)))
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("MUTATE_SEED", 0) or
+                                                        random.SystemRandom().randrange(10**8)))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--only", default="", help="only files whose path starts with this")
+    options = parser.parse_args()
+    files = sorted(path for target in TARGETS for path in (ROOT / target).rglob("*.py"))
+    every = [m for path in files for m in mutants(path) if m.path.startswith(options.only)]
+    chosen = sorted(random.Random(options.seed).sample(every, min(options.sample, len(every))),
+                    key=lambda m: (m.path, m.index))
+    print(f"{len(every)} mutants in {', '.join(TARGETS)}; testing {len(chosen)} "
+          f"(seed {options.seed}, {options.jobs} jobs)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="callgate-mutate-") as base:
+        spaces = [Workspace(Path(base), n, timeout=300) for n in range(options.jobs)]
+        if not spaces[0].imports_from_here():
+            print("mutate: the copy's tests would import callgate from elsewhere", file=sys.stderr)
+            return 2
+        passed, baseline = spaces[0].run_tests()
+        if not passed:
+            print("mutate: the tests fail without any mutant", file=sys.stderr)
+            return 2
+        for space in spaces:
+            space.timeout = max(60.0, baseline * 4)
+        print(f"baseline: the tests pass in {baseline:.1f} s", flush=True)
+        survivors = []
+        free = list(spaces)
+
+        def judge(mutant: Mutant) -> tuple[Mutant, bool, float]:
+            space = free.pop()
+            try:
+                return space.judge(mutant)
+            finally:
+                free.append(space)
+
+        with ThreadPoolExecutor(max_workers=options.jobs) as pool:
+            for number, (mutant, survived, seconds) in enumerate(pool.map(judge, chosen), 1):
+                if survived:
+                    survivors.append(mutant)
+                print(f"[{number}/{len(chosen)}] {'SURVIVED' if survived else 'killed  '} "
+                      f"{seconds:5.1f}s {mutant.describe()}", flush=True)
+    killed = len(chosen) - len(survivors)
+    print(f"\n{killed} of {len(chosen)} mutants killed ({100 * killed / max(1, len(chosen)):.1f}%),"
+          f" seed {options.seed}; survivors:")
+    for mutant in survivors:
+        print(f"  {mutant.describe()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
