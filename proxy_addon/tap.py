@@ -11,6 +11,11 @@ evidence (a chunk with ``finish_reason`` and what follows it; Anthropic's ``mess
 a pass or replaced by a provider-shaped error event on a fail. Per chunk the work is proportional
 to the chunk.
 
+A body that stops being UTF-8 is the provider's fault, not the pipeline's: the events before the
+bad byte were read, the rest of the body is handed to the engine as one text event (which no
+profile reads: ``unsupported_event``, so the turn fails), and enforce mode holds everything from
+that block on, as a terminal carried in undecodable bytes must not reach the client.
+
 mitmproxy drops a chunk whose stream callable raises, so nothing here may raise: a failure inside
 the pipeline is reported once, the tap stops inspecting, and every byte still goes through.
 """
@@ -24,7 +29,7 @@ from collections.abc import Callable
 from callgate.reassemble import Finding, Reassembler, Report
 from callgate.reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
 from callgate.reassemble.profiles import PROFILES
-from callgate.reassemble.sse import SSEDecoder
+from callgate.reassemble.sse import SSEDecoder, SSEError
 from callgate.redact.body import event_value
 from callgate.redact.encoding import Decompressor
 
@@ -73,6 +78,8 @@ class StreamTap:
         self._held: list[bytes] = []
         self._verdict: bool | None = None  # enforce: None until decided, then pass/fail
         self._broken = False
+        #: The SSE body stopped being UTF-8: nothing after that is read.
+        self._undecodable = False
         self._on_finding, self._on_failure = on_finding, on_failure
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
@@ -166,8 +173,16 @@ class StreamTap:
         return isinstance(self._framer, ArrayFramer) and self._framer.closed
 
     def _sse_texts(self, data: bytes) -> list[str | bytes]:
+        if self._undecodable:
+            return []
+        try:
+            decoded = self._sse.feed(data) if data else self._sse.close()
+        except SSEError as error:
+            self._undecodable = True
+            # The text from the bad byte on, as the recorded body reads it (redact.body).
+            return [b"".join(self.body)[error.offset:].decode("utf-8", "replace")]
         texts: list[str | bytes] = []
-        for sse in self._sse.feed(data) if data else self._sse.close():
+        for sse in decoded:
             if sse.data == _DONE:
                 self.end_marker_seen = True
             else:
@@ -181,7 +196,8 @@ class StreamTap:
             self._sent += len(block) if self._verdict else 0
             return [block] if self._verdict else []
         events = self._read(self._block_texts(block, tail=tail))
-        if tail or self._held or any(self._profile.carries_terminal(e) for e in events):
+        if tail or self._held or self._undecodable or any(
+                self._profile.carries_terminal(e) for e in events):
             self._held.append(block)
             return self._decide() if self.end_marker_seen else []
         self._sent += len(block)

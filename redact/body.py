@@ -8,7 +8,7 @@ from callgate.reassemble import strict_json
 from callgate.reassemble.errors import NotApplicable
 from callgate.reassemble.framing import ArrayFramer, element_text
 from callgate.reassemble.limits import DOCUMENT_LIMITS
-from callgate.reassemble.sse import SSEError, decode_all
+from callgate.reassemble.sse import SSEError, SSEEvent, decode_all
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,12 @@ def _sse(body: bytes) -> StreamBody:
     try:
         decoded, incomplete = decode_all(body)
     except SSEError as error:
-        raise NotApplicable(f"not an SSE body: {error}") from None
+        # Not UTF-8 from some byte on: the events before it, then the rest as one text event
+        # (with U+FFFD for what cannot be read), which the engine reports instead of it vanishing.
+        decoded, _ = decode_all(body[:error.offset])
+        rest = body[error.offset:].decode("utf-8", "replace")
+        return StreamBody([*_values(decoded), rest], "sse", any(
+            e.data == "[DONE]" for e in decoded), incomplete=True)
     events: list[object] = []
     done = False
     for event in decoded:
@@ -49,6 +54,10 @@ def _sse(body: bytes) -> StreamBody:
             continue
         events.append(event_value(event.data))
     return StreamBody(events, "sse", done, incomplete)
+
+
+def _values(decoded: list[SSEEvent]) -> list[object]:
+    return [event_value(event.data) for event in decoded if event.data != "[DONE]"]
 
 
 def _json_lines(body: bytes) -> StreamBody:

@@ -1,0 +1,262 @@
+"""Faults between the upstream and the client, against the real proxy (observe mode).
+
+The upstream here is a raw socket server, so that it can do what a failing provider or network
+does: reset the connection at any byte, stall, send bytes that are not UTF-8, cut a gzip member.
+For each fault the client must get exactly the body bytes the upstream sent before it (the
+proxy costs the client no byte and invents none), and the turn must leave a fixture whose
+verdict says what happened.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import json
+import socket
+import struct
+import threading
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from callgate.proxy_addon.tap import blocked_event
+from callgate.reassemble.profiles import frames
+from tests.conftest import CONFORMANCE, load
+from tests.proxy_harness import Proxy, fixtures_in, request_body
+
+pytestmark = pytest.mark.proxy
+
+NAME = "openai/valid_fragmented"
+EVENTS = list(frames(load(CONFORMANCE / f"{NAME}.json")))
+HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        b"transfer-encoding: chunked\r\n\r\n")
+
+
+def chunked(events: list[bytes]) -> bytes:
+    return b"".join(f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events) + b"0\r\n\r\n"
+
+
+class FaultyUpstream:
+    """Answers each request with ``HEAD`` and then ``body``, whole (then closes the connection)
+    or cut after ``cut`` bytes (then resets it; with ``stall``, only after keeping it open and
+    silent until released)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.head, self.body, self.cut, self.stall = HEAD, b"", None, False
+        self.release = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += connection.recv(65536)
+        head, _, body = request.partition(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        while len(body) < length:
+            body += connection.recv(65536)
+        data = self.head + self.body
+        sent = data if self.cut is None else data[:len(self.head) + self.cut]
+        connection.sendall(sent)
+        if self.stall:
+            self.release.wait(30)
+        if self.cut is not None:
+            # SO_LINGER with a zero timeout: close sends a reset, as a dropped connection does
+            # (and drops what the kernel still holds: only a cut answer ends this way).
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        connection.close()
+
+    def close(self) -> None:
+        self.release.set()
+        self.listener.close()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FaultyUpstream]:
+    server = FaultyUpstream()
+    yield server
+    server.close()
+
+
+def receive(url: str, headers: dict[str, str] | None = None) -> tuple[bytes, bool]:
+    """(the body bytes the client got, whether it ended cleanly)."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection.request("POST", "/v1/chat/completions", request_body(NAME),
+                       {"content-type": "application/json", **(headers or {})})
+    response = connection.getresponse()
+    got = bytearray()
+    try:
+        while piece := response.read1(65536):
+            got += piece
+    except (http.client.IncompleteRead, ConnectionError) as error:
+        partial = getattr(error, "partial", b"")
+        got += partial
+        return bytes(got), False
+    finally:
+        connection.close()
+    return bytes(got), True
+
+
+def payload_before(cut: int) -> bytes:
+    """The event bytes inside the first ``cut`` bytes of the chunked body."""
+    body = chunked(EVENTS)[:cut]
+    payload, at = bytearray(), 0
+    while at < len(body):
+        size_end = body.find(b"\r\n", at)
+        if size_end < 0:
+            break
+        size = int(body[at:size_end], 16)
+        if size == 0:
+            break
+        payload += body[size_end + 2:size_end + 2 + size]
+        at = size_end + 2 + size + 2
+    return bytes(payload)
+
+
+def cuts() -> list[int]:
+    """Every event boundary, and the middle of every event, of the chunked body."""
+    body, places, at = chunked(EVENTS), [], 0
+    for event in EVENTS:
+        framed = len(f"{len(event):x}\r\n") + len(event) + 2
+        places += [at, at + framed // 2]
+        at += framed
+    return [*places, at, len(body) - 2]
+
+
+def test_a_reset_at_any_event_boundary_or_mid_event_costs_the_client_no_byte(
+        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream.body, verdicts = chunked(EVENTS), {}
+    with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
+        for cut in cuts():
+            upstream.cut = cut
+            out = tmp_path / "fixtures" / str(cut)
+            proxy.set(callgate_out=str(out))
+            got, clean = receive(proxy.url)
+            assert (got, clean) == (payload_before(cut), False), cut
+            fixture = fixtures_in(out, 1)[0]
+            verdicts[cut] = (len(fixture["chunks"]), fixture["expect"]["status"],
+                             fixture["expect"]["codes"], fixture["meta"]["stream"]["complete"],
+                             fixture["meta"]["stream"].get("error"))
+    assert verdicts == {cut: expected_verdict(cut) for cut in cuts()}
+
+
+def expected_verdict(cut: int) -> tuple[int, str, list[str], bool, str]:
+    """What the fixture of a turn reset after ``cut`` body bytes says: the whole events that
+    came; no event, nothing to judge; up to the finish chunk, the provider's terminal evidence, a
+    pass; less, ``missing_terminal``. ``complete`` once ``data: [DONE]``
+    came, as the addon counts a stream whose end marker it saw (clients hang up right after)."""
+    whole = payload_before(cut).count(b"\n\n")
+    chunks = min(whole, len(EVENTS) - 1)  # [DONE] is no chunk
+    finish = next(n for n, event in enumerate(EVENTS, 1) if b'"finish_reason": "tool' in event)
+    status, codes = ("not_applicable", []) if chunks == 0 else \
+        ("pass", []) if chunks >= finish else ("fail", ["missing_terminal"])
+    return chunks, status, codes, whole == len(EVENTS), "upstream error"
+
+
+def test_bytes_that_are_not_utf8_pass_through_and_are_reported(
+        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    broken = [*EVENTS[:2], b'data: {"bad": "\xff\xfe"}\n\n', *EVENTS[2:]]
+    upstream.body, upstream.cut = chunked(broken), None
+    with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
+        got, clean = receive(proxy.url)
+        fixture = fixtures_in(proxy.out, 1)[0]
+    assert (got, clean) == (b"".join(broken), True)
+    # The two events before the bad byte, then the rest as text: what came after it (the
+    # finish among it) cannot be read, so the terminal evidence is missing too.
+    assert (len(fixture["chunks"]), fixture["expect"]) == (3, {
+        "status": "fail", "codes": ["missing_terminal", "unsupported_event"]})
+    assert isinstance(fixture["chunks"][2], str)
+
+
+def test_a_gzip_body_cut_mid_member_reaches_the_client_as_sent_and_fails_the_turn(
+        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    compressed = gzip.compress(b"".join(EVENTS))
+    # The first cut whose decompressed prefix holds three whole events (the text compresses
+    # well: half of the member holds less than one).
+    cut = next(n for n in range(len(compressed))
+               if zlib.decompressobj(31).decompress(compressed[:n]).count(b"\n\n") == 3)
+    upstream.head = HEAD.replace(b"\r\n\r\n", b"\r\ncontent-encoding: gzip\r\n\r\n")
+    upstream.body = chunked([compressed[:cut]])[:-5]  # and no terminating chunk
+    upstream.cut = None
+    try:
+        with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
+            got, clean = receive(proxy.url, {"accept-encoding": "gzip"})
+            fixture = fixtures_in(proxy.out, 1)[0]
+    finally:
+        upstream.head = HEAD
+    assert (got, clean) == (compressed[:cut], False)
+    assert (len(fixture["chunks"]), fixture["expect"]) == (
+        3, {"status": "fail", "codes": ["missing_terminal"]})
+    assert fixture["meta"]["stream"]["complete"] is False
+
+
+def test_a_stalled_upstream_keeps_what_came_and_is_recorded_when_the_client_gives_up(
+        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream.body, upstream.cut, upstream.stall = chunked(EVENTS), len(chunked(EVENTS[:3])), True
+    upstream.release.clear()
+    try:
+        with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
+            host, port = proxy.url.removeprefix("http://").split(":")
+            connection = http.client.HTTPConnection(host, int(port), timeout=1.5)
+            connection.request("POST", "/v1/chat/completions", request_body(NAME),
+                               {"content-type": "application/json"})
+            response = connection.getresponse()
+            got = bytearray()
+            with pytest.raises(TimeoutError):
+                while piece := response.read1(65536):
+                    got += piece
+            connection.close()  # the client gives up
+            fixture = fixtures_in(proxy.out, 1)[0]
+    finally:
+        upstream.stall = False
+        upstream.release.set()
+    assert bytes(got) == b"".join(EVENTS[:3])
+    assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}
+    assert fixture["meta"]["stream"]["error"] == "client disconnected"
+
+
+def test_a_50_mb_event_reaches_the_client_whole_and_the_turn_is_judged(
+        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    big = "x" * (50 << 20)
+    chunk: dict[str, Any] = json.loads(EVENTS[0].removeprefix(b"data: "))
+    chunk["choices"][0]["delta"]["content"] = big
+    huge = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    events = [huge, *EVENTS[1:]]
+    upstream.body, upstream.cut = chunked(events), None
+    with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
+        got, clean = receive(proxy.url)
+        fixture = fixtures_in(proxy.out, 1, timeout=120)[0]
+    assert clean and got == b"".join(events)
+    assert fixture["expect"] == {"status": "pass", "codes": []}
+    # Text is masked to its own length: the fixture still says how big the event was.
+    assert len(fixture["chunks"][0]["choices"][0]["delta"]["content"]) == len(big)
+
+
+def test_enforce_mode_never_releases_what_follows_bytes_that_are_not_utf8(
+        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    # The bad byte sits in the chunk that carries the finish: a client decoding leniently would
+    # read finish_reason tool_calls from it and run the calls.
+    finish = next(n for n, event in enumerate(EVENTS) if b'"finish_reason": "tool' in event)
+    broken = [*EVENTS[:finish], EVENTS[finish].replace(b'"tool_calls"', b'"tool_calls\xff"'),
+              *EVENTS[finish + 1:]]
+    upstream.body, upstream.cut = chunked(broken), None
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
+        got, clean = receive(proxy.url)
+        fixture = fixtures_in(proxy.out, 1)[0]
+    codes = ["missing_terminal", "unsupported_event"]
+    assert (got, clean) == (b"".join(EVENTS[:finish]) + blocked_event("openai", codes), True)
+    assert fixture["expect"] == {"status": "fail", "codes": codes}
