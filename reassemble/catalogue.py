@@ -113,7 +113,8 @@ CATALOGUE: dict[Code, Entry] = {
     Code.UNSUPPORTED_EVENT: Entry(
         "An event, block, delta or field this profile cannot interpret, where tool data could be.",
         "A new provider event type, legacy function_call deltas, custom tool calls, a gateway's "
-        "non-standard shape.",
+        "non-standard shape, an SSE body that stops being UTF-8 (the rest of it is one text "
+        "event).",
         "Keep the fixture, add a reviewed profile rule or quirk, and block until then; never drop "
         "tool data silently.",
     ),
