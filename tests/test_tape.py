@@ -304,26 +304,32 @@ def test_no_canary_reaches_a_tape_in_any_encoding(app: Path, redaction: str) -> 
 
 
 @pytest.mark.sdk
-def test_async_openai_anthropic_and_gemini_clients_replay_what_they_recorded(app: Path) -> None:
-    selection = "test_openai_async or test_anthropic or test_gemini"
+def test_async_openai_anthropic_gemini_and_mistral_clients_replay_what_they_recorded(app: Path) -> None:
+    selection = "test_openai_async or test_anthropic or test_gemini or test_mistral"
     with closing(fake("openai/valid_fragmented")) as openai, \
             closing(fake("anthropic/valid_fragmented")) as anthropic, \
-            closing(fake("gemini/valid_single_call")) as gemini:
+            closing(fake("gemini/valid_single_call")) as gemini, \
+            closing(fake("mistral/native_whole_call")) as mistral:
         command = []
         for route, server in (("openai", openai), ("anthropic", anthropic),
-                              ("gemini", gemini)):
+                              ("gemini", gemini), ("mistral", mistral)):
             command += ["--callgate-upstream", f"{route}={server.url}"]
         code, output, recorded = run_app(app, "-k", selection, *command, mode="once", **KEYS)
     assert code == 0, output
     assert recorded == [
         {"arguments": '{"city":"Paris","unit":"c"}', "turns": ["pass"]},
         {"calls": [["get_weather", {"city": "Paris", "unit": "c"}]], "turns": ["pass"]},
-        {"calls": [["get_weather", {"city": "Oslo"}]], "turns": ["pass"]}]
+        {"calls": [["get_weather", {"city": "Oslo"}]], "turns": ["pass"]},
+        {"calls": [["get_weather", '{"city": "San Francisco"}']], "turns": ["pass"]}]
     code, output, replayed = run_app(app, "-k", selection)
     assert code == 0, output
     assert replayed == recorded
     assert sorted(p.parent.name for p in (app / "tapes").rglob("001.json")) == [
-        "test_anthropic", "test_gemini", "test_openai_async"]
+        "test_anthropic", "test_gemini", "test_mistral", "test_openai_async"]
+    # A route's own provider where the upstream's host names none: Mistral's shape is read by
+    # the mistral profile.
+    assert json.loads((app / FOLDER / "test_mistral" / "001.json").read_text())["profile"] \
+        == "mistral"
 
 
 @pytest.mark.sdk

@@ -23,6 +23,7 @@ from callgate.cli.tape.shape import describe
 from callgate.cli.tape.store import Entry
 from callgate.reassemble import Report
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
+from callgate.reassemble.providers import provider_from_url
 from callgate.redact import ArgumentMode, Exchange, redact_exchange
 from callgate.redact.leaks import find_leaks, secrets_of
 from callgate.redact.record import exchange_record
@@ -142,9 +143,11 @@ class Tape:
         envelope = record = None
         try:
             try:
-                # The provider is read from the upstream's host, as for captures: a route is
-                # an SDK, and an SDK may be pointed at any gateway that speaks its API.
-                envelope = redact_exchange(exchange, arguments=arguments,
+                # The provider is read from the upstream's host, as for captures (an SDK may be
+                # pointed at any gateway that speaks its API); the route's own where the host
+                # names none (a gateway on loopback, a fake provider in tests).
+                provider = provider_from_url(exchange.url) or str(shape.get("route"))
+                envelope = redact_exchange(exchange, provider=provider, arguments=arguments,
                                            keep_text=keep).envelope
                 envelope.setdefault("meta", {})["tape"] = {"request": dict(shape)}
                 _refuse_leaks(envelope, exchange)

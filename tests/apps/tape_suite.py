@@ -127,6 +127,21 @@ def test_gemini(callgate_tape: Any) -> None:
     report(callgate_tape, calls=calls)
 
 
+@MARK
+def test_mistral(callgate_tape: Any) -> None:
+    from mistralai.client import Mistral
+
+    client = Mistral(api_key=os.environ.get("MISTRAL_API_KEY", "unused"),
+                     server_url=callgate_tape.base_url("mistral"))
+    calls = []
+    for event in client.chat.stream(model="mistral-small-latest", tools=openai_tools(),
+                                    messages=[{"role": "user", "content": PROMPT}]):
+        for choice in event.data.choices:
+            calls += [[call.function.name, call.function.arguments]
+                      for call in choice.delta.tool_calls or []]
+    report(callgate_tape, calls=calls)
+
+
 @pytest.mark.parametrize("city", ["Paris", "Oslo"])
 @MARK
 def test_openai_parallel_workers(callgate_tape: Any, city: str) -> None:
