@@ -304,7 +304,8 @@ def test_no_canary_reaches_a_tape_in_any_encoding(app: Path, redaction: str) -> 
 
 
 @pytest.mark.sdk
-def test_async_openai_anthropic_gemini_and_mistral_clients_replay_what_they_recorded(app: Path) -> None:
+def test_async_openai_anthropic_gemini_and_mistral_clients_replay_what_they_recorded(
+        app: Path) -> None:
     selection = "test_openai_async or test_anthropic or test_gemini or test_mistral"
     with closing(fake("openai/valid_fragmented")) as openai, \
             closing(fake("anthropic/valid_fragmented")) as anthropic, \
