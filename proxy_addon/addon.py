@@ -81,6 +81,10 @@ class CallgateAddon:
                           "The body mitmweb shows of a judged flow, kept in memory only: the "
                           "redacted stream the fixture holds, the raw stream, or none.",
                           choices=[kind.value for kind in WebBody])
+        loader.add_option("callgate_max_body", int, 64 << 20,
+                          "Largest response body judged and recorded, in bytes once decoded; a "
+                          "longer one passes through (observe) or is cut with an error event "
+                          "(enforce), and is neither judged nor recorded.")
         loader.add_option("callgate_web_body_max", int, 4 << 20,
                           "Largest body kept for mitmweb, in bytes; a longer one keeps its "
                           "head and tail.")
@@ -169,7 +173,8 @@ class CallgateAddon:
                                          enforce=ctx.options.callgate_enforce,
                                          on_finding=lambda f: self._live(flow, f),
                                          on_failure=lambda kind: self._broken(flow, kind),
-                                         framing=framing),
+                                         framing=framing,
+                                         max_body=ctx.options.callgate_max_body),
                                provider)
         except CallgateError:  # an unknown content-encoding, or its decoder missing
             log.warning("callgate: %s %s: content-encoding %r is not supported; not inspected",
@@ -196,6 +201,14 @@ class CallgateAddon:
     def _finish(self, flow: http.HTTPFlow, *, complete: bool) -> None:
         capture = self._captures.pop(flow.id, None)
         if capture is None:
+            return
+        if capture.tap.over_limit:
+            flow.marked = FAIL_MARK
+            flow.comment = "callgate: not judged (limit_exceeded)"
+            log.warning("callgate: %s %s: the body grew past %d bytes (callgate_max_body): not "
+                        "judged, no fixture written", flow.id, _where(flow),
+                        ctx.options.callgate_max_body)
+            ctx.master.addons.trigger(UpdateHook([flow]))
             return
         report = capture.tap.close()
         flow.marked = PASS_MARK if report.executable else FAIL_MARK

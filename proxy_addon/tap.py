@@ -16,6 +16,11 @@ bad byte were read, the rest of the body is handed to the engine as one text eve
 profile reads: ``unsupported_event``, so the turn fails), and enforce mode holds everything from
 that block on, as a terminal carried in undecodable bytes must not reach the client.
 
+A body longer than ``max_body`` (decoded) is not kept: a stream that never ends must not cost
+the proxy unbounded memory. From that chunk on the tap keeps nothing and reads nothing; observe
+mode passes every byte on, enforce mode sends the error event once and drops the rest. The turn
+is not judged and no fixture is written (``over_limit``).
+
 mitmproxy drops a chunk whose stream callable raises, so nothing here may raise: a failure inside
 the pipeline is reported once, the tap stops inspecting, and every byte still goes through.
 """
@@ -26,7 +31,7 @@ import json
 import time
 from collections.abc import Callable
 
-from callgate.reassemble import Finding, Reassembler, Report
+from callgate.reassemble import Code, Finding, Reassembler, Report
 from callgate.reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.sse import SSEDecoder, SSEError
@@ -56,8 +61,13 @@ class StreamTap:
 
     def __init__(self, engine: Reassembler, profile: str, encoding: str, *, enforce: bool,
                  on_finding: Callable[[Finding], None],
-                 on_failure: Callable[[str], None], framing: str = SSE) -> None:
+                 on_failure: Callable[[str], None], framing: str = SSE,
+                 max_body: int = 64 << 20) -> None:
         self.engine = engine
+        self.max_body = max_body
+        #: The decoded body grew past ``max_body``: it was let go, and the turn is not judged.
+        self.over_limit = False
+        self._kept = 0
         self.profile = profile
         self._profile = PROFILES[profile]
         self.enforce = enforce
@@ -90,11 +100,26 @@ class StreamTap:
             return chunk
         if self._broken:
             return decoded if self.enforce else chunk
+        if self.over_limit or self._kept + len(decoded) > self.max_body:
+            return self._over_limit(chunk, decoded)
+        self._kept += len(decoded)
         self.body.append(decoded)
         if not self.enforce:
             self._observe(decoded)
             return chunk
         return self._enforce(decoded, end=not chunk)
+
+    def _over_limit(self, chunk: bytes, decoded: bytes) -> bytes | list[bytes]:
+        first = not self.over_limit
+        self.over_limit, self.body = True, []
+        if not self.enforce:
+            return chunk
+        if self._verdict is not None:  # judged already: the rest goes as the verdict says
+            return [decoded] if self._verdict and decoded else []
+        self._verdict, self._held = False, []
+        # Whatever was released stays released; what was held and what follows never goes.
+        return [blocked_event(self.profile, [Code.LIMIT_EXCEEDED.value], self.framing,
+                              opens_array=self._sent == 0)] if first else []
 
     def close(self) -> Report:
         """The verdict; call once the flow has ended (cleanly or not)."""

@@ -47,7 +47,7 @@ class FaultyUpstream:
     def __init__(self) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.head, self.body, self.cut, self.stall = HEAD, b"", None, False
+        self.head, self.body, self.cut, self.stall, self.endless = HEAD, b"", None, False, False
         self.release = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -68,6 +68,16 @@ class FaultyUpstream:
                       if line.lower().startswith(b"content-length:"))
         while len(body) < length:
             body += connection.recv(65536)
+        if self.endless:  # the first event over and over, until the other side goes away
+            connection.sendall(self.head)
+            event = chunked(EVENTS[:1])[:-5]
+            try:
+                while not self.release.is_set():
+                    connection.sendall(event)
+            except OSError:
+                pass
+            connection.close()
+            return
         data = self.head + self.body
         sent = data if self.cut is None else data[:len(self.head) + self.cut]
         connection.sendall(sent)
@@ -260,3 +270,48 @@ def test_enforce_mode_never_releases_what_follows_bytes_that_are_not_utf8(
     codes = ["missing_terminal", "unsupported_event"]
     assert (got, clean) == (b"".join(EVENTS[:finish]) + blocked_event("openai", codes), True)
     assert fixture["expect"] == {"status": "fail", "codes": codes}
+
+
+def test_a_body_past_the_limit_passes_through_unjudged_and_unrecorded(
+        upstream: FaultyUpstream, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    upstream.body, upstream.cut = chunked(EVENTS), None
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_max_body=1000) as proxy:
+        got, clean = receive(proxy.url)
+    assert (got, clean) == (b"".join(EVENTS), True)
+    assert not (tmp_path / "fixtures").exists()
+    assert [r.getMessage().split(": ", 2)[2] for r in caplog.records
+            if "callgate_max_body" in r.getMessage()] == [
+        "the body grew past 1000 bytes (callgate_max_body): not judged, no fixture written"]
+
+
+def test_enforce_mode_cuts_a_body_past_the_limit_with_the_error_event(
+        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream.body, upstream.cut = chunked(EVENTS), None
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_max_body=1000,
+               callgate_enforce=True) as proxy:
+        got, clean = receive(proxy.url)
+    released = b"".join(e for e in EVENTS if sum(map(len, EVENTS[:EVENTS.index(e) + 1])) <= 1000)
+    assert (got, clean) == (released + blocked_event("openai", ["limit_exceeded"]), True)
+    assert not (tmp_path / "fixtures").exists()
+
+
+def test_a_stream_that_never_ends_keeps_streaming_and_holds_no_more_than_the_limit(
+        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream.endless = True
+    upstream.release.clear()
+    try:
+        with Proxy(upstream.url, tmp_path / "fixtures", callgate_max_body=100_000) as proxy:
+            host, port = proxy.url.removeprefix("http://").split(":")
+            connection = http.client.HTTPConnection(host, int(port), timeout=30)
+            connection.request("POST", "/v1/chat/completions", request_body(NAME),
+                               {"content-type": "application/json"})
+            response = connection.getresponse()
+            got = 0
+            while got < 5_000_000:  # fifty times the limit
+                got += len(response.read1(65536))
+            taps = [c.tap for c in proxy.addon._captures.values()]
+            connection.close()
+    finally:
+        upstream.endless = False
+        upstream.release.set()
+    assert len(taps) == 1 and taps[0].over_limit and taps[0].body == []
