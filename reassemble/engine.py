@@ -87,7 +87,9 @@ def _json_type(value: object) -> str:
 
 
 def _canonical(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # NaN and infinities become their literals, which the strict parse then reports as
+    # non_finite_number (only a Python caller can state such input).
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class Reassembler:
@@ -401,7 +403,7 @@ class Reassembler:
         # No argument deltas (or only ""): the arguments are what the start event stated.
         try:
             return _canonical(slot.stated_input)
-        except ValueError:
+        except (TypeError, ValueError):  # a set, bytes, a cycle: from a Python caller only
             return ""
 
     def _parse(self, slot: _Slot, pointer: str) -> dict[str, Any] | None:
@@ -425,7 +427,8 @@ class Reassembler:
         if not slot.origins:
             return self._event, pointer
         starts = [start for start, _, _ in slot.origins]
-        _, event, where = slot.origins[max(bisect.bisect_right(starts, position) - 1, 0)]
+        # The first fragment starts at character 0 and positions are never negative.
+        _, event, where = slot.origins[bisect.bisect_right(starts, position) - 1]
         return event, where
 
     def _check_stated_input(self, slot: _Slot, parsed: dict[str, Any], pointer: str) -> None:

@@ -305,3 +305,48 @@ def test_a_block_started_again_after_its_stop_is_a_duplicate_start_of_that_block
     report = engine.close()
     assert [(f.code, f.slot, f.event, f.path) for f in report.findings if f.blocking] == [
         (Code.DUPLICATE_START, 0, 10, "/events/10/content_block")]
+
+
+def stated(value: object) -> Reassembler:
+    """An Anthropic turn whose one call's input is only stated, as ``value``."""
+    engine = Reassembler("anthropic", {"f": {"type": "object"}})
+    for event in [
+            {"type": "message_start", "message": {"id": "m", "content": []}},
+            {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": "t", "name": "f", "input": value}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+            {"type": "message_stop"}]:
+        engine.feed(event)
+    return engine
+
+
+@pytest.mark.parametrize(("value", "code"), [
+    ({"x": float("nan")}, Code.NON_FINITE_NUMBER),
+    ({"x": float("inf")}, Code.NON_FINITE_NUMBER),
+    ({"x": {1, 2}}, Code.INVALID_ARGUMENTS_JSON),
+    ({"x": b"bytes"}, Code.INVALID_ARGUMENTS_JSON),
+])
+def test_stated_input_json_cannot_hold_blocks_the_call_and_never_raises(
+        value: object, code: Code) -> None:
+    assert stated(value).close().blocking_codes == [code.value]
+
+
+@pytest.mark.parametrize(("padding", "codes"), [(0, []), (1, ["limit_exceeded"])])
+def test_by_default_arguments_may_hold_one_mebibyte(padding: int, codes: list[str]) -> None:
+    wrapper = '{"city":""}'
+    text = wrapper[:9] + "x" * ((1 << 20) - len(wrapper) + padding) + wrapper[9:]
+    engine = openai()
+    engine.feed(chunk(entry(0, text, "call_a", "get_weather")))
+    engine.feed(chunk(finish="tool_calls"))
+    assert engine.close().blocking_codes == codes
+
+
+def test_an_entry_without_a_function_object_opens_its_call_and_later_entries_fill_it() -> None:
+    engine = openai()
+    engine.feed(chunk({"index": 0, "id": "call_a", "type": "function"}))
+    engine.feed(chunk(entry(0, '{"city":"Oslo"}', name="get_weather")))
+    engine.feed(chunk(finish="tool_calls"))
+    report = engine.close()
+    assert (report.status, [(c.id, c.name, c.arguments) for c in report.calls]) == (
+        Status.PASS, [("call_a", "get_weather", '{"city":"Oslo"}')])

@@ -127,3 +127,16 @@ CORNERS = [
 @pytest.mark.parametrize("document", CORNERS)
 def test_the_direct_reading_agrees_with_jsonschema_at_each_corner(document: object) -> None:
     assert _plainly_valid(document) == _VALIDATOR.is_valid(document)
+
+
+@pytest.mark.parametrize("length", [200, 201])
+def test_the_schema_message_is_kept_whole_up_to_200_characters_and_clipped_after(
+        length: int) -> None:
+    tail = " is not one of ['anthropic', 'gemini', 'mistral', 'openai', 'openai-responses']"
+    profile = "p" * (length - len(tail) - 2)  # repr adds the quotes
+    message = f"{profile!r}{tail}"
+    assert len(message) == length
+    with pytest.raises(EnvelopeError) as raised:
+        validate_envelope({"envelope_version": 1, "profile": profile, "chunks": []})
+    shown = message if length <= 200 else message[:200] + "..."
+    assert str(raised.value) == f"not a callgate envelope: at /profile: {shown}"

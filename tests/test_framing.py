@@ -121,3 +121,12 @@ def test_json_lines_split_only_at_line_feeds_and_drop_a_byte_order_mark() -> Non
     body = '\ufeff{"a": "x\u2028y\u0085z"}\r\n{"b": 1}\n'.encode()
     assert parse_stream_body(body, "application/x-ndjson").events == [
         {"a": "x\u2028y\u0085z"}, {"b": 1}]
+
+
+def test_a_crlf_that_ends_an_event_is_one_line_end_and_a_following_lf_is_another() -> None:
+    framer = EventFramer()
+    assert [bytes(b) for b in framer.feed(b"data: a\r")] == []
+    # The CR ended the event's line; this LF completes that CRLF, and the next LF is the blank
+    # line that ends the event; the last LF is an empty event of its own.
+    assert [bytes(b) for b in framer.feed(b"\n\n\n")] == [b"data: a\r\n\n", b"\n"]
+    assert [bytes(b) for b in EventFramer().feed(b"\r\n\n")] == [b"\r\n", b"\n"]

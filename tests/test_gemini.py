@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from callgate.reassemble import Reassembler, Report
+from callgate.reassemble import Reassembler, Report, check
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import Problem, SlotDelta, SlotEnded, SlotStarted
 from callgate.reassemble.profiles.gemini import GeminiTranslator, canonical_arguments
 from callgate.reassemble.profiles.gemini_partial import Conflict, Rebuild, parse_json_path
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas, to_json_schema
 from callgate.reassemble.schema import SchemaProblem, ToolSchema, compile_schema
+from tests.conftest import CONFORMANCE, load
 
 
 def chunk(*calls: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -259,3 +260,50 @@ def test_declarations_take_parameters_or_parameters_json_schema() -> None:
     problem = compile_schema(schemas["e"])
     assert isinstance(problem, SchemaProblem)
     assert problem.code is Code.UNSUPPORTED_SCHEMA_KEYWORD
+
+
+def _judged(chunks: list[dict[str, Any]], name: str = "valid_single_call") -> Any:
+    envelope = load(CONFORMANCE / "gemini" / f"{name}.json")
+    envelope.pop("expect")
+    return check({**envelope, "chunks": chunks})
+
+
+def _part(call: dict[str, Any], **candidate: Any) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]},
+                            **candidate}]}
+
+
+def test_a_candidate_index_that_is_no_index_is_an_invalid_slot() -> None:
+    report = _judged([_part({"name": "get_weather", "args": {"city": "Oslo"}},
+                            index=-1, finishReason="STOP")])
+    assert [(f.code, f.path) for f in report.findings] == [
+        (Code.INVALID_SLOT, "/chunks/0/candidates/0/index"), (Code.MISSING_TERMINAL, "/chunks")]
+
+
+def test_an_id_and_a_name_that_are_no_strings_are_each_reported_name_first() -> None:
+    report = _judged([_part({"id": 5, "name": 7, "args": {"city": "Oslo"}},
+                            finishReason="STOP")])
+    where = "/chunks/0/candidates/0/content/parts/0/functionCall"
+    assert [(f.code, f.path) for f in report.findings] == [
+        (Code.UNSUPPORTED_EVENT, f"{where}/name"), (Code.UNSUPPORTED_EVENT, f"{where}/id"),
+        (Code.MISSING_TOOL_NAME, where)]
+
+
+def test_a_streamed_call_takes_its_id_from_a_later_part() -> None:
+    envelope = load(CONFORMANCE / "gemini" / "vertex_partial_args_valid.json")
+    envelope["chunks"][1]["candidates"][0]["content"]["parts"][0]["functionCall"]["id"] = "c9"
+    report = _judged(envelope["chunks"], "vertex_partial_args_valid")
+    assert report.status.value == "pass"
+    assert [(c.id, c.name) for c in report.calls] == [("c9", "book_trip")]
+
+
+@pytest.mark.parametrize(("schema", "translated"), [
+    ({"type": "STRING", "anyOf": "x"}, {"type": "string", "openapi:anyOf": "x"}),
+    ({"type": "STRING", "enumDescriptions": ["a", "b"]},
+     {"type": "string", "openapi:enumDescriptions": ["a", "b"]}),
+    ({"anyOf": [{"type": "STRING"}, {"type": "INTEGER"}]},
+     {"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+])
+def test_only_an_any_of_list_is_translated_and_any_other_list_is_kept_as_unsupported(
+        schema: dict[str, Any], translated: dict[str, Any]) -> None:
+    assert to_json_schema(schema) == translated

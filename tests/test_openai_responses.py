@@ -220,3 +220,40 @@ def test_a_text_only_turn_is_not_applicable() -> None:
                    "content_index": 0, "delta": "Hi"},
                   {"type": "response.completed", "response": {"output": []}}])
     assert (report.status.value, report.findings) == ("not_applicable", ())
+
+
+# -- where findings land, and what their messages keep --------------------------------------------
+
+
+def test_identity_findings_name_the_choice_and_slot_of_their_item() -> None:
+    rotated_once = rotated()
+    changed_call = one_call()
+    changed_call[3] = item_done('{"city":"Oslo"}', call_id="call_2")
+    for events in (rotated_once, changed_call):
+        findings = [f for f in run(events).findings if f.blocking]
+        assert [(f.code, f.choice, f.slot) for f in findings] == [
+            (Code.IDENTITY_COLLISION, 0, 0)]
+
+
+def test_a_streamed_call_missing_from_the_final_output_names_it_by_call_id() -> None:
+    text = '{"city":"Oslo"}'
+    events = [added(), delta(text), arguments_done(text), item_done(text), completed()]
+    [finding] = [f for f in run(events).findings if f.code is Code.ARGUMENT_MISMATCH]
+    assert (finding.choice, finding.slot, finding.message) == (
+        0, 0, "response.completed's output has no function_call at output_index 0, which the "
+              "stream gave ('call_1')")
+
+
+def test_long_names_in_messages_are_clipped_where_they_are_quoted() -> None:
+    translator = ResponsesTranslator(frozenset())
+    [unknown] = translator.translate({"type": "response." + "x" * 100})
+    assert isinstance(unknown, Problem)
+    assert unknown.message == f"event type {('response.' + 'x' * 100)[:60]!r} is not known"
+    translator.translate({"type": "response.output_item.added", "output_index": 0,
+                          "item": {"id": "rs_1", "type": "r" * 100}})
+    [wrong] = translator.translate(delta('{"', item_id="rs_1"))
+    assert isinstance(wrong, Problem)
+    assert (wrong.message, wrong.choice, wrong.slot) == (
+        f"function call arguments for a {'r' * 40!r} item", 0, 0)
+    [error] = translator.translate({"type": "error", "error": {"message": "e" * 300}})
+    assert error.message == "provider sent an error: " + "e" * 200  # type: ignore[union-attr]

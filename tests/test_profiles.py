@@ -11,6 +11,7 @@ import pytest
 from callgate.reassemble import Code, Reassembler, check
 from callgate.reassemble.profiles import PROFILES, profile_for, profile_of_events
 from callgate.reassemble.profiles.base import ArgumentSite, Profile
+from callgate.reassemble.providers import provider_from_url
 from callgate.reassemble.sse import decode_all
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import request_body
@@ -148,6 +149,10 @@ MALFORMED = {
     "openai message object without its quirk": (
         "openai/valid_fragmented", _set([1, "choices", 0, "message"], {"role": "assistant"}),
         "/chunks/1/choices/0/message", "a streamed choice carries a message object"),
+    "openai message object equal to the delta, without Writer's quirk": (
+        "openai/valid_fragmented", lambda stream: stream[1]["choices"][0].__setitem__(
+            "message", dict(stream[1]["choices"][0]["delta"])),
+        "/chunks/1/choices/0/message", "a streamed choice carries a message object"),
     "openai delta not an object": (
         "openai/valid_fragmented", _set([1, "choices", 0, "delta"], "x"),
         "/chunks/1/choices/0/delta", "delta is not an object"),
@@ -162,3 +167,23 @@ def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: st
     envelope.pop("expect")
     first = check(envelope).findings[0]
     assert (first.code, first.path, first.message) == (Code.UNSUPPORTED_EVENT, path, message)
+
+
+@pytest.mark.parametrize(("url", "provider"), [
+    ("https://generativelanguage.googleapis.com/v1beta/openai/chat/completions",
+     "gemini-openai-compat"),
+    ("https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse",
+     "gemini"),
+    ("https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/"
+     "anthropic/models/claude:streamRawPredict", "anthropic-vertex"),
+    ("https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/"
+     "google/models/gemini:streamGenerateContent", "gemini-vertex"),
+    ("http://127.0.0.1:11434/api/chat", "ollama"),
+    ("https://x.openai.azure.com/openai/deployments/d/chat/completions", "azure-openai"),
+    ("https://api.openai.com.evil.example/v1/chat/completions", None),
+    ("https://evilapi.openai.com/v1/chat/completions", None),
+    ("http://127.0.0.1:9000/v1/chat/completions", None),
+])
+def test_the_provider_is_named_by_host_and_for_google_by_path(
+        url: str, provider: str | None) -> None:
+    assert provider_from_url(url) == provider

@@ -24,7 +24,7 @@ from callgate.redact import (
 )
 from callgate.redact.leaks import encodings, find_leaks
 from callgate.redact.mask import Pseudonyms, mask_arguments
-from tests.conftest import conformance_fixtures, fixture_id, load
+from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
                                             "unit": {"enum": ["celsius", "fahrenheit"]}},
@@ -281,3 +281,23 @@ def test_the_leak_search_over_the_written_text_finds_what_a_walk_over_strings_fi
     value, secrets = drawn
     needles = {form for secret in secrets for form in encodings(secret)}
     assert find_leaks(value, secrets) == _leaks_at(json_strings(value), needles)
+
+
+def test_keeping_arguments_keeps_only_argument_deltas_never_text_deltas() -> None:
+    envelope = load(CONFORMANCE / "openai-responses" / "valid_text_then_call.json")
+    events = redact_envelope(envelope, arguments=ArgumentMode.KEEP).envelope["events"]
+    assert [(e["type"].rsplit(".", 2)[-2], e["delta"]) for e in events if "delta" in e] == [
+        ("output_text", "xxx xx "), ("output_text", "xxxxx xxxxx"),
+        ("function_call_arguments", '{"'), ("function_call_arguments", "city"),
+        ("function_call_arguments", '":"'), ("function_call_arguments", "Oslo"),
+        ("function_call_arguments", '"}')]
+
+
+def test_a_done_event_without_its_arguments_is_redacted_without_a_site_for_them() -> None:
+    envelope = load(CONFORMANCE / "openai-responses" / "valid_single_call.json")
+    done = next(e for e in envelope["events"]
+                if e["type"] == "response.function_call_arguments.done")
+    del done["arguments"]
+    redacted = redact_envelope(envelope, allow_verdict_change=True).envelope
+    assert not any("arguments" in e for e in redacted["events"]
+                   if e["type"] == "response.function_call_arguments.done")
