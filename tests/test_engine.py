@@ -350,3 +350,8 @@ def test_an_entry_without_a_function_object_opens_its_call_and_later_entries_fil
     report = engine.close()
     assert (report.status, [(c.id, c.name, c.arguments) for c in report.calls]) == (
         Status.PASS, [("call_a", "get_weather", '{"city":"Oslo"}')])
+
+
+def test_of_several_unknown_quirks_the_first_by_name_is_named() -> None:
+    with pytest.raises(UsageError, match=r"^unknown quirk 'aa_unknown'; known: "):
+        Reassembler("openai", allow_quirks=["zz_unknown", "aa_unknown"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,7 +23,9 @@ from callgate.redact import (
     redact_exchange,
     request_context,
 )
-from callgate.redact.leaks import encodings, find_leaks
+from callgate.redact.body import parse_stream_body
+from callgate.redact.encoding import Decompressor
+from callgate.redact.leaks import encodings, find_leaks, secrets_of
 from callgate.redact.mask import Pseudonyms, mask_arguments
 from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
 
@@ -301,3 +304,83 @@ def test_a_done_event_without_its_arguments_is_redacted_without_a_site_for_them(
     redacted = redact_envelope(envelope, allow_verdict_change=True).envelope
     assert not any("arguments" in e for e in redacted["events"]
                    if e["type"] == "response.function_call_arguments.done")
+
+
+# -- corners the mutation run found unpinned -----------------------------------------------------
+
+
+def headers_exchange(headers: list[tuple[str, str]], query: str = "") -> Exchange:
+    return Exchange("POST", f"https://api.openai.com/v1/chat/completions{query}", headers, b"{}",
+                    200, [], b"")
+
+
+def test_secrets_are_credential_headers_tokens_cookies_and_query_values_of_eight_or_more() -> None:
+    exchange = headers_exchange([
+        ("Authorization", "Bearer tok_12345678"), ("x-api-key", "k1234567"),
+        ("Cookie", "session=sess_abcdefgh; theme=dark"),
+        ("x-stainless-retry-token", "abcdefgh12345678abcd"),  # harmless by prefix
+        ("User-Agent", "Agent1234567890abcdefgh"),  # harmless by name, token-like as it is
+        ("x-request-tag", "abcdefgh12345678abcd"),  # token-like under any other name
+        ("x-short-key", "k123456")], "?key=q1234567&n=1234567")
+    assert secrets_of(exchange) == {
+        "Bearer tok_12345678", "tok_12345678", "k1234567", "session=sess_abcdefgh; theme=dark",
+        "sess_abcdefgh", "abcdefgh12345678abcd", "q1234567"}
+
+
+def test_a_secret_is_searched_for_in_url_safe_base64_too() -> None:
+    secret = "sk-??>>??>>??>>"  # its base64 holds "+" and "/"
+    forms = encodings(secret)
+    assert any("/" in form or "+" in form for form in forms)
+    assert {form.replace("+", "-").replace("/", "_") for form in forms
+            if len(form) >= 8 and form not in (secret,)} <= forms
+
+
+def test_masking_keeps_the_shape_of_an_unterminated_string_and_escapes_across_fragments() -> None:
+    assert mask_arguments(['{"city":"Par']) == ['{"city":"xxx']
+    assert mask_arguments(['{"city":"Pa', 'ris"}']) == ['{"city":"xx', 'xxx"}']
+    assert mask_arguments(['{"a":"x\\', '"y"}']) == ['{"a":"x\\', '"x"}']
+
+
+def test_kept_header_values_are_clipped_to_80_characters() -> None:
+    exchange = openai_exchange(['{"city":"Oslo"}'],
+                               headers=[("x-stainless-package-version", "1." + "9" * 100)])
+    exchange = Exchange(**{**exchange.__dict__, "response_headers": [
+        ("content-type", "text/event-stream; " + "x" * 100)]})
+    headers = redact_exchange(exchange).envelope["meta"]["headers"]
+    assert headers["x-stainless-package-version"] == ("1." + "9" * 100)[:80]
+    assert headers["response-content-type"] == ("text/event-stream; " + "x" * 100)[:80]
+
+
+def test_dropping_arguments_empties_stated_copies_too() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "stated_input_only.json")
+    redacted = redact_envelope(envelope, arguments=ArgumentMode.DROP,
+                               allow_verdict_change=True).envelope
+    assert redacted["events"][1]["content_block"]["input"] == {}
+
+
+def test_masking_keeps_const_values_of_the_tool_schema() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    envelope["tool_schemas"]["get_weather"]["properties"]["unit"] = {"const": "c"}
+    arguments = check(redact_envelope(envelope).envelope).calls[0].arguments
+    assert arguments == '{"city":"xxxxx","unit":"c"}'
+
+
+def test_stream_bodies_are_read_by_their_content_type() -> None:
+    sse = parse_stream_body(b"data: {}\n\ndata: [DONE]\n\n", "text/event-stream; charset=utf-8")
+    assert (sse.events, sse.framing, sse.done) == ([{}], "sse", True)
+    array = parse_stream_body(b'[{"a":1},\n{"a":1, "a":2}]', "application/json")
+    assert (array.events, array.incomplete) == ([{"a": 1}, '{"a":1, "a":2}'], False)
+    cut = parse_stream_body(b'[{"a":1},', "application/json")
+    assert (cut.events, cut.incomplete) == ([{"a": 1}], True)
+    with pytest.raises(NotApplicable, match="more text follows a complete JSON value"):
+        parse_stream_body(b'[{"a":1}] x', "application/json")
+
+
+@pytest.mark.parametrize("wrap", ["zlib", "raw"])
+def test_deflate_bodies_are_read_with_or_without_their_zlib_header(wrap: str) -> None:
+    body = b"data: {}\n\n" * 50
+    packer = zlib.compressobj(wbits=15 if wrap == "zlib" else -15)
+    packed = packer.compress(body) + packer.flush()
+    decompressor = Decompressor("deflate")
+    assert decompressor(packed[:7]) + decompressor(packed[7:]) == body
+    assert decompressor.complete

@@ -620,3 +620,10 @@ def test_a_schema_is_compiled_once_per_process_and_the_cache_stays_bounded(
 def test_unique_items_asks_nothing_when_false_or_of_a_value_that_is_no_array(
         schema: dict[str, object], value: object) -> None:
     assert compiled(schema).violations(value) == []
+
+
+@pytest.mark.parametrize("value", [{1, 2}, b"x", (1, 2), object()])
+def test_a_python_value_json_cannot_hold_makes_the_schema_invalid(value: object) -> None:
+    found = problem({"type": "object", "properties": {"a": {"const": value}}})
+    assert (found.code, found.schema_path, found.message) == (
+        Code.INVALID_SCHEMA, "/properties/a/const", f"{type(value).__name__} is not a JSON value")

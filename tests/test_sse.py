@@ -473,3 +473,10 @@ def test_feeding_random_pieces_gives_the_same_events_as_feeding_the_whole(
         assert events == whole
         assert (decoder.comments, decoder.incomplete) == (whole_decoder.comments, False)
         assert decoder.bytes_fed == len(body)
+
+
+@pytest.mark.parametrize(("value", "retry"), [
+    ("9" * 18, int("9" * 18)), ("0000" + "9" * 18, int("9" * 18)), ("9" * 19, None)])
+def test_a_retry_of_more_than_18_digits_is_ignored(value: str, retry: int | None) -> None:
+    [event] = decode_all(f"retry: {value}\ndata: x\n\n".encode())[0]
+    assert event.retry == retry
