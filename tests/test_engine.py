@@ -355,3 +355,22 @@ def test_an_entry_without_a_function_object_opens_its_call_and_later_entries_fil
 def test_of_several_unknown_quirks_the_first_by_name_is_named() -> None:
     with pytest.raises(UsageError, match=r"^unknown quirk 'aa_unknown'; known: "):
         Reassembler("openai", allow_quirks=["zz_unknown", "aa_unknown"])
+
+
+def test_a_violation_of_the_whole_arguments_object_is_located_at_the_root() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, "{}", "call_a", "get_weather")))
+    engine.feed(chunk(finish="tool_calls"))
+    [finding] = engine.close().findings
+    assert (finding.code, finding.message) == (
+        Code.SCHEMA_VIOLATION, "'required' fails at (root): 'city' is a required property")
+
+
+def test_a_name_changed_mid_call_quotes_both_names_clipped_to_64_characters() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, "", "call_a", "a" * 100)))
+    engine.feed(chunk(entry(0, "{}", name="b" * 100)))
+    engine.feed(chunk(finish="tool_calls"))
+    found = [f for f in engine.close().findings if f.code is Code.IDENTITY_COLLISION]
+    assert len(found) == 1
+    assert f"{'a' * 64!r}; a later fragment says {'b' * 64!r}" in found[0].message

@@ -134,6 +134,10 @@ MALFORMED = {
         "anthropic/valid_fragmented", _set(["+1"], {"type": "content_block_start", "index": 5,
                                                     "content_block": {"id": "x"}}),
         "/events/1/content_block", "content_block has no type"),
+    "anthropic unknown content block type, its name clipped": (
+        "anthropic/valid_fragmented", _set(["+1"], {"type": "content_block_start", "index": 5,
+                                                    "content_block": {"type": "z" * 100}}),
+        "/events/1/content_block/type", f"content block type {'z' * 40!r} is not known"),
     "anthropic numeric stop_reason": (
         "anthropic/valid_fragmented", _set([10, "delta", "stop_reason"], 7),
         "/events/10/delta/stop_reason", "stop_reason is not a string"),
@@ -159,6 +163,20 @@ MALFORMED = {
 }
 
 
+#: (choice, slot) each finding names: the slot where the event names a block or a call.
+PLACES = {
+    "anthropic content_block without type": (None, None),
+    "anthropic delta not an object": (0, 0),
+    "anthropic numeric stop_reason": (None, None),
+    "anthropic unknown content block type, its name clipped": (0, 5),
+    "gemini chunk not an object": (None, None),
+    "gemini unknown partialArgs field": (0, 0),
+    "openai delta not an object": (None, None),
+    "openai message object equal to the delta, without Writer's quirk": (0, None),
+    "openai message object without its quirk": (0, None),
+}
+
+
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: str) -> None:
     name, edit, path, message = MALFORMED[case]
@@ -167,6 +185,7 @@ def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: st
     envelope.pop("expect")
     first = check(envelope).findings[0]
     assert (first.code, first.path, first.message) == (Code.UNSUPPORTED_EVENT, path, message)
+    assert (first.choice, first.slot) == PLACES[case]
 
 
 @pytest.mark.parametrize(("url", "provider"), [

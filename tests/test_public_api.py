@@ -34,3 +34,12 @@ def test_importing_callgate_loads_neither_the_engine_nor_jsonschema() -> None:
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True).stdout.strip()
     assert loaded == "[]"
+
+
+def test_the_engine_package_exports_what_a_star_import_gives() -> None:
+    namespace: dict[str, object] = {}
+    exec("from callgate.reassemble import *", namespace)  # what a user may write
+    assert sorted(name for name in namespace if name != "__builtins__") == [
+        "Call", "Code", "DEFAULT_LIMITS", "ENVELOPE_SCHEMA", "EnvelopeError", "Finding",
+        "Limits", "QUIRKS", "Quirk", "Reassembler", "Report", "Severity", "SlotState", "Status",
+        "check", "validate_envelope"]
