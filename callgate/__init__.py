@@ -43,6 +43,8 @@ _EXPORTS = {
     "ArgumentMode": "callgate.redact",
     "RedactionRefused": "callgate.redact",
     "redact_envelope": "callgate.redact",
+    "mutate": "callgate.reassemble.mutations",
+    "mutations": "callgate.reassemble.mutations",
 }
 
 __all__ = [
@@ -69,6 +71,8 @@ __all__ = [
     "UsageError",
     "__version__",
     "check",
+    "mutate",
+    "mutations",
     "redact_envelope",
     "validate_envelope",
 ]
@@ -99,6 +103,7 @@ if TYPE_CHECKING:
         SetupError,
         UsageError,
     )
+    from callgate.reassemble.mutations import mutate, mutations
     from callgate.redact import ArgumentMode, RedactionRefused, redact_envelope
 
 

@@ -166,6 +166,21 @@ def serve_command(
     _exit(run_serve, paths, listen, timing)
 
 
+@app.command("mutate")
+def mutate_command(
+    fixture: Annotated[Path, typer.Argument(help="A passing fixture (or tape turn).")],
+    kind: Annotated[list[str] | None, typer.Option(
+        "--kind", help="A kind of fault or variation (repeatable; default: every kind).")] = None,
+    out_dir: Annotated[Path | None, typer.Option(
+        help="Where the variants go (default: beside the fixture).")] = None,
+) -> None:
+    """Derive faults and harmless variations from a passing turn, each checked and pinned:
+    <stem>.<kind>.json. Exit 0, 1 when a kind asked for by name could not apply."""
+    from callgate.cli.mutate import run_mutate
+
+    _exit(run_mutate, fixture, kind or [], out_dir, sys.stdout, sys.stderr)
+
+
 @app.command("addon-path")
 def addon_path_command() -> None:
     """Print the path of the mitmproxy addon, for `mitmdump -s "$(callgate addon-path)"`."""

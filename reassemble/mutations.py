@@ -1,0 +1,191 @@
+"""Faults and harmless variations made from one passing turn, in the turn's own wire format.
+
+How this works: each kind is a pure function from a profile and a turn's events to new events,
+or to the reason it cannot apply to this turn (no second fragment to re-cut, arguments that
+arrive whole). It knows the wire format only through the profile: which events carry the
+terminal evidence (``Profile.carries_terminal``) and where arguments sit
+(``Profile.argument_sites``), so every kind works for every profile that offers those. Then the
+engine judges the variant: a fault must produce its code, a variation must pass with the very
+calls of the source. A variant that does not is never handed out: ``mutate`` raises
+``NotApplicable`` saying what the engine said instead. Pure: no files.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from callgate.reassemble.codes import Code
+from callgate.reassemble.envelope import check
+from callgate.reassemble.errors import NotApplicable
+from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles.base import Profile
+from callgate.reassemble.report import Status
+
+#: What a kind makes of a turn's events: new events, or why it cannot apply.
+Make = Callable[[Profile, list[Any]], "list[Any] | str"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    #: The code a fault must produce; None for a variation, which must pass unchanged.
+    code: Code | None
+    description: str
+    make: Make
+
+    @property
+    def blocking(self) -> bool:
+        return self.code is not None
+
+
+def _terminal_at(profile: Profile, events: list[Any]) -> list[int]:
+    return [n for n, event in enumerate(events) if profile.carries_terminal(event)]
+
+
+def _truncate(profile: Profile, events: list[Any]) -> list[Any] | str:
+    ends = _terminal_at(profile, events)
+    return events[:ends[0]] if ends else "no event carries the terminal evidence"
+
+
+def _drop_terminal(profile: Profile, events: list[Any]) -> list[Any] | str:
+    ends = set(_terminal_at(profile, events))
+    return [e for n, e in enumerate(events) if n not in ends] if ends else \
+        "no event carries the terminal evidence"
+
+
+def _duplicate_terminal(profile: Profile, events: list[Any]) -> list[Any] | str:
+    ends = _terminal_at(profile, events)
+    if not ends:
+        return "no event carries the terminal evidence"
+    return [*events[:ends[0] + 1], copy.deepcopy(events[ends[0]]), *events[ends[0] + 1:]]
+
+
+def _streams(profile: Profile, events: list[Any]) -> dict[object, list[tuple[dict[str, Any], str]]]:
+    """Each call's streamed argument fragments, as (container, field), in stream order."""
+    streams: dict[object, list[tuple[dict[str, Any], str]]] = {}
+    for kind, key, container, field in profile.argument_sites(events):
+        if kind == "stream" and isinstance(container.get(field), str):
+            streams.setdefault(key, []).append((container, field))
+    return streams
+
+
+def _corrupt_arguments(profile: Profile, events: list[Any]) -> list[Any] | str:
+    events = copy.deepcopy(events)
+    streams = _streams(profile, events)
+    if not streams:
+        return "no call streams its arguments (they arrive whole)"
+    key, fragments = next(iter(streams.items()))
+    # A second opening brace: no JSON text starts "{{", wherever the call's text goes on. Text
+    # copies of the same call (OpenAI Responses restates them) get it too, so that they still
+    # agree with the stream and the fault is the JSON, not a mismatch.
+    container, field = fragments[0]
+    container[field] = "{" + container[field]
+    for kind, site_key, copy_container, copy_field in profile.argument_sites(events):
+        if kind == "copy" and site_key == key and isinstance(copy_container[copy_field], str):
+            copy_container[copy_field] = "{" + copy_container[copy_field]
+    return events
+
+
+def _resplit(profile: Profile, events: list[Any]) -> list[Any] | str:
+    events = copy.deepcopy(events)
+    moved = False
+    for fragments in _streams(profile, events).values():
+        text = "".join(c[f] for c, f in fragments)
+        cuts, at = [], 0
+        for container, field in fragments[:-1]:
+            at += len(container[field])
+            cuts.append(at)
+        # Each cut one character later, where the next fragment leaves room: inside escapes,
+        # names and numbers alike.
+        shifted = [min(cut + 1, len(text)) for cut in cuts]
+        shifted = [max(c, shifted[n - 1]) if n else c for n, c in enumerate(shifted)]
+        if shifted == cuts:
+            continue
+        bounds = [0, *shifted, len(text)]
+        for (container, field), start, end in zip(fragments, bounds, bounds[1:], strict=False):
+            container[field] = text[start:end]
+        moved = True
+    return events if moved else "no call's arguments come in two fragments or more"
+
+
+def _empty_deltas(profile: Profile, events: list[Any]) -> list[Any] | str:
+    events = copy.deepcopy(events)
+    holders = {id(container) for fragments in _streams(profile, events).values()
+               for container, _ in fragments}
+    out: list[Any] = []
+    for event in events:
+        out.append(event)
+        if _holds(event, holders):
+            empty = copy.deepcopy(event)
+            for fragments in _streams(profile, [empty]).values():
+                for container, field in fragments:
+                    container[field] = ""
+            out.append(empty)
+    return out if len(out) > len(events) else "no call streams its arguments"
+
+
+def _holds(value: object, ids: set[int]) -> bool:
+    if id(value) in ids:
+        return True
+    if isinstance(value, dict):
+        return any(_holds(item, ids) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds(item, ids) for item in value)
+    return False
+
+
+KINDS: dict[str, Kind] = {kind.name: kind for kind in (
+    Kind("truncate", Code.MISSING_TERMINAL,
+         "the stream stops before the event that carries the terminal evidence", _truncate),
+    Kind("drop_terminal", Code.MISSING_TERMINAL,
+         "every event that carries the terminal evidence is left out", _drop_terminal),
+    Kind("duplicate_terminal", Code.DUPLICATE_TERMINAL,
+         "the first event that carries the terminal evidence comes twice", _duplicate_terminal),
+    Kind("corrupt_arguments", Code.INVALID_ARGUMENTS_JSON,
+         "the first call's argument text gets a second opening brace", _corrupt_arguments),
+    Kind("resplit", None, "each call's argument text cut one character later", _resplit),
+    Kind("empty_deltas", None, "an empty copy after every argument fragment", _empty_deltas),
+)}
+
+
+def mutations(blocking: bool | None = None) -> list[str]:
+    """The kinds' names: all, the faults (``blocking=True``) or the variations (``False``)."""
+    return [name for name, kind in KINDS.items() if blocking is None or kind.blocking == blocking]
+
+
+def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dict[str, Any]:
+    """The variant of a passing ``envelope`` made by ``kind_name``, its verdict pinned in
+    ``expect`` and its making in ``meta.mutation``. Raises ``NotApplicable`` when the kind
+    cannot apply to this turn, or the engine does not say what the kind must make it say, and
+    ``KeyError`` for an unknown kind."""
+    kind = KINDS[kind_name]
+    before = check(envelope)
+    if before.status is not Status.PASS:
+        raise NotApplicable(f"the source does not pass ({before.status.value} "
+                            f"[{', '.join(before.blocking_codes)}]): mutate a passing turn")
+    profile = PROFILES[envelope["profile"]]
+    made = kind.make(profile, list(envelope[profile.stream_key]))
+    if isinstance(made, str):
+        raise NotApplicable(f"{kind.name}: {made}")
+    variant = {key: copy.deepcopy(value) for key, value in envelope.items() if key != "expect"}
+    variant[profile.stream_key] = made
+    variant["description"] = f"{kind.description} ({kind.name} of {source or 'a passing turn'})"
+    variant.setdefault("meta", {})["mutation"] = {"kind": kind.name, "source": source}
+    after = check(variant)
+    _require(kind, before, after)
+    variant["expect"] = {"status": after.status.value, "codes": after.blocking_codes}
+    return variant
+
+
+def _require(kind: Kind, before: Any, after: Any) -> None:
+    said = f"{after.status.value} [{', '.join(after.blocking_codes)}]"
+    if kind.code is not None and kind.code.value not in after.blocking_codes:
+        raise NotApplicable(f"{kind.name}: the variant gives {said}, not {kind.code.value}")
+    calls = [(c.id, c.name, c.arguments) for c in before.calls]
+    if kind.code is None and (after.status is not Status.PASS
+                              or [(c.id, c.name, c.arguments) for c in after.calls] != calls):
+        raise NotApplicable(f"{kind.name}: the variant gives {said} with other calls; a "
+                            "variation must pass with the same calls")

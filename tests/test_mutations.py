@@ -1,0 +1,147 @@
+"""``callgate mutate``: faults and variations of a passing turn, made in its wire format and
+checked by the engine before they are handed out."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+import callgate
+from callgate.cli.mutate import run_mutate
+from callgate.cli.replay.runner import replay
+from callgate.reassemble import check
+from callgate.reassemble.errors import NotApplicable, UsageError
+from callgate.reassemble.mutations import KINDS, mutate
+from callgate.reassemble.profiles import PROFILES
+from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
+
+PASSING = [path for path in conformance_fixtures() if load(path)["expect"]["status"] == "pass"]
+
+#: What each kind makes of one passing fixture per profile: the variant's blocking codes, or
+#: the start of the reason it does not apply.
+EXPECTED = {
+    "openai/valid_fragmented": {
+        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal"],
+        "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
+    "anthropic/valid_fragmented": {
+        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal"],
+        "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
+    "mistral/native_parallel_calls": {
+        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["delta_after_terminal", "duplicate_terminal"],
+        "corrupt_arguments": ["invalid_arguments_json"],
+        "resplit": "resplit: no call's arguments come in two fragments or more",
+        "empty_deltas": "empty_deltas: the variant gives fail [delta_after_terminal, "
+                        "duplicate_terminal] with other calls"},
+    "openai-responses/valid_single_call": {
+        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal", "event_gap"],
+        "corrupt_arguments": ["invalid_arguments_json"], "resplit": [],
+        "empty_deltas": "empty_deltas: the variant gives fail [event_gap] with other calls"},
+    "gemini/vertex_partial_args_valid": {
+        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal", "invalid_slot"],
+        "corrupt_arguments": "corrupt_arguments: no call streams its arguments",
+        "resplit": "resplit: no call's arguments come in two fragments or more",
+        "empty_deltas": "empty_deltas: no call streams its arguments"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_kind_makes_its_pinned_verdict_or_says_why_not(name: str) -> None:
+    envelope = load(CONFORMANCE / f"{name}.json")
+    got: dict[str, object] = {}
+    for kind in KINDS:
+        try:
+            got[kind] = mutate(envelope, kind, name)["expect"]["codes"]
+        except NotApplicable as skipped:
+            expected = EXPECTED[name][kind]
+            got[kind] = expected if isinstance(expected, str) and str(skipped).startswith(
+                expected) else str(skipped)
+    assert got == EXPECTED[name]
+
+
+@pytest.mark.parametrize("path", PASSING, ids=fixture_id)
+def test_every_variant_of_every_passing_fixture_does_what_its_kind_promises(path: Path) -> None:
+    envelope = load(path)
+    calls = [(c.id, c.name, c.arguments) for c in check(envelope).calls]
+    for name, kind in KINDS.items():
+        try:
+            variant = mutate(envelope, name, path.name)
+        except NotApplicable:
+            continue
+        report = check(variant)
+        assert variant["expect"] == {"status": report.status.value,
+                                     "codes": report.blocking_codes}
+        assert variant["meta"]["mutation"] == {"kind": name, "source": path.name}
+        if kind.code is not None:
+            assert kind.code.value in report.blocking_codes, name
+        else:
+            assert (report.status.value, [(c.id, c.name, c.arguments) for c in report.calls]) \
+                == ("pass", calls), name
+        assert variant != envelope
+
+
+def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
+    assert callgate.mutations(blocking=True) == [
+        "truncate", "drop_terminal", "duplicate_terminal", "corrupt_arguments"]
+    assert callgate.mutations(blocking=False) == ["resplit", "empty_deltas"]
+    assert callgate.mutations() == list(KINDS)
+
+
+def fragments(envelope: dict[str, object]) -> list[str]:
+    profile = PROFILES[str(envelope["profile"])]
+    return [container[field] for kind, _, container, field
+            in profile.argument_sites(envelope[profile.stream_key])  # type: ignore[arg-type]
+            if kind == "stream"]
+
+
+def test_resplit_moves_every_cut_and_keeps_the_text() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    before, after = fragments(envelope), fragments(mutate(envelope, "resplit"))
+    assert "".join(after) == "".join(before) and len(after) == len(before)
+    cuts = [len("".join(before[:n])) for n in range(1, len(before))]
+    assert [len("".join(after[:n])) for n in range(1, len(after))] == [c + 1 for c in cuts]
+
+
+def run(fixture: Path, kinds: list[str], out_dir: Path | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_mutate(fixture, kinds, out_dir, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_them(
+        tmp_path: Path) -> None:
+    source = tmp_path / "turn.json"
+    source.write_text((CONFORMANCE / "openai" / "valid_fragmented.json").read_text())
+    code, out, err = run(source, [])
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"wrote {tmp_path / f'turn.{kind}.json'}: {verdict}" for kind, verdict in [
+            ("truncate", "fail [missing_terminal]"), ("drop_terminal", "fail [missing_terminal]"),
+            ("duplicate_terminal", "fail [duplicate_terminal]"),
+            ("corrupt_arguments", "fail [invalid_arguments_json]"), ("resplit", "pass []"),
+            ("empty_deltas", "pass []")]]
+    assert [(o.fixture.name, o.held) for o in replay([tmp_path])] == sorted(
+        [(f"turn.{kind}.json", True) for kind in KINDS] + [("turn.json", True)])
+    assert json.loads((tmp_path / "turn.resplit.json").read_text())["meta"]["mutation"] == {
+        "kind": "resplit", "source": "turn.json"}
+
+
+def test_a_kind_asked_for_that_cannot_apply_exits_1_and_a_failing_source_is_refused(
+        tmp_path: Path) -> None:
+    code, out, err = run(CONFORMANCE / "gemini" / "valid_single_call.json", ["resplit"],
+                         tmp_path)
+    assert (code, out, err) == (
+        1, "", "skipped resplit: no call's arguments come in two fragments or more\n")
+    with pytest.raises(NotApplicable, match=r"truncated\.json: the turn does not pass "
+                                            r"\(fail \[missing_terminal\]\)"):
+        run(CONFORMANCE / "openai" / "truncated.json", [], tmp_path)
+    with pytest.raises(UsageError, match="unknown kind 'nope'"):
+        run(CONFORMANCE / "openai" / "valid_fragmented.json", ["nope"], tmp_path)
+    assert list(tmp_path.iterdir()) == []
