@@ -159,11 +159,13 @@ def serve_command(
     timing: Annotated[str, typer.Option(
         help="fast, recorded (the gaps captured by the proxy), or seconds between events.")] = (
         "fast"),
+    mutate: Annotated[str | None, typer.Option(
+        help="Serve each fixture's variant of this kind (see callgate mutate).")] = None,
 ) -> None:
     """A fake provider on loopback that streams fixtures with each profile's real framing."""
     from callgate.cli.serve import run_serve
 
-    _exit(run_serve, paths, listen, timing)
+    _exit(run_serve, paths, listen, timing, mutate)
 
 
 @app.command("mutate")

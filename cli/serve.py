@@ -11,9 +11,11 @@ Which fixture: the URL prefix ``/f/<name>/`` (``<name>`` is the fixture's path r
 served folder, without ``.json``) followed by the provider's own path, or the header ``x-callgate-
 fixture: <name>``; otherwise the fixtures in turn. Timing: ``fast`` (no pause), a number of seconds
 between events, or ``recorded``: the gaps the proxy measured when it captured the fixture
-(``meta.stream.event_times_ms``; fast where a fixture has none). Two request headers simulate
-faults: ``x-callgate-abort-after: N`` cuts the connection after N events, and ``x-callgate-
-compress: gzip`` compresses the body (flushed per event).
+(``meta.stream.event_times_ms``; fast where a fixture has none). Request headers simulate
+faults: ``x-callgate-abort-after: N`` cuts the connection after N events, ``x-callgate-compress:
+gzip`` compresses the body (flushed per event), and ``x-callgate-mutate: KIND`` (or ``--mutate
+KIND`` for every request) serves the fixture's variant of that kind
+(``callgate.reassemble.mutations``), or a 422 saying why the kind cannot apply to it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.loopback import split_listen
-from callgate.reassemble.errors import InputError, UsageError
+from callgate.reassemble.errors import InputError, NotApplicable, UsageError
+from callgate.reassemble.mutations import KINDS, mutate
 from callgate.reassemble.profiles import PROFILES, array_frames, frames
 
 
@@ -78,10 +81,10 @@ class FakeProvider:
     ``"recorded"``."""
 
     def __init__(self, fixtures: dict[str, dict[str, Any]], host: str = "127.0.0.1",
-                 port: int = 0, timing: float | str = 0.0) -> None:
+                 port: int = 0, timing: float | str = 0.0, mutate: str | None = None) -> None:
         if not fixtures:
             raise ValueError("no fixtures to serve")
-        self.fixtures, self.timing = fixtures, timing
+        self.fixtures, self.timing, self.mutate = fixtures, timing, mutate
         self._order = list(fixtures)
         self._turn = 0
         self._lock = threading.Lock()
@@ -172,7 +175,15 @@ class _Handler(BaseHTTPRequestHandler):
         if chosen is None:
             self._error(404, "no such fixture")
             return
-        send_envelope(self, chosen[1], pauses(chosen[1], self.provider.timing),
+        envelope = chosen[1]
+        kind = self.headers.get("x-callgate-mutate") or self.provider.mutate
+        if kind:
+            try:
+                envelope = mutate(envelope, kind, chosen[0])
+            except (NotApplicable, KeyError) as refused:
+                self._error(422, f"{chosen[0]}: cannot serve {kind}: {refused}")
+                return
+        send_envelope(self, envelope, pauses(envelope, self.provider.timing),
                       abort_after=int(self.headers.get("x-callgate-abort-after") or -1),
                       gzip=self.headers.get("x-callgate-compress") == "gzip")
 
@@ -201,13 +212,15 @@ def parse_timing(value: str) -> float | str:
     return seconds
 
 
-def run_serve(paths: Sequence[Path], listen: str, timing: str) -> int:
+def run_serve(paths: Sequence[Path], listen: str, timing: str, kind: str | None = None) -> int:
     """Serve until interrupted. Raises ``UsageError`` for a bad option and ``InputError`` for a
     path that holds no fixture."""
     pause = parse_timing(timing)
+    if kind is not None and kind not in KINDS:
+        raise UsageError(f"--mutate: unknown kind {kind!r} (one of {', '.join(KINDS)})")
     host, port = split_listen(listen)
     fixtures = collect(paths)
-    provider = FakeProvider(fixtures, host, port, pause)
+    provider = FakeProvider(fixtures, host, port, pause, kind)
     print(f"callgate serve: {len(fixtures)} fixtures on {provider.url} "
           f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})")
     with contextlib.suppress(KeyboardInterrupt):

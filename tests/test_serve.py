@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from callgate.cli.serve import FakeProvider, collect, parse_timing
-from callgate.reassemble.errors import InputError
-from tests.conftest import CONFORMANCE
+from callgate.cli.serve import FakeProvider, collect, parse_timing, run_serve
+from callgate.reassemble.errors import InputError, UsageError
+from callgate.reassemble.mutations import mutate
+from callgate.reassemble.profiles import frames
+from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import APPS_PYTHON, post, read_events, run_app, tools_file
 
 
@@ -135,3 +137,36 @@ def test_serve_finds_fixtures_as_replay_does(tmp_path: Path) -> None:
     with pytest.raises(InputError) as refused:
         collect([tmp_path / "empty"])
     assert str(refused.value) == f"{tmp_path / 'empty'}: no *.json fixture in this folder"
+
+
+@pytest.mark.parametrize("kind", ["truncate", "duplicate_terminal", "corrupt_arguments",
+                                  "resplit", "empty_deltas", "drop_terminal"])
+def test_a_mutation_header_serves_the_fixtures_variant_of_that_kind(
+        served: FakeProvider, kind: str) -> None:
+    status, _, body = post(served.url, "/f/anthropic/valid_fragmented/v1/messages",
+                           headers={"x-callgate-mutate": kind})
+    variant = mutate(load(CONFORMANCE / "anthropic" / "valid_fragmented.json"), kind,
+                     "anthropic/valid_fragmented")
+    assert (status, body) == (200, b"".join(frames(variant)))
+
+
+def test_a_mutation_that_cannot_apply_is_a_422_saying_why(served: FakeProvider) -> None:
+    status, _, body = post(served.url, "/f/gemini/valid_single_call/v1beta/models/g:x?alt=sse",
+                           headers={"x-callgate-mutate": "resplit"})
+    assert (status, json.loads(body)["error"]["message"]) == (
+        422, "gemini/valid_single_call: cannot serve resplit: resplit: no call's arguments "
+             "come in two fragments or more")
+
+
+def test_serve_mutate_applies_to_every_request_and_refuses_an_unknown_kind(
+        tmp_path: Path) -> None:
+    provider = FakeProvider(collect([CONFORMANCE / "openai"]), mutate="truncate").start()
+    try:
+        body = post(provider.url, "/f/valid_fragmented/v1/chat/completions")[2]
+    finally:
+        provider.close()
+    variant = mutate(load(CONFORMANCE / "openai" / "valid_fragmented.json"), "truncate",
+                     "valid_fragmented")
+    assert body == b"".join(frames(variant))
+    with pytest.raises(UsageError, match="--mutate: unknown kind 'nope'"):
+        run_serve([CONFORMANCE], "127.0.0.1:0", "fast", "nope")
