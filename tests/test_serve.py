@@ -170,3 +170,45 @@ def test_serve_mutate_applies_to_every_request_and_refuses_an_unknown_kind(
     assert body == b"".join(frames(variant))
     with pytest.raises(UsageError, match="--mutate: unknown kind 'nope'"):
         run_serve([CONFORMANCE], "127.0.0.1:0", "fast", "nope")
+
+
+PARIS = '{"city":"Paris","unit":"c"}'
+
+
+@pytest.mark.sdk
+@pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
+@pytest.mark.parametrize(("sdk", "kind", "finish", "handed"), [
+    # openai-python hands on calls whatever became of the stream: no finish at all, a second
+    # one, arguments that are not JSON.
+    ("openai", "truncate", None, [{"name": "get_weather", "arguments": PARIS}]),
+    ("openai", "drop_terminal", None, [{"name": "get_weather", "arguments": PARIS}]),
+    ("openai", "duplicate_terminal", "tool_calls", [{"name": "get_weather",
+                                                     "arguments": PARIS}]),
+    ("openai", "corrupt_arguments", "tool_calls", [{"name": "get_weather",
+                                                    "arguments": "{" + PARIS}]),
+    # anthropic-python refuses JSON it cannot parse, but not a turn that never said it ended.
+    ("anthropic", "truncate", None, [{"name": "get_weather", "input": json.loads(PARIS)}]),
+    ("anthropic", "drop_terminal", None, [{"name": "get_weather", "input": json.loads(PARIS)}]),
+    ("anthropic", "duplicate_terminal", "tool_use", [{"name": "get_weather",
+                                                      "input": json.loads(PARIS)}]),
+])
+def test_what_sdks_hand_an_unguarded_app_for_each_served_fault(
+        served: FakeProvider, tmp_path: Path, sdk: str, kind: str, finish: str | None,
+        handed: list[Any]) -> None:
+    name = f"{sdk}/valid_fragmented"
+    base = "/f/openai/valid_fragmented/v1" if sdk == "openai" else f"/f/{name}"
+    result = run_app(sdk, served.url + base, "--tools", tools_file(name, tmp_path),
+                     "--header", f"x-callgate-mutate={kind}")
+    assert (result["error"], result["finish"], result["tool_calls"]) == (None, finish, handed)
+    assert mutate(load(CONFORMANCE / f"{name}.json"), kind)["expect"]["status"] == "fail"
+
+
+@pytest.mark.sdk
+@pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
+def test_anthropic_python_raises_on_corrupt_arguments(served: FakeProvider,
+                                                      tmp_path: Path) -> None:
+    result = run_app("anthropic", served.url + "/f/anthropic/valid_fragmented", "--tools",
+                     tools_file("anthropic/valid_fragmented", tmp_path),
+                     "--header", "x-callgate-mutate=corrupt_arguments")
+    assert (result["tool_calls"], result["error"]["type"]) == ([], "ValueError")
+    assert result["error"]["message"].startswith("Unable to parse tool parameter JSON")
