@@ -63,6 +63,18 @@ def _duplicate_terminal(profile: Profile, events: list[Any]) -> list[Any] | str:
     return [*events[:ends[0] + 1], copy.deepcopy(events[ends[0]]), *events[ends[0] + 1:]]
 
 
+def _delta_after_terminal(profile: Profile, events: list[Any]) -> list[Any] | str:
+    ends = _terminal_at(profile, events)
+    if not ends:
+        return "no event carries the terminal evidence"
+    holders = {id(container) for fragments in _streams(profile, events).values()
+               for container, _ in fragments}
+    last = [n for n, event in enumerate(events[:ends[0]]) if _holds(event, holders)]
+    if not last:
+        return "no argument fragment comes before the terminal evidence"
+    return [*events[:ends[0] + 1], copy.deepcopy(events[last[-1]]), *events[ends[0] + 1:]]
+
+
 def _streams(profile: Profile, events: list[Any]) -> dict[object, list[tuple[dict[str, Any], str]]]:
     """Each call's streamed argument fragments, as (container, field), in stream order."""
     streams: dict[object, list[tuple[dict[str, Any], str]]] = {}
@@ -144,6 +156,9 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
          "every event that carries the terminal evidence is left out", _drop_terminal),
     Kind("duplicate_terminal", Code.DUPLICATE_TERMINAL,
          "the first event that carries the terminal evidence comes twice", _duplicate_terminal),
+    Kind("delta_after_terminal", Code.DELTA_AFTER_TERMINAL,
+         "the last argument fragment comes again after the terminal evidence",
+         _delta_after_terminal),
     Kind("corrupt_arguments", Code.INVALID_ARGUMENTS_JSON,
          "the first call's argument text gets a second opening brace", _corrupt_arguments),
     Kind("resplit", None, "each call's argument text cut one character later", _resplit),

@@ -26,14 +26,18 @@ EXPECTED = {
     "openai/valid_fragmented": {
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal"],
+        "delta_after_terminal": ["delta_after_terminal"],
         "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
     "anthropic/valid_fragmented": {
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal"],
+        "delta_after_terminal": ["delta_after_terminal"],
         "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
     "mistral/native_parallel_calls": {
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["delta_after_terminal", "duplicate_terminal"],
+        "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the "
+                                "terminal evidence",
         "corrupt_arguments": ["invalid_arguments_json"],
         "resplit": "resplit: no call's arguments come in two fragments or more",
         "empty_deltas": "empty_deltas: the variant gives fail [delta_after_terminal, "
@@ -41,11 +45,14 @@ EXPECTED = {
     "openai-responses/valid_single_call": {
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal", "event_gap"],
+        "delta_after_terminal": ["delta_after_terminal", "event_gap"],
         "corrupt_arguments": ["invalid_arguments_json"], "resplit": [],
         "empty_deltas": "empty_deltas: the variant gives fail [event_gap] with other calls"},
     "gemini/vertex_partial_args_valid": {
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal", "invalid_slot"],
+        "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the "
+                                "terminal evidence",
         "corrupt_arguments": "corrupt_arguments: no call streams its arguments",
         "resplit": "resplit: no call's arguments come in two fragments or more",
         "empty_deltas": "empty_deltas: no call streams its arguments"},
@@ -89,7 +96,8 @@ def test_every_variant_of_every_passing_fixture_does_what_its_kind_promises(path
 
 def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
     assert callgate.mutations(blocking=True) == [
-        "truncate", "drop_terminal", "duplicate_terminal", "corrupt_arguments"]
+        "truncate", "drop_terminal", "duplicate_terminal", "delta_after_terminal",
+        "corrupt_arguments"]
     assert callgate.mutations(blocking=False) == ["resplit", "empty_deltas"]
     assert callgate.mutations() == list(KINDS)
 
@@ -125,6 +133,7 @@ def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_the
         f"wrote {tmp_path / f'turn.{kind}.json'}: {verdict}" for kind, verdict in [
             ("truncate", "fail [missing_terminal]"), ("drop_terminal", "fail [missing_terminal]"),
             ("duplicate_terminal", "fail [duplicate_terminal]"),
+            ("delta_after_terminal", "fail [delta_after_terminal]"),
             ("corrupt_arguments", "fail [invalid_arguments_json]"), ("resplit", "pass []"),
             ("empty_deltas", "pass []")]]
     assert [(o.fixture.name, o.held) for o in replay([tmp_path])] == sorted(
