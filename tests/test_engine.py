@@ -374,3 +374,37 @@ def test_a_name_changed_mid_call_quotes_both_names_clipped_to_64_characters() ->
     found = [f for f in engine.close().findings if f.code is Code.IDENTITY_COLLISION]
     assert len(found) == 1
     assert f"{'a' * 64!r}; a later fragment says {'b' * 64!r}" in found[0].message
+
+
+def run_chat(chunks: list[dict[str, Any]], provider: str | None = None) -> Any:
+    engine = Reassembler("openai", {"get_weather": {"type": "object"}}, provider=provider)
+    for item in chunks:
+        engine.feed(item)
+    return engine.close()
+
+
+def test_writers_mirrored_message_is_tolerated_once_and_only_when_equal_to_the_delta() -> None:
+    call = {"tool_calls": [{"index": 0, "id": "a", "type": "function",
+                            "function": {"name": "get_weather", "arguments": "{}"}}]}
+    mirrored = [{"choices": [{"index": 0, "delta": call, "message": call}]},
+                {"choices": [{"index": 0, "delta": {}, "message": {},
+                              "finish_reason": "tool_calls"}]}]
+    report = run_chat(mirrored, "writer")
+    assert (report.status, [(f.code, f.severity, f.path, f.choice, f.quirk)
+                            for f in report.findings]) == (Status.PASS, [
+        (Code.UNSUPPORTED_EVENT, Severity.TOLERATED, "/chunks/0/choices/0/message", 0,
+         "choice_message_mirror")])
+    mirrored[1]["choices"][0]["message"] = {"role": "assistant"}  # no longer the delta
+    assert [(f.code, f.severity, f.path) for f in run_chat(mirrored, "writer").findings] == [
+        (Code.UNSUPPORTED_EVENT, Severity.TOLERATED, "/chunks/0/choices/0/message"),
+        (Code.UNSUPPORTED_EVENT, Severity.BLOCKING, "/chunks/1/choices/0/message")]
+
+
+def test_tool_calls_that_are_no_list_and_a_long_tool_type_are_pointed_at() -> None:
+    not_a_list = run_chat([{"choices": [{"index": 0, "delta": {"tool_calls": "x"}}]}])
+    typed = run_chat([{"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "a", "type": "t" * 100}]}}]}])
+    assert [(f.path, f.message) for f in [not_a_list.findings[0], typed.findings[0]]] == [
+        ("/chunks/0/choices/0/delta/tool_calls", "tool_calls is not a list"),
+        ("/chunks/0/choices/0/delta/tool_calls/0/type",
+         f"tool call type {'t' * 40!r} is not reassembled")]

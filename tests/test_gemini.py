@@ -307,3 +307,18 @@ def test_a_streamed_call_takes_its_id_from_a_later_part() -> None:
 def test_only_an_any_of_list_is_translated_and_any_other_list_is_kept_as_unsupported(
         schema: dict[str, Any], translated: dict[str, Any]) -> None:
     assert to_json_schema(schema) == translated
+
+
+@pytest.mark.parametrize(("items", "code", "message"), [
+    ([{"jsonPath": "x" * 100, "stringValue": "a"}], Code.UNSUPPORTED_EVENT,
+     f"jsonPath {'x' * 60!r} is not a '$.name[0]' path"),
+    ([{"jsonPath": "$.a.b.c", "stringValue": "s"}, {"jsonPath": "$.a.b[0]", "stringValue": "t"}],
+     Code.INVALID_ARGUMENTS_JSON, "$.a.b[0]: $.a.b already holds a dict, not a list"),
+])
+def test_a_partial_item_that_cannot_be_placed_says_where_and_why(
+        items: list[dict[str, Any]], code: Code, message: str) -> None:
+    built = Rebuild()
+    with pytest.raises(Conflict) as raised:
+        for item in items:
+            built.apply(item)
+    assert (raised.value.code, raised.value.message) == (code, message)

@@ -384,3 +384,10 @@ def test_deflate_bodies_are_read_with_or_without_their_zlib_header(wrap: str) ->
     decompressor = Decompressor("deflate")
     assert decompressor(packed[:7]) + decompressor(packed[7:]) == body
     assert decompressor.complete
+
+
+def test_an_event_that_is_no_object_is_passed_over_when_arguments_are_looked_for() -> None:
+    envelope = load(CONFORMANCE / "openai-responses" / "valid_single_call.json")
+    envelope["events"].insert(1, "not an object")
+    redacted = redact_envelope(envelope, allow_verdict_change=True).envelope
+    assert redacted["events"][1] == "xxx xx xxxxxx"

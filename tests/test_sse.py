@@ -480,3 +480,9 @@ def test_feeding_random_pieces_gives_the_same_events_as_feeding_the_whole(
 def test_a_retry_of_more_than_18_digits_is_ignored(value: str, retry: int | None) -> None:
     [event] = decode_all(f"retry: {value}\ndata: x\n\n".encode())[0]
     assert event.retry == retry
+
+
+def test_a_stream_holding_half_a_character_would_end_incomplete() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"\xc3") == [] and decoder.incomplete
+    assert decoder.feed(b"\xa9\n\n") == [] and not decoder.incomplete
