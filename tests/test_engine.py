@@ -408,3 +408,14 @@ def test_tool_calls_that_are_no_list_and_a_long_tool_type_are_pointed_at() -> No
         ("/chunks/0/choices/0/delta/tool_calls", "tool_calls is not a list"),
         ("/chunks/0/choices/0/delta/tool_calls/0/type",
          f"tool call type {'t' * 40!r} is not reassembled")]
+
+
+def test_a_problem_of_the_whole_text_points_at_the_calls_first_fragment() -> None:
+    # A lone surrogate escape, like a depth or size limit, is found in the whole text, not at a
+    # character: the finding names the fragment where the call's text begins.
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city":', "call_a", "get_weather")))
+    engine.feed(chunk(entry(0, '"\\ud800"}')))
+    engine.feed(chunk(finish="tool_calls"))
+    assert [(f.code, f.event, f.path) for f in engine.close().findings] == [
+        (Code.INVALID_UNICODE, 0, "/chunks/0/choices/0/delta/tool_calls/0/function/arguments")]

@@ -391,3 +391,34 @@ def test_an_event_that_is_no_object_is_passed_over_when_arguments_are_looked_for
     envelope["events"].insert(1, "not an object")
     redacted = redact_envelope(envelope, allow_verdict_change=True).envelope
     assert redacted["events"][1] == "xxx xx xxxxxx"
+
+
+def test_done_is_seen_only_when_sent_and_also_before_a_byte_that_is_not_utf8() -> None:
+    assert parse_stream_body(b'data: {"a":1}\n\n', "text/event-stream").done is False
+    broken = parse_stream_body(b'data: {"a":1}\n\ndata: [DONE]\n\ndata: \xff\n\n',
+                               "text/event-stream")
+    assert (broken.events, broken.done, broken.incomplete) == (
+        [{"a": 1}, "\ufffd\n\n"], True, True)
+
+
+def test_a_base64_run_of_exactly_eight_stable_characters_is_searched_for() -> None:
+    assert "YWJjZGVm" in encodings("abcdef")  # base64 of the six bytes, no padding
+
+
+@pytest.mark.parametrize(("error", "kept"), [
+    ("Client disconnected.", "client disconnected"),
+    ("peer closed connection without sending complete message body", "upstream error"),
+    (None, None)])
+def test_why_a_stream_did_not_end_is_kept_as_one_of_two_words(error: str | None,
+                                                              kept: str | None) -> None:
+    exchange = Exchange(**{**openai_exchange(['{"city":"Oslo"}']).__dict__,
+                           "complete": error is None, "error": error})
+    assert redact_exchange(exchange).envelope["meta"]["stream"].get("error") == kept
+
+
+def test_redacting_an_envelope_pins_its_verdict_only_when_asked() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    del envelope["expect"]
+    assert "expect" not in redact_envelope(envelope).envelope
+    assert redact_envelope(envelope, pin_expectation=True).envelope["expect"] == {
+        "status": "pass", "codes": []}
