@@ -422,3 +422,12 @@ def test_redacting_an_envelope_pins_its_verdict_only_when_asked() -> None:
     assert "expect" not in redact_envelope(envelope).envelope
     assert redact_envelope(envelope, pin_expectation=True).envelope["expect"] == {
         "status": "pass", "codes": []}
+
+
+def test_redacting_an_envelope_refuses_a_changed_verdict_unless_allowed() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    envelope["tool_schemas"]["get_weather"]["properties"]["city"]["pattern"] = "^P"
+    with pytest.raises(RedactionRefused, match="masking would change the verdict"):
+        redact_envelope(envelope)
+    changed = redact_envelope(envelope, allow_verdict_change=True).envelope
+    assert changed["meta"]["redaction"]["verdict_changed"] is True
