@@ -110,10 +110,9 @@ def _resplit(profile: Profile, events: list[Any]) -> list[Any] | str:
         for container, field in fragments[:-1]:
             at += len(container[field])
             cuts.append(at)
-        # Each cut one character later, where the next fragment leaves room: inside escapes,
-        # names and numbers alike.
+        # Each cut one character later (the end of the text at most): inside escapes, names and
+        # numbers alike. The cuts stay in order, as they were.
         shifted = [min(cut + 1, len(text)) for cut in cuts]
-        shifted = [max(c, shifted[n - 1]) if n else c for n, c in enumerate(shifted)]
         if shifted == cuts:
             continue
         bounds = [0, *shifted, len(text)]
@@ -124,7 +123,7 @@ def _resplit(profile: Profile, events: list[Any]) -> list[Any] | str:
 
 
 def _empty_deltas(profile: Profile, events: list[Any]) -> list[Any] | str:
-    events = copy.deepcopy(events)
+    # Only the inserted copies are edited: the source's events go out as they are.
     holders = {id(container) for fragments in _streams(profile, events).values()
                for container, _ in fragments}
     out: list[Any] = []

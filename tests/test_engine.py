@@ -419,3 +419,24 @@ def test_a_problem_of_the_whole_text_points_at_the_calls_first_fragment() -> Non
     engine.feed(chunk(finish="tool_calls"))
     assert [(f.code, f.event, f.path) for f in engine.close().findings] == [
         (Code.INVALID_UNICODE, 0, "/chunks/0/choices/0/delta/tool_calls/0/function/arguments")]
+
+
+def test_a_stop_after_calls_is_tolerated_and_reported_when_the_quirk_is_allowed() -> None:
+    engine = Reassembler("openai", {"get_weather": {"type": "object"}},
+                         allow_quirks=["stop_finish_with_tool_calls"])
+    engine.feed(chunk(entry(0, "{}", "call_a", "get_weather")))
+    engine.feed(chunk(finish="stop"))
+    report = engine.close()
+    assert (report.status, [(f.code, f.severity, f.quirk) for f in report.findings]) == (
+        Status.PASS, [(Code.WRONG_TERMINAL_REASON, Severity.TOLERATED,
+                       "stop_finish_with_tool_calls")])
+
+
+def test_an_error_keeps_its_problem_and_source_apart() -> None:
+    from pathlib import Path
+
+    from callgate.reassemble.errors import InputError
+
+    error = InputError("not strict JSON", Path("a.json"))
+    assert (str(error), error.problem, error.source) == (
+        "a.json: not strict JSON", "not strict JSON", Path("a.json"))

@@ -322,3 +322,17 @@ def test_a_partial_item_that_cannot_be_placed_says_where_and_why(
         for item in items:
             built.apply(item)
     assert (raised.value.code, raised.value.message) == (code, message)
+
+
+def test_of_several_unknown_function_call_fields_the_first_by_name_is_reported() -> None:
+    report = _judged([_part({"name": "get_weather", "args": {}, "zz": 1, "aa": 2},
+                            finishReason="STOP")])
+    first = report.findings[0]
+    assert (first.path, first.message) == (
+        "/chunks/0/candidates/0/content/parts/0/functionCall/aa",
+        "functionCall field 'aa' is not known")
+
+
+def test_counts_are_kept_as_integers_whether_sent_as_numbers_or_digit_strings() -> None:
+    assert to_json_schema({"type": "ARRAY", "maxItems": 3, "minItems": "1"}) == {
+        "type": "array", "maxItems": 3, "minItems": 1}

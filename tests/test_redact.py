@@ -431,3 +431,10 @@ def test_redacting_an_envelope_refuses_a_changed_verdict_unless_allowed() -> Non
         redact_envelope(envelope)
     changed = redact_envelope(envelope, allow_verdict_change=True).envelope
     assert changed["meta"]["redaction"]["verdict_changed"] is True
+
+
+def test_a_choice_that_is_no_object_is_passed_over_when_arguments_are_looked_for() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    envelope["chunks"].insert(1, {"id": "c", "choices": ["not a choice"]})
+    redacted = redact_envelope(envelope, allow_verdict_change=True).envelope
+    assert redacted["chunks"][1]["choices"] == ["xxx x xxxxxx"]
