@@ -257,3 +257,13 @@ def test_long_names_in_messages_are_clipped_where_they_are_quoted() -> None:
         f"function call arguments for a {'r' * 40!r} item", 0, 0)
     [error] = translator.translate({"type": "error", "error": {"message": "e" * 300}})
     assert error.message == "provider sent an error: " + "e" * 200  # type: ignore[union-attr]
+
+
+def test_a_final_output_that_makes_a_text_item_a_call_is_an_identity_collision() -> None:
+    text_item = {"type": "response.output_item.added", "output_index": 0,
+                 "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}}
+    report = run([text_item, completed(item_done('{"city":"Oslo"}'))])
+    collisions = [f for f in report.findings if f.code is Code.IDENTITY_COLLISION]
+    assert [(f.path, f.message) for f in collisions] == [
+        ("/events/1/response/output/0/type",
+         "output item 0 was added as 'message'; a later copy says it is 'function_call'")]

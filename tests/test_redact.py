@@ -438,3 +438,10 @@ def test_a_choice_that_is_no_object_is_passed_over_when_arguments_are_looked_for
     envelope["chunks"].insert(1, {"id": "c", "choices": ["not a choice"]})
     redacted = redact_envelope(envelope, allow_verdict_change=True).envelope
     assert redacted["chunks"][1]["choices"] == ["xxx x xxxxxx"]
+
+
+def test_a_secret_in_a_member_name_is_caught_at_its_path() -> None:
+    secret = "sk-proj-membernameKEY1234567890"
+    leaks = find_leaks({"outer": {secret: 1}}, [secret])
+    assert [(leak.path, leak.caught_by) for leak in leaks][:1] == [
+        (f"/outer/{secret}", "credential-from-exchange")]

@@ -467,3 +467,13 @@ def test_any_bytes_parse_or_raise_strict_json_error(data: bytes) -> None:
         loads_bytes(data)
     except StrictJSONError as error:
         assert error.code in ARGUMENT_CODES
+
+
+def test_depth_counts_nesting_not_brackets() -> None:
+    # 64 objects deep, then 100 empty arrays side by side: more brackets than the limit of
+    # 128, so the value is walked, and 66 levels deep, well inside it.
+    siblings = ",".join(f'"k{n}":[]' for n in range(100))
+    text = '{"a":' * 64 + "{" + siblings + "}" + "}" * 64
+    assert loads(text) is not None
+    with pytest.raises(StrictJSONError, match="nesting is deeper than 128"):
+        loads('{"a":' * 128 + "[" + ",".join(["[]"] * 10) + "]" + "}" * 128)
