@@ -445,3 +445,8 @@ def test_a_secret_in_a_member_name_is_caught_at_its_path() -> None:
     leaks = find_leaks({"outer": {secret: 1}}, [secret])
     assert [(leak.path, leak.caught_by) for leak in leaks][:1] == [
         (f"/outer/{secret}", "credential-from-exchange")]
+
+
+def test_an_invalid_unicode_escape_keeps_its_backslash_and_u_and_masks_the_rest() -> None:
+    assert mask_arguments(['{"a":"\\uzzzz"}', '{"b":"\\u12"}']) == [
+        '{"a":"\\uxxxx"}', '{"b":"\\uxx"}']
