@@ -28,6 +28,7 @@ import time
 import zlib
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -52,7 +53,10 @@ def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
     return fixtures
 
 
-class _Server(ThreadingHTTPServer):
+class LoopbackServer(ThreadingHTTPServer):
+    """The server ``serve`` and the tapes run: a thread per connection, quiet about clients
+    that hang up."""
+
     daemon_threads = True
     # socketserver's default backlog of 5 refuses connections when a test suite opens dozens at
     # once (a proxy in front then answers 502); the kernel caps this at somaxconn anyway.
@@ -89,7 +93,7 @@ class FakeProvider:
         self._turn = 0
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"provider": self})
-        self.server = _Server((host, port), handler)
+        self.server = LoopbackServer((host, port), handler)
         self.url = f"http://{host}:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -131,7 +135,7 @@ def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
     handler.end_headers()
     framed = array_frames(envelope) if as_array else frames(envelope)
     compressor = zlib.compressobj(wbits=31) if gzip else None
-    for number, (frame, wait) in enumerate(zip(framed, waits or _no_waits(), strict=False)):
+    for number, (frame, wait) in enumerate(zip(framed, waits or repeat(0.0), strict=False)):
         if number == abort_after:
             _abort(handler)
             return
@@ -144,11 +148,6 @@ def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
         send_chunk(handler, compressor.flush())
     handler.wfile.write(b"0\r\n\r\n")
     handler.wfile.flush()
-
-
-def _no_waits() -> Iterator[float]:
-    while True:
-        yield 0.0
 
 
 def send_chunk(handler: BaseHTTPRequestHandler, data: bytes) -> None:

@@ -22,7 +22,7 @@ from callgate.reassemble.envelope import check
 from callgate.reassemble.errors import NotApplicable
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.base import Profile
-from callgate.reassemble.report import Status
+from callgate.reassemble.report import Report, Status
 
 #: What a kind makes of a turn's events: new events, or why it cannot apply.
 Make = Callable[[Profile, list[Any]], "list[Any] | str"]
@@ -194,7 +194,7 @@ def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dic
     return variant
 
 
-def _require(kind: Kind, before: Any, after: Any) -> None:
+def _require(kind: Kind, before: Report, after: Report) -> None:
     said = f"{after.status.value} [{', '.join(after.blocking_codes)}]"
     if kind.code is not None and kind.code.value not in after.blocking_codes:
         raise NotApplicable(f"{kind.name}: the variant gives {said}, not {kind.code.value}")

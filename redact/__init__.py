@@ -11,7 +11,9 @@ from callgate.redact.policy import (
     fixture_name,
     redact_envelope,
     redact_exchange,
+    refuse_leaks,
     request_context,
+    request_json,
     tool_schemas,
 )
 from callgate.redact.stream import ArgumentMode
@@ -26,6 +28,8 @@ __all__ = [
     "fixture_name",
     "redact_envelope",
     "redact_exchange",
+    "refuse_leaks",
     "request_context",
+    "request_json",
     "tool_schemas",
 ]

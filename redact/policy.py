@@ -66,7 +66,7 @@ def redact_exchange(exchange: Exchange, *, profile: str | None = None,
     profile = profile or profile_for(exchange.url, provider) or profile_of_events(body.events)
     if profile is None:
         raise NotApplicable(f"no profile reads endpoint {urlsplit(exchange.url).path or '/'}")
-    request = _request_json(exchange.request_body)
+    request = request_json(exchange.request_body)
     envelope = _raw_envelope(profile, provider, request, body)
     envelope["meta"] = _meta(exchange, request, body, provider, keep_text)
     return _redacted(envelope, arguments, allow_verdict_change, secrets_of(exchange),
@@ -106,7 +106,7 @@ def _redacted(envelope: Mapping[str, Any], arguments: ArgumentMode, allow_verdic
                                                   "codes": before.blocking_codes})
     if pin_expectation:
         out["expect"] = {"status": after.status.value, "codes": after.blocking_codes}
-    _refuse_leaks(out, secrets)
+    refuse_leaks(out, secrets)
     return Redacted(out, after)
 
 
@@ -126,8 +126,10 @@ def _change_message(before: Report, after: Report) -> str:
             f"{after.status.value}): {where}; use --arguments keep, or --allow-verdict-change")
 
 
-def _refuse_leaks(envelope: Mapping[str, Any], secrets: Collection[str]) -> None:
-    leaks = find_leaks(envelope, secrets)
+def refuse_leaks(document: Mapping[str, Any], secrets: Collection[str]) -> None:
+    """The last gate before anything is written: ``RedactionRefused`` naming the first place
+    where a credential from ``secrets``, or a known credential format, remains."""
+    leaks = find_leaks(document, secrets)
     if leaks:
         first = leaks[0]
         raise RedactionRefused(f"a secret would be written at {first.path} (caught by "
@@ -146,7 +148,8 @@ def _stream_body(exchange: Exchange) -> StreamBody:
                              exchange.header("content-type", response=True))
 
 
-def _request_json(body: bytes) -> dict[str, Any]:
+def request_json(body: bytes) -> dict[str, Any]:
+    """A request body's JSON object; empty when the body is not one."""
     try:
         value = strict_json.loads_bytes(body, DOCUMENT_LIMITS) if body.strip() else {}
     except strict_json.StrictJSONError:
@@ -170,7 +173,7 @@ def _raw_envelope(profile: str, provider: str | None, request: Mapping[str, Any]
 def request_context(body: bytes, profile: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(tool schemas, non-prompt request parameters) of a request body for ``profile``; empty
     when unreadable."""
-    request = _request_json(body)
+    request = request_json(body)
     return tool_schemas(request, profile), request_parameters(request)
 
 

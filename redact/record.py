@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from callgate.reassemble import strict_json
-from callgate.reassemble.errors import RedactionRefused
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.redact.exchange import Exchange
-from callgate.redact.leaks import find_leaks, secrets_of
+from callgate.redact.leaks import secrets_of
 from callgate.redact.mask import mask_text
+from callgate.redact.policy import refuse_leaks
 from callgate.redact.stream import scrubbed
 
 #: The ``tape_record`` value of the records this module writes.
@@ -47,8 +47,5 @@ def exchange_record(exchange: Exchange, request_shape: Mapping[str, Any], *,
                              f"{exchange.status}, not a stream callgate judges",
               "request": dict(request_shape), "response": response,
               "redaction": {"text": "keep" if keep_text else "mask"}}
-    leaks = find_leaks(record, secrets_of(exchange))
-    if leaks:
-        raise RedactionRefused(f"a secret would be written at {leaks[0].path} (caught by "
-                               f"{leaks[0].caught_by}); nothing was written")
+    refuse_leaks(record, secrets_of(exchange))
     return record

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import threading
 from http.client import HTTPConnection, HTTPException, HTTPResponse, HTTPSConnection
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
-from callgate.cli.serve import send_chunk, send_envelope
+from callgate.cli.serve import LoopbackServer, send_chunk, send_envelope
 from callgate.cli.tape.session import Tape
 from callgate.cli.tape.shape import request_shape
 from callgate.cli.tape.store import Entry
@@ -45,7 +45,7 @@ class TapeServer:
         self.upstreams = {name: route.upstream for name, route in ROUTES.items()}
         self.upstreams.update(upstreams or {})
         handler = type("Handler", (_Handler,), {"tape_server": self})
-        self.server = _Server(("127.0.0.1", 0), handler)
+        self.server = LoopbackServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -60,14 +60,6 @@ class TapeServer:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128  # a test may open many connections at once
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hangs up mid-answer is not an error of the tape."""
 
 
 class _Handler(BaseHTTPRequestHandler):

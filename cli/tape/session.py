@@ -24,8 +24,8 @@ from callgate.cli.tape.store import Entry
 from callgate.reassemble import Report
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.reassemble.providers import provider_from_url
-from callgate.redact import ArgumentMode, Exchange, redact_exchange
-from callgate.redact.leaks import find_leaks, secrets_of
+from callgate.redact import ArgumentMode, Exchange, redact_exchange, refuse_leaks
+from callgate.redact.leaks import secrets_of
 from callgate.redact.record import exchange_record
 
 
@@ -140,19 +140,19 @@ class Tape:
     def _record(self, exchange: Exchange, shape: Mapping[str, Any]) -> None:
         keep = self.redaction == Redaction.REPLAY
         arguments = ArgumentMode.KEEP if keep else ArgumentMode.MASK
-        envelope = record = None
+        envelope = record = report = None
         try:
             try:
                 # The provider is read from the upstream's host, as for captures (an SDK may be
                 # pointed at any gateway that speaks its API); the route's own where the host
                 # names none (a gateway on loopback, a fake provider in tests).
                 provider = provider_from_url(exchange.url) or str(shape.get("route"))
-                envelope = redact_exchange(exchange, provider=provider, arguments=arguments,
-                                           keep_text=keep).envelope
-                envelope.setdefault("meta", {})["tape"] = {"request": dict(shape)}
-                _refuse_leaks(envelope, exchange)
+                redacted = redact_exchange(exchange, provider=provider, arguments=arguments,
+                                           keep_text=keep)
+                # redact_exchange ran the leak gate over the rest: only the shape is new.
+                refuse_leaks({"meta": {"tape": {"request": shape}}}, secrets_of(exchange))
+                envelope, report = redacted.envelope, redacted.report
             except NotApplicable:
-                envelope = None
                 record = exchange_record(exchange, shape, keep_text=keep)
         except RedactionRefused as refused:
             with self._lock:
@@ -161,7 +161,7 @@ class Tape:
             return
         with self._lock:
             entry = store.write(self.folder, self._number, shape, envelope=envelope,
-                                record=record)
+                                report=report, record=record)
             self._number += 1
             self._served(entry, recorded=True)
 
@@ -192,9 +192,8 @@ class Tape:
 
     def _served(self, entry: Entry, *, recorded: bool) -> None:
         self.exchanges.append(entry)
-        report = entry.report
-        if report is not None:
-            self.turns.append(TapeTurn(entry.path, report, recorded))
+        if entry.report is not None:
+            self.turns.append(TapeTurn(entry.path, entry.report, recorded))
 
     def _mismatch(self, shape: Mapping[str, Any], entry: Entry | None) -> str:
         held = f"{entry.path.name} ({describe(entry.shape)})" if entry else "nothing more"
@@ -206,10 +205,4 @@ class Tape:
     def _where(self) -> str:
         return f"{self.test} ({self.folder})"
 
-
-def _refuse_leaks(document: Mapping[str, Any], exchange: Exchange) -> None:
-    leaks = find_leaks(document, secrets_of(exchange))
-    if leaks:
-        raise RedactionRefused(f"a secret would be written at {leaks[0].path} (caught by "
-                               f"{leaks[0].caught_by}); nothing was written")
 

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from callgate.reassemble import strict_json
-from callgate.reassemble.limits import DOCUMENT_LIMITS
+from callgate.redact import request_json
 
 #: Where each API lists a conversation's turns (Chat, Messages; Gemini; Responses).
 _TURN_LISTS = ("messages", "contents", "input")
@@ -23,7 +22,7 @@ _SYSTEM_FIELDS = ("system", "systemInstruction", "system_instruction", "instruct
 
 def request_shape(route: str, method: str, path: str, body: bytes) -> dict[str, Any]:
     """The shape of a request to ``route`` (a ``SdkRoute`` name) at ``path`` (below the route)."""
-    request = _json_object(body)
+    request = request_json(body)
     shape: dict[str, Any] = {"route": route, "method": method, "path": urlsplit(path).path}
     if isinstance(request.get("model"), str):
         shape["model"] = request["model"]
@@ -74,14 +73,6 @@ def _roles(request: Mapping[str, Any]) -> dict[str, int]:
     if any(request.get(field) for field in _SYSTEM_FIELDS):
         roles["system"] += 1
     return dict(sorted(roles.items()))
-
-
-def _json_object(body: bytes) -> dict[str, Any]:
-    try:
-        value = strict_json.loads_bytes(body, DOCUMENT_LIMITS) if body.strip() else {}
-    except strict_json.StrictJSONError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _dicts(value: object) -> list[dict[str, Any]]:

@@ -35,10 +35,8 @@ class Entry:
     envelope: Mapping[str, Any] | None = None
     #: Any other exchange; None for a streamed turn.
     record: Mapping[str, Any] | None = None
-
-    @property
-    def report(self) -> Report | None:
-        return check(self.envelope) if self.envelope is not None else None
+    #: callgate's verdict on a streamed turn.
+    report: Report | None = None
 
 
 def entry_files(folder: Path) -> list[tuple[int, Path]]:
@@ -69,13 +67,14 @@ def _entry(number: int, path: Path) -> Entry:
     shape = envelope.get("meta", {}).get("tape", {}).get("request")
     if not isinstance(shape, dict):
         raise InputError("a tape's envelope needs meta.tape.request (the request's shape)", path)
-    return Entry(path, number, shape, envelope=envelope)
+    return Entry(path, number, shape, envelope=envelope, report=check(envelope))
 
 
 def write(folder: Path, number: int, shape: Mapping[str, Any], *,
-          envelope: dict[str, Any] | None = None,
+          envelope: dict[str, Any] | None = None, report: Report | None = None,
           record: dict[str, Any] | None = None) -> Entry:
-    """Write one redacted exchange as entry ``number``; the caller ran the leak gate."""
+    """Write one redacted exchange as entry ``number``: a streamed turn with the ``report`` its
+    redaction gave, or a record. The caller ran the leak gate."""
     if envelope is not None:
         envelope.setdefault("meta", {})["tape"] = {"request": dict(shape)}
         path = folder / f"{number:03d}.json"
@@ -84,7 +83,7 @@ def write(folder: Path, number: int, shape: Mapping[str, Any], *,
         assert record is not None
         path = folder / f"{number:03d}{EXCHANGE_SUFFIX}"
         write_atomic(path, fixture_bytes(record))
-    return Entry(path, number, shape, envelope, record)
+    return Entry(path, number, shape, envelope, record, report)
 
 
 def clear(folder: Path) -> None:
