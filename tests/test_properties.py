@@ -159,6 +159,13 @@ def calls_for(draw: st.DrawFn, profile: str) -> tuple[list[list[str]], list[int]
 PROFILE_NAMES = sorted(BUILDERS)
 
 
+@st.composite
+def passing_turns(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
+    """A profile, and a passing turn of two calls in its wire format."""
+    profile = draw(st.sampled_from(PROFILE_NAMES))
+    return profile, BUILDERS[profile](*draw(calls_for(profile)))
+
+
 def test_every_profile_has_a_builder() -> None:
     assert sorted(PROFILES) == PROFILE_NAMES
 
@@ -180,8 +187,7 @@ def test_resplit_and_interleaved_streams_give_the_same_calls(data: st.DataObject
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_every_prefix_before_the_terminal_fails(data: st.DataObject) -> None:
-    profile = data.draw(st.sampled_from(PROFILE_NAMES))
-    stream = BUILDERS[profile](*data.draw(calls_for(profile)))
+    profile, stream = data.draw(passing_turns())
     terminal = len(stream) - TERMINAL_FROM_END[profile]
     cut = data.draw(st.integers(1, terminal))
     report = run(profile, stream[:cut])
@@ -194,8 +200,7 @@ def test_every_prefix_before_the_terminal_fails(data: st.DataObject) -> None:
 @given(st.data())
 def test_a_second_terminal_anywhere_after_the_first_call_event_fails(
         data: st.DataObject) -> None:
-    profile = data.draw(st.sampled_from(PROFILE_NAMES))
-    stream = BUILDERS[profile](*data.draw(calls_for(profile)))
+    profile, stream = data.draw(passing_turns())
     terminal = stream[len(stream) - TERMINAL_FROM_END[profile]]
     position = data.draw(st.integers(FIRST_CALL_EVENT[profile] + 1, len(stream)))
     report = run(profile, [*stream[:position], terminal, *stream[position:]])
@@ -207,8 +212,7 @@ def test_a_second_terminal_anywhere_after_the_first_call_event_fails(
 @given(st.data())
 def test_every_mutation_of_a_generated_passing_turn_keeps_its_promise(
         data: st.DataObject) -> None:
-    profile = data.draw(st.sampled_from(PROFILE_NAMES))
-    stream = BUILDERS[profile](*data.draw(calls_for(profile)))
+    profile, stream = data.draw(passing_turns())
     envelope = {"profile": profile, "tool_schemas": SCHEMAS,
                 PROFILES[profile].stream_key: stream}
     source = run(profile, stream)

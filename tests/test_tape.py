@@ -244,24 +244,24 @@ def test_a_tool_loop_recorded_once_replays_offline_with_the_same_result(
 @pytest.mark.sdk
 def test_an_extra_request_a_changed_model_or_tool_set_and_a_missing_request_fail_with_why(
         app: Path, recorded_loop: Path) -> None:
-    code, output, _ = run_app(app, "-k", TOOL_LOOP, APP_EXTRA="1")
-    assert code == 1
-    assert ("request 3 is not on the tape: POST /v1/chat/completions (openai), model "
-            "gpt-4o-mini, tools [get_weather], stream, messages assistant 1 system 1 tool 1 "
-            "user 2; the tape holds next: nothing more. To record it: "
-            "--callgate-record-mode=new_episodes, or delete the folder and run with "
-            "--callgate-record-mode=once") in output
-    code, output, _ = run_app(app, "-k", TOOL_LOOP, APP_MODEL="gpt-4.1")
-    assert code == 1
-    assert ("request 1 is not on the tape: POST /v1/chat/completions (openai), model gpt-4.1, "
-            "tools [get_weather], stream, messages system 1 user 1; the tape holds next: "
-            "001.json (POST /v1/chat/completions (openai), model gpt-4o-mini, tools "
-            "[get_weather], stream, messages system 1 user 1)") in output
-    code, output, _ = run_app(app, "-k", TOOL_LOOP, APP_SEARCH_TOOL="1")
-    assert code == 1
-    assert ("request 1 is not on the tape: POST /v1/chat/completions (openai), model "
-            "gpt-4o-mini, tools [get_weather, search], stream, messages system 1 user 1; the "
-            "tape holds next: 001.json") in output
+    for change, line in [
+            ({"APP_EXTRA": "1"},
+             "request 3 is not on the tape: POST /v1/chat/completions (openai), model "
+             "gpt-4o-mini, tools [get_weather], stream, messages assistant 1 system 1 tool 1 "
+             "user 2; the tape holds next: nothing more. To record it: "
+             "--callgate-record-mode=new_episodes, or delete the folder and run with "
+             "--callgate-record-mode=once"),
+            ({"APP_MODEL": "gpt-4.1"},
+             "request 1 is not on the tape: POST /v1/chat/completions (openai), model gpt-4.1, "
+             "tools [get_weather], stream, messages system 1 user 1; the tape holds next: "
+             "001.json (POST /v1/chat/completions (openai), model gpt-4o-mini, tools "
+             "[get_weather], stream, messages system 1 user 1)"),
+            ({"APP_SEARCH_TOOL": "1"},
+             "request 1 is not on the tape: POST /v1/chat/completions (openai), model "
+             "gpt-4o-mini, tools [get_weather, search], stream, messages system 1 user 1; the "
+             "tape holds next: 001.json")]:
+        code, output, _ = run_app(app, "-k", TOOL_LOOP, **change)
+        assert code == 1 and line in output, change
     (recorded_loop / "002.json").rename(recorded_loop / "003.json")
     shutil.copy(recorded_loop / "003.json", recorded_loop / "002.json")
     code, output, _ = run_app(app, "-k", TOOL_LOOP)
