@@ -8,7 +8,7 @@ from callgate.reassemble import strict_json
 from callgate.reassemble.errors import NotApplicable
 from callgate.reassemble.framing import ArrayFramer, element_text
 from callgate.reassemble.limits import DOCUMENT_LIMITS
-from callgate.reassemble.sse import SSEError, SSEEvent, decode_all
+from callgate.reassemble.sse import SSEError, decode_all
 
 
 @dataclass(frozen=True)
@@ -37,27 +37,17 @@ def parse_stream_body(body: bytes, content_type: str | None) -> StreamBody:
 
 
 def _sse(body: bytes) -> StreamBody:
+    rest: list[object] = []
     try:
         decoded, incomplete = decode_all(body)
     except SSEError as error:
         # Not UTF-8 from some byte on: the events before it, then the rest as one text event
         # (with U+FFFD for what cannot be read), which the engine reports instead of it vanishing.
-        decoded, _ = decode_all(body[:error.offset])
-        rest = body[error.offset:].decode("utf-8", "replace")
-        return StreamBody([*_values(decoded), rest], "sse", any(
-            e.data == "[DONE]" for e in decoded), incomplete=True)
-    events: list[object] = []
-    done = False
-    for event in decoded:
-        if event.data == "[DONE]":
-            done = True
-            continue
-        events.append(event_value(event.data))
-    return StreamBody(events, "sse", done, incomplete)
-
-
-def _values(decoded: list[SSEEvent]) -> list[object]:
-    return [event_value(event.data) for event in decoded if event.data != "[DONE]"]
+        decoded, incomplete = decode_all(body[:error.offset])[0], True
+        rest = [body[error.offset:].decode("utf-8", "replace")]
+    events = [event_value(event.data) for event in decoded if event.data != "[DONE]"]
+    done = any(event.data == "[DONE]" for event in decoded)
+    return StreamBody([*events, *rest], "sse", done, incomplete)
 
 
 def _json_lines(body: bytes) -> StreamBody:
