@@ -216,6 +216,7 @@ def test_every_mutation_of_a_generated_passing_turn_keeps_its_promise(
     envelope = {"profile": profile, "tool_schemas": SCHEMAS,
                 PROFILES[profile].stream_key: stream}
     source = run(profile, stream)
+    applied = set()
     for name, kind in KINDS.items():
         try:
             variant = mutate(envelope, name)
@@ -226,8 +227,11 @@ def test_every_mutation_of_a_generated_passing_turn_keeps_its_promise(
             if profile in ("openai", "anthropic"):
                 assert "the variant gives" not in str(skipped), skipped
             continue
+        applied.add(name)
         report = check(variant)
         if kind.code is not None:
             assert kind.code.value in report.blocking_codes, (name, report.blocking_codes)
         else:
             assert (report.status, calls(report)) == (Status.PASS, calls(source)), name
+    # Every turn has terminal evidence, so the faults about it always apply.
+    assert {"truncate", "drop_terminal", "duplicate_terminal"} <= applied, (profile, applied)
