@@ -67,8 +67,7 @@ def _delta_after_terminal(profile: Profile, events: list[Any]) -> list[Any] | st
     ends = _terminal_at(profile, events)
     if not ends:
         return "no event carries the terminal evidence"
-    holders = {id(container) for fragments in _streams(profile, events).values()
-               for container, _ in fragments}
+    holders = _fragment_holders(profile, events)
     last = [n for n, event in enumerate(events[:ends[0]]) if _holds(event, holders)]
     if not last:
         return "no argument fragment comes before the terminal evidence"
@@ -124,8 +123,7 @@ def _resplit(profile: Profile, events: list[Any]) -> list[Any] | str:
 
 def _empty_deltas(profile: Profile, events: list[Any]) -> list[Any] | str:
     # Only the inserted copies are edited: the source's events go out as they are.
-    holders = {id(container) for fragments in _streams(profile, events).values()
-               for container, _ in fragments}
+    holders = _fragment_holders(profile, events)
     out: list[Any] = []
     for event in events:
         out.append(event)
@@ -136,6 +134,12 @@ def _empty_deltas(profile: Profile, events: list[Any]) -> list[Any] | str:
                     container[field] = ""
             out.append(empty)
     return out if len(out) > len(events) else "no call streams its arguments"
+
+
+def _fragment_holders(profile: Profile, events: list[Any]) -> set[int]:
+    """The ids of the dicts that hold an argument fragment (see ``_holds``)."""
+    return {id(container) for fragments in _streams(profile, events).values()
+            for container, _ in fragments}
 
 
 def _holds(value: object, ids: set[int]) -> bool:
