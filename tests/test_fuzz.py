@@ -6,6 +6,10 @@
   value replaced by one of many shapes (a lone surrogate, a huge integer, infinity, the wrong
   container, a terminal reason), a member dropped or added under a name the profiles read, an
   event dropped or repeated.
+- Canaries planted in every place the redactor must clear (text the model wrote, argument
+  values, call ids), of every bundled fixture, as they are or base64- or URL-encoded: no form
+  of any canary survives redaction, and the verdict is the planted stream's own or redaction is
+  refused (never a silent change).
 - Mutated recordings through ``callgate import``: bytes of a real recorded stream flipped, cut,
   repeated, deleted or inserted; the import answers with exit 0, 1 or 2 and one line per
   problem, never an exception, and every file it leaves is a whole fixture.
@@ -16,12 +20,14 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import io
 import json
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -32,6 +38,8 @@ from callgate.cli.files import load_envelope
 from callgate.cli.importing.command import ImportOptions, run_import
 from callgate.reassemble import strict_json
 from callgate.reassemble.profiles import PROFILES
+from callgate.redact import RedactionRefused, redact_envelope
+from callgate.redact.leaks import encodings
 from tests.conftest import CONFORMANCE, SHARED_CORPUS, conformance_fixtures, load
 
 #: Examples per fuzz test: a slice in ``make test``, many in ``make fuzz``.
@@ -103,6 +111,89 @@ def test_any_mutated_stream_gets_a_strict_json_report_or_an_envelope_error(
         return
     assert report.exit_code in (0, 1, 2)
     strict_json.loads(json.dumps(report.to_dict(), allow_nan=False))
+
+
+def masked_sites(envelope: dict[str, Any]) -> list[tuple[tuple[Any, ...], list[int]]]:
+    """Where redaction changes a fixture's stream: each string's path, with the positions of
+    the letters it masks (inside a text, an argument value or an id, never a JSON key or a
+    literal, which redaction keeps)."""
+    key = PROFILES[envelope["profile"]].stream_key
+    redacted = redact_envelope(envelope).envelope[key]
+    sites = []
+
+    def walk(before: object, after: object, path: tuple[Any, ...]) -> None:
+        if isinstance(before, dict) and isinstance(after, dict):
+            for name in before.keys() & after.keys():
+                walk(before[name], after[name], (*path, name))
+        elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+            for n, (b, a) in enumerate(zip(before, after, strict=True)):
+                walk(b, a, (*path, n))
+        elif isinstance(before, str) and isinstance(after, str) and before != after:
+            letters = [n for n, char in enumerate(before) if char.isascii() and char.isalpha()
+                       and (n >= len(after) or after[n] != char)]
+            if letters:
+                sites.append((path, letters))
+
+    walk(envelope[key], redacted, (key,))
+    return sites
+
+
+SITES = [masked_sites(envelope) for envelope in FIXTURES]
+CANARY = st.text("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", min_size=16,
+                 max_size=24).map(lambda s: "Cy" + s)
+
+
+def planted_form(canary: str, how: str) -> str:
+    if how == "plain":
+        return canary
+    if how == "url":
+        return quote(canary, safe="")
+    shift = int(how[-1])  # base64 of the canary behind 0, 1 or 2 other bytes
+    return base64.b64encode(b"-" * shift + canary.encode()).decode()
+
+
+@st.composite
+def planted_canaries(draw: st.DrawFn) -> tuple[dict[str, Any], list[str]]:
+    """A bundled fixture with one to three canaries written over letters redaction masks."""
+    n = draw(st.sampled_from([n for n, sites in enumerate(SITES) if sites]))
+    envelope, canaries = copy.deepcopy(FIXTURES[n]), []
+    for _ in range(draw(st.integers(1, 3))):
+        path, letters = draw(st.sampled_from(SITES[n]))
+        canary = draw(CANARY)
+        form = planted_form(canary, draw(st.sampled_from(["plain", "url", "b64-0", "b64-1",
+                                                          "b64-2"])))
+        holder = envelope
+        for step in path[:-1]:
+            holder = holder[step]
+        text, at = holder[path[-1]], draw(st.sampled_from(letters))
+        # Over the run of letters around ``at``, so that the canary sits where letters were.
+        start, end = at, at + 1
+        while start > 0 and text[start - 1].isascii() and text[start - 1].isalpha():
+            start -= 1
+        while end < len(text) and text[end].isascii() and text[end].isalpha():
+            end += 1
+        holder[path[-1]] = text[:start] + form + text[end:]
+        canaries.append(canary)
+    return envelope, canaries
+
+
+@settings(max_examples=max(200, EXAMPLES // 5), deadline=None)
+@given(planted_canaries())
+def test_no_planted_canary_survives_redaction_and_the_verdict_never_changes_silently(
+        drawn: tuple[dict[str, Any], list[str]]) -> None:
+    envelope, canaries = drawn
+    planted = check(envelope)
+    try:
+        redacted = redact_envelope(envelope)
+    except RedactionRefused as refused:
+        assert "verdict" in str(refused)
+        return
+    for text in (json.dumps(redacted.envelope), json.dumps(redacted.envelope,
+                                                           ensure_ascii=False)):
+        for canary in canaries:
+            assert not [form for form in encodings(canary) if form in text], canary
+    assert (redacted.report.status, redacted.report.blocking_codes) == (
+        planted.status, planted.blocking_codes)
 
 
 RECORDINGS = sorted(path for path in (SHARED_CORPUS / "real").rglob("*")
