@@ -14,7 +14,9 @@ import http.client
 import json
 import socket
 import struct
+import sys
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,13 +44,15 @@ def chunked(events: list[bytes]) -> bytes:
 class FaultyUpstream:
     """Answers each request with ``HEAD`` and then ``body``, whole (then closes the connection)
     or cut after ``cut`` bytes (then resets it; with ``stall``, only after keeping it open and
-    silent until released)."""
+    silent until released; with ``hold``, it keeps the connection open and silent until the
+    other side closes it, and notes that in ``peer_closed``)."""
 
     def __init__(self) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.head, self.body, self.cut, self.stall, self.endless = HEAD, b"", None, False, False
-        self.release = threading.Event()
+        self.hold, self.answer = False, True
+        self.release, self.peer_closed = threading.Event(), threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -80,7 +84,17 @@ class FaultyUpstream:
             return
         data = self.head + self.body
         sent = data if self.cut is None else data[:len(self.head) + self.cut]
-        connection.sendall(sent)
+        connection.sendall(sent if self.answer else b"")
+        if self.hold:
+            connection.settimeout(10)
+            try:
+                if connection.recv(1) == b"":
+                    self.peer_closed.set()
+            except OSError:  # a reset is a close too; a timeout is not
+                if not isinstance(sys.exc_info()[1], TimeoutError):
+                    self.peer_closed.set()
+            connection.close()
+            return
         if self.stall:
             self.release.wait(30)
         if self.cut is not None:
@@ -315,3 +329,82 @@ def test_a_stream_that_never_ends_keeps_streaming_and_holds_no_more_than_the_lim
         upstream.endless = False
         upstream.release.set()
     assert len(taps) == 1 and taps[0].over_limit and taps[0].body == []
+
+
+def hang_up(connection: http.client.HTTPConnection) -> None:
+    """Close at once with a reset, as a client killed or timed out does."""
+    if connection.sock is not None:
+        connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    connection.close()
+
+
+def receive_then_hang_up(url: str, expected: int | None) -> bytes:
+    """Ask for a turn, read ``expected`` body bytes (``None``: what comes within 0.3 s; a
+    negative number: not even the head) and hang up."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    connection.request("POST", "/v1/chat/completions", request_body(NAME),
+                       {"content-type": "application/json"})
+    got = bytearray()
+    if expected is not None and expected < 0:
+        time.sleep(0.3)
+    else:
+        response = connection.getresponse()
+        if expected is None:
+            assert connection.sock is not None
+            connection.sock.settimeout(0.3)
+        try:
+            while expected is None or len(got) < expected:
+                piece = response.read1(65536)
+                if not piece:
+                    break
+                got += piece
+        except TimeoutError:
+            pass
+    hang_up(connection)
+    return bytes(got)
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
+def test_a_client_hanging_up_at_any_point_leaves_a_fixture_and_frees_the_upstream(
+        upstream: FaultyUpstream, tmp_path: Path, enforce: bool) -> None:
+    """Before the answer's head, after it, at every event boundary and in the middle of every
+    event: the proxy closes the upstream connection, writes the turn's fixture with what came
+    (``client disconnected``), and carries on with the next client."""
+    upstream.body, upstream.hold, verdicts, expected = chunked(EVENTS), True, {}, {}
+    places = [-1, 0, *cuts()[:-1]]
+    try:
+        with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as proxy:
+            for cut in places:
+                upstream.cut, upstream.answer = max(cut, 0), cut >= 0
+                upstream.peer_closed.clear()
+                out = tmp_path / "fixtures" / str(cut)
+                proxy.set(callgate_out=str(out))
+                sent = payload_before(max(cut, 0))
+                got = receive_then_hang_up(proxy.url, -1 if cut < 0 else
+                                           None if enforce else len(sent))
+                assert upstream.peer_closed.wait(10), cut
+                if enforce:  # whole events released in order, never more than came
+                    released = [e for n, e in enumerate(EVENTS) if got.startswith(
+                        b"".join(EVENTS[:n + 1]))]
+                    assert got == b"".join(released) and sent.startswith(got), cut
+                else:
+                    assert got == sent, cut
+                if cut < 0:  # no answer, no turn: nothing to judge
+                    time.sleep(0.5)
+                    assert not out.exists()
+                    continue
+                fixture = fixtures_in(out, 1)[0]
+                verdicts[cut] = (len(fixture["chunks"]), fixture["expect"]["status"],
+                                 fixture["expect"]["codes"],
+                                 fixture["meta"]["stream"]["complete"],
+                                 fixture["meta"]["stream"].get("error"))
+                chunks, status, codes, complete, _ = expected_verdict(cut)
+                expected[cut] = (chunks, status, codes, complete, "client disconnected")
+            upstream.hold, upstream.cut, upstream.answer = False, None, True
+            proxy.set(callgate_out=str(tmp_path / "fixtures" / "after"))
+            assert receive(proxy.url) == (b"".join(EVENTS), True)
+            assert fixtures_in(tmp_path / "fixtures" / "after", 1)[0]["expect"]["status"] == "pass"
+    finally:
+        upstream.hold, upstream.cut, upstream.answer = False, None, True
+    assert verdicts == expected
