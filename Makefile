@@ -15,7 +15,7 @@ PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
 
-.PHONY: demo test test-fast test-mitmproxy12 lint bench fuzz mutate soak docs browser clean
+.PHONY: demo test test-fast test-mitmproxy12 lint bench fuzz mutate soak load docs browser clean
 
 # callgate itself, with its test tools.
 $(STAMP): pyproject.toml
@@ -101,11 +101,16 @@ MUTANTS ?= 200
 mutate: $(STAMP)
 	MUTANTS=$(MUTANTS) $(BIN)/python -m tools.mutate
 
-# TURNS turns through one proxy: memory, descriptors and CPU per turn as they go, and one
-# fixture per turn (see bench/soak_proxy.py).
+# TURNS turns from CLIENTS clients through one proxy: memory, descriptors and CPU per turn as
+# they go, and one fixture per turn (see bench/soak_proxy.py). `make load` has 200 streams open
+# at once.
 TURNS ?= 10000
+CLIENTS ?= 8
 soak: $(STAMP)
-	TURNS=$(TURNS) $(BIN)/python bench/soak_proxy.py
+	TURNS=$(TURNS) CLIENTS=$(CLIENTS) $(BIN)/python bench/soak_proxy.py
+
+load: $(STAMP)
+	TURNS=2000 CLIENTS=200 SAMPLE=200 $(BIN)/python bench/soak_proxy.py
 
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs

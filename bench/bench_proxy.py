@@ -68,11 +68,29 @@ class Upstream(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self) -> None:
+    def __init__(self, hold_first: int = 0) -> None:
+        """``hold_first``: the first that many turns each send one event, then wait until all
+        of them have, so that that many streams are open through the proxy at once."""
         super().__init__(("127.0.0.1", 0), _Handler)
         self.last_byte: dict[str, float] = {}
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        self.gate = threading.Barrier(hold_first) if hold_first else None
+        self.held, self.open_streams, self.peak_streams = 0, 0, 0
+        self.lock = threading.Lock()
         threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def stream_opened(self) -> bool:
+        """Count an open stream; whether this one waits at the gate."""
+        with self.lock:
+            self.open_streams += 1
+            self.peak_streams = max(self.peak_streams, self.open_streams)
+            wait = self.gate is not None and self.held < self.gate.parties
+            self.held += wait
+            return wait
+
+    def stream_closed(self) -> None:
+        with self.lock:
+            self.open_streams -= 1
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -86,13 +104,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for event in body.split(b"\n\n")[:-1]:
-            event += b"\n\n"
-            self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+        wait = self.server.stream_opened()
+        try:
+            for n, event in enumerate(body.split(b"\n\n")[:-1]):
+                event += b"\n\n"
+                self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+                self.wfile.flush()
+                if wait and n == 0 and self.server.gate is not None:
+                    self.server.gate.wait(120)
+            self.server.last_byte[self.headers["x-turn"]] = time.perf_counter()
+            self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
-        self.server.last_byte[self.headers["x-turn"]] = time.perf_counter()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        finally:
+            self.server.stream_closed()
 
     def log_message(self, *args: object) -> None:
         pass

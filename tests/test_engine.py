@@ -440,3 +440,30 @@ def test_an_error_keeps_its_problem_and_source_apart() -> None:
     error = InputError("not strict JSON", Path("a.json"))
     assert (str(error), error.problem, error.source) == (
         "a.json: not strict JSON", "not strict JSON", Path("a.json"))
+
+
+@pytest.mark.parametrize(("arguments", "said"), [
+    ("true", "boolean"), ("false", "boolean"), ("null", "null"), ("[1]", "array"),
+    ('"x"', "string"), ("1", "number"), ("1.5", "number")])
+def test_arguments_that_are_not_an_object_are_named_by_their_json_type(arguments: str,
+                                                                       said: str) -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, arguments, "call_A", "get_weather")))
+    engine.feed(chunk(finish="tool_calls"))
+    finding = next(f for f in engine.close().findings if f.code is Code.ARGUMENTS_NOT_OBJECT)
+    assert finding.message.endswith(f"{said}, not an object")
+
+
+def test_a_long_tool_name_is_cut_to_64_characters_in_messages() -> None:
+    name = "t" * 70
+    engine = Reassembler("openai", {name: {"type": "object", "minProperties": "x"}})
+    engine.feed(chunk(entry(0, "{}", "call_A", name)))
+    engine.feed(chunk(finish="tool_calls"))
+    unknown = Reassembler("openai", {})
+    unknown.feed(chunk(entry(0, "{}", "call_A", name)))
+    unknown.feed(chunk(finish="tool_calls"))
+    said = [f.message for report in (engine.close(), unknown.close()) for f in report.findings
+            if f.code in (Code.INVALID_SCHEMA, Code.UNKNOWN_TOOL)]
+    assert len(said) == 2
+    cut = repr("t" * 64)
+    assert said[0].startswith(f"tool {cut}: ") and said[1] == f"no schema for tool {cut}"

@@ -34,3 +34,10 @@ def test_an_unknown_code_prints_one_line_naming_the_known_codes_and_exits_2(code
 
 def test_surrounding_whitespace_is_forgiven() -> None:
     assert explain(" identity_collision\n") == explain("identity_collision")
+
+
+def test_the_catalogue_cannot_be_changed_by_a_caller() -> None:
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        CATALOGUE[Code.IDENTITY_COLLISION].meaning = "changed"  # type: ignore[misc]

@@ -130,3 +130,11 @@ def test_a_crlf_that_ends_an_event_is_one_line_end_and_a_following_lf_is_another
     # line that ends the event; the last LF is an empty event of its own.
     assert [bytes(b) for b in framer.feed(b"\n\n\n")] == [b"data: a\r\n\n", b"\n"]
     assert [bytes(b) for b in EventFramer().feed(b"\r\n\n")] == [b"\r\n", b"\n"]
+
+
+@pytest.mark.parametrize("framer", [EventFramer, ArrayFramer])
+def test_the_rest_is_handed_over_once(framer: type[Blocks]) -> None:
+    blocks = framer()
+    blocks.feed(b'data: {"a"' if framer is EventFramer else b'[{"a"')
+    rest = blocks.rest()
+    assert rest and blocks.rest() == b""

@@ -12,8 +12,11 @@ from __future__ import annotations
 import gzip
 import http.client
 import json
+import os
 import socket
+import ssl
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -27,7 +30,7 @@ import pytest
 from callgate.proxy_addon.tap import blocked_event
 from callgate.reassemble.profiles import frames
 from tests.conftest import CONFORMANCE, load
-from tests.proxy_harness import Proxy, fixtures_in, request_body
+from tests.proxy_harness import Proxy, fake_provider, fixtures_in, post, request_body
 
 pytestmark = pytest.mark.proxy
 
@@ -408,3 +411,132 @@ def test_a_client_hanging_up_at_any_point_leaves_a_fixture_and_frees_the_upstrea
     finally:
         upstream.hold, upstream.cut, upstream.answer = False, None, True
     assert verdicts == expected
+
+
+class Http2Client:
+    """HTTP/2 over TLS (ALPN ``h2``, as browsers and httpx with ``http2=True`` ask for it), with
+    the h2 library mitmproxy itself uses: several streams on one connection, each read to its
+    end or cancelled (``RST_STREAM``) after some bytes."""
+
+    def __init__(self, url: str) -> None:
+        import h2.config
+        import h2.connection
+
+        host, port = url.removeprefix("http://").split(":")
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        context.set_alpn_protocols(["h2"])
+        self.sock = context.wrap_socket(socket.create_connection((host, int(port)), timeout=20),
+                                        server_hostname="localhost")
+        assert self.sock.selected_alpn_protocol() == "h2"
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        self.h2.initiate_connection()
+        self.bodies: dict[int, bytearray] = {}
+        self.cancel_after: dict[int, int] = {}
+
+    def open(self, path: str, body: bytes, cancel_after: int | None = None) -> int:
+        stream = self.h2.get_next_available_stream_id()
+        self.h2.send_headers(stream, [
+            (":method", "POST"), (":path", path), (":authority", "localhost"),
+            (":scheme", "https"), ("content-type", "application/json"),
+            ("content-length", str(len(body)))])
+        self.h2.send_data(stream, body, end_stream=True)
+        self.bodies[stream] = bytearray()
+        if cancel_after is not None:
+            self.cancel_after[stream] = cancel_after
+        return stream
+
+    def run(self) -> dict[int, tuple[bytes, bool]]:
+        """Each stream's body, and whether it ended (rather than being cancelled)."""
+        import h2.events
+
+        ended: dict[int, bool] = {}
+        self.sock.sendall(self.h2.data_to_send())
+        while len(ended) < len(self.bodies):
+            data = self.sock.recv(65536)
+            assert data, "the proxy closed the connection"
+            for event in self.h2.receive_data(data):
+                if isinstance(event, h2.events.DataReceived) and event.stream_id not in ended:
+                    self.bodies[event.stream_id] += event.data
+                    self.h2.acknowledge_received_data(event.flow_controlled_length,
+                                                      event.stream_id)
+                    limit = self.cancel_after.get(event.stream_id)
+                    if limit is not None and len(self.bodies[event.stream_id]) >= limit:
+                        self.h2.reset_stream(event.stream_id)
+                        ended[event.stream_id] = False
+                elif isinstance(event, h2.events.StreamEnded):
+                    ended[event.stream_id] = True
+                elif isinstance(event, h2.events.StreamReset):
+                    ended.setdefault(event.stream_id, False)
+            self.sock.sendall(self.h2.data_to_send())
+        return {stream: (bytes(body), ended[stream]) for stream, body in self.bodies.items()}
+
+    def close(self) -> None:
+        self.h2.close_connection()
+        self.sock.sendall(self.h2.data_to_send())
+        self.sock.close()
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
+def test_http2_streams_on_one_connection_get_what_http1_clients_get(
+        tmp_path: Path, enforce: bool) -> None:
+    """mitmproxy speaks HTTP/2 to a client that offers it over TLS (and HTTP/1.1 upstream): a
+    good and a blocked turn at once on one connection get, each, the bytes an HTTP/1.1 client
+    gets through the same proxy, and a fixture each."""
+    provider = fake_provider()
+    good, bad = "openai/valid_parallel_interleaved", "openai/reused_index_new_id"
+    try:
+        with Proxy(provider.url, tmp_path / "fixtures", callgate_enforce=enforce) as proxy:
+            client = Http2Client(proxy.url)
+            streams = {client.open(f"/f/{name}/v1/chat/completions", request_body(name)): name
+                       for name in (good, bad)}
+            got = {streams[stream]: body for stream, body in client.run().items()}
+            client.close()
+            fixtures = fixtures_in(proxy.out, 2)
+            proxy.set(callgate_out=str(tmp_path / "http1"))
+            over_http1 = {name: post(proxy.url, f"/f/{name}/v1/chat/completions",
+                                     request_body(name))[2] for name in (good, bad)}
+            direct = post(provider.url, f"/f/{bad}/v1/chat/completions", request_body(bad))[2]
+    finally:
+        provider.close()
+    assert got == {name: (over_http1[name], True) for name in (good, bad)}
+    assert (got[bad][0] == direct) is not enforce
+    if enforce:
+        assert got[bad][0].endswith(blocked_event("openai", ["identity_collision"]))
+    assert sorted((f["expect"]["status"], f["expect"]["codes"]) for f in fixtures) == [
+        ("fail", ["identity_collision"]), ("pass", [])]
+
+
+def test_an_http2_stream_cancelled_mid_turn_is_recorded_and_spares_its_neighbour(
+        tmp_path: Path) -> None:
+    name = "openai/valid_fragmented"
+    provider = fake_provider(timing=0.1)
+    try:
+        with Proxy(provider.url, tmp_path / "fixtures") as proxy:
+            client = Http2Client(proxy.url)
+            path = f"/f/{name}/v1/chat/completions"
+            cancelled = client.open(path, request_body(name), cancel_after=len(EVENTS[0]) + 1)
+            whole = client.open(path, request_body(name))
+            got = client.run()
+            client.close()
+            fixtures = fixtures_in(proxy.out, 2)
+    finally:
+        provider.close()
+    assert got[whole] == (b"".join(EVENTS), True)
+    assert got[cancelled][1] is False and b"".join(EVENTS).startswith(got[cancelled][0])
+    assert sorted((f["expect"]["status"], f["meta"]["stream"].get("error")) for f in fixtures) == [
+        ("fail", "client disconnected"), ("pass", None)]
+
+
+@pytest.mark.slow
+def test_two_hundred_streams_at_once_each_reach_their_client_and_their_own_fixture() -> None:
+    """``make load`` at a tenth of its length: mitmdump with the addon, 200 clients whose first
+    turns are all open at once (the upstream holds each until all are), two turns each. Every
+    body reaches its client byte for byte; every turn has one fixture, its own."""
+    soak = Path(__file__).resolve().parents[1] / "bench" / "soak_proxy.py"
+    done = subprocess.run([sys.executable, str(soak)], capture_output=True, text=True,
+                          timeout=600, check=False,
+                          env={**os.environ, "TURNS": "400", "CLIENTS": "200", "SAMPLE": "100"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "at most 200 streams open at once; 400 fixtures, 0 turns without one, 0 written " \
+           "twice" in done.stdout, done.stdout
