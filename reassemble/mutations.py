@@ -13,6 +13,7 @@ calls of the source. A variant that does not is never handed out: ``mutate`` rai
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +25,16 @@ from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.base import Profile
 from callgate.reassemble.report import Report, Status
 
+
+@dataclass(frozen=True)
+class Source:
+    """What the engine said of the passing turn a variant is made from, and its tools."""
+    report: Report
+    tool_schemas: Mapping[str, Any]
+
+
 #: What a kind makes of a turn's events: new events, or why it cannot apply.
-Make = Callable[[Profile, list[Any]], "list[Any] | str"]
+Make = Callable[[Profile, list[Any], Source], "list[Any] | str"]
 
 
 @dataclass(frozen=True)
@@ -45,25 +54,25 @@ def _terminal_at(profile: Profile, events: list[Any]) -> list[int]:
     return [n for n, event in enumerate(events) if profile.carries_terminal(event)]
 
 
-def _truncate(profile: Profile, events: list[Any]) -> list[Any] | str:
+def _truncate(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     ends = _terminal_at(profile, events)
     return events[:ends[0]] if ends else "no event carries the terminal evidence"
 
 
-def _drop_terminal(profile: Profile, events: list[Any]) -> list[Any] | str:
+def _drop_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     ends = set(_terminal_at(profile, events))
     return [e for n, e in enumerate(events) if n not in ends] if ends else \
         "no event carries the terminal evidence"
 
 
-def _duplicate_terminal(profile: Profile, events: list[Any]) -> list[Any] | str:
+def _duplicate_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     ends = _terminal_at(profile, events)
     if not ends:
         return "no event carries the terminal evidence"
     return [*events[:ends[0] + 1], copy.deepcopy(events[ends[0]]), *events[ends[0] + 1:]]
 
 
-def _delta_after_terminal(profile: Profile, events: list[Any]) -> list[Any] | str:
+def _delta_after_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     ends = _terminal_at(profile, events)
     if not ends:
         return "no event carries the terminal evidence"
@@ -83,7 +92,7 @@ def _streams(profile: Profile, events: list[Any]) -> dict[object, list[tuple[dic
     return streams
 
 
-def _corrupt_arguments(profile: Profile, events: list[Any]) -> list[Any] | str:
+def _corrupt_arguments(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     events = copy.deepcopy(events)
     streams = _streams(profile, events)
     if not streams:
@@ -100,7 +109,7 @@ def _corrupt_arguments(profile: Profile, events: list[Any]) -> list[Any] | str:
     return events
 
 
-def _resplit(profile: Profile, events: list[Any]) -> list[Any] | str:
+def _resplit(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     events = copy.deepcopy(events)
     moved = False
     for fragments in _streams(profile, events).values():
@@ -121,7 +130,7 @@ def _resplit(profile: Profile, events: list[Any]) -> list[Any] | str:
     return events if moved else "no call's arguments come in two fragments or more"
 
 
-def _empty_deltas(profile: Profile, events: list[Any]) -> list[Any] | str:
+def _empty_deltas(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     # Only the inserted copies are edited: the source's events go out as they are.
     holders = _fragment_holders(profile, events)
     out: list[Any] = []
@@ -134,6 +143,140 @@ def _empty_deltas(profile: Profile, events: list[Any]) -> list[Any] | str:
                     container[field] = ""
             out.append(empty)
     return out if len(out) > len(events) else "no call streams its arguments"
+
+
+def _wrong_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    ends = _terminal_at(profile, events)
+    for n in ends:
+        cut = profile.cut_short(events[n])
+        if cut is not None:
+            return [*events[:n], cut, *events[n + 1:]]
+    return "no event states why the output ended" if ends else \
+        "no event carries the terminal evidence"
+
+
+def _provider_error(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    holders = _fragment_holders(profile, events)
+    fragments = [n for n, event in enumerate(events) if _holds(event, holders)]
+    ends = _terminal_at(profile, events)
+    at = fragments[0] + 1 if fragments else ends[0] if ends else None
+    if at is None:
+        return "no argument fragment and no terminal evidence to stop before"
+    error = profile.error_body("Overloaded (a provider error made by callgate mutate)",
+                               ["overloaded"])
+    return [*events[:at], error]
+
+
+#: Fields that name a call's slot in the profiles' events.
+_SLOT_FIELDS = frozenset({"index", "output_index", "contentBlockIndex"})
+#: Objects whose ``index`` is a choice's, not a call's.
+_CHOICE_FIELDS = frozenset({"delta", "message", "finish_reason"})
+
+
+def _reuse_slot(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    pairs = [(a, b) for a, b in zip(source.report.calls, source.report.calls[1:], strict=False)
+             if a.choice == b.choice]
+    if not pairs:
+        return "no second call in the first call's choice to move onto its slot"
+    first, second = pairs[0]
+    events = copy.deepcopy(events)
+    moved = 0
+    for holder in _objects(events):
+        if _CHOICE_FIELDS.isdisjoint(holder):
+            for field in _SLOT_FIELDS & holder.keys():
+                if holder[field] == second.slot and type(holder[field]) is int:
+                    holder[field] = first.slot
+                    moved += 1
+    return events if moved else "no field of the events names the calls' slots"
+
+
+def _drop_id(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    if not profile.requires_call_id:
+        return "call ids are optional in this API"
+    call = next((c for c in source.report.calls if c.id), None)
+    if call is None:
+        return "no call has an id"
+    events = copy.deepcopy(events)
+    dropped = 0
+    for holder in _objects(events):
+        for field in [f for f in ("id", "call_id", "toolUseId") if holder.get(f) == call.id]:
+            del holder[field]
+            dropped += 1
+    return events if dropped else f"the id {call.id!r} sits in no field named id"
+
+
+def _schema_violation(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    events = copy.deepcopy(events)
+    sites = list(profile.argument_sites(events))
+    if any(kind == "piece" for kind, *_ in sites):
+        return "arguments arrive as partial pieces"
+    for call in source.report.calls:
+        schema = source.tool_schemas.get(call.name or "")
+        wrong = _wrong_value(schema, call.parsed_arguments)
+        key = _site_key(sites, call)
+        if wrong is None or key is None:
+            continue
+        arguments = {**call.parsed_arguments, wrong[0]: wrong[1]}
+        text = json.dumps(arguments, ensure_ascii=False)
+        streamed = [(c, f) for kind, k, c, f in sites if kind == "stream" and k == key]
+        for n, (container, field) in enumerate(streamed):
+            container[field] = text if n == 0 else ""
+        for kind, k, container, field in sites:
+            if kind == "copy" and k == key:
+                value = container[field]
+                if isinstance(value, str):
+                    container[field] = text
+                elif isinstance(value, dict) and (value or not streamed):
+                    container[field] = copy.deepcopy(arguments)
+        return events
+    return "no call has an argument whose declared type could be broken"
+
+
+def _wrong_value(schema: object, arguments: object) -> tuple[str, object] | None:
+    """An argument the schema gives a simple type, with a value of another type."""
+    if not (isinstance(schema, dict) and isinstance(arguments, dict)):
+        return None
+    properties = schema.get("properties")
+    for name, declared in (properties.items() if isinstance(properties, dict) else ()):
+        kind = declared.get("type") if isinstance(declared, dict) else None
+        wrong = _WRONG.get(kind.lower()) if isinstance(kind, str) else None
+        if name in arguments and wrong is not None:
+            return name, wrong
+    return None
+
+
+_WRONG: dict[str, object] = {"string": 12345, "number": "12345", "integer": "12345",
+                             "boolean": "yes", "array": {"not": "an array"},
+                             "object": ["not", "an", "object"]}
+
+
+def _site_key(sites: list[Any], call: Any) -> object:
+    """The argument sites' key of ``call``: the one whose fragments make its exact text, or
+    whose stated arguments are its parsed ones."""
+    texts: dict[object, str] = {}
+    for kind, key, container, field in sites:
+        if kind == "stream" and isinstance(container.get(field), str):
+            texts[key] = texts.get(key, "") + container[field]
+    for key, text in texts.items():
+        if text == call.arguments:
+            return key
+    for kind, key, container, field in sites:
+        if kind == "copy" and container.get(field) in (call.arguments, call.parsed_arguments):
+            return key
+    return None
+
+
+def _objects(value: object) -> list[dict[str, Any]]:
+    """Every object inside ``value``, outermost first."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.append(item)
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return found
 
 
 def _fragment_holders(profile: Profile, events: list[Any]) -> set[int]:
@@ -162,8 +305,19 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
     Kind("delta_after_terminal", Code.DELTA_AFTER_TERMINAL,
          "the last argument fragment comes again after the terminal evidence",
          _delta_after_terminal),
+    Kind("wrong_terminal", Code.WRONG_TERMINAL_REASON,
+         "the turn ends as if the output hit the token limit", _wrong_terminal),
+    Kind("reuse_slot", Code.IDENTITY_COLLISION,
+         "the second call comes on the first call's slot, with its own id", _reuse_slot),
+    Kind("drop_id", Code.MISSING_CALL_ID, "the first call's id is left out", _drop_id),
     Kind("corrupt_arguments", Code.INVALID_ARGUMENTS_JSON,
          "the first call's argument text gets a second opening brace", _corrupt_arguments),
+    Kind("schema_violation", Code.SCHEMA_VIOLATION,
+         "an argument gets a value of another type than its schema declares",
+         _schema_violation),
+    Kind("provider_error", Code.STREAM_ERROR,
+         "the provider's own error event after the first argument fragment, and nothing after "
+         "it", _provider_error),
     Kind("resplit", None, "each call's argument text cut one character later", _resplit),
     Kind("empty_deltas", None, "an empty copy after every argument fragment", _empty_deltas),
 )}
@@ -185,7 +339,8 @@ def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dic
         raise NotApplicable(f"the source does not pass ({before.status.value} "
                             f"[{', '.join(before.blocking_codes)}]): mutate a passing turn")
     profile = PROFILES[envelope["profile"]]
-    made = kind.make(profile, list(envelope[profile.stream_key]))
+    made = kind.make(profile, list(envelope[profile.stream_key]),
+                     Source(before, envelope.get("tool_schemas") or {}))
     if isinstance(made, str):
         raise NotApplicable(f"{kind.name}: {made}")
     variant = {key: copy.deepcopy(value) for key, value in envelope.items() if key != "expect"}

@@ -24,16 +24,28 @@ PASSING = [path for path in conformance_fixtures() if load(path)["expect"]["stat
 #: the start of the reason it does not apply.
 EXPECTED = {
     "openai/valid_fragmented": {
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": ["missing_call_id"], "schema_violation": ["schema_violation"],
+        "provider_error": ["missing_terminal", "stream_error"],
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": ["delta_after_terminal"],
         "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
     "anthropic/valid_fragmented": {
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": ["missing_call_id"], "schema_violation": ["schema_violation"],
+        "provider_error": ["missing_terminal", "stream_error"],
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": ["delta_after_terminal"],
         "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
     "mistral/native_parallel_calls": {
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no field of the events names the calls' slots",
+        "drop_id": "drop_id: the variant gives fail [invalid_slot], not missing_call_id",
+        "schema_violation": ["schema_violation"], "provider_error": ["stream_error"],
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["delta_after_terminal", "duplicate_terminal"],
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the "
@@ -43,12 +55,21 @@ EXPECTED = {
         "empty_deltas": "empty_deltas: the variant gives fail [delta_after_terminal, "
                         "duplicate_terminal] with other calls"},
     "openai-responses/valid_single_call": {
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": ["missing_call_id"], "schema_violation": ["schema_violation"],
+        "provider_error": ["event_gap", "missing_terminal", "stream_error"],
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal", "event_gap"],
         "delta_after_terminal": ["delta_after_terminal", "event_gap"],
         "corrupt_arguments": ["invalid_arguments_json"], "resplit": [],
         "empty_deltas": "empty_deltas: the variant gives fail [event_gap] with other calls"},
     "gemini/vertex_partial_args_valid": {
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": "drop_id: call ids are optional in this API",
+        "schema_violation": "schema_violation: arguments arrive as partial pieces",
+        "provider_error": ["missing_terminal", "stream_error"],
         "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal", "invalid_slot"],
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the "
@@ -94,10 +115,47 @@ def test_every_variant_of_every_passing_fixture_does_what_its_kind_promises(path
         assert variant != envelope
 
 
+#: The passing fixture of each profile that shows a second call moved onto the first's slot.
+REUSED_SLOT = {
+    "openai/valid_parallel_interleaved": ["identity_collision"],
+    "mistral/valid_parallel_interleaved": ["identity_collision"],
+    "anthropic/valid_text_then_two_tools": [
+        "delta_before_start", "duplicate_start", "duplicate_terminal", "identity_collision"],
+    "openai-responses/valid_parallel_calls": [
+        "delta_before_start", "duplicate_start", "duplicate_terminal", "identity_collision"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(REUSED_SLOT))
+def test_a_second_call_on_the_first_calls_slot_is_a_collision_in_every_profile_with_slots(
+        name: str) -> None:
+    assert mutate(load(CONFORMANCE / f"{name}.json"), "reuse_slot")["expect"] == {
+        "status": "fail", "codes": REUSED_SLOT[name]}
+
+
+def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_cannot_have(
+        ) -> None:
+    """Gemini sends each call whole (or, on Vertex, in partialArgs pieces) in one part: no
+    fragments to re-cut, corrupt or repeat, no slot field, and the call id is optional."""
+    applies = set()
+    for path in PASSING:
+        envelope = load(path)
+        for kind in KINDS:
+            try:
+                mutate(envelope, kind)
+            except NotApplicable:
+                continue
+            applies.add((envelope["profile"], kind))
+    assert {(p, k) for p in PROFILES for k in KINDS} - applies == {
+        ("gemini", kind) for kind in ("delta_after_terminal", "reuse_slot", "drop_id",
+                                      "corrupt_arguments", "resplit", "empty_deltas")}
+
+
 def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
     assert callgate.mutations(blocking=True) == [
         "truncate", "drop_terminal", "duplicate_terminal", "delta_after_terminal",
-        "corrupt_arguments"]
+        "wrong_terminal", "reuse_slot", "drop_id", "corrupt_arguments", "schema_violation",
+        "provider_error"]
     assert callgate.mutations(blocking=False) == ["resplit", "empty_deltas"]
     assert callgate.mutations() == list(KINDS)
 
@@ -129,15 +187,22 @@ def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_the
     source.write_text((CONFORMANCE / "openai" / "valid_fragmented.json").read_text())
     code, out, err = run(source, [])
     assert (code, err) == (0, "")
-    assert out.splitlines() == [
+    wrote = [
         f"wrote {tmp_path / f'turn.{kind}.json'}: {verdict}" for kind, verdict in [
             ("truncate", "fail [missing_terminal]"), ("drop_terminal", "fail [missing_terminal]"),
             ("duplicate_terminal", "fail [duplicate_terminal]"),
             ("delta_after_terminal", "fail [delta_after_terminal]"),
-            ("corrupt_arguments", "fail [invalid_arguments_json]"), ("resplit", "pass []"),
+            ("wrong_terminal", "fail [wrong_terminal_reason]"),
+            ("drop_id", "fail [missing_call_id]"),
+            ("corrupt_arguments", "fail [invalid_arguments_json]"),
+            ("schema_violation", "fail [schema_violation]"),
+            ("provider_error", "fail [missing_terminal, stream_error]"), ("resplit", "pass []"),
             ("empty_deltas", "pass []")]]
+    assert out.splitlines() == [*wrote[:5], "skipped reuse_slot: no second call in the first "
+                                "call's choice to move onto its slot", *wrote[5:]]
     assert [(o.fixture.name, o.held) for o in replay([tmp_path])] == sorted(
-        [(f"turn.{kind}.json", True) for kind in KINDS] + [("turn.json", True)])
+        [(f"turn.{kind}.json", True) for kind in KINDS if kind != "reuse_slot"]
+        + [("turn.json", True)])
     assert json.loads((tmp_path / "turn.resplit.json").read_text())["meta"]["mutation"] == {
         "kind": "resplit", "source": "turn.json"}
 

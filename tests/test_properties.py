@@ -233,5 +233,7 @@ def test_every_mutation_of_a_generated_passing_turn_keeps_its_promise(
             assert kind.code.value in report.blocking_codes, (name, report.blocking_codes)
         else:
             assert (report.status, calls(report)) == (Status.PASS, calls(source)), name
-    # Every turn has terminal evidence, so the faults about it always apply.
-    assert {"truncate", "drop_terminal", "duplicate_terminal"} <= applied, (profile, applied)
+    # Every turn has terminal evidence, stating why the turn ended, so the faults about it
+    # always apply, and so does an error event from the provider.
+    assert {"truncate", "drop_terminal", "duplicate_terminal", "wrong_terminal",
+            "provider_error"} <= applied, (profile, applied)

@@ -58,10 +58,11 @@ class Mutant:
     index: int
     kind: str
     line: int
+    #: The line as it was when the mutants were listed (the checkout may change meanwhile).
+    text: str = ""
 
     def describe(self) -> str:
-        source = (ROOT / self.path).read_text(encoding="utf-8").splitlines()[self.line - 1]
-        return f"{self.path}:{self.line} {self.kind}: {source.strip()}"
+        return f"{self.path}:{self.line} {self.kind}: {self.text}"
 
 
 def _annotations(tree: ast.AST) -> set[int]:
@@ -113,7 +114,9 @@ def _in_bodies(tree: ast.AST) -> set[int]:
 
 
 def mutants(path: Path) -> list[Mutant]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    tree = ast.parse(source)
     skipped, bodies = _annotations(tree), _in_bodies(tree)
     relative = path.relative_to(ROOT).as_posix()
     found = []
@@ -121,12 +124,15 @@ def mutants(path: Path) -> list[Mutant]:
         if id(node) in skipped:
             continue
         for kind in _kinds(node, id(node) in bodies):
-            found.append(Mutant(relative, index, kind, getattr(node, "lineno", 0)))
+            line = getattr(node, "lineno", 0)
+            found.append(Mutant(relative, index, kind, line, lines[line - 1].strip() if line
+                                else ""))
     return found
 
 
-def mutated_source(mutant: Mutant) -> str:
-    tree = ast.parse((ROOT / mutant.path).read_text(encoding="utf-8"))
+def mutated_source(mutant: Mutant, source: str) -> str:
+    """``source`` (the module as the mutants were listed from it) with ``mutant`` applied."""
+    tree = ast.parse(source)
     node = next(n for i, n in enumerate(ast.walk(tree)) if i == mutant.index)
     if mutant.kind == "delete statement":
         _replace_statement(tree, node)
@@ -194,7 +200,8 @@ class Workspace:
         """(the mutant, whether it survived, seconds)."""
         target = self.root / mutant.path
         original = target.read_text(encoding="utf-8")
-        target.write_text(mutated_source(mutant), encoding="utf-8")
+        # From the workspace's own copy: the checkout may have changed since it was made.
+        target.write_text(mutated_source(mutant, original), encoding="utf-8")
         try:
             passed, seconds = self.run_tests()
         finally:

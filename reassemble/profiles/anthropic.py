@@ -24,6 +24,7 @@ from callgate.reassemble.profiles.base import (
     flat_tools,
     is_index,
     provider_error,
+    reason_replaced,
 )
 
 #: Block types that are not client tool calls, with the delta types each may receive.
@@ -183,6 +184,7 @@ PROFILE = Profile(
     turn_ends_slots=False,
     carries_terminal=event_type_in("message_delta", "message_stop"),
     ends_stream=event_type_in("message_stop"),
+    cut_short=reason_replaced("stop_reason", "max_tokens"),
     translator=lambda quirks, request: MessagesTranslator(),
     # Vertex AI serves Anthropic models at :streamRawPredict with the same events.
     endpoints=("/messages", ":streamRawPredict"),

@@ -17,6 +17,7 @@ the engine's business.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,10 @@ def _never(raw: object) -> bool:
     return False
 
 
+def _no_event(raw: object) -> object | None:
+    return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Profile:
     name: str
@@ -74,6 +79,9 @@ class Profile:
     carries_terminal: Callable[[object], bool] = _never
     #: Whether a raw event is the last that belongs to the turn (besides ``[DONE]``).
     ends_stream: Callable[[object], bool] = _never
+    #: A copy of an event that carries the terminal evidence as the provider sends it when the
+    #: output hit its token limit instead (None when this event states no reason).
+    cut_short: Callable[[object], object | None] = _no_event
 
     # -- the request -------------------------------------------------------------------------
     #: URL path endings of the endpoints that stream this profile ("/chat/completions").
@@ -125,6 +133,26 @@ def any_item_has(items: str, key: str) -> Callable[[object], bool]:
             isinstance(entry, dict) and entry.get(key) is not None for entry in entries)
 
     return test
+
+
+def reason_replaced(key: str, reason: str) -> Callable[[object], object | None]:
+    """A ``cut_short`` for APIs that state why the output ended in a field: a copy of the event
+    with every string ``key`` in it set to ``reason``."""
+
+    def cut_short(raw: object) -> object | None:
+        event, found = copy.deepcopy(raw), False
+        stack = [event]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, dict):
+                if isinstance(value.get(key), str):
+                    value[key], found = reason, True
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
+        return event if found else None
+
+    return cut_short
 
 
 def provider_error(detail: str, pointer: str = "/error") -> Problem:

@@ -47,6 +47,7 @@ from callgate.reassemble.profiles.base import (
     any_item_has,
     is_index,
     provider_error,
+    reason_replaced,
 )
 from callgate.reassemble.profiles.gemini_partial import Conflict, Rebuild, show_path
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas
@@ -275,6 +276,7 @@ PROFILE = Profile(
     accepted_reasons=accepted_reasons,
     turn_ends_slots=False,
     carries_terminal=any_item_has("candidates", "finishReason"),
+    cut_short=reason_replaced("finishReason", "MAX_TOKENS"),
     translator=lambda quirks, request: GeminiTranslator(),
     requires_call_id=False,
     endpoints=(":streamGenerateContent",),

@@ -26,6 +26,7 @@ from callgate.reassemble.profiles.base import (
     is_index,
     openai_error,
     provider_error,
+    reason_replaced,
 )
 
 
@@ -278,6 +279,7 @@ CHAT_WIRE: dict[str, Any] = {
     "tool_schemas": function_tools,
     "version_headers": ("openai-beta",),
     "error_body": openai_error,
+    "cut_short": reason_replaced("finish_reason", "length"),
     "argument_sites": argument_sites,
     # OpenRouter restates the upstream's own reason as native_finish_reason.
     "structural_keys": frozenset({"finish_reason", "native_finish_reason"}),

@@ -19,6 +19,7 @@ policy reads it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -368,6 +369,20 @@ def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
 
 _ENDS_TURN = event_type_in(*_TURN_ENDS)
 
+
+def cut_short(raw: object) -> object | None:
+    """``response.completed`` as ``response.incomplete``: the output hit
+    ``max_output_tokens``."""
+    if not (isinstance(raw, dict) and raw.get("type") == "response.completed"):
+        return None
+    event = copy.deepcopy(raw)
+    event["type"] = "response.incomplete"
+    if isinstance(event.get("response"), dict):
+        event["response"].update(status="incomplete",
+                                 incomplete_details={"reason": "max_output_tokens"})
+    return event
+
+
 PROFILE = Profile(
     name="openai-responses",
     stream_key="events",
@@ -378,6 +393,7 @@ PROFILE = Profile(
     turn_ends_slots=False,
     carries_terminal=_ENDS_TURN,
     ends_stream=_ENDS_TURN,
+    cut_short=cut_short,
     translator=lambda quirks, request: ResponsesTranslator(quirks),
     endpoints=("/responses",),
     tool_schemas=lambda request: flat_tools(request, "parameters"),
