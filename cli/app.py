@@ -15,7 +15,7 @@ from callgate.cli.output import error_line
 from callgate.cli.record import ProxyMode
 from callgate.cli.replay.reports import ReplayFormat
 from callgate.proxy_addon.webview import WebBody
-from callgate.reassemble.errors import CallgateError
+from callgate.reassemble.errors import CallgateError, UsageError
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import ArgumentMode
 
@@ -28,6 +28,10 @@ def _exit(run: Callable[..., int], *arguments: Any) -> NoReturn:
     except CallgateError as error:
         code = error_line(error, sys.stderr)
     raise typer.Exit(code)
+
+
+def _usage(message: str) -> int:
+    return error_line(UsageError(message), sys.stderr)
 
 
 app = typer.Typer(
@@ -100,16 +104,29 @@ def replay_command(
 @app.command("diff")
 def diff_command(
     fixtures: Annotated[list[Path], typer.Argument(help="Envelope JSON files to diff.")],
-    adapter: Annotated[AdapterName, typer.Option(
-        help="The accumulator whose result to show beside callgate's.")],
+    adapter: Annotated[list[AdapterName], typer.Option(
+        help="The accumulator whose result to show beside callgate's (repeat for more).")],
     python: Annotated[str | None, typer.Option(
         help="An interpreter that has the adapter's library (default: this one).")] = None,
+    mutations: Annotated[bool, typer.Option(
+        help="Every fault and variation of one passing turn, as one table.")] = False,
+    markdown: Annotated[bool, typer.Option(
+        help="With --mutations: the table as Markdown.")] = False,
 ) -> None:
     """What a real accumulator hands a tool runner, beside callgate's verdict: exit 0 all agree,
     1 some disagree, 2 invalid input or adapter missing."""
+    adapters = [a.value for a in adapter]
+    if mutations:
+        from callgate.cli.diff.mutations import run_diff_mutations
+
+        if len(fixtures) != 1:
+            _exit(_usage, "--mutations takes one fixture")
+        _exit(run_diff_mutations, fixtures[0], adapters, python, markdown, sys.stdout,
+              sys.stderr)
     from callgate.cli.diff.command import run_diff
 
-    _exit(run_diff, fixtures, adapter.value, python, sys.stdout, sys.stderr)
+    _exit(lambda: max(run_diff(fixtures, name, python, sys.stdout, sys.stderr)
+                      for name in adapters))
 
 
 @app.command("explain")

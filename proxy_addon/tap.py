@@ -6,10 +6,10 @@ JSON and fed to the engine, whose findings are reported as they happen. In
 observe mode the tap returns every chunk unchanged the moment it has looked at it. In enforce mode
 it works on whole events instead: everything streams as before except the provider's terminal
 evidence (a chunk with ``finish_reason`` and what follows it; Anthropic's ``message_delta`` and
-``message_stop``), which is held until the verdict is known at the end marker (``[DONE]``,
-``message_stop``, the array's closing bracket) or the end of the body, then released unchanged on
-a pass or replaced by a provider-shaped error event on a fail. Per chunk the work is proportional
-to the chunk.
+``message_stop``) and the end marker (``[DONE]``, ``message_stop``, the array's closing bracket),
+which are held until the verdict is known at the end marker or the end of the body, then
+released unchanged on a pass or replaced by a provider-shaped error event on a fail. Per chunk
+the work is proportional to the chunk.
 
 A body that stops being UTF-8 is the provider's fault, not the pipeline's: the events before the
 bad byte were read, the rest of the body is handed to the engine as one text event (which no
@@ -221,7 +221,9 @@ class StreamTap:
             self._sent += len(block) if self._verdict else 0
             return [block] if self._verdict else []
         events = self._read(self._block_texts(block, tail=tail))
-        if tail or self._held or self._undecodable or any(
+        # The end marker is held too: a stream that ends without the terminal evidence must not
+        # tell the client it ended well (openai-python hands on its calls at [DONE]).
+        if tail or self._held or self._undecodable or self.end_marker_seen or any(
                 self._profile.carries_terminal(e) for e in events):
             self._held.append(block)
             return self._decide() if self.end_marker_seen else []

@@ -279,6 +279,121 @@ def _objects(value: object) -> list[dict[str, Any]]:
     return found
 
 
+def _keys_by_event(profile: Profile, events: list[Any]) -> list[set[object]]:
+    """For each event, the calls (argument site keys) it holds a fragment or a copy of."""
+    holders: dict[int, object] = {}
+    for kind, key, container, _ in profile.argument_sites(events):
+        if kind in ("stream", "copy"):
+            holders[id(container)] = key
+    return [{holders[id(d)] for d in _objects(event) if id(d) in holders} for event in events]
+
+
+def _interleave(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    owners = _keys_by_event(profile, events)
+    keys = list(dict.fromkeys(k for found in owners for k in found))
+    if len(keys) < 2:
+        return "one call in the turn: nothing to interleave"
+    first, second = (_events_of(profile, events, owners, key) for key in keys[:2])
+    if not first or not second or set(first) & set(second):
+        return "the first two calls share their events"
+    if max(first) > min(second):
+        return "the first two calls already take turns"
+    places = sorted(first + second)
+    order = [n for pair in zip(first + [-1] * len(second), second + [-1] * len(first),
+                               strict=True) for n in pair if n >= 0]
+    out = list(events)
+    for place, taken in zip(places, order, strict=True):
+        out[place] = events[taken]
+        # Events numbered in stream order (OpenAI Responses) keep the numbers of their places.
+        if isinstance(events[place], dict) and "sequence_number" in events[place] \
+                and isinstance(events[taken], dict):
+            out[place] = {**events[taken], "sequence_number": events[place]["sequence_number"]}
+    return out
+
+
+def _events_of(profile: Profile, events: list[Any], owners: list[set[object]],
+               key: object) -> list[int]:
+    """The events that hold only ``key``'s arguments, and those right after its last one that
+    hold no call's (a block's end), up to the terminal evidence."""
+    own = [n for n, found in enumerate(owners) if found == {key}]
+    if not own:
+        return []
+    after = own[-1] + 1
+    while after < len(events) and not owners[after] \
+            and not profile.carries_terminal(events[after]):
+        own.append(after)
+        after += 1
+    return own
+
+
+def _chat_entries(profile: Profile, events: list[Any]) -> list[tuple[object, dict[str, Any],
+                                                                      dict[str, Any]]]:
+    """(call key, entry, function) of every streamed fragment in a Chat-shaped call entry
+    (``{"index", "id", "function": {"name", "arguments"}}``), the only shape whose fragments
+    may carry the call's identity again."""
+    parents = {id(value): d for d in _objects(events) for value in d.values()
+               if isinstance(value, dict)}
+    found = []
+    for kind, key, container, field in profile.argument_sites(events):
+        entry = parents.get(id(container))
+        if kind == "stream" and field == "arguments" and entry is not None \
+                and entry.get("function") is container and "index" in entry:
+            found.append((key, entry, container))
+    return found
+
+
+_NO_ENTRIES = ("no argument fragment sits in an indexed Chat Completions call entry, the one "
+               "place where a fragment can state its call's identity again")
+
+
+def _identity_of(entries: list[Any], key: object) -> tuple[str, str] | None:
+    """The id and name a call's entries state (the first that state them)."""
+    ids = [entry["id"] for k, entry, _ in entries if k == key and isinstance(entry.get("id"), str)]
+    names = [f["name"] for k, _, f in entries if k == key and isinstance(f.get("name"), str)]
+    return (ids[0], names[0]) if ids and names else None
+
+
+def _repeat_identity(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    events = copy.deepcopy(events)
+    entries = _chat_entries(profile, events)
+    if not entries:
+        return _NO_ENTRIES
+    repeated = 0
+    for key in dict.fromkeys(k for k, _, _ in entries):
+        identity = _identity_of(entries, key)
+        for _, entry, function in [e for e in entries if e[0] == key][1:]:
+            if identity is not None:
+                entry["id"], function["name"] = identity
+                repeated += 1
+    return events if repeated else "no call has a second fragment to repeat its identity on"
+
+
+def _delayed_identity(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    events = copy.deepcopy(events)
+    entries = _chat_entries(profile, events)
+    if not entries:
+        return _NO_ENTRIES
+    moved = 0
+    for key in dict.fromkeys(k for k, _, _ in entries):
+        own = [e for e in entries if e[0] == key]
+        if len(own) < 2 or "id" not in own[0][1] or "name" not in own[0][2]:
+            continue
+        (_, first, first_function), (_, second, second_function) = own[0], own[1]
+        second["id"], second_function["name"] = first.pop("id"), first_function.pop("name")
+        first.pop("type", None)
+        moved += 1
+    return events if moved else "no call has a second fragment to move its identity to"
+
+
+#: How ``split_events`` re-cuts the framed stream (bytes per piece, in turn): small and odd,
+#: so that pieces end inside events, escapes and multi-byte characters.
+SPLIT_PIECES = (1, 2, 3, 5, 7, 11, 13)
+
+
+def _split_events(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    return [copy.deepcopy(event) for event in events]
+
+
 def _fragment_holders(profile: Profile, events: list[Any]) -> set[int]:
     """The ids of the dicts that hold an argument fragment (see ``_holds``)."""
     return {id(container) for fragments in _streams(profile, events).values()
@@ -319,7 +434,16 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
          "the provider's own error event after the first argument fragment, and nothing after "
          "it", _provider_error),
     Kind("resplit", None, "each call's argument text cut one character later", _resplit),
+    Kind("interleave", None, "the first two calls' events take turns", _interleave),
     Kind("empty_deltas", None, "an empty copy after every argument fragment", _empty_deltas),
+    Kind("repeat_identity", None,
+         "every fragment of a call repeats its id and name", _repeat_identity),
+    Kind("delayed_identity", None,
+         "each call's id and name come with its second fragment, not its first",
+         _delayed_identity),
+    Kind("split_events", None, "the same events, sent in pieces of 1 to 13 bytes "
+         "(callgate serve re-cuts the framed stream; the events do not change)",
+         _split_events),
 )}
 
 
@@ -347,6 +471,8 @@ def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dic
     variant[profile.stream_key] = made
     variant["description"] = f"{kind.description} ({kind.name} of {source or 'a passing turn'})"
     variant.setdefault("meta", {})["mutation"] = {"kind": kind.name, "source": source}
+    if kind.name == "split_events":
+        variant["meta"]["mutation"]["pieces"] = list(SPLIT_PIECES)
     after = check(variant)
     _require(kind, before, after)
     variant["expect"] = {"status": after.status.value, "codes": after.blocking_codes}

@@ -24,6 +24,14 @@ PASSING = [path for path in conformance_fixtures() if load(path)["expect"]["stat
 #: the start of the reason it does not apply.
 EXPECTED = {
     "openai/valid_fragmented": {
+        "interleave":
+            "interleave: one call in the turn",
+        "repeat_identity":
+            [],
+        "delayed_identity":
+            [],
+        "split_events":
+            [],
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"], "schema_violation": ["schema_violation"],
@@ -33,6 +41,14 @@ EXPECTED = {
         "delta_after_terminal": ["delta_after_terminal"],
         "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
     "anthropic/valid_fragmented": {
+        "interleave":
+            "interleave: one call in the turn",
+        "repeat_identity":
+            "repeat_identity: no argument fragment sits in an indexed Chat Completions call entry",
+        "delayed_identity":
+            "delayed_identity: no argument fragment sits in an indexed Chat Completions call entry",
+        "split_events":
+            [],
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"], "schema_violation": ["schema_violation"],
@@ -42,6 +58,14 @@ EXPECTED = {
         "delta_after_terminal": ["delta_after_terminal"],
         "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
     "mistral/native_parallel_calls": {
+        "interleave":
+            "interleave: the first two calls share their events",
+        "repeat_identity":
+            "repeat_identity: no argument fragment sits in an indexed Chat Completions call entry",
+        "delayed_identity":
+            "delayed_identity: no argument fragment sits in an indexed Chat Completions call entry",
+        "split_events":
+            [],
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no field of the events names the calls' slots",
         "drop_id": "drop_id: the variant gives fail [invalid_slot], not missing_call_id",
@@ -55,6 +79,14 @@ EXPECTED = {
         "empty_deltas": "empty_deltas: the variant gives fail [delta_after_terminal, "
                         "duplicate_terminal] with other calls"},
     "openai-responses/valid_single_call": {
+        "interleave":
+            "interleave: one call in the turn",
+        "repeat_identity":
+            "repeat_identity: no argument fragment sits in an indexed Chat Completions call entry",
+        "delayed_identity":
+            "delayed_identity: no argument fragment sits in an indexed Chat Completions call entry",
+        "split_events":
+            [],
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"], "schema_violation": ["schema_violation"],
@@ -65,6 +97,14 @@ EXPECTED = {
         "corrupt_arguments": ["invalid_arguments_json"], "resplit": [],
         "empty_deltas": "empty_deltas: the variant gives fail [event_gap] with other calls"},
     "gemini/vertex_partial_args_valid": {
+        "interleave":
+            "interleave: one call in the turn",
+        "repeat_identity":
+            "repeat_identity: no argument fragment sits in an indexed Chat Completions call entry",
+        "delayed_identity":
+            "delayed_identity: no argument fragment sits in an indexed Chat Completions call entry",
+        "split_events":
+            [],
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
@@ -106,7 +146,8 @@ def test_every_variant_of_every_passing_fixture_does_what_its_kind_promises(path
         report = check(variant)
         assert variant["expect"] == {"status": report.status.value,
                                      "codes": report.blocking_codes}
-        assert variant["meta"]["mutation"] == {"kind": name, "source": path.name}
+        assert variant["meta"]["mutation"] == {"kind": name, "source": path.name, **(
+            {"pieces": [1, 2, 3, 5, 7, 11, 13]} if name == "split_events" else {})}
         if kind.code is not None:
             assert kind.code.value in report.blocking_codes, name
         else:
@@ -136,7 +177,8 @@ def test_a_second_call_on_the_first_calls_slot_is_a_collision_in_every_profile_w
 def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_cannot_have(
         ) -> None:
     """Gemini sends each call whole (or, on Vertex, in partialArgs pieces) in one part: no
-    fragments to re-cut, corrupt or repeat, no slot field, and the call id is optional."""
+    fragments to re-cut, corrupt or repeat, no slot field, and the call id is optional. Only
+    Chat Completions fragments can state their call's identity again."""
     applies = set()
     for path in PASSING:
         envelope = load(path)
@@ -148,7 +190,9 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
             applies.add((envelope["profile"], kind))
     assert {(p, k) for p in PROFILES for k in KINDS} - applies == {
         ("gemini", kind) for kind in ("delta_after_terminal", "reuse_slot", "drop_id",
-                                      "corrupt_arguments", "resplit", "empty_deltas")}
+                                      "corrupt_arguments", "resplit", "empty_deltas")} | {
+        (profile, kind) for profile in ("anthropic", "openai-responses", "gemini")
+        for kind in ("repeat_identity", "delayed_identity")}
 
 
 def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
@@ -156,7 +200,9 @@ def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
         "truncate", "drop_terminal", "duplicate_terminal", "delta_after_terminal",
         "wrong_terminal", "reuse_slot", "drop_id", "corrupt_arguments", "schema_violation",
         "provider_error"]
-    assert callgate.mutations(blocking=False) == ["resplit", "empty_deltas"]
+    assert callgate.mutations(blocking=False) == [
+        "resplit", "interleave", "empty_deltas", "repeat_identity", "delayed_identity",
+        "split_events"]
     assert callgate.mutations() == list(KINDS)
 
 
@@ -197,11 +243,15 @@ def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_the
             ("corrupt_arguments", "fail [invalid_arguments_json]"),
             ("schema_violation", "fail [schema_violation]"),
             ("provider_error", "fail [missing_terminal, stream_error]"), ("resplit", "pass []"),
-            ("empty_deltas", "pass []")]]
-    assert out.splitlines() == [*wrote[:5], "skipped reuse_slot: no second call in the first "
-                                "call's choice to move onto its slot", *wrote[5:]]
+            ("empty_deltas", "pass []"), ("repeat_identity", "pass []"),
+            ("delayed_identity", "pass []"), ("split_events", "pass []")]]
+    assert out.splitlines() == [
+        *wrote[:5], "skipped reuse_slot: no second call in the first call's choice to move onto "
+        "its slot", *wrote[5:10], "skipped interleave: one call in the turn: nothing to "
+        "interleave", *wrote[10:]]
     assert [(o.fixture.name, o.held) for o in replay([tmp_path])] == sorted(
-        [(f"turn.{kind}.json", True) for kind in KINDS if kind != "reuse_slot"]
+        [(f"turn.{kind}.json", True) for kind in KINDS if kind not in ("reuse_slot",
+                                                                       "interleave")]
         + [("turn.json", True)])
     assert json.loads((tmp_path / "turn.resplit.json").read_text())["meta"]["mutation"] == {
         "kind": "resplit", "source": "turn.json"}

@@ -540,3 +540,20 @@ def test_two_hundred_streams_at_once_each_reach_their_client_and_their_own_fixtu
     assert done.returncode == 0, done.stdout + done.stderr
     assert "at most 200 streams open at once; 400 fixtures, 0 turns without one, 0 written " \
            "twice" in done.stdout, done.stdout
+
+
+def test_enforce_mode_never_sends_the_end_marker_of_a_stream_without_its_terminal(
+        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    """Found by serving every fault to the SDKs through the proxy: a stream cut before its
+    finish chunk but closed with ``data: [DONE]`` went out with the [DONE], and the error event
+    after it, which openai-python never reads: it had handed on the calls at [DONE]."""
+    finish = next(n for n, event in enumerate(EVENTS) if b'"finish_reason": "tool' in event)
+    without = [*EVENTS[:finish], EVENTS[-1]]
+    assert EVENTS[-1] == b"data: [DONE]\n\n"
+    upstream.body, upstream.cut = chunked(without), None
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
+        got, clean = receive(proxy.url)
+        fixture = fixtures_in(proxy.out, 1)[0]
+    assert (got, clean) == (b"".join(EVENTS[:finish])
+                            + blocked_event("openai", ["missing_terminal"]), True)
+    assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}

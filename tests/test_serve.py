@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from callgate.cli.serve import FakeProvider, collect, parse_timing, run_serve
-from callgate.reassemble.errors import InputError, UsageError
-from callgate.reassemble.mutations import mutate
+from callgate.reassemble.errors import InputError, NotApplicable, UsageError
+from callgate.reassemble.mutations import mutate, mutations
 from callgate.reassemble.profiles import frames
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import APPS_PYTHON, post, read_events, run_app, tools_file
@@ -172,43 +172,129 @@ def test_serve_mutate_applies_to_every_request_and_refuses_an_unknown_kind(
         run_serve([CONFORMANCE], "127.0.0.1:0", "fast", "nope")
 
 
-PARIS = '{"city":"Paris","unit":"c"}'
+OSLO, RAIN = '{"city":"Oslo"}', '{"query":"rain","limit":3}'
+CHAT = [{"name": "get_weather", "arguments": OSLO}, {"name": "search", "arguments": RAIN}]
+MESSAGES = [{"name": "get_weather", "input": {"city": "Oslo"}},
+            {"name": "search", "input": {"query": "rain"}}]
+GEMINI = [{"name": "get_weather", "args": {"city": "Oslo"}},
+          {"name": "search", "args": {"query": "umbrellas"}}]
+#: The SDK apps, the fixture each is served, and its path on ``callgate serve``.
+SERVED = {"openai": ("openai/valid_parallel_interleaved",
+                     "/f/openai/valid_parallel_interleaved/v1"),
+          "anthropic": ("anthropic/valid_text_then_two_tools",
+                        "/f/anthropic/valid_text_then_two_tools"),
+          "gemini": ("gemini/valid_parallel_two_chunks", "/f/gemini/valid_parallel_two_chunks/")}
+#: What each SDK hands an app that trusts it, for every fault that applies to its fixture
+#: (what it raised, the finish reason it reported, the calls it handed on). Gemini sends each
+#: call whole: no slot, fragment or required id to break.
+UNGUARDED: dict[tuple[str, str], tuple[str | None, str | None, list[Any]]] = {
+    ("openai", "truncate"): (None, None, CHAT),
+    ("openai", "drop_terminal"): (None, None, CHAT),
+    ("openai", "duplicate_terminal"): (None, "tool_calls", CHAT),
+    ("openai", "delta_after_terminal"): (None, "tool_calls", [
+        CHAT[0], {"name": "search", "arguments": RAIN + '"rain","limit":3}'}]),
+    ("openai", "wrong_terminal"): (None, "length", CHAT),
+    ("openai", "reuse_slot"): (None, "tool_calls", [
+        {"name": "get_weathersearch", "arguments": '{"city":{"query":"Oslo"}"rain","limit":3}'}]),
+    ("openai", "drop_id"): (None, "tool_calls", CHAT),
+    ("openai", "corrupt_arguments"): (None, "tool_calls", [
+        {"name": "get_weather", "arguments": "{" + OSLO}, CHAT[1]]),
+    ("openai", "schema_violation"): (None, "tool_calls", [
+        {"name": "get_weather", "arguments": '{"city": 12345}'}, CHAT[1]]),
+    ("openai", "provider_error"): ("APIError", None, []),
+    ("anthropic", "truncate"): (None, None, MESSAGES),
+    ("anthropic", "drop_terminal"): (None, None, MESSAGES),
+    ("anthropic", "duplicate_terminal"): (None, "tool_use", MESSAGES),
+    ("anthropic", "delta_after_terminal"): (None, "tool_use", MESSAGES),
+    ("anthropic", "wrong_terminal"): (None, "max_tokens", MESSAGES),
+    ("anthropic", "reuse_slot"): (None, "tool_use", MESSAGES),
+    ("anthropic", "drop_id"): (None, "tool_use", MESSAGES),
+    ("anthropic", "corrupt_arguments"): ("ValueError", None, []),
+    ("anthropic", "schema_violation"): (None, "tool_use", [
+        {"name": "get_weather", "input": {"city": 12345}}, MESSAGES[1]]),
+    ("anthropic", "provider_error"): ("APIStatusError", None, []),
+    ("gemini", "truncate"): (None, None, GEMINI[:1]),
+    ("gemini", "drop_terminal"): (None, None, GEMINI[:1]),
+    ("gemini", "duplicate_terminal"): (None, "STOP", [*GEMINI, GEMINI[1]]),
+    ("gemini", "wrong_terminal"): (None, "MAX_TOKENS", GEMINI),
+    ("gemini", "schema_violation"): (None, "STOP", [
+        {"name": "get_weather", "args": {"city": 12345}}, GEMINI[1]]),
+    ("gemini", "provider_error"): ("ClientError", None, []),
+}
+
+
+def test_the_unguarded_table_holds_every_fault_that_applies_to_each_sdks_fixture() -> None:
+    applies = set()
+    for sdk, (name, _) in SERVED.items():
+        for kind in mutations(blocking=True):
+            try:
+                mutate(load(CONFORMANCE / f"{name}.json"), kind)
+            except NotApplicable:
+                continue
+            applies.add((sdk, kind))
+    assert applies == set(UNGUARDED)
 
 
 @pytest.mark.sdk
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
-@pytest.mark.parametrize(("sdk", "kind", "finish", "handed"), [
-    # openai-python hands on calls whatever became of the stream: no finish at all, a second
-    # one, arguments that are not JSON.
-    ("openai", "truncate", None, [{"name": "get_weather", "arguments": PARIS}]),
-    ("openai", "drop_terminal", None, [{"name": "get_weather", "arguments": PARIS}]),
-    ("openai", "duplicate_terminal", "tool_calls", [{"name": "get_weather",
-                                                     "arguments": PARIS}]),
-    ("openai", "corrupt_arguments", "tool_calls", [{"name": "get_weather",
-                                                    "arguments": "{" + PARIS}]),
-    # anthropic-python refuses JSON it cannot parse, but not a turn that never said it ended.
-    ("anthropic", "truncate", None, [{"name": "get_weather", "input": json.loads(PARIS)}]),
-    ("anthropic", "drop_terminal", None, [{"name": "get_weather", "input": json.loads(PARIS)}]),
-    ("anthropic", "duplicate_terminal", "tool_use", [{"name": "get_weather",
-                                                      "input": json.loads(PARIS)}]),
-])
-def test_what_sdks_hand_an_unguarded_app_for_each_served_fault(
-        served: FakeProvider, tmp_path: Path, sdk: str, kind: str, finish: str | None,
-        handed: list[Any]) -> None:
-    name = f"{sdk}/valid_fragmented"
-    base = "/f/openai/valid_fragmented/v1" if sdk == "openai" else f"/f/{name}"
-    result = run_app(sdk, served.url + base, "--tools", tools_file(name, tmp_path),
+@pytest.mark.parametrize(("sdk", "kind"), list(UNGUARDED))
+def test_what_each_sdk_hands_an_unguarded_app_for_each_served_fault(
+        served: FakeProvider, tmp_path: Path, sdk: str, kind: str) -> None:
+    name, path = SERVED[sdk]
+    result = run_app(sdk, served.url + path, "--tools", tools_file(name, tmp_path),
                      "--header", f"x-callgate-mutate={kind}")
-    assert (result["error"], result["finish"], result["tool_calls"]) == (None, finish, handed)
+    raised = result["error"]["type"] if result["error"] else None
+    assert (raised, result["finish"], result["tool_calls"]) == UNGUARDED[sdk, kind]
     assert mutate(load(CONFORMANCE / f"{name}.json"), kind)["expect"]["status"] == "fail"
 
 
 @pytest.mark.sdk
+@pytest.mark.proxy
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
-def test_anthropic_python_raises_on_corrupt_arguments(served: FakeProvider,
-                                                      tmp_path: Path) -> None:
-    result = run_app("anthropic", served.url + "/f/anthropic/valid_fragmented", "--tools",
-                     tools_file("anthropic/valid_fragmented", tmp_path),
-                     "--header", "x-callgate-mutate=corrupt_arguments")
-    assert (result["tool_calls"], result["error"]["type"]) == ([], "ValueError")
-    assert result["error"]["message"].startswith("Unable to parse tool parameter JSON")
+def test_through_the_proxy_in_enforce_mode_every_sdk_raises_on_every_fault_and_runs_nothing(
+        served: FakeProvider, tmp_path: Path) -> None:
+    from tests.proxy_harness import Proxy
+
+    got, expected = {}, {}
+    with Proxy(served.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
+        for sdk, kind in UNGUARDED:
+            name, path = SERVED[sdk]
+            result = run_app(sdk, proxy.url + path, "--tools", tools_file(name, tmp_path),
+                             "--header", f"x-callgate-mutate={kind}")
+            got[sdk, kind] = (result["error"] is not None, result["tool_calls"])
+            expected[sdk, kind] = (True, [])
+    assert got == expected
+
+
+def chunk_sizes(url: str, path: str, headers: dict[str, str]) -> tuple[list[int], bytes]:
+    """The sizes of the HTTP chunks of one answer, as sent, and the body they make."""
+    import socket
+
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        sock.sendall(f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n{head}"
+                     f"connection: close\r\n\r\n".encode())
+        data = b""
+        while piece := sock.recv(65536):
+            data += piece
+    rest, sizes, body = data.partition(b"\r\n\r\n")[2], [], b""
+    while True:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return sizes, body
+        sizes.append(size)
+        body, rest = body + rest[:size], rest[size + 2:]
+
+
+def test_split_events_sends_the_same_bytes_in_pieces_of_1_to_13_bytes(
+        served: FakeProvider) -> None:
+    path = "/f/anthropic/valid_fragmented/v1/messages"
+    whole_sizes, whole = chunk_sizes(served.url, path, {})
+    sizes, body = chunk_sizes(served.url, path, {"x-callgate-mutate": "split_events"})
+    assert body == whole and len(whole_sizes) == len(list(frames(load(
+        CONFORMANCE / "anthropic" / "valid_fragmented.json"))))  # one chunk per event
+    pattern = [1, 2, 3, 5, 7, 11, 13]
+    assert sizes[:-1] == [pattern[n % 7] for n in range(len(sizes) - 1)]
+    assert 1 <= sizes[-1] <= pattern[(len(sizes) - 1) % 7] and sum(sizes) == len(body)

@@ -47,15 +47,18 @@ def main() -> int:
     except ImportError:
         print(json.dumps({"missing": package}))
         return 3
-    envelope = json.loads(sys.stdin.read())
-    result: dict[str, Any] = {"adapter": adapter, "version": metadata.version(package),
-                              "calls": [], "finish": None, "error": None}
-    try:
-        with contextlib.redirect_stdout(sys.stderr):  # a library's print() must not break the line
-            result["calls"], result["finish"] = hand_on(envelope, *libraries)
-    except Exception as error:  # whatever the library raises is the finding
-        result["error"] = {"type": type(error).__name__, "message": str(error)}
-    print(json.dumps(result))
+    given = json.loads(sys.stdin.read())
+    # --many: a list of envelopes, one result line each (one start-up for all of them).
+    for envelope in given if "--many" in sys.argv[2:] else [given]:
+        result: dict[str, Any] = {"adapter": adapter, "version": metadata.version(package),
+                                  "calls": [], "finish": None, "error": None}
+        try:
+            # A library's print() must not break the result lines.
+            with contextlib.redirect_stdout(sys.stderr):
+                result["calls"], result["finish"] = hand_on(envelope, *libraries)
+        except Exception as error:  # whatever the library raises is the finding
+            result["error"] = {"type": type(error).__name__, "message": str(error)}
+        print(json.dumps(result), flush=True)
     return 0
 
 

@@ -1,0 +1,125 @@
+"""``callgate diff --mutations``: every fault and variation of one passing turn, through each
+real accumulator, beside callgate's verdict: one table, fault by library.
+
+How this works: ``callgate.reassemble.mutations`` makes each variant (checked by the engine as
+it is made); each goes to every adapter's runner as ``callgate diff`` sends a fixture, and the
+row says what the library would hand its tool runner, or what it raised. A cell where that is
+not what callgate hands on (calls of a turn callgate blocks, other calls than callgate's) is
+bold. ``--markdown`` writes the same table as Markdown, as the README shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.table import Table
+from rich.text import Text
+
+from callgate.cli.diff.command import (
+    ADAPTERS,
+    AdapterResult,
+    check_profile,
+    compare,
+    count,
+    error_type,
+    pick_interpreter,
+    run_adapter_many,
+)
+from callgate.cli.files import load_envelope
+from callgate.cli.output import console, error_line, safe
+from callgate.reassemble import Report, check
+from callgate.reassemble.errors import CallgateError, NotApplicable, UsageError
+from callgate.reassemble.mutations import KINDS, mutate
+
+#: Argument texts longer than this are cut in a cell.
+SHOWN = 24
+
+
+def run_diff_mutations(path: Path, adapters: Sequence[str], python: str | None, markdown: bool,
+                       out: TextIO, err: TextIO) -> int:
+    """0 when every library agrees with callgate on every variant, 1 when one does not, 2 for
+    invalid input or a library that cannot run."""
+    try:
+        return _diff(path, adapters, python, markdown, out)
+    except CallgateError as error:
+        return error_line(error if error.source is not None else f"{path}: {error}", err)
+
+
+def _diff(path: Path, adapters: Sequence[str], python: str | None, markdown: bool,
+          out: TextIO) -> int:
+    envelope = load_envelope(path)
+    for adapter in adapters:
+        check_profile(envelope["profile"], adapter)
+    if check(envelope).status.value != "pass":
+        raise UsageError("--mutations needs a passing turn to make its variants from")
+    interpreters = {adapter: pick_interpreter(adapter, python) for adapter in adapters}
+    variants: dict[str, dict[str, Any]] = {}
+    skipped: list[str] = []
+    for kind in KINDS:
+        try:
+            variants[kind] = mutate(envelope, kind, path.name)
+        except NotApplicable as not_applicable:
+            skipped.append(str(not_applicable))
+    results = {adapter: run_adapter_many(interpreters[adapter], adapter, list(variants.values()))
+               for adapter in adapters}
+    rows: list[tuple[str, Report, list[AdapterResult]]] = [
+        (kind, check(variant), [results[adapter][n] for adapter in adapters])
+        for n, (kind, variant) in enumerate(variants.items())]
+    heads = ["kind", "callgate", *(f"{r.adapter} {r.version}" for r in rows[0][2])] if rows \
+        else ["kind", "callgate", *adapters]
+    cells = [[(kind, False), (_callgate(report), False),
+              *(_library(r, report, ADAPTERS[r.adapter].hands_values) for r in results)]
+             for kind, report, results in rows]
+    worst = max((0 if compare(r, report, ADAPTERS[r.adapter].hands_values).agree else 1
+                 for _, report, results in rows for r in results), default=0)
+    if markdown:
+        out.write(_markdown(heads, cells))
+    else:
+        shown = console(out)
+        table = Table(title=safe(f"{path}  {envelope['profile']}"))
+        for head in heads:
+            table.add_column(head, overflow="fold")
+        for row in cells:
+            table.add_row(*(Text(safe(text), style="bold red" if differs else "")
+                            for text, differs in row))
+        shown.print(table)
+    for reason in skipped:
+        out.write(f"skipped {reason}\n")
+    return worst
+
+
+def _callgate(report: Report) -> str:
+    if report.executable:
+        return f"passes, runs {count(len(report.calls), 'call')}"
+    return "blocks: " + ", ".join(report.blocking_codes or [report.status.value])
+
+
+def _library(result: AdapterResult, report: Report, hands_values: bool) -> tuple[str, bool]:
+    """What the library does with the variant, and whether that differs from callgate."""
+    if result.error:
+        said = f"raises {error_type(result)}"
+    elif result.calls:
+        said = "runs " + ", ".join(
+            f"{call.name}({_cut(call.arguments)})" for call in result.calls)
+    else:
+        said = "runs nothing"
+    return said, not compare(result, report, hands_values).agree
+
+
+def _cut(arguments: str | None) -> str:
+    text = "-" if arguments is None else arguments
+    return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
+
+
+def _markdown(heads: list[str], rows: list[list[tuple[str, bool]]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |\n"
+
+    def cell(text: str, differs: bool) -> str:
+        text = text.replace("*", "\\*").replace("_", "\\_")
+        return f"**{text}**" if differs else text
+
+    return line(heads) + line(["---"] * len(heads)) + "".join(
+        line([f"`{row[0][0]}`", *(cell(*c) for c in row[1:])]) for row in rows)
