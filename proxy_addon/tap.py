@@ -220,10 +220,13 @@ class StreamTap:
         if self._verdict is not None:
             self._sent += len(block) if self._verdict else 0
             return [block] if self._verdict else []
+        ended_before = self.end_marker_seen
         events = self._read(self._block_texts(block, tail=tail))
-        # The end marker is held too: a stream that ends without the terminal evidence must not
-        # tell the client it ended well (openai-python hands on its calls at [DONE]).
-        if tail or self._held or self._undecodable or self.end_marker_seen or any(
+        # The block with the end marker is held too: a stream that ends without the terminal
+        # evidence must not tell the client it ended well (openai-python hands on its calls at
+        # [DONE]). An array's end marker is its closing bracket, a tail, held already.
+        marks_end = self.end_marker_seen and not ended_before and self.framing != JSON_ARRAY
+        if tail or self._held or self._undecodable or marks_end or any(
                 self._profile.carries_terminal(e) for e in events):
             self._held.append(block)
             return self._decide() if self.end_marker_seen else []
