@@ -216,3 +216,22 @@ def test_langchain_and_litellm_agree_with_callgate_on_valid_streams(
                           apps_python)
     assert (code, err, verdict_lines(out)) == (0, "", [
         "agree: both hand on the same 2 calls", "agree: both hand on the same 1 call"])
+
+
+@pytest.mark.parametrize(("name", "adapters"), [
+    ("openai/valid_parallel_interleaved", ["openai-python", "langchain", "litellm"]),
+    ("anthropic/valid_text_then_two_tools", ["anthropic-python"])])
+def test_the_readmes_mutation_tables_are_what_diff_mutations_prints(
+        apps_python: str, name: str, adapters: list[str]) -> None:
+    from callgate.cli.diff.mutations import run_diff_mutations
+
+    out, err = io.StringIO(), io.StringIO()
+    code = run_diff_mutations(fixture(name), adapters, apps_python, True, out, err)
+    assert (code, err.getvalue()) == (1, "")  # every library disagrees somewhere
+    table = [line for line in out.getvalue().splitlines() if line.startswith("|")]
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    command = f"`callgate diff fixtures/conformance/{name}.json --mutations"
+    shown = readme.split(command, 1)[1].split("\n\n", 2)[1].splitlines()
+    assert shown == table
+    # A library that hands on anything where callgate blocks is in bold.
+    assert table[2].split(" | ")[2].startswith("**runs ")

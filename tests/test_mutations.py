@@ -269,3 +269,20 @@ def test_a_kind_asked_for_that_cannot_apply_exits_1_and_a_failing_source_is_refu
     with pytest.raises(UsageError, match="unknown kind 'nope'"):
         run(CONFORMANCE / "openai" / "valid_fragmented.json", ["nope"], tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_diff_mutations_takes_one_passing_fixture_and_says_so_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from callgate.cli.app import app
+    from callgate.cli.diff.mutations import run_diff_mutations
+
+    failing = CONFORMANCE / "openai" / "truncated.json"
+    out, err = io.StringIO(), io.StringIO()
+    assert run_diff_mutations(failing, ["openai-python"], None, False, out, err) == 2
+    assert err.getvalue() == (f"callgate: {failing}: --mutations needs a passing turn to make "
+                              "its variants from\n")
+    result = CliRunner().invoke(app, ["diff", str(failing), str(failing), "--mutations",
+                                      "--adapter", "openai-python"])
+    assert (result.exit_code, result.output) == (
+        2, "callgate: --mutations takes one fixture\n")

@@ -157,6 +157,13 @@ def test_mode(callgate_tape):
 @pytest.mark.callgate_tape(redaction="loose")
 def test_bad_marker(callgate_tape):
     pass
+
+@pytest.mark.callgate_tape(mutate="scramble")
+def test_bad_mutation(callgate_tape):
+    pass
+
+def test_mutate_while_recording(callgate_tape):
+    callgate_tape.mutate("truncate")
 """
 
 
@@ -188,4 +195,13 @@ def test_a_bad_record_mode_upstream_or_marker_is_one_usage_line(
     result = pytester.runpytest_inprocess(*plugin(), "-k", "test_bad_marker")
     result.assert_outcomes(errors=1)
     assert any("callgate_tape redaction is replay or strict, not 'loose'" in line
+               for line in result.outlines)
+    result = pytester.runpytest_inprocess(*plugin(), "-k", "test_bad_mutation")
+    result.assert_outcomes(errors=1)
+    assert any("callgate_tape mutate: no mutation 'scramble' (one of truncate, " in line
+               for line in result.outlines)
+    result = pytester.runpytest_inprocess(*plugin(), "-k", "test_mutate_while_recording",
+                                          "--callgate-record-mode=once")
+    result.assert_outcomes(failed=1)
+    assert any("mutate replays a recorded tape; record it first" in line
                for line in result.outlines)

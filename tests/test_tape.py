@@ -24,6 +24,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+import callgate
 from callgate.cli.files import find_fixtures
 from callgate.cli.replay.runner import replay
 from callgate.cli.serve import FakeProvider
@@ -425,3 +426,31 @@ def test_a_non_streamed_completion_is_kept_as_an_exchange_record_and_replayed(ap
         == "call_redacted2"
     code, output, replayed = run_app(app, "-k", "test_openai_not_streamed")
     assert (code, replayed) == (0, recorded), output
+
+
+@pytest.mark.sdk
+def test_a_recorded_turn_is_served_as_each_fault_and_its_verdict_never_fails_the_test(
+        app: Path, recorded_loop: Path) -> None:
+    """``callgate_tape.mutate(kind)``: the unguarded accumulator of the app hands on the
+    recorded call (or its mangled arguments) on every fault but the provider's error; each
+    served turn's verdict names the fault, and none fails the test."""
+    kinds = callgate.mutations(blocking=True)
+    code, output, results = run_app(app, "-k", "first_turn_on_every_fault", "-rs",
+                                    APP_KINDS=",".join(kinds))
+    assert code == 0, output
+    city = PARIS[1]
+    assert {r["kind"]: (r["calls"], r["codes"]) for r in results} == {
+        "truncate": ([PARIS], [["missing_terminal"]]),
+        "drop_terminal": ([PARIS], [["missing_terminal"]]),
+        "duplicate_terminal": ([PARIS], [["duplicate_terminal"]]),
+        "delta_after_terminal": ([["get_weather", city + 'it":"c"}']],
+                                 [["delta_after_terminal"]]),
+        "wrong_terminal": ([PARIS], [["wrong_terminal_reason"]]),
+        "drop_id": ([PARIS], [["missing_call_id"]]),
+        "corrupt_arguments": ([["get_weather", "{" + city]], [["invalid_arguments_json"]]),
+        "schema_violation": ([["get_weather", '{"city": 12345, "unit": "c"}']],
+                             [["schema_violation"]]),
+        "provider_error": ("APIError", [["missing_terminal", "stream_error"]])}
+    assert "9 passed, 1 skipped" in output
+    assert (f"reuse_slot applies to no turn of tape {recorded_loop}: 001.json: reuse_slot: no "
+            "second call in the first call's choice to move onto its slot") in output

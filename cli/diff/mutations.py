@@ -118,7 +118,7 @@ def _markdown(heads: list[str], rows: list[list[tuple[str, bool]]]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |\n"
 
     def cell(text: str, differs: bool) -> str:
-        text = text.replace("*", "\\*").replace("_", "\\_")
+        text = text.replace("*", "\\*")
         return f"**{text}**" if differs else text
 
     return line(heads) + line(["---"] * len(heads)) + "".join(

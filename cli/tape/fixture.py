@@ -25,9 +25,10 @@ from callgate.cli.tape.server import ROUTES, TapeServer
 from callgate.cli.tape.session import Redaction, Tape, TapeTurn
 from callgate.cli.tape.store import Entry
 from callgate.reassemble.errors import InputError
+from callgate.reassemble.mutations import KINDS
 
 #: The marker's keywords.
-MARKER_OPTIONS = ("name", "providers", "redaction", "allow", "allow_unused")
+MARKER_OPTIONS = ("name", "providers", "redaction", "allow", "allow_unused", "mutate")
 #: What a dummy API key holds: nothing that looks like a real one.
 DUMMY_KEY = "callgate-tape-replay"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\[\]=+-]+")
@@ -79,6 +80,23 @@ class CallgateTape:
     def problems(self) -> list[str]:
         return self._tape.problems()
 
+    def mutate(self, kind: str) -> None:
+        """Serve the tape's recorded streamed turns as their ``kind`` variants (one of
+        ``callgate.mutations()``), so the test sees what its app does with that fault. A turn the
+        kind cannot apply to is served as recorded; when it applies to none, the test is
+        skipped, saying why. A variant's verdict is what the test asked for: it never fails the
+        test."""
+        if kind not in KINDS:
+            raise ValueError(f"no mutation {kind!r} (one of {', '.join(KINDS)})")
+        if self._tape.recording:
+            pytest.fail(f"tape {self.folder}: mutate replays a recorded tape; record it first "
+                        "(--callgate-record-mode=once), or name a recorded one with "
+                        "@pytest.mark.callgate_tape(name=...)", pytrace=False)
+        reasons = self._tape.mutate(kind)
+        if not self._tape.mutated:
+            pytest.skip(f"{kind} applies to no turn of tape {self.folder}: "
+                        f"{reasons[0] if reasons else 'it holds no streamed turn'}")
+
 
 @contextmanager
 def open_tape(node: pytest.Item, mode: RecordMode, upstreams: Mapping[str, str],
@@ -86,7 +104,7 @@ def open_tape(node: pytest.Item, mode: RecordMode, upstreams: Mapping[str, str],
     """The tape of test ``node``, served until the block ends."""
     settings = _settings(node, options)
     folder = tape_folder(node, settings.pop("name"))
-    providers = settings.pop("providers")
+    providers, mutation = settings.pop("providers"), settings.pop("mutate")
     if unknown := [name for name in upstreams if name not in ROUTES]:
         raise pytest.UsageError(f"--callgate-upstream: no route {unknown[0]!r} (one of "
                                 f"{', '.join(ROUTES)})")
@@ -96,6 +114,9 @@ def open_tape(node: pytest.Item, mode: RecordMode, upstreams: Mapping[str, str],
         pytest.fail(f"tape {node.nodeid}: {error}", pytrace=False)
     server = TapeServer(tape, dict(upstreams)).start()
     try:
+        handed = CallgateTape(tape, server)
+        if mutation:
+            handed.mutate(mutation)
         with pytest.MonkeyPatch.context() as patch:
             for name in providers:
                 route = ROUTES[name]
@@ -103,7 +124,7 @@ def open_tape(node: pytest.Item, mode: RecordMode, upstreams: Mapping[str, str],
                     patch.setenv(variable, server.base_url(name))
                 if not tape.recording and not any(_is_set(v) for v in route.key_variables):
                     patch.setenv(route.key_variables[0], DUMMY_KEY)
-            yield CallgateTape(tape, server)
+            yield handed
     finally:
         server.close()
 
@@ -121,13 +142,17 @@ def _settings(node: pytest.Item, options: Mapping[str, Any]) -> dict[str, Any]:
     if unknown := [name for name in providers if name not in ROUTES]:
         raise pytest.UsageError(f"{node.nodeid}: callgate_tape providers: no route "
                                 f"{unknown[0]!r} (one of {', '.join(ROUTES)})")
+    if (kind := options.get("mutate")) is not None and kind not in KINDS:
+        raise pytest.UsageError(f"{node.nodeid}: callgate_tape mutate: no mutation {kind!r} "
+                                f"(one of {', '.join(KINDS)})")
     redaction = options.get("redaction", Redaction.REPLAY)
     if redaction not in Redaction.ALL:
         raise pytest.UsageError(f"{node.nodeid}: callgate_tape redaction is replay or strict, "
                                 f"not {redaction!r}")
     return {"name": options.get("name"), "providers": providers, "redaction": redaction,
             "allow": tuple(options.get("allow", ())),
-            "allow_unused": bool(options.get("allow_unused", False))}
+            "allow_unused": bool(options.get("allow_unused", False)),
+            "mutate": options.get("mutate")}
 
 
 def _is_set(variable: str) -> bool:

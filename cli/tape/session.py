@@ -12,6 +12,7 @@ could not be kept.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -21,8 +22,9 @@ from typing import Any
 from callgate.cli.tape import RecordMode, store
 from callgate.cli.tape.shape import describe
 from callgate.cli.tape.store import Entry
-from callgate.reassemble import Report
+from callgate.reassemble import Report, check
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
+from callgate.reassemble.mutations import mutate
 from callgate.reassemble.providers import provider_from_url
 from callgate.redact import ArgumentMode, Exchange, redact_exchange, refuse_leaks
 from callgate.redact.leaks import secrets_of
@@ -80,6 +82,9 @@ class Tape:
     _lock: threading.Condition = field(default_factory=threading.Condition)
     #: Requests gone upstream whose exchange is not on the tape yet.
     _pending: int = 0
+    #: Entries served as a mutation's variant (their file name -> the kind): their verdict is
+    #: the fault the test asked for, not a problem.
+    mutated: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Read the tape (``InputError`` for a bad file) and settle whether this run records."""
@@ -115,6 +120,24 @@ class Tape:
             refusal = self._mismatch(shape, self._unused[0] if self._unused else None)
             self._problems.append(refusal)
             return Decision(refusal=refusal)
+
+    def mutate(self, kind: str) -> list[str]:
+        """Serve every streamed turn not served yet as its ``kind`` variant; why the kind does
+        not apply, for each turn served as recorded instead."""
+        with self._lock:
+            reasons = []
+            for n, entry in enumerate(self._unused):
+                if entry.envelope is None:
+                    continue
+                try:
+                    variant = mutate(entry.envelope, kind, entry.path.name)
+                except NotApplicable as why:
+                    reasons.append(f"{entry.path.name}: {why}")
+                    continue
+                self._unused[n] = dataclasses.replace(entry, envelope=variant,
+                                                      report=check(variant))
+                self.mutated[entry.path.name] = kind
+            return reasons
 
     def settled(self, timeout: float = 30.0) -> None:
         """Wait until every request that went upstream is on the tape (or failed): a client has
@@ -182,6 +205,8 @@ class Tape:
                     "fewer requests than when it was recorded (allow_unused=True in "
                     "@pytest.mark.callgate_tape accepts that)")
             for turn in self.turns:
+                if turn.path.name in self.mutated:
+                    continue
                 blocking = [c for c in turn.report.blocking_codes if c not in self.allow]
                 if blocking:
                     problems.append(

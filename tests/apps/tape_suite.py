@@ -175,3 +175,22 @@ def test_openai_not_streamed(callgate_tape: Any) -> None:
     message = completion.choices[0].message
     report(callgate_tape, text=message.content, calls=[
         [call.function.name, call.function.arguments] for call in message.tool_calls or []])
+
+
+@pytest.mark.parametrize("kind", os.environ.get("APP_KINDS", "truncate").split(","))
+@pytest.mark.callgate_tape(name="test_openai_tool_loop", allow_unused=True)
+def test_openai_first_turn_on_every_fault(callgate_tape: Any, kind: str) -> None:
+    """The tool loop's recorded first turn, served as each fault: what the app's accumulator
+    gets, beside callgate's verdict on what was served."""
+    import openai
+
+    callgate_tape.mutate(kind)
+    client = openai.OpenAI(max_retries=0, default_query=QUERY)
+    try:
+        _, calls = stream_turn(client, [{"role": "system", "content": SYSTEM},
+                                        {"role": "user", "content": PROMPT}])
+        got: Any = [[c["name"], c["arguments"]] for c in calls]
+    except openai.APIError as error:
+        got = type(error).__name__
+    report(callgate_tape, kind=kind, calls=got,
+           codes=[turn.report.blocking_codes for turn in callgate_tape.turns])
