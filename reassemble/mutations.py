@@ -44,6 +44,10 @@ class Kind:
     code: Code | None
     description: str
     make: Make
+    #: Profiles whose turns can never take this kind (Gemini sends each call whole, in one
+    #: part with no slot field and an optional id; only Chat Completions fragments can state
+    #: their call's identity again).
+    never: frozenset[str] = frozenset()
 
     @property
     def blocking(self) -> bool:
@@ -410,6 +414,9 @@ def _holds(value: object, ids: set[int]) -> bool:
     return False
 
 
+_WHOLE_CALLS = frozenset({"gemini"})
+_IDENTITY_ONCE = frozenset({"anthropic", "openai-responses", "gemini"})
+
 KINDS: dict[str, Kind] = {kind.name: kind for kind in (
     Kind("truncate", Code.MISSING_TERMINAL,
          "the stream stops before the event that carries the terminal evidence", _truncate),
@@ -419,37 +426,46 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
          "the first event that carries the terminal evidence comes twice", _duplicate_terminal),
     Kind("delta_after_terminal", Code.DELTA_AFTER_TERMINAL,
          "the last argument fragment comes again after the terminal evidence",
-         _delta_after_terminal),
+         _delta_after_terminal, _WHOLE_CALLS),
     Kind("wrong_terminal", Code.WRONG_TERMINAL_REASON,
          "the turn ends as if the output hit the token limit", _wrong_terminal),
     Kind("reuse_slot", Code.IDENTITY_COLLISION,
-         "the second call comes on the first call's slot, with its own id", _reuse_slot),
-    Kind("drop_id", Code.MISSING_CALL_ID, "the first call's id is left out", _drop_id),
+         "the second call comes on the first call's slot, with its own id", _reuse_slot,
+         _WHOLE_CALLS),
+    Kind("drop_id", Code.MISSING_CALL_ID, "the first call's id is left out", _drop_id,
+         _WHOLE_CALLS),
     Kind("corrupt_arguments", Code.INVALID_ARGUMENTS_JSON,
-         "the first call's argument text gets a second opening brace", _corrupt_arguments),
+         "the first call's argument text gets a second opening brace", _corrupt_arguments,
+         _WHOLE_CALLS),
     Kind("schema_violation", Code.SCHEMA_VIOLATION,
          "an argument gets a value of another type than its schema declares",
          _schema_violation),
     Kind("provider_error", Code.STREAM_ERROR,
          "the provider's own error event after the first argument fragment, and nothing after "
          "it", _provider_error),
-    Kind("resplit", None, "each call's argument text cut one character later", _resplit),
+    Kind("resplit", None, "each call's argument text cut one character later", _resplit,
+         _WHOLE_CALLS),
     Kind("interleave", None, "the first two calls' events take turns", _interleave),
-    Kind("empty_deltas", None, "an empty copy after every argument fragment", _empty_deltas),
+    Kind("empty_deltas", None, "an empty copy after every argument fragment", _empty_deltas,
+         _WHOLE_CALLS),
     Kind("repeat_identity", None,
-         "every fragment of a call repeats its id and name", _repeat_identity),
+         "every fragment of a call repeats its id and name", _repeat_identity,
+         _IDENTITY_ONCE),
     Kind("delayed_identity", None,
          "each call's id and name come with its second fragment, not its first",
-         _delayed_identity),
+         _delayed_identity, _IDENTITY_ONCE),
     Kind("split_events", None, "the same events, sent in pieces of 1 to 13 bytes "
          "(callgate serve re-cuts the framed stream; the events do not change)",
          _split_events),
 )}
 
 
-def mutations(blocking: bool | None = None) -> list[str]:
-    """The kinds' names: all, the faults (``blocking=True``) or the variations (``False``)."""
-    return [name for name, kind in KINDS.items() if blocking is None or kind.blocking == blocking]
+def mutations(blocking: bool | None = None, profile: str | None = None) -> list[str]:
+    """The kinds' names: all, the faults (``blocking=True``) or the variations (``False``);
+    with ``profile``, only those its turns can take (whether one turn can, ``mutate`` says)."""
+    return [name for name, kind in KINDS.items()
+            if (blocking is None or kind.blocking == blocking)
+            and (profile is None or profile not in kind.never)]
 
 
 def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dict[str, Any]:
