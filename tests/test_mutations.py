@@ -289,3 +289,22 @@ def test_diff_mutations_takes_one_passing_fixture_and_says_so_in_one_line() -> N
                                       "--adapter", "openai-python"])
     assert (result.exit_code, result.output) == (
         2, "callgate: --mutations takes one fixture\n")
+
+
+def test_the_providers_error_comes_right_after_the_first_fragment_and_ends_the_stream() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_fragmented.json")
+    events = envelope["events"]
+    first = next(n for n, e in enumerate(events) if e["type"] == "content_block_delta")
+    assert mutate(envelope, "provider_error")["events"] == [
+        *events[:first + 1], {"type": "error", "error": {
+            "type": "callgate_blocked",
+            "message": "Overloaded (a provider error made by callgate mutate)"}}]
+
+
+def test_duplicate_terminal_repeats_the_first_event_with_the_terminal_evidence() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_fragmented.json")
+    events = envelope["events"]
+    at = next(n for n, e in enumerate(events) if e["type"] == "message_delta")
+    assert events[-1]["type"] == "message_stop"  # a second event that carries it
+    assert mutate(envelope, "duplicate_terminal")["events"] == [
+        *events[:at + 1], events[at], *events[at + 1:]]

@@ -141,6 +141,15 @@ MALFORMED = {
     "anthropic numeric stop_reason": (
         "anthropic/valid_fragmented", _set([10, "delta", "stop_reason"], 7),
         "/events/10/delta/stop_reason", "stop_reason is not a string"),
+    "anthropic text delta on a tool_use block": (
+        "anthropic/valid_fragmented", _set(["+2"], {"type": "content_block_delta", "index": 0,
+                                                    "delta": {"type": "text_delta", "text": "x"}}),
+        "/events/2/delta/type", "'text_delta' delta on a 'tool_use' block"),
+    "gemini unknown part field, its name clipped": (
+        "gemini/valid_single_call", _set([0, "candidates", 0, "content", "parts", 0, "q" * 60],
+                                         1),
+        f"/chunks/0/candidates/0/content/parts/0/{'q' * 60}",
+        f"part field {'q' * 40!r} is not known"),
     "gemini chunk not an object": (
         "gemini/valid_single_call", _set(["+0"], 5), "/chunks/0", "chunk is not a JSON object"),
     "gemini unknown partialArgs field": (
@@ -168,6 +177,8 @@ PLACES = {
     "anthropic content_block without type": (None, None),
     "anthropic delta not an object": (0, 0),
     "anthropic numeric stop_reason": (None, None),
+    "anthropic text delta on a tool_use block": (0, 0),
+    "gemini unknown part field, its name clipped": (0, None),
     "anthropic unknown content block type, its name clipped": (0, 5),
     "gemini chunk not an object": (None, None),
     "gemini unknown partialArgs field": (0, 0),
@@ -206,3 +217,52 @@ def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: st
 def test_the_provider_is_named_by_host_and_for_google_by_path(
         url: str, provider: str | None) -> None:
     assert provider_from_url(url) == provider
+
+
+def test_a_function_call_item_that_did_not_complete_names_its_status_clipped() -> None:
+    envelope = load(CONFORMANCE / "openai-responses" / "valid_single_call.json")
+    done = next(e for e in envelope["events"] if e["type"] == "response.output_item.done")
+    done["item"]["status"] = "s" * 60
+    finding = next(f for f in check(envelope).findings if f.code is Code.WRONG_TERMINAL_REASON)
+    assert finding.message == ("the function_call item ended with status "
+                               f"{'s' * 40!r}, not 'completed'")
+
+
+def test_the_responses_error_event_carries_the_first_code() -> None:
+    error = PROFILES["openai-responses"].error_body("m", ["identity_collision", "event_gap"])
+    assert error["error"]["code"] == "identity_collision"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("entry", [
+    # An id on a slot already seen, without a name: the general reading, never the short path.
+    {"index": 0, "id": "call_B", "function": {"arguments": "x"}},
+])
+def test_a_continuation_chunk_that_states_another_id_is_a_collision(
+        entry: dict[str, object]) -> None:
+    engine = Reassembler("openai", {})
+    engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_A", "function": {"name": "f", "arguments": "{"}}]}}]})
+    findings = engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]})
+    assert [f.code for f in findings] == [Code.IDENTITY_COLLISION]
+
+
+def test_an_error_object_chunk_that_also_adds_arguments_is_a_stream_error() -> None:
+    engine = Reassembler("openai", {})
+    engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_A", "function": {"name": "f", "arguments": "{"}}]}}]})
+    findings = engine.feed({"object": "error", "message": "overloaded", "choices": [
+        {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]}}]})
+    assert Code.STREAM_ERROR in [f.code for f in findings]
+
+
+@pytest.mark.parametrize("cls", ["SdkRoute", "Call"])
+def test_routes_and_calls_cannot_be_changed_by_a_caller(cls: str) -> None:
+    import dataclasses
+
+    from callgate.reassemble.providers import SDK_ROUTES
+    from callgate.reassemble.report import Call, SlotState
+
+    value: object = SDK_ROUTES[0] if cls == "SdkRoute" else Call(
+        0, 0, "id", "f", "{}", {}, SlotState.VALIDATED, ())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        value.name = "changed"  # type: ignore[attr-defined]

@@ -486,3 +486,8 @@ def test_a_stream_holding_half_a_character_would_end_incomplete() -> None:
     decoder = SSEDecoder()
     assert decoder.feed(b"\xc3") == [] and decoder.incomplete
     assert decoder.feed(b"\xa9\n\n") == [] and not decoder.incomplete
+
+
+def test_a_bom_that_starts_a_later_feed_is_kept_as_text() -> None:
+    events, _ = feed_pieces([b"data: a", "\ufeffb\n\n".encode()])
+    assert events == [SSEEvent("a\ufeffb")]

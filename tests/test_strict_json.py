@@ -477,3 +477,9 @@ def test_depth_counts_nesting_not_brackets() -> None:
     assert loads(text) is not None
     with pytest.raises(StrictJSONError, match="nesting is deeper than 128"):
         loads('{"a":' * 128 + "[" + ",".join(["[]"] * 10) + "]" + "}" * 128)
+
+
+def test_the_duplicate_named_is_the_name_that_repeats() -> None:
+    with pytest.raises(StrictJSONError) as refused:
+        loads('{"a": 1, "b": 2, "b": 3}')
+    assert str(refused.value).endswith("member name 'b' appears twice")
