@@ -450,3 +450,34 @@ def test_a_secret_in_a_member_name_is_caught_at_its_path() -> None:
 def test_an_invalid_unicode_escape_keeps_its_backslash_and_u_and_masks_the_rest() -> None:
     assert mask_arguments(['{"a":"\\uzzzz"}', '{"b":"\\u12"}']) == [
         '{"a":"\\uxxxx"}', '{"b":"\\uxx"}']
+
+
+def test_a_fixture_file_name_keeps_40_characters_of_the_provider_and_nothing_unsafe() -> None:
+    from hashlib import sha256
+
+    from callgate.redact.policy import fixture_name
+
+    name = fixture_name({"provider": "My Gateway/" + "p" * 60, "profile": "openai"}, b"x")
+    assert name == f"my-gateway-{'p' * 29}-openai-{sha256(b'x').hexdigest()[:12]}.json"
+
+
+def test_the_redacted_fixture_pins_its_policy_and_event_times_in_milliseconds() -> None:
+    import dataclasses
+
+    exchange = openai_exchange(['{"city": "Oslo"}'])
+    times = [0.0, 0.25, 0.2504, 1.5]
+    envelope = redact_exchange(dataclasses.replace(exchange, event_times=times)).envelope
+    assert (envelope["meta"]["redaction"]["policy"],
+            envelope["meta"]["redaction"]["policy_version"]) == ("callgate-default", 1)
+    assert envelope["meta"]["stream"]["event_times_ms"] == [0, 250, 250, 1500]
+    # The request keeps its parameters, never its messages.
+    assert envelope["request"] == {"model": "gpt-4o-mini", "stream": True}
+    again = redact_envelope({**envelope, "request": {"model": "m", "messages": [{"x": 1}]}})
+    assert again.envelope["request"] == {"model": "m"}
+
+
+def test_a_value_holding_every_encoding_of_a_secret_leaks_at_each() -> None:
+    secret = "CyCanary value 0123"  # in no credential format: only the needles find it
+    forms = sorted(encodings(secret))
+    assert [leak.path for leak in find_leaks(forms, [secret])] == [
+        f"/{n}" for n in range(len(forms))]

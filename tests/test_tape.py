@@ -103,6 +103,7 @@ def test_an_exchange_record_keeps_text_only_when_asked_and_never_a_credential() 
         {"message": {"role": "assistant", "content": "Sunny"}}], "usage": {"total_tokens": 7}})
     shape = {"route": "openai", "method": "POST", "path": "/v1/embeddings"}
     kept = exchange_record(exchange(body.encode()), shape, keep_text=True)
+    assert (kept["tape_record"], kept["request"]) == (1, shape)
     assert kept["response"] == {"status": 200, "content_type": "application/json", "json": {
         "id": "cmpl-redacted1", "object": "chat.completion", "choices": [
             {"message": {"role": "assistant", "content": "Sunny"}}], "usage": {"total_tokens": 7}}}
