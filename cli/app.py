@@ -11,6 +11,7 @@ import typer
 
 from callgate.cli.check import ReportFormat, run_check
 from callgate.cli.diff.command import AdapterName
+from callgate.cli.diff.mutations import DiffReport
 from callgate.cli.output import error_line
 from callgate.cli.record import ProxyMode
 from callgate.cli.replay.reports import ReplayFormat
@@ -110,8 +111,8 @@ def diff_command(
         help="An interpreter that has the adapter's library (default: this one).")] = None,
     mutations: Annotated[bool, typer.Option(
         help="Every fault and variation of one passing turn, as one table.")] = False,
-    markdown: Annotated[bool, typer.Option(
-        help="With --mutations: the table as Markdown.")] = False,
+    report: Annotated[DiffReport, typer.Option(
+        help="With --mutations: the table as text, markdown or html.")] = DiffReport.text,
 ) -> None:
     """What a real accumulator hands a tool runner, beside callgate's verdict: exit 0 all agree,
     1 some disagree, 2 invalid input or adapter missing."""
@@ -121,8 +122,10 @@ def diff_command(
 
         if len(fixtures) != 1:
             _exit(_usage, "--mutations takes one fixture")
-        _exit(run_diff_mutations, fixtures[0], adapters, python, markdown, sys.stdout,
+        _exit(run_diff_mutations, fixtures[0], adapters, python, report.value, sys.stdout,
               sys.stderr)
+    if report is not DiffReport.text:
+        _exit(_usage, "--report markdown and html go with --mutations")
     from callgate.cli.diff.command import run_diff
 
     _exit(lambda: max(run_diff(fixtures, name, python, sys.stdout, sys.stderr)

@@ -226,7 +226,7 @@ def test_the_readmes_mutation_tables_are_what_diff_mutations_prints(
     from callgate.cli.diff.mutations import run_diff_mutations
 
     out, err = io.StringIO(), io.StringIO()
-    code = run_diff_mutations(fixture(name), adapters, apps_python, True, out, err)
+    code = run_diff_mutations(fixture(name), adapters, apps_python, "markdown", out, err)
     assert (code, err.getvalue()) == (1, "")  # every library disagrees somewhere
     table = [line for line in out.getvalue().splitlines() if line.startswith("|")]
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
@@ -235,3 +235,31 @@ def test_the_readmes_mutation_tables_are_what_diff_mutations_prints(
     assert shown == table
     # A library that hands on anything where callgate blocks is in bold.
     assert table[2].split(" | ")[2].startswith("**runs ")
+
+
+@pytest.mark.browser
+def test_the_html_table_chromium_draws_has_the_markdown_tables_cells(
+        apps_python: str, tmp_path: Path) -> None:
+    import html
+    import re
+
+    from callgate.cli.diff.mutations import run_diff_mutations
+    from tests.test_html_report import CHROMIUM, chromium
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make test installs Debian's chromium package)")
+    name, adapters = "anthropic/valid_text_then_two_tools", ["anthropic-python"]
+    pages = {}
+    for report in ("markdown", "html"):
+        out, err = io.StringIO(), io.StringIO()
+        assert run_diff_mutations(fixture(name), adapters, apps_python, report, out, err) == 1
+        pages[report] = out.getvalue()
+    dom = chromium(tmp_path, pages["html"], "--dump-dom").stdout.decode("utf-8")
+    drawn = [[(html.unescape(re.sub(r"<[^>]+>", "", cell)), "<strong>" in cell)
+              for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+             for row in re.findall(r'<tr data-kind="[^"]+">(.*?)</tr>', dom)]
+    table = [line.strip("|").split(" | ") for line in pages["markdown"].splitlines()[2:]
+             if line.startswith("|")]
+    assert drawn == [[(c.strip().strip("`*").replace("\\*", "*"), c.strip().startswith("**"))
+                      for c in row] for row in table]
+    assert "<h2>Not applicable</h2><ul><li>repeat_identity: no argument fragment" in dom

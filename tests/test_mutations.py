@@ -282,7 +282,7 @@ def test_diff_mutations_takes_one_passing_fixture_and_says_so_in_one_line() -> N
 
     failing = CONFORMANCE / "openai" / "truncated.json"
     out, err = io.StringIO(), io.StringIO()
-    assert run_diff_mutations(failing, ["openai-python"], None, False, out, err) == 2
+    assert run_diff_mutations(failing, ["openai-python"], None, "text", out, err) == 2
     assert err.getvalue() == (f"callgate: {failing}: --mutations needs a passing turn to make "
                               "its variants from\n")
     result = CliRunner().invoke(app, ["diff", str(failing), str(failing), "--mutations",

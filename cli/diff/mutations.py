@@ -5,12 +5,15 @@ How this works: ``callgate.reassemble.mutations`` makes each variant (checked by
 it is made); each goes to every adapter's runner as ``callgate diff`` sends a fixture, and the
 row says what the library would hand its tool runner, or what it raised. A cell where that is
 not what callgate hands on (calls of a turn callgate blocks, other calls than callgate's) is
-bold. ``--markdown`` writes the same table as Markdown, as the README shows it.
+bold. ``--report markdown`` writes the same table as Markdown, as the README shows it, and
+``--report html`` as a page of its own.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -37,17 +40,23 @@ from callgate.reassemble.mutations import KINDS, mutate
 SHOWN = 24
 
 
-def run_diff_mutations(path: Path, adapters: Sequence[str], python: str | None, markdown: bool,
-                       out: TextIO, err: TextIO) -> int:
+class DiffReport(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    html = "html"
+
+
+def run_diff_mutations(path: Path, adapters: Sequence[str], python: str | None,
+                       report: str, out: TextIO, err: TextIO) -> int:
     """0 when every library agrees with callgate on every variant, 1 when one does not, 2 for
     invalid input or a library that cannot run."""
     try:
-        return _diff(path, adapters, python, markdown, out)
+        return _diff(path, adapters, python, report, out)
     except CallgateError as error:
         return error_line(error if error.source is not None else f"{path}: {error}", err)
 
 
-def _diff(path: Path, adapters: Sequence[str], python: str | None, markdown: bool,
+def _diff(path: Path, adapters: Sequence[str], python: str | None, report: str,
           out: TextIO) -> int:
     envelope = load_envelope(path)
     for adapter in adapters:
@@ -74,8 +83,11 @@ def _diff(path: Path, adapters: Sequence[str], python: str | None, markdown: boo
              for kind, report, results in rows]
     worst = max((0 if compare(r, report, ADAPTERS[r.adapter].hands_values).agree else 1
                  for _, report, results in rows for r in results), default=0)
-    if markdown:
+    if report == DiffReport.markdown:
         out.write(_markdown(heads, cells))
+    elif report == DiffReport.html:
+        out.write(_html(f"{path}  {envelope['profile']}", heads, cells, skipped))
+        return worst
     else:
         shown = console(out)
         table = Table(title=safe(f"{path}  {envelope['profile']}"))
@@ -123,3 +135,26 @@ def _markdown(heads: list[str], rows: list[list[tuple[str, bool]]]) -> str:
 
     return line(heads) + line(["---"] * len(heads)) + "".join(
         line([f"`{row[0][0]}`", *(cell(*c) for c in row[1:])]) for row in rows)
+
+
+def _html(title: str, heads: list[str], rows: list[list[tuple[str, bool]]],
+          skipped: list[str]) -> str:
+    def cell(text: str, differs: bool) -> str:
+        return (f'<td class="differs"><strong>{html.escape(text)}</strong></td>' if differs
+                else f"<td>{html.escape(text)}</td>")
+
+    body = "".join(
+        f'<tr data-kind="{html.escape(row[0][0])}"><td><code>{html.escape(row[0][0])}</code></td>'
+        + "".join(cell(*c) for c in row[1:]) + "</tr>\n" for row in rows)
+    notes = "".join(f"<li>{html.escape(reason)}</li>" for reason in skipped)
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>callgate diff --mutations: {html.escape(title)}</title><style>"
+        "body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
+        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+        "td.differs{background:#fde8e8;color:#8a1c1c}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><p>Each fault and variation of the turn, through each "
+        "library: what it hands its tool runner, beside callgate. Red: not what callgate hands "
+        "on.</p><table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+        + f"</tr></thead><tbody>\n{body}</tbody></table>"
+        + (f"<h2>Not applicable</h2><ul>{notes}</ul>" if notes else "") + "</body></html>\n")
