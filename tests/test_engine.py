@@ -467,3 +467,15 @@ def test_a_long_tool_name_is_cut_to_64_characters_in_messages() -> None:
     assert len(said) == 2
     cut = repr("t" * 64)
     assert said[0].startswith(f"tool {cut}: ") and said[1] == f"no schema for tool {cut}"
+
+
+def test_a_tolerated_finding_names_its_quirk_in_the_report_and_others_have_none() -> None:
+    from callgate.reassemble import check
+    from tests.conftest import load
+
+    report = check(load(CONFORMANCE / "openai" / "quirk_ollama_missing_index_and_stop.json"))
+    assert [(f["code"], f.get("quirk")) for f in report.to_dict()["findings"]] == [
+        ("invalid_slot", "missing_tool_call_index"),
+        ("wrong_terminal_reason", "stop_finish_with_tool_calls")]
+    plain = check(load(CONFORMANCE / "openai" / "truncated.json")).to_dict()["findings"]
+    assert plain and all("quirk" not in f for f in plain)

@@ -3,6 +3,7 @@ checked by the engine before they are handed out."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 from pathlib import Path
@@ -137,6 +138,7 @@ def test_each_kind_makes_its_pinned_verdict_or_says_why_not(name: str) -> None:
 @pytest.mark.parametrize("path", PASSING, ids=fixture_id)
 def test_every_variant_of_every_passing_fixture_does_what_its_kind_promises(path: Path) -> None:
     envelope = load(path)
+    source = copy.deepcopy(envelope)
     calls = [(c.id, c.name, c.arguments) for c in check(envelope).calls]
     for name, kind in KINDS.items():
         try:
@@ -154,6 +156,7 @@ def test_every_variant_of_every_passing_fixture_does_what_its_kind_promises(path
             assert (report.status.value, [(c.id, c.name, c.arguments) for c in report.calls]) \
                 == ("pass", calls), name
         assert variant != envelope
+        assert envelope == source, f"{name} changed the turn it was made from"
 
 
 #: The passing fixture of each profile that shows a second call moved onto the first's slot.
