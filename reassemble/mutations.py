@@ -350,43 +350,44 @@ _NO_ENTRIES = ("no argument fragment sits in an indexed Chat Completions call en
                "place where a fragment can state its call's identity again")
 
 
-def _identity_of(entries: list[Any], key: object) -> tuple[str, str] | None:
-    """The id and name a call's entries state (the first that state them)."""
-    ids = [entry["id"] for k, entry, _ in entries if k == key and isinstance(entry.get("id"), str)]
-    names = [f["name"] for k, _, f in entries if k == key and isinstance(f.get("name"), str)]
-    return (ids[0], names[0]) if ids and names else None
+def _each_chat_call(profile: Profile, events: list[Any],
+                    change: Callable[[list[Any]], bool], none: str) -> list[Any] | str:
+    """A copy of ``events`` with ``change`` applied to each call's Chat entries (in stream
+    order); ``none`` when it changed no call."""
+    events = copy.deepcopy(events)
+    entries = _chat_entries(profile, events)
+    if not entries:
+        return _NO_ENTRIES
+    changed = [change([e for e in entries if e[0] == key])
+               for key in dict.fromkeys(k for k, _, _ in entries)]
+    return events if any(changed) else none
 
 
 def _repeat_identity(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
-    events = copy.deepcopy(events)
-    entries = _chat_entries(profile, events)
-    if not entries:
-        return _NO_ENTRIES
-    repeated = 0
-    for key in dict.fromkeys(k for k, _, _ in entries):
-        identity = _identity_of(entries, key)
-        for _, entry, function in [e for e in entries if e[0] == key][1:]:
-            if identity is not None:
-                entry["id"], function["name"] = identity
-                repeated += 1
-    return events if repeated else "no call has a second fragment to repeat its identity on"
+    def repeat(own: list[Any]) -> bool:
+        ids = [entry["id"] for _, entry, _ in own if isinstance(entry.get("id"), str)]
+        names = [f["name"] for _, _, f in own if isinstance(f.get("name"), str)]
+        if not ids or not names or len(own) < 2:
+            return False
+        for _, entry, function in own[1:]:
+            entry["id"], function["name"] = ids[0], names[0]
+        return True
+
+    return _each_chat_call(profile, events, repeat,
+                           "no call has a second fragment to repeat its identity on")
 
 
 def _delayed_identity(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
-    events = copy.deepcopy(events)
-    entries = _chat_entries(profile, events)
-    if not entries:
-        return _NO_ENTRIES
-    moved = 0
-    for key in dict.fromkeys(k for k, _, _ in entries):
-        own = [e for e in entries if e[0] == key]
+    def delay(own: list[Any]) -> bool:
         if len(own) < 2 or "id" not in own[0][1] or "name" not in own[0][2]:
-            continue
+            return False
         (_, first, first_function), (_, second, second_function) = own[0], own[1]
         second["id"], second_function["name"] = first.pop("id"), first_function.pop("name")
         first.pop("type", None)
-        moved += 1
-    return events if moved else "no call has a second fragment to move its identity to"
+        return True
+
+    return _each_chat_call(profile, events, delay,
+                           "no call has a second fragment to move its identity to")
 
 
 #: How ``split_events`` re-cuts the framed stream (bytes per piece, in turn): small and odd,

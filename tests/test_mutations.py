@@ -21,103 +21,105 @@ from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
 
 PASSING = [path for path in conformance_fixtures() if load(path)["expect"]["status"] == "pass"]
 
+#: Why a kind does not apply where a fragment cannot state its call's identity again.
+NO_ENTRY = "no argument fragment sits in an indexed Chat Completions call entry"
+
 #: What each kind makes of one passing fixture per profile: the variant's blocking codes, or
 #: the start of the reason it does not apply.
-EXPECTED = {
+EXPECTED: dict[str, dict[str, list[str] | str]] = {
     "openai/valid_fragmented": {
-        "interleave":
-            "interleave: one call in the turn",
-        "repeat_identity":
-            [],
-        "delayed_identity":
-            [],
-        "split_events":
-            [],
-        "wrong_terminal": ["wrong_terminal_reason"],
-        "reuse_slot": "reuse_slot: no second call in the first call's choice",
-        "drop_id": ["missing_call_id"], "schema_violation": ["schema_violation"],
-        "provider_error": ["missing_terminal", "stream_error"],
-        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": ["delta_after_terminal"],
-        "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": ["missing_call_id"],
+        "corrupt_arguments": ["invalid_arguments_json"],
+        "schema_violation": ["schema_violation"],
+        "provider_error": ["missing_terminal", "stream_error"],
+        "resplit": [],
+        "interleave": "interleave: one call in the turn",
+        "empty_deltas": [],
+        "repeat_identity": [],
+        "delayed_identity": [],
+        "split_events": [],
+    },
     "anthropic/valid_fragmented": {
-        "interleave":
-            "interleave: one call in the turn",
-        "repeat_identity":
-            "repeat_identity: no argument fragment sits in an indexed Chat Completions call entry",
-        "delayed_identity":
-            "delayed_identity: no argument fragment sits in an indexed Chat Completions call entry",
-        "split_events":
-            [],
-        "wrong_terminal": ["wrong_terminal_reason"],
-        "reuse_slot": "reuse_slot: no second call in the first call's choice",
-        "drop_id": ["missing_call_id"], "schema_violation": ["schema_violation"],
-        "provider_error": ["missing_terminal", "stream_error"],
-        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": ["delta_after_terminal"],
-        "corrupt_arguments": ["invalid_arguments_json"], "resplit": [], "empty_deltas": []},
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": ["missing_call_id"],
+        "corrupt_arguments": ["invalid_arguments_json"],
+        "schema_violation": ["schema_violation"],
+        "provider_error": ["missing_terminal", "stream_error"],
+        "resplit": [],
+        "interleave": "interleave: one call in the turn",
+        "empty_deltas": [],
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
     "mistral/native_parallel_calls": {
-        "interleave":
-            "interleave: the first two calls share their events",
-        "repeat_identity":
-            "repeat_identity: no argument fragment sits in an indexed Chat Completions call entry",
-        "delayed_identity":
-            "delayed_identity: no argument fragment sits in an indexed Chat Completions call entry",
-        "split_events":
-            [],
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["delta_after_terminal", "duplicate_terminal"],
+        "delta_after_terminal": "delta_after_terminal: no argument fragment comes "
+            "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no field of the events names the calls' slots",
         "drop_id": "drop_id: the variant gives fail [invalid_slot], not missing_call_id",
-        "schema_violation": ["schema_violation"], "provider_error": ["stream_error"],
-        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
-        "duplicate_terminal": ["delta_after_terminal", "duplicate_terminal"],
-        "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the "
-                                "terminal evidence",
         "corrupt_arguments": ["invalid_arguments_json"],
+        "schema_violation": ["schema_violation"],
+        "provider_error": ["stream_error"],
         "resplit": "resplit: no call's arguments come in two fragments or more",
-        "empty_deltas": "empty_deltas: the variant gives fail [delta_after_terminal, "
-                        "duplicate_terminal] with other calls"},
+        "interleave": "interleave: the first two calls share their events",
+        "empty_deltas": "empty_deltas: the variant gives fail "
+            "[delta_after_terminal, duplicate_terminal] with other calls",
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
     "openai-responses/valid_single_call": {
-        "interleave":
-            "interleave: one call in the turn",
-        "repeat_identity":
-            "repeat_identity: no argument fragment sits in an indexed Chat Completions call entry",
-        "delayed_identity":
-            "delayed_identity: no argument fragment sits in an indexed Chat Completions call entry",
-        "split_events":
-            [],
-        "wrong_terminal": ["wrong_terminal_reason"],
-        "reuse_slot": "reuse_slot: no second call in the first call's choice",
-        "drop_id": ["missing_call_id"], "schema_violation": ["schema_violation"],
-        "provider_error": ["event_gap", "missing_terminal", "stream_error"],
-        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal", "event_gap"],
         "delta_after_terminal": ["delta_after_terminal", "event_gap"],
-        "corrupt_arguments": ["invalid_arguments_json"], "resplit": [],
-        "empty_deltas": "empty_deltas: the variant gives fail [event_gap] with other calls"},
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": ["missing_call_id"],
+        "corrupt_arguments": ["invalid_arguments_json"],
+        "schema_violation": ["schema_violation"],
+        "provider_error": ["event_gap", "missing_terminal", "stream_error"],
+        "resplit": [],
+        "interleave": "interleave: one call in the turn",
+        "empty_deltas": "empty_deltas: the variant gives fail [event_gap] with other calls",
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
     "gemini/vertex_partial_args_valid": {
-        "interleave":
-            "interleave: one call in the turn",
-        "repeat_identity":
-            "repeat_identity: no argument fragment sits in an indexed Chat Completions call entry",
-        "delayed_identity":
-            "delayed_identity: no argument fragment sits in an indexed Chat Completions call entry",
-        "split_events":
-            [],
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal", "invalid_slot"],
+        "delta_after_terminal": "delta_after_terminal: no argument fragment comes "
+            "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
+        "corrupt_arguments": "corrupt_arguments: no call streams its arguments",
         "schema_violation": "schema_violation: arguments arrive as partial pieces",
         "provider_error": ["missing_terminal", "stream_error"],
-        "truncate": ["missing_terminal"], "drop_terminal": ["missing_terminal"],
-        "duplicate_terminal": ["duplicate_terminal", "invalid_slot"],
-        "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the "
-                                "terminal evidence",
-        "corrupt_arguments": "corrupt_arguments: no call streams its arguments",
         "resplit": "resplit: no call's arguments come in two fragments or more",
-        "empty_deltas": "empty_deltas: no call streams its arguments"},
+        "interleave": "interleave: one call in the turn",
+        "empty_deltas": "empty_deltas: no call streams its arguments",
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
 }
 
 
