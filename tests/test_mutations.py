@@ -313,3 +313,18 @@ def test_duplicate_terminal_repeats_the_first_event_with_the_terminal_evidence()
     assert events[-1]["type"] == "message_stop"  # a second event that carries it
     assert mutate(envelope, "duplicate_terminal")["events"] == [
         *events[:at + 1], events[at], *events[at + 1:]]
+
+
+def test_schema_violation_rewrites_the_arguments_as_json_text_that_keeps_the_other_values(
+        ) -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    envelope["tool_schemas"] = {"get_weather": {"type": "object", "properties": {
+        "n": {"type": "integer"}, "city": {"type": "string"}}}}
+    pieces = ['{"n": 1, ', '"city": "Zürich"}']
+    texts = [call for chunk in envelope["chunks"] for choice in chunk["choices"]
+             for call in (choice.get("delta") or {}).get("tool_calls") or []]
+    for call in texts:
+        call["function"]["arguments"] = ""
+    texts[0]["function"]["arguments"], texts[-1]["function"]["arguments"] = pieces
+    variant = mutate(envelope, "schema_violation")
+    assert [c.arguments for c in check(variant).calls] == ['{"n": "12345", "city": "Zürich"}']
