@@ -336,3 +336,9 @@ def test_of_several_unknown_function_call_fields_the_first_by_name_is_reported()
 def test_counts_are_kept_as_integers_whether_sent_as_numbers_or_digit_strings() -> None:
     assert to_json_schema({"type": "ARRAY", "maxItems": 3, "minItems": "1"}) == {
         "type": "array", "maxItems": 3, "minItems": 1}
+
+
+def test_a_json_schema_format_is_kept_and_a_note_format_is_dropped() -> None:
+    assert to_json_schema({"type": "STRING", "format": "date-time"}) == {
+        "type": "string", "format": "date-time"}
+    assert to_json_schema({"type": "STRING", "format": "enum"}) == {"type": "string"}

@@ -266,3 +266,9 @@ def test_routes_and_calls_cannot_be_changed_by_a_caller(cls: str) -> None:
         0, 0, "id", "f", "{}", {}, SlotState.VALIDATED, ())
     with pytest.raises(dataclasses.FrozenInstanceError):
         value.name = "changed"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_an_sse_frame_carries_text_as_utf8_as_providers_send_it(name: str) -> None:
+    frame = PROFILES[name].sse_frame({"type": "x", "text": "Zürich ☀"})
+    assert "Zürich ☀".encode() in frame and b"\\u" not in frame
