@@ -481,3 +481,23 @@ def test_a_value_holding_every_encoding_of_a_secret_leaks_at_each() -> None:
     forms = sorted(encodings(secret))
     assert [leak.path for leak in find_leaks(forms, [secret])] == [
         f"/{n}" for n in range(len(forms))]
+
+
+def test_brotli_and_zstd_bodies_decode_in_pieces_and_a_missing_package_is_one_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import brotli
+    import zstandard
+
+    from callgate.reassemble.errors import SetupError
+    from callgate.redact.encoding import Decompressor
+
+    body = b'data: {"a": "x"}\n\n' * 50
+    for coding, packed in (("br", brotli.compress(body)),
+                           ("zstd", zstandard.ZstdCompressor().compress(body))):
+        decoder = Decompressor(coding)
+        assert b"".join(decoder(packed[n:n + 7]) for n in range(0, len(packed), 7)) == body
+    monkeypatch.setitem(sys.modules, "brotli", None)
+    with pytest.raises(SetupError, match="content-encoding br needs the brotli package"):
+        Decompressor("br")

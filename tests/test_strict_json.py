@@ -483,3 +483,14 @@ def test_the_duplicate_named_is_the_name_that_repeats() -> None:
     with pytest.raises(StrictJSONError) as refused:
         loads('{"a": 1, "b": 2, "b": 3}')
     assert str(refused.value).endswith("member name 'b' appears twice")
+
+
+@pytest.mark.parametrize("kind", ["array", "object"])
+def test_the_depth_limit_holds_exactly_when_the_value_is_walked_for_surrogates(kind: str) -> None:
+    # A surrogate pair escape makes the parser walk the value; the walk counts depth from 1.
+    inner = '"\\ud83d\\ude00"'
+    text = nested(5, kind).replace("0", inner) if kind == "object" else \
+        "[" * 4 + "[" + inner + "]" + "]" * 4
+    assert loads(text, Limits(max_depth=5)) == json.loads(text)
+    with pytest.raises(StrictJSONError):
+        loads("[" + text + "]", Limits(max_depth=5))
