@@ -501,3 +501,22 @@ def test_brotli_and_zstd_bodies_decode_in_pieces_and_a_missing_package_is_one_li
     monkeypatch.setitem(sys.modules, "brotli", None)
     with pytest.raises(SetupError, match="content-encoding br needs the brotli package"):
         Decompressor("br")
+
+
+def test_enum_values_inside_a_list_of_subschemas_are_kept_when_arguments_are_masked() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    envelope["tool_schemas"] = {"get_weather": {"type": "object", "properties": {
+        "city": {"type": "string"},
+        "unit": {"anyOf": [{"enum": ["celsius"]}, {"type": "null"}]}}}}
+    envelope.pop("expect")
+    envelope["chunks"] = [json.loads(json.dumps(c).replace('\\"c\\"', '\\"celsius\\"'))
+                          for c in envelope["chunks"]]
+
+    def arguments(chunks: list[dict[str, Any]]) -> str:
+        return "".join(call["function"]["arguments"] for chunk in chunks
+                       for choice in chunk["choices"]
+                       for call in (choice.get("delta") or {}).get("tool_calls") or [])
+
+    assert arguments(envelope["chunks"]) == '{"city":"Paris","unit":"celsius"}'
+    assert arguments(redact_envelope(envelope).envelope["chunks"]) == \
+        '{"city":"xxxxx","unit":"celsius"}'
