@@ -479,3 +479,19 @@ def test_a_tolerated_finding_names_its_quirk_in_the_report_and_others_have_none(
         ("wrong_terminal_reason", "stop_finish_with_tool_calls")]
     plain = check(load(CONFORMANCE / "openai" / "truncated.json")).to_dict()["findings"]
     assert plain and all("quirk" not in f for f in plain)
+
+
+def test_stated_input_and_streamed_arguments_in_another_key_order_agree() -> None:
+    from callgate.reassemble import check
+    from tests.conftest import load
+
+    envelope = load(CONFORMANCE / "anthropic" / "stated_input_matches_deltas.json")
+    start = next(e for e in envelope["events"] if e["type"] == "content_block_start")
+    delta = next(e for e in envelope["events"] if e["type"] == "content_block_delta")
+    start["content_block"]["input"] = {"unit": "c", "city": "Oslo"}
+    delta["delta"]["partial_json"] = '{"city":"Oslo","unit":"c"}'
+    envelope["tool_schemas"]["get_weather"]["additionalProperties"] = True
+    report = check(envelope)
+    assert (report.status, report.blocking_codes) == (Status.PASS, [])
+    start["content_block"]["input"] = {"unit": "f", "city": "Oslo"}
+    assert check(envelope).blocking_codes == ["argument_mismatch"]
