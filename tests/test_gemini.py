@@ -342,3 +342,10 @@ def test_a_json_schema_format_is_kept_and_a_note_format_is_dropped() -> None:
     assert to_json_schema({"type": "STRING", "format": "date-time"}) == {
         "type": "string", "format": "date-time"}
     assert to_json_schema({"type": "STRING", "format": "enum"}) == {"type": "string"}
+
+
+def test_integer_formats_become_their_bounds() -> None:
+    assert to_json_schema({"type": "INTEGER", "format": "int64"}) == {
+        "type": "integer", "allOf": [{"minimum": -2**63, "maximum": 2**63 - 1}]}
+    assert to_json_schema({"type": "INTEGER", "format": "int32"}) == {
+        "type": "integer", "allOf": [{"minimum": -2**31, "maximum": 2**31 - 1}]}

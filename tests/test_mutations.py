@@ -328,3 +328,25 @@ def test_schema_violation_rewrites_the_arguments_as_json_text_that_keeps_the_oth
     texts[0]["function"]["arguments"], texts[-1]["function"]["arguments"] = pieces
     variant = mutate(envelope, "schema_violation")
     assert [c.arguments for c in check(variant).calls] == ['{"n": "12345", "city": "Zürich"}']
+
+
+def test_delta_after_terminal_puts_the_last_fragment_right_after_the_first_terminal() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    events = envelope["chunks"]
+    finish = next(n for n, c in enumerate(events) if c["choices"] and
+                  c["choices"][0].get("finish_reason"))
+    last = max(n for n, c in enumerate(events[:finish]) if c["choices"] and
+               c["choices"][0]["delta"].get("tool_calls"))
+    assert mutate(envelope, "delta_after_terminal")["chunks"] == [
+        *events[:finish + 1], events[last], *events[finish + 1:]]
+
+
+def test_without_fragments_the_providers_error_replaces_the_first_terminal() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "stated_input_only.json")
+    events = envelope["events"]
+    ends = [n for n, e in enumerate(events) if e["type"] in ("message_delta", "message_stop")]
+    assert len(ends) == 2 and not any(e["type"] == "content_block_delta" for e in events)
+    assert mutate(envelope, "provider_error")["events"] == [*events[:ends[0]], {
+        "type": "error", "error": {
+            "type": "callgate_blocked",
+            "message": "Overloaded (a provider error made by callgate mutate)"}}]

@@ -272,3 +272,40 @@ def test_routes_and_calls_cannot_be_changed_by_a_caller(cls: str) -> None:
 def test_an_sse_frame_carries_text_as_utf8_as_providers_send_it(name: str) -> None:
     frame = PROFILES[name].sse_frame({"type": "x", "text": "Zürich ☀"})
     assert "Zürich ☀".encode() in frame and b"\\u" not in frame
+
+
+@pytest.mark.parametrize(("field", "message"), [
+    ("id", "id is not a string"), ("name", "function/name is not a string"),
+    ("arguments", "function/arguments is not a string")])
+def test_a_call_entry_field_that_is_not_a_string_is_named(field: str, message: str) -> None:
+    entry: dict[str, object] = {"index": 0, "id": "call_A",
+                                "function": {"name": "f", "arguments": "{}"}}
+    if field == "id":
+        entry["id"] = 7
+    else:
+        entry["function"][field] = 7  # type: ignore[index]
+    findings = Reassembler("openai", {}).feed(
+        {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]})
+    assert [(f.code, f.message) for f in findings] == [(Code.UNSUPPORTED_EVENT, message)]
+
+
+def test_a_choice_whose_delta_is_null_is_an_empty_delta() -> None:
+    engine = Reassembler("openai", {})
+    assert engine.feed({"choices": [{"index": 0, "delta": None, "finish_reason": None}]}) == []
+
+
+def test_an_anthropic_error_event_names_its_type_and_up_to_200_characters() -> None:
+    engine = Reassembler("anthropic", {})
+    findings = engine.feed({"type": "error", "error": {"type": "overloaded_error",
+                                                       "message": "m" * 300}})
+    assert [f.code for f in findings] == [Code.STREAM_ERROR]
+    assert findings[0].message.endswith(f"overloaded_error: {'m' * 200}")
+
+
+def test_of_several_unknown_part_fields_the_first_by_name_is_named() -> None:
+    envelope = load(CONFORMANCE / "gemini" / "valid_single_call.json")
+    part = envelope["chunks"][0]["candidates"][0]["content"]["parts"][0]
+    part["zzz"], part["aaa"] = 1, 2
+    envelope.pop("expect")
+    first = check(envelope).findings[0]
+    assert first.message == "part field 'aaa' is not known"
