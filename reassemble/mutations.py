@@ -80,8 +80,8 @@ def _delta_after_terminal(profile: Profile, events: list[Any], source: Source) -
     ends = _terminal_at(profile, events)
     if not ends:
         return "no event carries the terminal evidence"
-    holders = _fragment_holders(profile, events)
-    last = [n for n, event in enumerate(events[:ends[0]]) if _holds(event, holders)]
+    holders = _keys_by_event(profile, events, ("stream",))
+    last = [n for n in range(ends[0]) if holders[n]]
     if not last:
         return "no argument fragment comes before the terminal evidence"
     return [*events[:ends[0] + 1], copy.deepcopy(events[last[-1]]), *events[ends[0] + 1:]]
@@ -136,11 +136,11 @@ def _resplit(profile: Profile, events: list[Any], source: Source) -> list[Any] |
 
 def _empty_deltas(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     # Only the inserted copies are edited: the source's events go out as they are.
-    holders = _fragment_holders(profile, events)
+    holders = _keys_by_event(profile, events, ("stream",))
     out: list[Any] = []
-    for event in events:
+    for event, holds in zip(events, holders, strict=True):
         out.append(event)
-        if _holds(event, holders):
+        if holds:
             empty = copy.deepcopy(event)
             for fragments in _streams(profile, [empty]).values():
                 for container, field in fragments:
@@ -160,8 +160,8 @@ def _wrong_terminal(profile: Profile, events: list[Any], source: Source) -> list
 
 
 def _provider_error(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
-    holders = _fragment_holders(profile, events)
-    fragments = [n for n, event in enumerate(events) if _holds(event, holders)]
+    fragments = [n for n, holds in enumerate(_keys_by_event(profile, events, ("stream",)))
+                 if holds]
     ends = _terminal_at(profile, events)
     at = fragments[0] + 1 if fragments else ends[0] if ends else None
     if at is None:
@@ -283,12 +283,13 @@ def _objects(value: object) -> list[dict[str, Any]]:
     return found
 
 
-def _keys_by_event(profile: Profile, events: list[Any]) -> list[set[object]]:
-    """For each event, the calls (argument site keys) it holds a fragment or a copy of."""
-    holders: dict[int, object] = {}
-    for kind, key, container, _ in profile.argument_sites(events):
-        if kind in ("stream", "copy"):
-            holders[id(container)] = key
+def _keys_by_event(profile: Profile, events: list[Any],
+                   kinds: tuple[str, ...] = ("stream", "copy")) -> list[set[object]]:
+    """For each event, the calls (argument site keys) it holds a site of: streamed fragments,
+    and with ``copy`` the texts that restate them."""
+    holders = {id(container): key for kind, key, container, field
+               in profile.argument_sites(events) if kind in kinds
+               and (kind != "stream" or isinstance(container.get(field), str))}
     return [{holders[id(d)] for d in _objects(event) if id(d) in holders} for event in events]
 
 
@@ -397,22 +398,6 @@ SPLIT_PIECES = (1, 2, 3, 5, 7, 11, 13)
 
 def _split_events(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     return [copy.deepcopy(event) for event in events]
-
-
-def _fragment_holders(profile: Profile, events: list[Any]) -> set[int]:
-    """The ids of the dicts that hold an argument fragment (see ``_holds``)."""
-    return {id(container) for fragments in _streams(profile, events).values()
-            for container, _ in fragments}
-
-
-def _holds(value: object, ids: set[int]) -> bool:
-    if id(value) in ids:
-        return True
-    if isinstance(value, dict):
-        return any(_holds(item, ids) for item in value.values())
-    if isinstance(value, list):
-        return any(_holds(item, ids) for item in value)
-    return False
 
 
 _WHOLE_CALLS = frozenset({"gemini"})
