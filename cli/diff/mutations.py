@@ -81,8 +81,8 @@ def _diff(path: Path, adapters: Sequence[str], python: str | None, report: str,
     cells = [[(kind, False), (_callgate(report), False),
               *(_library(r, report, ADAPTERS[r.adapter].hands_values) for r in results)]
              for kind, report, results in rows]
-    worst = max((0 if compare(r, report, ADAPTERS[r.adapter].hands_values).agree else 1
-                 for _, report, results in rows for r in results), default=0)
+    # A library cell differs exactly where the library and callgate disagree.
+    worst = int(any(differs for row in cells for _, differs in row[2:]))
     if report == DiffReport.markdown:
         out.write(_markdown(heads, cells))
     elif report == DiffReport.html:
