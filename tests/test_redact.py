@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import zlib
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callgate.reassemble import check
+from callgate.reassemble.errors import InputError
 from callgate.redact import (
     ArgumentMode,
     Exchange,
@@ -24,7 +26,7 @@ from callgate.redact import (
     request_context,
 )
 from callgate.redact.body import parse_stream_body
-from callgate.redact.encoding import Decompressor
+from callgate.redact.encoding import Decompressor, decode_whole
 from callgate.redact.leaks import encodings, find_leaks, secrets_of
 from callgate.redact.mask import Pseudonyms, mask_arguments
 from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
@@ -151,6 +153,22 @@ def test_a_credential_left_in_kept_data_refuses_the_write_without_naming_it() ->
     with pytest.raises(RedactionRefused) as refused:
         redact_exchange(exchange)
     assert "/request/model" in str(refused.value) and key not in str(refused.value)
+
+
+def test_a_stream_no_profile_reads_at_an_unknown_endpoint_is_not_applicable() -> None:
+    exchange = Exchange("POST", "https://llm.example/v9/generate", [], b"{}", 200,
+                        [("content-type", "text/event-stream")], sse({"token": "x"}))
+    with pytest.raises(NotApplicable, match=r"^no profile reads endpoint /v9/generate$"):
+        redact_exchange(exchange)
+
+
+def test_keeping_the_models_text_is_written_into_the_redaction_note() -> None:
+    kept = redact_exchange(openai_exchange(['{"city": "Oslo"}']), keep_text=True).envelope
+    assert kept["meta"]["redaction"]["text"] == "keep"
+    assert kept["chunks"][0]["choices"][0]["delta"]["content"] == "Let me look."
+    masked = redact_exchange(openai_exchange(['{"city": "Oslo"}'])).envelope
+    assert "text" not in masked["meta"]["redaction"]
+    assert masked["chunks"][0]["choices"][0]["delta"]["content"] == "xxx xx xxxxx"
 
 
 def test_a_non_streamed_exchange_is_not_applicable() -> None:
@@ -476,6 +494,17 @@ def test_the_redacted_fixture_pins_its_policy_and_event_times_in_milliseconds() 
     assert again.envelope["request"] == {"model": "m"}
 
 
+@pytest.mark.parametrize("before", [b"", b"\xf1", b"\xf1\xe2"])
+@pytest.mark.parametrize("after", [b"", b"\x9d", b"\x9d\x8c", b"\x9d\x8c\x7b"])
+def test_a_secret_inside_a_larger_base64_blob_is_found_whatever_its_neighbours(
+        before: bytes, after: bytes) -> None:
+    # The neighbours share base64 characters with the secret's first and last bytes; only the
+    # characters made of the secret's bits alone may be searched for.
+    secret = "CyCanary value 0123"
+    blob = base64.b64encode(before + secret.encode() + after).decode()
+    assert [leak.path for leak in find_leaks({"blob": blob}, [secret])] == ["/blob"]
+
+
 def test_a_value_holding_every_encoding_of_a_secret_leaks_at_each() -> None:
     secret = "CyCanary value 0123"  # in no credential format: only the needles find it
     forms = sorted(encodings(secret))
@@ -520,3 +549,16 @@ def test_enum_values_inside_a_list_of_subschemas_are_kept_when_arguments_are_mas
     assert arguments(envelope["chunks"]) == '{"city":"Paris","unit":"celsius"}'
     assert arguments(redact_envelope(envelope).envelope["chunks"]) == \
         '{"city":"xxxxx","unit":"celsius"}'
+
+
+def test_a_whole_body_that_is_not_valid_or_ends_early_for_its_coding_is_one_line() -> None:
+    body = b"data: {}\n\n" * 50
+    packed = gzip.compress(body)
+    assert decode_whole(packed, "gzip") == body
+    with pytest.raises(InputError, match=r"^gzip body ends early$"):
+        decode_whole(packed[:-9], "gzip")
+    with pytest.raises(InputError, match=r"^not valid gzip: Error -3 while decompressing data"):
+        decode_whole(b"plain text, not gzip", "gzip")
+    packer = zlib.compressobj()
+    with pytest.raises(InputError, match=r"^deflate body ends early$"):
+        decode_whole(packer.compress(body) + packer.flush(zlib.Z_SYNC_FLUSH), "deflate")

@@ -111,6 +111,8 @@ def test_an_exchange_record_keeps_text_only_when_asked_and_never_a_credential() 
     assert masked["response"]["json"]["choices"][0]["message"]["content"] == "xxxxx"
     assert exchange_record(exchange(b"upstream said no", "text/plain", 502), shape)["response"] \
         == {"status": 502, "content_type": "text/plain", "text": "xxxxxxxx xxxx xx"}
+    assert exchange_record(exchange(b"\x89PNG\r\n\xff", "image/png"), shape)["response"] \
+        == {"status": 200, "content_type": "image/png", "omitted": "7 bytes that are not UTF-8"}
     leaking = json.dumps({"echo": KEYS["OPENAI_API_KEY"]}).encode()
     with pytest.raises(Exception, match=r"a secret would be written at /response/json/echo"):
         exchange_record(exchange(leaking), shape, keep_text=True)
