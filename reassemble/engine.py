@@ -18,7 +18,7 @@ import bisect
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.codes import Code
@@ -159,9 +159,8 @@ class Reassembler:
     # -- dispatch ----------------------------------------------------------------------------------
 
     def _apply(self, event: Event) -> None:
-        if isinstance(event, SlotDelta):
-            self._delta(event)
-        elif isinstance(event, Problem):
+        """Every event but a ``SlotDelta``, which ``feed`` takes straight to ``_delta``."""
+        if isinstance(event, Problem):
             self._problem(event)
         elif isinstance(event, SlotStarted):
             self._start(event)
@@ -170,7 +169,7 @@ class Reassembler:
         elif isinstance(event, ArgumentsStated):
             self._stated(event)
         else:
-            self._end_turn(event)
+            self._end_turn(cast(TurnEnded, event))  # the last kind left
 
     def _problem(self, event: Problem) -> None:
         """A profile's own finding; a blocking one about a started slot blocks that slot."""

@@ -76,6 +76,16 @@ def test_a_valid_call_is_validated_with_exact_arguments() -> None:
     assert report.to_dict()["calls"][0]["events"] == {"opened": 0, "grew": [0, 1], "ended": 2}
 
 
+def test_fragments_that_restate_the_calls_identity_each_count_as_growth() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, "", "call_A", "get_weather")))
+    for part in ('{"city":', ' "Os', 'lo"}'):
+        engine.feed(chunk(entry(0, part, "call_A", "get_weather")))
+    engine.feed(chunk(finish="tool_calls"))
+    assert engine.close().to_dict()["calls"][0]["events"] == {
+        "opened": 0, "grew": [0, 1, 2, 3], "ended": 4}
+
+
 def test_argument_limit_blocks_without_keeping_the_text() -> None:
     engine = Reassembler("openai", {"get_weather": WEATHER},
                          limits=Limits(max_argument_bytes=16))
