@@ -47,6 +47,9 @@ POLICY = {"name": "callgate-default", "version": 1}
 #: Headers kept (into ``meta.headers``) because they pin versions and hold no secret.
 KEPT_HEADERS = ("content-type", *VERSION_HEADERS, "x-stainless-package-version",
                 "x-stainless-lang", "x-stainless-runtime", "x-stainless-runtime-version")
+#: One JSON value on one line, by the C encoder (``json.dumps`` with options builds an encoder
+#: per call).
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False).encode
 _PRODUCT = re.compile(r"[A-Za-z][\w.-]*/[\w.+-]+")
 
 
@@ -178,8 +181,21 @@ def request_context(body: bytes, profile: str) -> tuple[dict[str, Any], dict[str
 
 
 def fixture_bytes(envelope: Mapping[str, Any]) -> bytes:
-    """How a fixture is stored: indented UTF-8 JSON with a final newline."""
-    return (json.dumps(envelope, indent=2, ensure_ascii=False) + "\n").encode()
+    """How a fixture is stored: indented UTF-8 JSON with a final newline, each event of the
+    stream on a line of its own. A diff then shows which events changed, and the events (nearly
+    all of a long stream) go through the C encoder: Python 3.11's indenting encoder is pure
+    Python, and was 45% of the time the proxy took to write a 2,000-event fixture."""
+    profile = PROFILES.get(envelope.get("profile"))  # type: ignore[arg-type]
+    stream_key = profile.stream_key if profile is not None else None
+    fields = []
+    for key, value in envelope.items():
+        if key == stream_key and isinstance(value, list) and value:
+            text = "[\n    " + ",\n    ".join(map(_ONE_LINE, value)) + "\n  ]"
+        else:
+            # A JSON string holds no raw line break, so every one here is layout.
+            text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        fields.append(f"  {_ONE_LINE(key)}: {text}")
+    return ("{\n" + ",\n".join(fields) + "\n}\n" if fields else "{}\n").encode()
 
 
 def fixture_name(envelope: Mapping[str, Any], data: bytes) -> str:
