@@ -215,7 +215,7 @@ class CallgateAddon:
         codes = ", ".join(report.blocking_codes) or "-"
         flow.comment = f"callgate: {report.status.value} ({codes})"
         flow.metadata["callgate"] = judged = report.to_dict()
-        if ctx.options.callgate_web_body == WebBody.raw:
+        if ctx.options.callgate_web_body == WebBody.raw and _viewed():
             _show(flow, b"".join(capture.tap.body), judged)  # which also tells the UI
         else:
             ctx.master.addons.trigger(UpdateHook([flow]))
@@ -226,7 +226,7 @@ class CallgateAddon:
         out = Path(ctx.options.callgate_out)
         mode = ArgumentMode(ctx.options.callgate_arguments)
         allow = ctx.options.callgate_allow_verdict_change
-        shown = ctx.options.callgate_web_body == WebBody.redacted
+        shown = ctx.options.callgate_web_body == WebBody.redacted and _viewed()
         future = self._writer().submit(_write_fixture, exchange, capture.tap.profile,
                                        capture.provider, out, mode, allow,
                                        shown and capture.tap.framing == JSON_ARRAY, shown)
@@ -235,6 +235,12 @@ class CallgateAddon:
         loop = asyncio.get_running_loop()
         future.add_done_callback(
             lambda done: loop.call_soon_threadsafe(_report_written, flow, done))
+
+
+def _viewed() -> bool:
+    """Whether a user interface shows flows (mitmweb, the mitmproxy console): mitmdump shows
+    none, so the body for it is not built."""
+    return "web_port" in ctx.options or "console_layout" in ctx.options
 
 
 def _where(flow: http.HTTPFlow) -> str:
@@ -298,6 +304,6 @@ def _show(flow: http.HTTPFlow, body: bytes, report: dict[str, Any]) -> None:
 
 
 def _show_redacted_instead(flow: http.HTTPFlow, why: str) -> None:
-    if ctx.options.callgate_web_body == WebBody.redacted:
+    if ctx.options.callgate_web_body == WebBody.redacted and _viewed():
         _show(flow, f": callgate: {why}\n".encode(), flow.metadata.get("callgate", {}))
 
