@@ -21,6 +21,7 @@ from callgate.redact import (
     Exchange,
     NotApplicable,
     RedactionRefused,
+    fixture_bytes,
     redact_envelope,
     redact_exchange,
     request_context,
@@ -562,3 +563,19 @@ def test_a_whole_body_that_is_not_valid_or_ends_early_for_its_coding_is_one_line
     packer = zlib.compressobj()
     with pytest.raises(InputError, match=r"^deflate body ends early$"):
         decode_whole(packer.compress(body) + packer.flush(zlib.Z_SYNC_FLUSH), "deflate")
+
+
+def test_a_fixture_is_written_with_each_event_of_its_stream_on_a_line_of_its_own() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_text_then_two_tools.json")
+    data = fixture_bytes(envelope)
+    assert json.loads(data) == envelope and data.endswith(b"}\n")
+    lines = data.decode().splitlines()
+    events = [json.dumps(event, ensure_ascii=False) + "," for event in envelope["events"]]
+    start = lines.index('  "events": [') + 1
+    assert lines[start:start + len(events)] == [f"    {e}" for e in events[:-1]] + [
+        f"    {events[-1][:-1]}"]
+    assert lines[start + len(events)] == "  ],"
+    # Everything else is indented as json.dumps(indent=2) would: a diff shows a changed event.
+    assert lines[:start - 1] == json.dumps(envelope, indent=2).splitlines()[:start - 1]
+    assert fixture_bytes({"profile": "openai", "chunks": []}) == \
+        b'{\n  "profile": "openai",\n  "chunks": []\n}\n'
