@@ -50,6 +50,15 @@ def test_sse_blocks_end_at_each_blank_line_whatever_the_chunking(
     assert blocks == expected and rest == b"data: cut"
 
 
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+def test_blank_lines_before_the_first_event_are_blocks_as_between_events(end: str) -> None:
+    event = f"data: x{end}{end}".encode()
+    blank = end.encode()
+    at_start, _, _ = frame(blank + event + b":", [], EventFramer())
+    between, _, _ = frame(event + blank + event + b":", [], EventFramer())
+    assert at_start == [blank, event] and between == [event, blank, event]
+
+
 def elements(blocks: list[bytes]) -> list[Any]:
     return [strict_json.loads_bytes(element_text(b, i == 0)) for i, b in enumerate(blocks)]
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callgate.reassemble.codes import Code
-from callgate.reassemble.limits import Limits
+from callgate.reassemble.limits import DOCUMENT_LIMITS, Limits
 from callgate.reassemble.strict_json import StrictJSONError, loads, loads_bytes
 from tests.conftest import SHARED_CORPUS, require_corpus
 
@@ -127,6 +127,18 @@ def code_of(text: str, limits: Limits | None = None) -> Code:
     with pytest.raises(StrictJSONError) as caught:
         loads(text) if limits is None else loads(text, limits)
     return caught.value.code
+
+
+def test_the_default_number_limit_is_1000_characters_as_documented() -> None:
+    assert loads("[" + "7" * 1000 + "]") == [int("7" * 1000)]
+    assert code_of("[" + "7" * 1001 + "]") == Code.LIMIT_EXCEEDED
+
+
+def test_a_whole_document_may_hold_256_mib_and_not_a_byte_more() -> None:
+    # Only the refusal is tried here: reading 256 MiB takes seconds, checking its length not.
+    with pytest.raises(StrictJSONError, match="longer than 268435456 bytes"):
+        loads(" " * (256 << 20) + "1", DOCUMENT_LIMITS)
+    assert loads(" " * (1 << 20) + "1", DOCUMENT_LIMITS) == 1  # over the argument limit
 
 
 def error_of(text: str, limits: Limits | None = None) -> StrictJSONError:
