@@ -350,3 +350,14 @@ def test_without_fragments_the_providers_error_replaces_the_first_terminal() -> 
         "type": "error", "error": {
             "type": "callgate_blocked",
             "message": "Overloaded (a provider error made by callgate mutate)"}}]
+
+
+def test_interleave_moves_the_events_after_a_calls_block_with_it() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_text_then_two_tools.json")
+    events = envelope["events"]
+    assert [e["type"] for e in events[4:7]] == [
+        "content_block_start", "content_block_delta", "content_block_stop"]
+    events.insert(7, {"type": "ping"})  # the first call's block ends with two call-less events
+    variant = mutate(envelope, "interleave")["events"]
+    # The first call (4-7, its stop and the ping) and the second (8-11) take turns.
+    assert variant == [events[n] for n in (0, 1, 2, 3, 4, 8, 5, 9, 6, 10, 7, 11, 12, 13)]
