@@ -171,6 +171,22 @@ def test_a_conflict_blocks_the_call_with_its_slot_named() -> None:
         0, 0, "/chunks/1/candidates/0/content/parts/0/functionCall/partialArgs/1")
 
 
+def test_a_streamed_call_part_that_also_carries_whole_args_is_unsupported_there() -> None:
+    report = run(chunk({"name": "f", "willContinue": True}),
+                 chunk({"args": {"a": 1}, "willContinue": True}), chunk({}, finish="STOP"))
+    first = report.findings[0]
+    assert (first.code, first.choice, first.slot, first.path) == (
+        Code.UNSUPPORTED_EVENT, 0, 0, "/chunks/1/candidates/0/content/parts/0/functionCall/args")
+
+
+def test_a_finish_reason_that_is_not_a_string_is_unsupported_there() -> None:
+    report = run(chunk({"name": "f", "args": {}}), {"candidates": [{"finishReason": 7}]})
+    first = report.findings[0]
+    assert (first.code, first.message, first.path) == (
+        Code.UNSUPPORTED_EVENT, "finishReason is not a string",
+        "/chunks/1/candidates/0/finishReason")
+
+
 def test_closing_while_a_string_continues_is_invalid() -> None:
     report = run(chunk({"name": "f", "willContinue": True}),
                  chunk({"partialArgs": [piece("$.a", True, stringValue="x")]}),

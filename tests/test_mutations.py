@@ -361,3 +361,13 @@ def test_interleave_moves_the_events_after_a_calls_block_with_it() -> None:
     variant = mutate(envelope, "interleave")["events"]
     # The first call (4-7, its stop and the ping) and the second (8-11) take turns.
     assert variant == [events[n] for n in (0, 1, 2, 3, 4, 8, 5, 9, 6, 10, 7, 11, 12, 13)]
+
+
+def test_schema_violation_rewrites_a_stated_input_that_the_fragments_repeat() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_fragmented.json")
+    start = envelope["events"][1]["content_block"]
+    start["input"] = {"city": "Paris", "unit": "c"}  # what the fragments spell, stated first
+    assert check(envelope).status.value == "pass"
+    variant = mutate(envelope, "schema_violation")
+    assert variant["events"][1]["content_block"]["input"] == {"city": 12345, "unit": "c"}
+    assert check(variant).blocking_codes == ["schema_violation"]
