@@ -222,7 +222,7 @@ def _list(value: object) -> list[dict[str, Any]]:
 
 
 def _meta(exchange: Exchange, request: Mapping[str, Any], body: StreamBody,
-          provider: str | None, keep_text: bool = False) -> dict[str, Any]:
+          provider: str | None, keep_text: bool) -> dict[str, Any]:
     tools = [_function(t).get("name") for t in _list(request.get("tools"))]
     roles = Counter(str(m.get("role")) for m in _list(request.get("messages")))
     meta: dict[str, Any] = {

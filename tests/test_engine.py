@@ -86,6 +86,23 @@ def test_fragments_that_restate_the_calls_identity_each_count_as_growth() -> Non
         "opened": 0, "grew": [0, 1, 2, 3], "ended": 4}
 
 
+def test_a_fragment_that_also_carries_a_legacy_function_call_reports_it() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city":', "call_A", "get_weather")))
+    fragment = chunk(entry(0, ' "Oslo"}'))
+    fragment["choices"][0]["delta"]["function_call"] = {"arguments": "{}"}
+    assert [(f.code, f.path) for f in engine.feed(fragment)] == [
+        (Code.UNSUPPORTED_EVENT, "/chunks/1/choices/0/delta/function_call")]
+
+
+def test_a_call_entry_whose_function_is_not_an_object_is_unsupported_there() -> None:
+    engine = openai()
+    findings = engine.feed(chunk({"index": 0, "id": "call_A", "function": "get_weather"}))
+    assert [(f.code, f.message, f.path) for f in findings] == [
+        (Code.UNSUPPORTED_EVENT, "function is not an object",
+         "/chunks/0/choices/0/delta/tool_calls/0/function")]
+
+
 def test_argument_limit_blocks_without_keeping_the_text() -> None:
     engine = Reassembler("openai", {"get_weather": WEATHER},
                          limits=Limits(max_argument_bytes=16))

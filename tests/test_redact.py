@@ -172,6 +172,15 @@ def test_keeping_the_models_text_is_written_into_the_redaction_note() -> None:
     assert masked["chunks"][0]["choices"][0]["delta"]["content"] == "xxx xx xxxxx"
 
 
+def test_an_error_status_is_not_applicable_whatever_the_body() -> None:
+    exchange = openai_exchange(['{"city": "Oslo"}'])
+    exchange = Exchange(exchange.method, exchange.url, exchange.request_headers,
+                        exchange.request_body, 429, exchange.response_headers,
+                        exchange.response_body)
+    with pytest.raises(NotApplicable, match=r"^HTTP status 429$"):
+        redact_exchange(exchange)
+
+
 def test_a_non_streamed_exchange_is_not_applicable() -> None:
     exchange = Exchange("POST", "https://api.openai.com/v1/chat/completions", [], b"{}", 200,
                         [("content-type", "application/json")], b'{"choices": []}')
