@@ -34,7 +34,7 @@ def request_parameters(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode, *,
-                  owned: bool = False, keep_text: bool = False) -> dict[str, Any]:
+                  owned: bool, keep_text: bool) -> dict[str, Any]:
     """The envelope with its stream redacted and its request cut to ``REQUEST_PARAMETERS``.
     Argument fields are masked in place, so the envelope is copied first unless the caller
     ``owned`` it (built it for this and will not look at it again). ``keep_text`` keeps the
@@ -51,7 +51,7 @@ def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode, *,
     return out
 
 
-def scrubbed(value: Any, *, keep_text: bool = False) -> Any:
+def scrubbed(value: Any, *, keep_text: bool) -> Any:
     """A JSON value that is not a stream a profile reads (a whole completion, an embedding, an
     error) redacted as stream events are: ids to pseudonyms, free text masked unless
     ``keep_text``, structure and numbers kept."""
