@@ -20,6 +20,7 @@ _HOSTS: tuple[tuple[str, str], ...] = (
     ("api.mistral.ai", "mistral"),
     ("openrouter.ai", "openrouter"),
     ("api.groq.com", "groq"),
+    ("api.cerebras.ai", "cerebras"),
     ("api.deepseek.com", "deepseek"),
     ("api.x.ai", "xai"),
     ("api.together.xyz", "together"),

@@ -210,6 +210,8 @@ def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: st
      "google/models/gemini:streamGenerateContent", "gemini-vertex"),
     ("http://127.0.0.1:11434/api/chat", "ollama"),
     ("https://x.openai.azure.com/openai/deployments/d/chat/completions", "azure-openai"),
+    ("https://x.openai.azure.com/openai/v1/chat/completions", "azure-openai"),
+    ("https://api.cerebras.ai/v1/chat/completions", "cerebras"),
     ("https://api.openai.com.evil.example/v1/chat/completions", None),
     ("https://evilapi.openai.com/v1/chat/completions", None),
     ("http://127.0.0.1:9000/v1/chat/completions", None),
