@@ -148,7 +148,8 @@ CATALOGUE: dict[Code, Entry] = {
     ),
     Code.LIMIT_EXCEEDED: Entry(
         "The arguments exceed a configured limit: size (1 MiB), nesting depth (128) or number "
-        "literal length (1,000 characters).",
+        "literal length (1,000 characters). A whole document callgate reads (a recorded body, a "
+        "fixture file, a request) may be 256 MiB.",
         "Runaway generation, hostile input.",
         "Block; raise the limit only for tools that really take such input.",
     ),
