@@ -21,6 +21,7 @@ from typing import Any
 from callgate.reassemble.codes import Code
 from callgate.reassemble.envelope import check
 from callgate.reassemble.errors import NotApplicable
+from callgate.reassemble.events import SlotStarted
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.base import Profile
 from callgate.reassemble.report import Report, Status
@@ -137,16 +138,19 @@ def _resplit(profile: Profile, events: list[Any], source: Source) -> list[Any] |
 def _empty_deltas(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     # Only the inserted copies are edited: the source's events go out as they are.
     holders = _keys_by_event(profile, events, ("stream",))
+    reader = profile.translator(frozenset(), {})
     out: list[Any] = []
     for event, holds in zip(events, holders, strict=True):
         out.append(event)
-        if holds:
+        # An event that opens a call (Cohere's tool-call-start holds its first fragment) would
+        # open it again: only the events that add to a call are repeated.
+        if holds and not any(isinstance(e, SlotStarted) for e in reader.translate(event)):
             empty = copy.deepcopy(event)
             for fragments in _streams(profile, [empty]).values():
                 for container, field in fragments:
                     container[field] = ""
             out.append(empty)
-    return out if len(out) > len(events) else "no call streams its arguments"
+    return out if len(out) > len(events) else "no event only adds argument text to a call"
 
 
 def _wrong_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
@@ -173,7 +177,8 @@ def _provider_error(profile: Profile, events: list[Any], source: Source) -> list
 
 #: Fields that name a call's slot in the profiles' events.
 _SLOT_FIELDS = frozenset({"index", "output_index", "contentBlockIndex"})
-#: Objects whose ``index`` is a choice's, not a call's.
+#: Objects whose ``index`` is a choice's, not a call's (Chat Completions' ``choices[]``); an
+#: event named by its ``type`` holds a call's (Cohere's ``tool-call-*`` beside their ``delta``).
 _CHOICE_FIELDS = frozenset({"delta", "message", "finish_reason"})
 
 
@@ -186,7 +191,7 @@ def _reuse_slot(profile: Profile, events: list[Any], source: Source) -> list[Any
     events = copy.deepcopy(events)
     moved = 0
     for holder in _objects(events):
-        if _CHOICE_FIELDS.isdisjoint(holder):
+        if "type" in holder or _CHOICE_FIELDS.isdisjoint(holder):
             for field in _SLOT_FIELDS & holder.keys():
                 if holder[field] == second.slot and type(holder[field]) is int:
                     holder[field] = first.slot
@@ -401,7 +406,7 @@ def _split_events(profile: Profile, events: list[Any], source: Source) -> list[A
 
 
 _WHOLE_CALLS = frozenset({"gemini"})
-_IDENTITY_ONCE = frozenset({"anthropic", "openai-responses", "gemini"})
+_IDENTITY_ONCE = frozenset({"anthropic", "openai-responses", "gemini", "cohere"})
 
 KINDS: dict[str, Kind] = {kind.name: kind for kind in (
     Kind("truncate", Code.MISSING_TERMINAL,

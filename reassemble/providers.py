@@ -21,6 +21,8 @@ _HOSTS: tuple[tuple[str, str], ...] = (
     ("openrouter.ai", "openrouter"),
     ("api.groq.com", "groq"),
     ("api.cerebras.ai", "cerebras"),
+    ("api.cohere.com", "cohere"),
+    ("api.cohere.ai", "cohere"),
     ("api.deepseek.com", "deepseek"),
     ("api.x.ai", "xai"),
     ("api.together.xyz", "together"),

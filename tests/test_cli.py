@@ -77,7 +77,7 @@ def test_an_unknown_quirk_name_is_one_line_and_exit_2() -> None:
     (b'{"profile": "openai", "profile": "anthropic", "chunks": []}', "duplicate_key"),
     (b'{"profile": "openai", "chunks": [NaN]}', "non_finite_number"),
     (b'{"profile": "openai", "chunks": []', "not strict JSON (invalid_arguments_json)"),
-    (b'{"profile": "cohere", "chunks": []}', "not a callgate envelope: at /profile"),
+    (b'{"profile": "acme-chat", "chunks": []}', "not a callgate envelope: at /profile"),
     (b'{"profile": "anthropic", "chunks": []}', "'events' is a required property"),
     (b'{"profile": "openai", "chunks": [], "tool_schema": {}}', "Additional properties"),
     (b'[]', "not a callgate envelope: at (root)"),

@@ -89,6 +89,18 @@ def resplit_anthropic(event: Any) -> list[Any]:
     return [head, tail]
 
 
+def resplit_cohere(event: Any) -> list[Any]:
+    function = (((event.get("delta") or {}).get("message") or {}).get("tool_calls") or {}).get(
+        "function") if isinstance(event, dict) else None
+    text = function.get("arguments") if isinstance(function, dict) else None
+    if event.get("type") != "tool-call-delta" or not isinstance(text, str) or len(text) < 2:
+        return [event]
+    head, tail = copy.deepcopy(event), copy.deepcopy(event)
+    for half, part in ((head, text[:len(text) // 2]), (tail, text[len(text) // 2:])):
+        half["delta"]["message"]["tool_calls"]["function"]["arguments"] = part
+    return [head, tail]
+
+
 def resplit_responses(events: list[Any]) -> list[Any]:
     """Halve each function_call_arguments.delta; later sequence_numbers move up by one per
     split, so gaps and steps back in the original stay exactly as they were."""
@@ -168,7 +180,7 @@ def has_argument_text(envelope: dict[str, Any]) -> bool:
 
 
 RESPLITTERS = {"openai": resplit_chat, "mistral": resplit_chat, "anthropic": resplit_anthropic,
-               "gemini": resplit_gemini}
+               "gemini": resplit_gemini, "cohere": resplit_cohere}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)

@@ -37,6 +37,8 @@ PROFILE_BY_PROVIDER = {"anthropic": "anthropic", "anthropic-vertex": "anthropic"
 #  - computer-use: Anthropic-defined tool "computer" has no input_schema in the request, so there
 #    is nothing to validate its input against: fail closed until the user supplies one.
 #  - openrouter kimi-k2 (variant a): no chunk ever carries a finish_reason.
+#  - cohere via langchain-cohere: the request's tool schema types its properties "str" and
+#    "int", which JSON Schema does not have: the call cannot be checked, so it is blocked.
 #  - ollama: the model sent "value" as the string "[1, 2, 3, 4, 5]" where the schema wants an array.
 #  - tgi: the stored snapshot stops before any finish_reason (its last chunks were not recorded).
 #  - vercel responses 3-calls: the recorder stored four consecutive responses of an agent run in
@@ -134,12 +136,17 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "gemini-vertex/vertex-gemini-25-pro-parallel-fantasy.sse": ("pass", [], []),
     "gemini-vertex/vertex-gemini-31-pro-partialargs-vercel.jsonl": ("pass", [], []),
     "gemini-vertex/vertex-gemini-partialargs-nested-vercel.jsonl": ("pass", [], []),
+    "cohere/cohere-v2-command-r-2-calls-openllmetry.sse": ("pass", [], []),
+    "cohere/cohere-v2-command-r-tool-plan-then-call-langchain-cohere.sse": (
+        "fail", ["invalid_schema"], []),
+    "cohere/cohere-v2-no-arg-tool-empty-args-vercel.jsonl": ("pass", [], []),
+    "cohere/cohere-v2-parallel-2-calls-tool-plan-vercel.jsonl": ("pass", [], []),
 }
 
 
 # The APIs the profiles read today, and those whose streams wait for a profile of their own.
-READ_APIS = {"chat.completions", "messages", "generateContent", "responses"}
-UNREAD_APIS = {"converse-stream", "invoke-with-response-stream", "api/chat", "v2/chat"}
+READ_APIS = {"chat.completions", "messages", "generateContent", "responses", "v2/chat"}
+UNREAD_APIS = {"converse-stream", "invoke-with-response-stream", "api/chat"}
 
 
 def all_index_rows() -> list[dict[str, str]]:
@@ -195,6 +202,8 @@ def called_names(events: list[Any]) -> set[str]:
             for call in (choice.get("delta") or {}).get("tool_calls") or []:
                 if (call.get("function") or {}).get("name"):
                     names.add(call["function"]["name"])
+        if event.get("type") == "tool-call-start":  # Cohere v2
+            names.add(event["delta"]["message"]["tool_calls"]["function"]["name"])
         for candidate in event.get("candidates") or []:
             for part in (candidate.get("content") or {}).get("parts") or []:
                 if (part.get("functionCall") or {}).get("name"):
@@ -221,7 +230,7 @@ runner = CliRunner()
 
 
 def profile_of(row: dict[str, str]) -> str:
-    by_api = {"responses": "openai-responses", "generateContent": "gemini"}
+    by_api = {"responses": "openai-responses", "generateContent": "gemini", "v2/chat": "cohere"}
     return by_api.get(row["api"]) or PROFILE_BY_PROVIDER.get(row["provider"], "openai")
 
 

@@ -156,7 +156,7 @@ def test_quirks_apply_only_to_the_providers_that_have_them() -> None:
 
 def test_unknown_profile_and_unknown_quirk_are_caller_errors() -> None:
     with pytest.raises(UsageError, match="unknown profile"):
-        Reassembler("cohere")
+        Reassembler("acme-chat")
     with pytest.raises(UsageError, match="unknown quirk"):
         Reassembler("openai", allow_quirks=["be_nice"])
 

@@ -24,7 +24,7 @@ ANY_JSON = st.recursive(
     | st.dictionaries(st.text(max_size=4), children, max_size=3), max_leaves=6)
 #: Values for each field: mostly right, sometimes of another type, close to the boundary.
 FIELDS: dict[str, Any] = {
-    "profile": st.sampled_from([*PROFILES, "cohere", ""]) | ANY_JSON,
+    "profile": st.sampled_from([*PROFILES, "acme-chat", ""]) | ANY_JSON,
     "envelope_version": st.sampled_from([1, 1.0, 2, True, "1", 0]),
     "description": st.text(max_size=4) | ANY_JSON,
     "provider": st.text(max_size=4) | ANY_JSON,
@@ -111,7 +111,7 @@ BASE = {"profile": "openai", "chunks": []}
 CORNERS = [
     BASE, {**BASE, "envelope_version": 1.0}, {**BASE, "envelope_version": True},
     {**BASE, "envelope_version": 2}, {"profile": "anthropic", "chunks": []},
-    {**BASE, "profile": "cohere"}, {**BASE, "tool_schemas": {"f": True, "g": {}}},
+    {**BASE, "profile": "acme-chat"}, {**BASE, "tool_schemas": {"f": True, "g": {}}},
     {**BASE, "tool_schemas": {"f": 1}}, {**BASE, "tool_schemas": []}, {**BASE, "other": 1},
     *({**BASE, "expect": expect} for expect in [
         {"status": "pass"}, {"status": "ok"}, {"status": "pass", "codes": ["a", "a"]},
@@ -132,7 +132,8 @@ def test_the_direct_reading_agrees_with_jsonschema_at_each_corner(document: obje
 @pytest.mark.parametrize("length", [200, 201])
 def test_the_schema_message_is_kept_whole_up_to_200_characters_and_clipped_after(
         length: int) -> None:
-    tail = " is not one of ['anthropic', 'gemini', 'mistral', 'openai', 'openai-responses']"
+    tail = " is not one of ['anthropic', 'cohere', 'gemini', 'mistral', 'openai', "
+    tail += "'openai-responses']"
     profile = "p" * (length - len(tail) - 2)  # repr adds the quotes
     message = f"{profile!r}{tail}"
     assert len(message) == length

@@ -124,5 +124,5 @@ def test_a_non_streamed_exchange_is_skipped_with_its_reason(tmp_path: Path) -> N
 def test_an_unknown_profile_is_one_line_and_exit_2(tmp_path: Path) -> None:
     body = tmp_path / "b.sse"
     body.write_bytes(sse_body("{}"))
-    assert invoke(str(body), "--profile", "cohere") == (
-        2, "", f"callgate: unknown profile 'cohere'; known: {', '.join(sorted(PROFILES))}\n")
+    assert invoke(str(body), "--profile", "acme-chat") == (
+        2, "", f"callgate: unknown profile 'acme-chat'; known: {', '.join(sorted(PROFILES))}\n")

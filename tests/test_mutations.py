@@ -77,8 +77,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["stream_error"],
         "resplit": "resplit: no call's arguments come in two fragments or more",
         "interleave": "interleave: the first two calls share their events",
-        "empty_deltas": "empty_deltas: the variant gives fail "
-            "[delta_after_terminal, duplicate_terminal] with other calls",
+        "empty_deltas": "empty_deltas: no event only adds argument text to a call",
         "repeat_identity": f"repeat_identity: {NO_ENTRY}",
         "delayed_identity": f"delayed_identity: {NO_ENTRY}",
         "split_events": [],
@@ -101,6 +100,25 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delayed_identity": f"delayed_identity: {NO_ENTRY}",
         "split_events": [],
     },
+    "cohere/valid_single_call": {
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal"],
+        "delta_after_terminal": ["delta_after_terminal"],
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": ["missing_call_id"],
+        "corrupt_arguments": ["invalid_arguments_json"],
+        "schema_violation": ["schema_violation"],
+        # Cohere ends a failed stream with finish_reason ERROR: a wrong reason besides.
+        "provider_error": ["missing_terminal", "stream_error", "wrong_terminal_reason"],
+        "resplit": [],
+        "interleave": "interleave: one call in the turn",
+        "empty_deltas": [],
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
     "gemini/vertex_partial_args_valid": {
         "truncate": ["missing_terminal"],
         "drop_terminal": ["missing_terminal"],
@@ -115,7 +133,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["missing_terminal", "stream_error"],
         "resplit": "resplit: no call's arguments come in two fragments or more",
         "interleave": "interleave: one call in the turn",
-        "empty_deltas": "empty_deltas: no call streams its arguments",
+        "empty_deltas": "empty_deltas: no event only adds argument text to a call",
         "repeat_identity": f"repeat_identity: {NO_ENTRY}",
         "delayed_identity": f"delayed_identity: {NO_ENTRY}",
         "split_events": [],
@@ -166,9 +184,12 @@ REUSED_SLOT = {
     "openai/valid_parallel_interleaved": ["identity_collision"],
     "mistral/valid_parallel_interleaved": ["identity_collision"],
     "anthropic/valid_text_then_two_tools": [
-        "delta_before_start", "duplicate_start", "duplicate_terminal", "identity_collision"],
+        "delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"],
     "openai-responses/valid_parallel_calls": [
-        "delta_before_start", "duplicate_start", "duplicate_terminal", "identity_collision"],
+        "delta_after_terminal", "delta_before_start", "duplicate_start", "duplicate_terminal",
+        "identity_collision"],
+    "cohere/valid_parallel_calls": [
+        "delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"],
 }
 
 
@@ -200,7 +221,8 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
         "delta_after_terminal", "reuse_slot", "drop_id", "corrupt_arguments", "resplit",
         "empty_deltas")} | {(profile, kind) for profile in ("anthropic", "openai-responses",
                                                             "gemini")
-                            for kind in ("repeat_identity", "delayed_identity")}
+                            for kind in ("repeat_identity", "delayed_identity")} | {
+        ("cohere", kind) for kind in ("repeat_identity", "delayed_identity")}
 
 
 def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:

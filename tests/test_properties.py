@@ -117,6 +117,21 @@ def gemini_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, An
     return [*stream, chunk(None, "STOP")]
 
 
+def cohere_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
+    names = ["f", "g"]
+    stream: list[dict[str, Any]] = [{"type": "message-start", "delta": {"message": {}}}]
+    stream += [{"type": "tool-call-start", "index": i, "delta": {"message": {"tool_calls": {
+        "id": f"{names[i]}_{i}", "type": "function",
+        "function": {"name": names[i], "arguments": ""}}}}} for i in range(len(parts))]
+    cursor = [0] * len(parts)
+    for slot in order:
+        stream.append({"type": "tool-call-delta", "index": slot, "delta": {"message": {
+            "tool_calls": {"function": {"arguments": parts[slot][cursor[slot]]}}}}})
+        cursor[slot] += 1
+    stream += [{"type": "tool-call-end", "index": i} for i in range(len(parts))]
+    return [*stream, {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}]
+
+
 def expected_arguments(profile: str, parts: list[list[str]]) -> list[str]:
     texts = ["".join(fragments) for fragments in parts]
     if profile == "gemini":
@@ -135,14 +150,16 @@ def calls(report: Any) -> list[tuple[Any, ...]]:
 
 
 BUILDERS = {"openai": openai_stream, "mistral": openai_stream, "anthropic": anthropic_stream,
-            "openai-responses": responses_stream, "gemini": gemini_stream}
+            "openai-responses": responses_stream, "gemini": gemini_stream,
+            "cohere": cohere_stream}
 #: Where the terminal evidence is, counted from the end: the finish chunk (a usage chunk
-#: follows), message_delta (message_stop follows), response.completed, Gemini's STOP chunk.
+#: follows), message_delta (message_stop follows), response.completed, Gemini's STOP chunk,
+#: Cohere's message-end.
 TERMINAL_FROM_END = {"openai": 2, "mistral": 2, "anthropic": 2, "openai-responses": 1,
-                     "gemini": 1}
+                     "gemini": 1, "cohere": 1}
 #: The first event that belongs to a call.
 FIRST_CALL_EVENT = {"openai": 0, "mistral": 0, "anthropic": 1, "openai-responses": 1,
-                    "gemini": 0}
+                    "gemini": 0, "cohere": 1}
 #: Argument text for every profile but Gemini, whose fragments are pieces of a string value.
 ARGUMENT_TEXT = st.one_of(arguments)
 STRING_VALUE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)

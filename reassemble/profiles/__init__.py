@@ -11,12 +11,20 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from callgate.reassemble.profiles import anthropic, gemini, mistral, openai, openai_responses
+from callgate.reassemble.profiles import (
+    anthropic,
+    cohere,
+    gemini,
+    mistral,
+    openai,
+    openai_responses,
+)
 from callgate.reassemble.profiles.base import STRUCTURAL_KEYS, Profile
 
 PROFILES: dict[str, Profile] = {
     profile.name: profile for profile in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE,
-                                          openai_responses.PROFILE, gemini.PROFILE)}
+                                          openai_responses.PROFILE, gemini.PROFILE,
+                                          cohere.PROFILE)}
 #: Every profile's version headers, in registry order: request headers that hold no secret.
 VERSION_HEADERS: tuple[str, ...] = tuple(dict.fromkeys(
     header for profile in PROFILES.values() for header in profile.version_headers))
