@@ -103,6 +103,16 @@ def test_a_call_entry_whose_function_is_not_an_object_is_unsupported_there() -> 
          "/chunks/0/choices/0/delta/tool_calls/0/function")]
 
 
+def test_a_second_terminal_names_both_reasons_the_second_clipped_at_40_characters() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city": "Oslo"}', "call_A", "get_weather")))
+    engine.feed(chunk(finish="tool_calls"))
+    [finding] = engine.feed(chunk(finish="x" * 50))
+    assert (finding.code, finding.message) == (
+        Code.DUPLICATE_TERMINAL,
+        f"the turn already ended with 'tool_calls'; a second terminal says {'x' * 40!r}")
+
+
 def test_argument_limit_blocks_without_keeping_the_text() -> None:
     engine = Reassembler("openai", {"get_weather": WEATHER},
                          limits=Limits(max_argument_bytes=16))
