@@ -45,10 +45,9 @@ class Kind:
     code: Code | None
     description: str
     make: Make
-    #: Profiles whose turns can never take this kind (Gemini sends each call whole, in one
-    #: part with no slot field and an optional id; only Chat Completions fragments can state
-    #: their call's identity again).
-    never: frozenset[str] = frozenset()
+    #: Whether a profile's turns can never take this kind (whole calls have no fragments or
+    #: slot field; only some APIs' fragments can state their call's identity again).
+    never: Callable[[Profile], bool] = lambda profile: False
 
     @property
     def blocking(self) -> bool:
@@ -405,8 +404,12 @@ def _split_events(profile: Profile, events: list[Any], source: Source) -> list[A
     return [copy.deepcopy(event) for event in events]
 
 
-_WHOLE_CALLS = frozenset({"gemini"})
-_IDENTITY_ONCE = frozenset({"anthropic", "openai-responses", "gemini", "cohere"})
+def _whole_calls(profile: Profile) -> bool:
+    return profile.whole_calls
+
+
+def _identity_once(profile: Profile) -> bool:
+    return not profile.fragments_restate_identity
 
 KINDS: dict[str, Kind] = {kind.name: kind for kind in (
     Kind("truncate", Code.MISSING_TERMINAL,
@@ -417,17 +420,17 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
          "the first event that carries the terminal evidence comes twice", _duplicate_terminal),
     Kind("delta_after_terminal", Code.DELTA_AFTER_TERMINAL,
          "the last argument fragment comes again after the terminal evidence",
-         _delta_after_terminal, _WHOLE_CALLS),
+         _delta_after_terminal, _whole_calls),
     Kind("wrong_terminal", Code.WRONG_TERMINAL_REASON,
          "the turn ends as if the output hit the token limit", _wrong_terminal),
     Kind("reuse_slot", Code.IDENTITY_COLLISION,
          "the second call comes on the first call's slot, with its own id", _reuse_slot,
-         _WHOLE_CALLS),
+         _whole_calls),
     Kind("drop_id", Code.MISSING_CALL_ID, "the first call's id is left out", _drop_id,
-         _WHOLE_CALLS),
+         _whole_calls),
     Kind("corrupt_arguments", Code.INVALID_ARGUMENTS_JSON,
          "the first call's argument text gets a second opening brace", _corrupt_arguments,
-         _WHOLE_CALLS),
+         _whole_calls),
     Kind("schema_violation", Code.SCHEMA_VIOLATION,
          "an argument gets a value of another type than its schema declares",
          _schema_violation),
@@ -435,16 +438,16 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
          "the provider's own error event after the first argument fragment, and nothing after "
          "it", _provider_error),
     Kind("resplit", None, "each call's argument text cut one character later", _resplit,
-         _WHOLE_CALLS),
+         _whole_calls),
     Kind("interleave", None, "the first two calls' events take turns", _interleave),
     Kind("empty_deltas", None, "an empty copy after every argument fragment", _empty_deltas,
-         _WHOLE_CALLS),
+         _whole_calls),
     Kind("repeat_identity", None,
          "every fragment of a call repeats its id and name", _repeat_identity,
-         _IDENTITY_ONCE),
+         _identity_once),
     Kind("delayed_identity", None,
          "each call's id and name come with its second fragment, not its first",
-         _delayed_identity, _IDENTITY_ONCE),
+         _delayed_identity, _identity_once),
     Kind("split_events", None, "the same events, sent in pieces of 1 to 13 bytes "
          "(callgate serve re-cuts the framed stream; the events do not change)",
          _split_events),
@@ -456,7 +459,7 @@ def mutations(blocking: bool | None = None, profile: str | None = None) -> list[
     with ``profile``, only those its turns can take (whether one turn can, ``mutate`` says)."""
     return [name for name, kind in KINDS.items()
             if (blocking is None or kind.blocking == blocking)
-            and (profile is None or profile not in kind.never)]
+            and (profile is None or not kind.never(PROFILES[profile]))]
 
 
 def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dict[str, Any]:

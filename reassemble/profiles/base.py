@@ -72,6 +72,12 @@ class Profile:
     translator: Callable[[frozenset[str], Mapping[str, object]], Translator]
     #: Whether a call must carry an id (Gemini's functionCall.id is optional).
     requires_call_id: bool = True
+    #: Whether each call arrives whole in one event, with no slot field (Gemini): there are no
+    #: fragments to cut, repeat or move after the end, and no slot to reuse.
+    whole_calls: bool = False
+    #: Whether an argument fragment may state its call's id and name again (Chat Completions'
+    #: indexed call entries).
+    fragments_restate_identity: bool = False
     #: Whether the SSE stream ends with ``data: [DONE]`` (Chat Completions).
     done_sentinel: bool = False
     #: Whether a raw event carries the turn's terminal evidence, or follows it (what a proxy in

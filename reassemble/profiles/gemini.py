@@ -279,6 +279,7 @@ PROFILE = Profile(
     cut_short=reason_replaced("finishReason", "MAX_TOKENS"),
     translator=lambda quirks, request: GeminiTranslator(),
     requires_call_id=False,
+    whole_calls=True,
     endpoints=(":streamGenerateContent",),
     tool_schemas=lambda request: declaration_schemas(request.get("tools")),
     json_array=True,

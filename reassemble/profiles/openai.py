@@ -283,6 +283,7 @@ CHAT_WIRE: dict[str, Any] = {
     "argument_sites": argument_sites,
     # OpenRouter restates the upstream's own reason as native_finish_reason.
     "structural_keys": frozenset({"finish_reason", "native_finish_reason"}),
+    "fragments_restate_identity": True,
 }
 
 PROFILE = Profile(
