@@ -393,3 +393,13 @@ def test_schema_violation_rewrites_a_stated_input_that_the_fragments_repeat() ->
     variant = mutate(envelope, "schema_violation")
     assert variant["events"][1]["content_block"]["input"] == {"city": 12345, "unit": "c"}
     assert check(variant).blocking_codes == ["schema_violation"]
+
+
+def test_repeat_identity_states_the_calls_id_and_name_on_every_fragment() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    entries = [entry for chunk in mutate(envelope, "repeat_identity")["chunks"]
+               for choice in chunk["choices"]
+               for entry in (choice.get("delta") or {}).get("tool_calls") or []]
+    assert len(entries) > 2
+    assert {(entry.get("id"), entry["function"].get("name")) for entry in entries} == {
+        ("call_w1", "get_weather")}
