@@ -187,6 +187,16 @@ def test_a_finish_reason_that_is_not_a_string_is_unsupported_there() -> None:
         "/chunks/1/candidates/0/finishReason")
 
 
+def test_partial_args_that_are_not_a_list_are_unsupported_there() -> None:
+    report = run(chunk({"name": "f", "willContinue": True}),
+                 chunk({"partialArgs": {"jsonPath": "$.a"}, "willContinue": True}),
+                 chunk({}, finish="STOP"))
+    first = report.findings[0]
+    assert (first.code, first.message, first.path) == (
+        Code.UNSUPPORTED_EVENT, "partialArgs is not a list",
+        "/chunks/1/candidates/0/content/parts/0/functionCall/partialArgs")
+
+
 def test_closing_while_a_string_continues_is_invalid() -> None:
     report = run(chunk({"name": "f", "willContinue": True}),
                  chunk({"partialArgs": [piece("$.a", True, stringValue="x")]}),

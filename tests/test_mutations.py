@@ -403,3 +403,28 @@ def test_repeat_identity_states_the_calls_id_and_name_on_every_fragment() -> Non
     assert len(entries) > 2
     assert {(entry.get("id"), entry["function"].get("name")) for entry in entries} == {
         ("call_w1", "get_weather")}
+
+
+def test_delayed_identity_needs_a_second_fragment_and_takes_the_second_of_two() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    chunks = envelope["chunks"]
+    entries = [(n, entry) for n, chunk in enumerate(chunks) for choice in chunk["choices"]
+               for entry in (choice.get("delta") or {}).get("tool_calls") or []]
+    first, rest = entries[0][1], entries[1:]
+    first["function"]["arguments"] += "".join(e["function"]["arguments"] for _, e in rest)
+    for n, _ in reversed(rest):
+        del chunks[n]
+    whole = copy.deepcopy(envelope)  # one fragment: no second one to move the identity to
+    with pytest.raises(NotApplicable, match="no call has a second fragment to move its "
+                                            "identity to"):
+        mutate(whole, "delayed_identity")
+    text = first["function"]["arguments"]
+    second = copy.deepcopy(chunks[entries[0][0]])
+    first["function"]["arguments"] = text[:5]
+    second["choices"][0]["delta"]["tool_calls"][0] = {
+        "index": 0, "function": {"arguments": text[5:]}}
+    chunks.insert(entries[0][0] + 1, second)
+    variant = mutate(envelope, "delayed_identity")["chunks"]
+    moved = [entry for chunk in variant for choice in chunk["choices"]
+             for entry in (choice.get("delta") or {}).get("tool_calls") or []]
+    assert ["id" in entry for entry in moved] == [False, True]
