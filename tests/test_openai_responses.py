@@ -94,6 +94,16 @@ def test_numbering_that_stops_midway_is_one_event_gap() -> None:
         (Code.EVENT_GAP, "an event without sequence_number follows number 2")]
 
 
+def test_after_a_non_integer_sequence_number_counting_starts_afresh() -> None:
+    events = numbered(one_call(), [0, 1, 2, 3, 4])
+    events[1]["sequence_number"] = "1"
+    events[2]["sequence_number"] = 7  # compared with nothing: the count restarts here
+    report = run(events)
+    assert [(f.code, f.message) for f in report.findings] == [
+        (Code.EVENT_GAP, "sequence_number '1' is not an integer"),
+        (Code.EVENT_GAP, "sequence_number went back: 7 then 3")]
+
+
 def test_a_non_integer_sequence_number_is_an_event_gap() -> None:
     translator = ResponsesTranslator(frozenset())
     events = translator.translate(dict(added(), sequence_number="3"))
@@ -268,6 +278,15 @@ def test_long_names_in_messages_are_clipped_where_they_are_quoted() -> None:
         f"function call arguments for a {'r' * 40!r} item", 0, 0)
     [error] = translator.translate({"type": "error", "error": {"message": "e" * 300}})
     assert error.message == "provider sent an error: " + "e" * 200  # type: ignore[union-attr]
+
+
+def test_an_item_type_in_a_collision_message_is_clipped_at_40_characters() -> None:
+    kind = "message_" + "x" * 50
+    text_item = {"type": "response.output_item.added", "output_index": 0,
+                 "item": {"id": "msg_1", "type": kind, "role": "assistant", "content": []}}
+    report = run([text_item, completed(item_done('{"city":"Oslo"}'))])
+    assert f"was added as {kind[:40]!r}; a later copy" in next(
+        f.message for f in report.findings if f.code is Code.IDENTITY_COLLISION)
 
 
 def test_a_final_output_that_makes_a_text_item_a_call_is_an_identity_collision() -> None:

@@ -18,6 +18,17 @@ def test_every_public_name_resolves_to_its_definition() -> None:
     assert sorted(dir(callgate)) == sorted(callgate.__all__)
 
 
+def test_the_redaction_api_names_what_it_exports() -> None:
+    import callgate.redact
+
+    namespace: dict[str, object] = {}
+    exec("from callgate.redact import *", namespace)  # what a star import gives a user
+    assert sorted(set(namespace) - {"__builtins__"}) == sorted(callgate.redact.__all__) == [
+        "ArgumentMode", "Exchange", "NotApplicable", "Redacted", "RedactionRefused",
+        "fixture_bytes", "fixture_name", "redact_envelope", "redact_exchange", "refuse_leaks",
+        "request_context", "request_json", "tool_schemas"]
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     try:
         callgate.no_such_name  # noqa: B018

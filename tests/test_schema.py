@@ -627,3 +627,11 @@ def test_a_python_value_json_cannot_hold_makes_the_schema_invalid(value: object)
     found = problem({"type": "object", "properties": {"a": {"const": value}}})
     assert (found.code, found.schema_path, found.message) == (
         Code.INVALID_SCHEMA, "/properties/a/const", f"{type(value).__name__} is not a JSON value")
+
+
+def test_a_ref_into_a_loop_of_refs_elsewhere_is_reported_not_followed_forever() -> None:
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}},
+              "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}}
+    problem = compile_schema(schema)
+    assert isinstance(problem, SchemaProblem)
+    assert (problem.code, problem.schema_path) == (Code.INVALID_SCHEMA, "/$defs/a/$ref")
