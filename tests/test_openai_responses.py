@@ -287,6 +287,11 @@ def test_an_item_type_in_a_collision_message_is_clipped_at_40_characters() -> No
     report = run([text_item, completed(item_done('{"city":"Oslo"}'))])
     assert f"was added as {kind[:40]!r}; a later copy" in next(
         f.message for f in report.findings if f.code is Code.IDENTITY_COLLISION)
+    done = item_done('{"city":"Oslo"}')
+    later = dict(done, item=dict(done["item"], type=kind))
+    report = run([*one_call()[:3], later, completed(done)])
+    assert f"a later copy says it is {kind[:40]!r}" in next(
+        f.message for f in report.findings if f.code is Code.IDENTITY_COLLISION)
 
 
 def test_a_final_output_that_makes_a_text_item_a_call_is_an_identity_collision() -> None:
