@@ -588,3 +588,19 @@ def test_a_fixture_is_written_with_each_event_of_its_stream_on_a_line_of_its_own
     assert lines[:start - 1] == json.dumps(envelope, indent=2).splitlines()[:start - 1]
     assert fixture_bytes({"profile": "openai", "chunks": []}) == \
         b'{\n  "profile": "openai",\n  "chunks": []\n}\n'
+    assert fixture_bytes({"description": "Zürich", "chunks": ["é"]}) == (
+        '{\n  "description": "Zürich",\n  "chunks": [\n    "é"\n  ]\n}\n'.encode())
+
+
+def test_a_gzip_body_corrupted_after_a_good_start_raises_and_never_restarts_as_raw_deflate(
+        ) -> None:
+    # A deflate body without a header is read as such only from its first byte; later, a piece
+    # that would read as a whole raw deflate stream must not be decoded as one.
+    body = b"".join(b'data: {"n": %d}\n\n' % n for n in range(2000))
+    packed = gzip.compress(body)
+    packer = zlib.compressobj(wbits=-15)
+    injected = packer.compress(b'data: {"injected": 1}\n\n') + packer.flush()
+    decompressor = Decompressor("gzip")
+    assert body.startswith(decompressor(packed[:len(packed) // 2]))
+    with pytest.raises(zlib.error):
+        decompressor(injected)
