@@ -428,3 +428,11 @@ def test_delayed_identity_needs_a_second_fragment_and_takes_the_second_of_two() 
     moved = [entry for chunk in variant for choice in chunk["choices"]
              for entry in (choice.get("delta") or {}).get("tool_calls") or []]
     assert ["id" in entry for entry in moved] == [False, True]
+
+
+def test_a_variant_says_in_its_description_what_made_it_from_what() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    assert mutate(envelope, "truncate", "valid_fragmented.json")["description"] == (
+        f"{KINDS['truncate'].description} (truncate of valid_fragmented.json)")
+    assert mutate(envelope, "resplit")["description"] == (
+        f"{KINDS['resplit'].description} (resplit of a passing turn)")
