@@ -10,7 +10,7 @@ import pytest
 
 from callgate.reassemble import Code, Reassembler, check
 from callgate.reassemble.profiles import PROFILES, profile_for, profile_of_events
-from callgate.reassemble.profiles.base import ArgumentSite, Profile
+from callgate.reassemble.profiles.base import ArgumentSite, Profile, function_tools, reason_replaced
 from callgate.reassemble.providers import provider_from_url
 from callgate.reassemble.sse import decode_all
 from tests.conftest import CONFORMANCE, load
@@ -314,3 +314,27 @@ def test_of_several_unknown_part_fields_the_first_by_name_is_named() -> None:
     envelope.pop("expect")
     first = check(envelope).findings[0]
     assert first.message == "part field 'aaa' is not known"
+
+
+def test_a_delta_of_the_wrong_kind_names_both_kinds_clipped_at_40_characters() -> None:
+    block, delta = "web_search_" + "r" * 40 + "_tool_result", "text_delta_" + "d" * 40
+    engine = Reassembler("anthropic", {})
+    engine.feed({"type": "content_block_start", "index": 0,
+                 "content_block": {"type": block, "content": []}})
+    [finding] = engine.feed({"type": "content_block_delta", "index": 0,
+                             "delta": {"type": delta, "text": "x"}})
+    assert (finding.code, finding.message) == (
+        Code.UNSUPPORTED_EVENT, f"{delta[:40]!r} delta on a {block[:40]!r} block")
+
+
+def test_cutting_short_needs_the_field_that_states_the_reason() -> None:
+    cut_short = reason_replaced("finish_reason", "length")
+    assert cut_short({"choices": [{"delta": {}}]}) is None
+    assert cut_short({"choices": [{"finish_reason": "stop"}]}) == {
+        "choices": [{"finish_reason": "length"}]}
+
+
+def test_a_chat_tool_without_parameters_takes_none_and_a_legacy_function_is_left_out() -> None:
+    assert function_tools({"tools": [{"type": "function", "function": {"name": "f"}}],
+                           "functions": [{"name": "g"}]}) == {
+        "f": {"type": "object", "properties": {}}}
