@@ -258,6 +258,30 @@ def test_an_error_object_chunk_that_also_adds_arguments_is_a_stream_error() -> N
     findings = engine.feed({"object": "error", "message": "overloaded", "choices": [
         {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]}}]})
     assert Code.STREAM_ERROR in [f.code for f in findings]
+    # The same with the error stated in an error object beside the choice.
+    engine = Reassembler("openai", {})
+    engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_A", "function": {"name": "f", "arguments": "{"}}]}}]})
+    findings = engine.feed({"error": {"message": "overloaded"}, "choices": [
+        {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]}}]})
+    assert Code.STREAM_ERROR in [f.code for f in findings]
+
+
+def test_index_less_whole_calls_take_the_slots_from_0_in_arrival_order() -> None:
+    engine = Reassembler("mistral", {"f": {}, "g": {}})
+    engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"id": "a", "function": {"name": "f", "arguments": "{}"}},
+        {"id": "b", "function": {"name": "g", "arguments": "{}"}}]},
+        "finish_reason": "tool_calls"}]})
+    assert [(c.slot, c.id) for c in engine.close().calls] == [(0, "a"), (1, "b")]
+
+
+def test_an_unknown_output_item_type_is_reported_on_its_item() -> None:
+    engine = Reassembler("openai-responses", {})
+    [finding] = engine.feed({"type": "response.output_item.added", "output_index": 3,
+                             "item": {"id": "x_1", "type": "hologram"}})
+    assert (finding.code, finding.choice, finding.slot, finding.path) == (
+        Code.UNSUPPORTED_EVENT, 0, 3, "/events/0/item/type")
 
 
 @pytest.mark.parametrize("cls", ["SdkRoute", "Call"])
