@@ -604,3 +604,32 @@ def test_a_gzip_body_corrupted_after_a_good_start_raises_and_never_restarts_as_r
     assert body.startswith(decompressor(packed[:len(packed) // 2]))
     with pytest.raises(zlib.error):
         decompressor(injected)
+
+
+def test_vertex_argument_pieces_are_masked_keeping_enum_values_or_dropped() -> None:
+    def chunk(call: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": (
+            [{"functionCall": call}] if call is not None else [])}}
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate]}
+
+    envelope = {"profile": "gemini", "tool_schemas": {"get_weather": WEATHER}, "chunks": [
+        chunk({"name": "get_weather", "willContinue": True}),
+        chunk({"partialArgs": [{"jsonPath": "$.city", "stringValue": "Oslo"},
+                               {"jsonPath": "$.unit", "stringValue": "celsius"}],
+               "willContinue": True}),
+        chunk({}), chunk(None, "STOP")]}
+
+    def pieces(mode: ArgumentMode) -> list[str]:
+        redacted = redact_envelope(envelope, arguments=mode, allow_verdict_change=True)
+        return [item["stringValue"] for item in
+                redacted.envelope["chunks"][1]["candidates"][0]["content"]["parts"][0][
+                    "functionCall"]["partialArgs"]]
+
+    assert pieces(ArgumentMode.MASK) == ["xxxx", "celsius"]
+    assert pieces(ArgumentMode.DROP) == ["", ""]
+
+
+def test_a_masked_argument_string_keeps_its_length_and_masks_spaces_too() -> None:
+    assert mask_arguments(['{"city": "New York\\n"}']) == ['{"city": "xxxxxxxx\\n"}']
