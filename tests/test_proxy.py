@@ -352,6 +352,40 @@ def test_enforce_mode_on_a_gemini_json_array_passes_a_good_turn_and_ends_a_bad_o
         "status": "ABORTED"}}]
 
 
+COHERE = "/v2/chat"
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
+def test_a_cohere_turn_is_judged_and_a_bad_one_ends_with_cohere_s_error_in_enforce_mode(
+        upstream: Any, tmp_path: Path, enforce: bool) -> None:
+    good, bad = "cohere/valid_parallel_calls", "cohere/reused_index_new_id"
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
+        passed, blocked = (post(running.url, f"/f/{n}{COHERE}", request_body(n))[2]
+                           for n in (good, bad))
+        fixtures = fixtures_in(running.out, 2)
+    direct = [post(upstream.url, f"/f/{n}{COHERE}", request_body(n))[2] for n in (good, bad)]
+    assert passed == direct[0]
+    assert sorted((f["profile"], f["expect"]["status"], tuple(f["expect"]["codes"]))
+                  for f in fixtures) == [
+        ("cohere", "fail", ("delta_after_terminal", "duplicate_start", "duplicate_terminal",
+                            "identity_collision")),
+        ("cohere", "pass", ())]
+    if not enforce:
+        assert blocked == direct[1]
+        return
+    events = load(CONFORMANCE / f"{bad}.json")["events"]
+    end = next(i for i, e in enumerate(events) if e["type"] == "message-end")
+    codes = ["delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"]
+    # Everything before the held message-end, then Cohere's own failed end; no [DONE].
+    assert blocked == b"".join(frames({"profile": "cohere", "events": events[:end],
+                                       "meta": {"stream": {"done": False}}})) + blocked_event(
+        "cohere", codes)
+    assert blocked.endswith(b'event: message-end\ndata: {"type": "message-end", "delta": '
+                            b'{"finish_reason": "ERROR", "error": "callgate blocked this turn: '
+                            b'delta_after_terminal, duplicate_start, duplicate_terminal, '
+                            b'identity_collision"}}\n\n')
+
+
 def turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[bytes]:
     """Send each turn in turn on one kept-alive HTTP/1.1 connection with a raw socket; read each
     response exactly to its end (its terminating chunk, or its declared length). Returns the

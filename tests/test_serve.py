@@ -41,6 +41,15 @@ def test_anthropic_fixtures_go_out_as_event_and_data_pairs(served: FakeProvider)
                             for e in events)
 
 
+def test_cohere_fixtures_go_out_as_event_and_data_pairs_then_a_bare_done(
+        served: FakeProvider) -> None:
+    body = post(served.url, "/f/cohere/valid_single_call/v2/chat")[2]
+    events = json.loads((CONFORMANCE / "cohere" / "valid_single_call.json").read_text())[
+        "events"]
+    assert body == b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+                            for e in events) + b"data: [DONE]\n\n"
+
+
 def test_gemini_fixtures_go_out_as_sse_when_asked_and_as_gemini_s_json_array_otherwise(
         served: FakeProvider) -> None:
     name = "gemini/valid_parallel_two_chunks"
