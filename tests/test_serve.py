@@ -216,7 +216,10 @@ UNGUARDED: dict[tuple[str, str], tuple[str | None, str | None, list[Any]]] = {
     ("anthropic", "duplicate_terminal"): (None, "tool_use", MESSAGES),
     ("anthropic", "delta_after_terminal"): (None, "tool_use", MESSAGES),
     ("anthropic", "wrong_terminal"): (None, "max_tokens", MESSAGES),
-    ("anthropic", "reuse_slot"): (None, "tool_use", MESSAGES),
+    # The second call moved onto the first's index: the SDK hands on both, the second without
+    # its input.
+    ("anthropic", "reuse_slot"): (None, "tool_use", [MESSAGES[0], {"name": "search",
+                                                                  "input": {}}]),
     ("anthropic", "drop_id"): (None, "tool_use", MESSAGES),
     ("anthropic", "corrupt_arguments"): ("ValueError", None, []),
     ("anthropic", "schema_violation"): (None, "tool_use", [
