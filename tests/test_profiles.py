@@ -362,3 +362,12 @@ def test_a_chat_tool_without_parameters_takes_none_and_a_legacy_function_is_left
     assert function_tools({"tools": [{"type": "function", "function": {"name": "f"}}],
                            "functions": [{"name": "g"}]}) == {
         "f": {"type": "object", "properties": {}}}
+
+
+def test_cohere_output_events_are_no_calls_and_an_unknown_type_is_unsupported() -> None:
+    engine = Reassembler("cohere", {})
+    for kind in ("message-start", "content-delta", "tool-plan-delta", "citation-start", "debug"):
+        assert engine.feed({"type": kind, "delta": {}}) == []
+    [finding] = engine.feed({"type": "tool-call-pause", "index": 0})
+    assert (finding.code, finding.message) == (
+        Code.UNSUPPORTED_EVENT, "event type 'tool-call-pause' is not known")

@@ -8,7 +8,10 @@ recorded streams in the shared corpus): SSE with an ``event:`` line named after 
 ``function.arguments`` and closes with ``tool-call-end``. The turn ends with ``message-end``,
 whose ``delta.finish_reason`` is ``TOOL_CALL`` when it holds calls; ``ERROR`` (with
 ``delta.error``) is a failure the API reports in a stream that is otherwise HTTP 200. Text
-(``content-*``), the model's plan (``tool-plan-delta``) and citations are output, not calls.
+(``content-*``), the model's plan (``tool-plan-delta``), citations and ``debug`` events are
+output, not calls. cohere-python (7.3.1) raises on none of these in-stream shapes: a ``message-end``
+with ``ERROR`` reaches the app as that finish reason, and an event it cannot read is skipped with
+a warning, so enforce mode's error event needs the app to look at ``finish_reason``.
 
 A call that closes without any argument text (a tool without parameters: ``tool-call-start`` with
 ``""``, then ``tool-call-end``) takes ``{}``, as an Anthropic ``tool_use`` block does; the tool's
@@ -33,9 +36,10 @@ from callgate.reassemble.profiles.base import (
     reason_replaced,
 )
 
-#: Events that carry output or bookkeeping only.
+#: Events that carry output or bookkeeping only (``debug`` is in cohere-python 7.3.1's
+#: ``StreamedChatResponseV2`` union beside the others).
 _OUTPUT_EVENTS = frozenset({"message-start", "content-start", "content-delta", "content-end",
-                            "tool-plan-delta", "citation-start", "citation-end"})
+                            "tool-plan-delta", "citation-start", "citation-end", "debug"})
 _CALL = "/delta/message/tool_calls"
 
 
