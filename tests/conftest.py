@@ -23,6 +23,16 @@ def load(path: Path) -> dict[str, Any]:
     return data
 
 
+def gemini_chunk(call: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+    """A Gemini chunk of one candidate holding ``call`` as its one functionCall part (none when
+    None), with ``finish`` as its finishReason."""
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": (
+        [{"functionCall": call}] if call is not None else [])}}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate]}
+
+
 def fixture_id(path: Path) -> str:
     return str(path.relative_to(CONFORMANCE).with_suffix(""))
 

@@ -24,6 +24,7 @@ from callgate.reassemble import Status, check
 from callgate.reassemble.errors import NotApplicable
 from callgate.reassemble.mutations import KINDS, mutate
 from callgate.reassemble.profiles import PROFILES
+from tests.conftest import gemini_chunk
 
 SCHEMAS = {"f": True, "g": True}
 
@@ -98,23 +99,16 @@ def responses_stream(parts: list[list[str]], order: list[int]) -> list[dict[str,
 
 
 def gemini_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
-    def chunk(call: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
-        candidate: dict[str, Any] = {"content": {"role": "model", "parts": (
-            [{"functionCall": call}] if call is not None else [])}}
-        if finish:
-            candidate["finishReason"] = finish
-        return {"candidates": [candidate]}
-
     stream = []
     for slot, name in enumerate(["f", "g"][:len(parts)]):
-        stream.append(chunk({"name": name, "willContinue": True}))
-        stream += [chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": piece,
+        stream.append(gemini_chunk({"name": name, "willContinue": True}))
+        stream += [gemini_chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": piece,
                                            "willContinue": True}], "willContinue": True})
                    for piece in parts[slot]]
-        stream.append(chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": ""}],
+        stream.append(gemini_chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": ""}],
                              "willContinue": True}))
-        stream.append(chunk({}))
-    return [*stream, chunk(None, "STOP")]
+        stream.append(gemini_chunk({}))
+    return [*stream, gemini_chunk(None, "STOP")]
 
 
 def cohere_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from callgate.redact.body import parse_stream_body
 from callgate.redact.encoding import Decompressor, decode_whole
 from callgate.redact.leaks import encodings, find_leaks, secrets_of
 from callgate.redact.mask import Pseudonyms, mask_arguments
-from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
+from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, gemini_chunk, load
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
                                             "unit": {"enum": ["celsius", "fahrenheit"]}},
@@ -607,19 +607,12 @@ def test_a_gzip_body_corrupted_after_a_good_start_raises_and_never_restarts_as_r
 
 
 def test_vertex_argument_pieces_are_masked_keeping_enum_values_or_dropped() -> None:
-    def chunk(call: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
-        candidate: dict[str, Any] = {"content": {"role": "model", "parts": (
-            [{"functionCall": call}] if call is not None else [])}}
-        if finish:
-            candidate["finishReason"] = finish
-        return {"candidates": [candidate]}
-
     envelope = {"profile": "gemini", "tool_schemas": {"get_weather": WEATHER}, "chunks": [
-        chunk({"name": "get_weather", "willContinue": True}),
-        chunk({"partialArgs": [{"jsonPath": "$.city", "stringValue": "Oslo"},
+        gemini_chunk({"name": "get_weather", "willContinue": True}),
+        gemini_chunk({"partialArgs": [{"jsonPath": "$.city", "stringValue": "Oslo"},
                                {"jsonPath": "$.unit", "stringValue": "celsius"}],
                "willContinue": True}),
-        chunk({}), chunk(None, "STOP")]}
+        gemini_chunk({}), gemini_chunk(None, "STOP")]}
 
     def pieces(mode: ArgumentMode) -> list[str]:
         redacted = redact_envelope(envelope, arguments=mode, allow_verdict_change=True)
