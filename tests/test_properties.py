@@ -103,10 +103,10 @@ def gemini_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, An
     for slot, name in enumerate(["f", "g"][:len(parts)]):
         stream.append(gemini_chunk({"name": name, "willContinue": True}))
         stream += [gemini_chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": piece,
-                                           "willContinue": True}], "willContinue": True})
+                                                  "willContinue": True}], "willContinue": True})
                    for piece in parts[slot]]
         stream.append(gemini_chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": ""}],
-                             "willContinue": True}))
+                                    "willContinue": True}))
         stream.append(gemini_chunk({}))
     return [*stream, gemini_chunk(None, "STOP")]
 

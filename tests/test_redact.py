@@ -610,8 +610,8 @@ def test_vertex_argument_pieces_are_masked_keeping_enum_values_or_dropped() -> N
     envelope = {"profile": "gemini", "tool_schemas": {"get_weather": WEATHER}, "chunks": [
         gemini_chunk({"name": "get_weather", "willContinue": True}),
         gemini_chunk({"partialArgs": [{"jsonPath": "$.city", "stringValue": "Oslo"},
-                               {"jsonPath": "$.unit", "stringValue": "celsius"}],
-               "willContinue": True}),
+                                      {"jsonPath": "$.unit", "stringValue": "celsius"}],
+                      "willContinue": True}),
         gemini_chunk({}), gemini_chunk(None, "STOP")]}
 
     def pieces(mode: ArgumentMode) -> list[str]:
