@@ -36,8 +36,9 @@ from urllib.parse import parse_qs, urlsplit
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.loopback import split_listen
 from callgate.reassemble.errors import InputError, NotApplicable, UsageError
+from callgate.reassemble.framing import JSON_ARRAY, NDJSON, SSE
 from callgate.reassemble.mutations import KINDS, mutate
-from callgate.reassemble.profiles import PROFILES, array_frames, frames
+from callgate.reassemble.profiles import PROFILES, framed
 
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
@@ -118,29 +119,34 @@ class FakeProvider:
         return name, self.fixtures[name]
 
 
+#: The content type each framing is served with.
+_CONTENT_TYPES = {SSE: "text/event-stream", JSON_ARRAY: "application/json; charset=UTF-8",
+                  NDJSON: "application/x-ndjson"}
+
+
 def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
                   waits: Iterator[float] | None = None, *, abort_after: int = -1,
                   gzip: bool = False) -> None:
     """Answer ``handler``'s request with the envelope's stream in its profile's framing (Gemini's
     JSON array unless the request asked ``alt=sse``), chunked, one flush per event. ``waits``:
     seconds before each frame; ``abort_after``: cut the connection after that many frames."""
-    as_array = PROFILES[envelope["profile"]].json_array and \
-        parse_qs(urlsplit(handler.path).query).get("alt") != ["sse"]
+    framings = PROFILES[envelope["profile"]].framings
+    asked_sse = parse_qs(urlsplit(handler.path).query).get("alt") == ["sse"]
+    framing = SSE if asked_sse and SSE in framings else framings[0]
     handler.send_response(200)
-    handler.send_header("content-type", "application/json; charset=UTF-8" if as_array
-                        else "text/event-stream")
+    handler.send_header("content-type", _CONTENT_TYPES[framing])
     handler.send_header("transfer-encoding", "chunked")
     if gzip:
         handler.send_header("content-encoding", "gzip")
     handler.end_headers()
-    framed: Iterator[bytes] = array_frames(envelope) if as_array else frames(envelope)
+    frames: Iterator[bytes] = framed(envelope, framing)
     pieces = split_pieces(envelope)
     if pieces:  # split_events: the framed stream re-cut into pieces of these sizes, in turn
-        framed, waits = recut(b"".join(framed), pieces), None
+        frames, waits = recut(b"".join(frames), pieces), None
         # Each piece its own TCP segment, as far as the sender decides it.
         handler.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     compressor = zlib.compressobj(wbits=31) if gzip else None
-    for number, (frame, wait) in enumerate(zip(framed, waits or repeat(0.0), strict=False)):
+    for number, (frame, wait) in enumerate(zip(frames, waits or repeat(0.0), strict=False)):
         if number == abort_after:
             _abort(handler)
             return

@@ -23,11 +23,11 @@ from mitmproxy.hooks import UpdateHook
 
 from callgate.proxy_addon import webview
 from callgate.proxy_addon.storage import write_atomic
-from callgate.proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
+from callgate.proxy_addon.tap import StreamTap
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
 from callgate.reassemble import Finding, Reassembler, Report
 from callgate.reassemble.errors import CallgateError
-from callgate.reassemble.profiles import PROFILES, array_frames, frames, profile_for
+from callgate.reassemble.profiles import framed, framing_for, profile_for
 from callgate.reassemble.providers import provider_from_url
 from callgate.redact import (
     ArgumentMode,
@@ -157,11 +157,8 @@ class CallgateAddon:
         if profile is None:
             return None
         media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type == "text/event-stream":
-            return self._capture(flow, profile, provider, SSE)
-        if media_type == "application/json" and PROFILES[profile].json_array:  # Gemini, no alt=sse
-            return self._capture(flow, profile, provider, JSON_ARRAY)
-        return None
+        framing = framing_for(profile, media_type)
+        return None if framing is None else self._capture(flow, profile, provider, framing)
 
     def _capture(self, flow: http.HTTPFlow, profile: str, provider: str | None,
                  framing: str) -> _Capture | None:
@@ -229,7 +226,7 @@ class CallgateAddon:
         shown = ctx.options.callgate_web_body == WebBody.redacted and _viewed()
         future = self._writer().submit(_write_fixture, exchange, capture.tap.profile,
                                        capture.provider, out, mode, allow,
-                                       shown and capture.tap.framing == JSON_ARRAY, shown)
+                                       capture.tap.framing if shown else None)
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         loop = asyncio.get_running_loop()
@@ -262,17 +259,17 @@ def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchang
 
 
 def _write_fixture(exchange: Exchange, profile: str, provider: str | None, out: Path,
-                   mode: ArgumentMode, allow: bool, json_array: bool,
-                   shown: bool) -> tuple[Path, Report, bytes | None]:
-    """Runs in the writer process: the fixture's path, its report, and with ``shown`` its
-    stream framed as the provider frames it (the body mitmweb shows)."""
+                   mode: ArgumentMode, allow: bool,
+                   shown: str | None) -> tuple[Path, Report, bytes | None]:
+    """Runs in the writer process: the fixture's path, its report, and with ``shown`` (the
+    response's framing) its stream framed as the provider framed it (the body mitmweb shows)."""
     redacted = redact_exchange(exchange, profile=profile, provider=provider, arguments=mode,
                                allow_verdict_change=allow)
     data = fixture_bytes(redacted.envelope)
     path = out / fixture_name(redacted.envelope, data)
     write_atomic(path, data)
-    framed = array_frames if json_array else frames
-    return path, redacted.report, b"".join(framed(redacted.envelope)) if shown else None
+    return path, redacted.report, None if shown is None else b"".join(
+        framed(redacted.envelope, shown))
 
 
 def _report_written(flow: http.HTTPFlow,

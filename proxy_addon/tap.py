@@ -1,15 +1,15 @@
 """The per-flow pipeline behind ``flow.response.stream``: bytes in, the same bytes out.
 
 How this works: each body chunk is decompressed incrementally, split into events (SSE by the
-shared decoder; Gemini's streamed JSON array, without ``alt=sse``, into its elements), parsed as
-JSON and fed to the engine, whose findings are reported as they happen. In
-observe mode the tap returns every chunk unchanged the moment it has looked at it. In enforce mode
-it works on whole events instead: everything streams as before except the provider's terminal
-evidence (a chunk with ``finish_reason`` and what follows it; Anthropic's ``message_delta`` and
-``message_stop``) and the end marker (``[DONE]``, ``message_stop``, the array's closing bracket),
-which are held until the verdict is known at the end marker or the end of the body, then
-released unchanged on a pass or replaced by a provider-shaped error event on a fail. Per chunk
-the work is proportional to the chunk.
+shared decoder; Gemini's streamed JSON array, without ``alt=sse``, into its elements;
+newline-delimited JSON into its lines), parsed as JSON and fed to the engine, whose findings are
+reported as they happen. In observe mode the tap returns every chunk unchanged the moment it has
+looked at it. In enforce mode it works on whole events instead: everything streams as before
+except the provider's terminal evidence (a chunk with ``finish_reason`` and what follows it;
+Anthropic's ``message_delta`` and ``message_stop``; Ollama's ``done`` line) and the end marker
+(``[DONE]``, ``message_stop``, the array's closing bracket), which are held until the verdict is
+known at the end marker or the end of the body, then released unchanged on a pass or replaced by
+a provider-shaped error event on a fail. Per chunk the work is proportional to the chunk.
 
 A body that stops being UTF-8 is the provider's fault, not the pipeline's: the events before the
 bad byte were read, the rest of the body is handed to the engine as one text event (which no
@@ -32,14 +32,20 @@ import time
 from collections.abc import Callable
 
 from callgate.reassemble import Code, Finding, Reassembler, Report
-from callgate.reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
+from callgate.reassemble.framing import (
+    JSON_ARRAY,
+    NDJSON,
+    SSE,
+    ArrayFramer,
+    Blocks,
+    EventFramer,
+    LineFramer,
+    element_text,
+)
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.sse import SSEDecoder, SSEError
 from callgate.redact.body import event_value
 from callgate.redact.encoding import Decompressor
-
-#: How a response streams: server-sent events, or Gemini's JSON array (no ``alt=sse``).
-SSE, JSON_ARRAY = "sse", "json-array"
 
 _DONE = "[DONE]"
 
@@ -52,6 +58,8 @@ def blocked_event(profile: str, codes: list[str], framing: str = SSE,
     body = PROFILES[profile].error_body(message, codes)
     if framing == JSON_ARRAY:
         return f"{'[' if opens_array else ','}{json.dumps(body)}\n]".encode()
+    if framing == NDJSON:
+        return json.dumps(body).encode() + b"\n"
     return PROFILES[profile].sse_frame(body)
 
 
@@ -82,8 +90,8 @@ class StreamTap:
         self._sse = SSEDecoder()
         # Enforce mode cuts the body into blocks with the framer and reads each block; observe
         # mode reads chunks as they come (a JSON array through the same framer).
-        self._framer: Blocks = EventFramer() if framing == SSE else ArrayFramer()
-        self._element_seen = False  # JSON array: the next element follows a comma
+        self._framer: Blocks = {SSE: EventFramer, NDJSON: LineFramer}.get(framing, ArrayFramer)()
+        self._element_seen = False  # JSON array, JSON lines: the first block was read
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
         self._held: list[bytes] = []
         self._verdict: bool | None = None  # enforce: None until decided, then pass/fail
@@ -178,12 +186,16 @@ class StreamTap:
         """Observe mode: the JSON text of each event a chunk completes (empty: the body's end)."""
         if self.framing == JSON_ARRAY:
             return self._elements(self._framer.feed(data))
+        if self.framing == NDJSON:
+            return self._lines(self._framer.feed(data) if data else [self._framer.rest()])
         return self._sse_texts(data)
 
     def _block_texts(self, block: bytes, *, tail: bool) -> list[str | bytes]:
         """Enforce mode: the JSON text of the event in a whole block (a tail holds none)."""
         if self.framing == JSON_ARRAY:
             return self._elements([] if tail else [block])
+        if self.framing == NDJSON:
+            return self._lines([block])  # a tail too: the last line may lack its newline
         return self._sse_texts(block)
 
     def _elements(self, blocks: list[bytes]) -> list[str | bytes]:
@@ -192,6 +204,14 @@ class StreamTap:
         self._element_seen = self._element_seen or bool(blocks)
         self.end_marker_seen = self._array_closed
         return texts
+
+    def _lines(self, blocks: list[bytes]) -> list[str | bytes]:
+        """The JSON text of each line, blank lines left out (they hold no event), and a byte
+        order mark before the first line, as import reads the body."""
+        if blocks and not self._element_seen:
+            self._element_seen = True
+            blocks = [blocks[0].removeprefix(b"\xef\xbb\xbf"), *blocks[1:]]
+        return [line for block in blocks if (line := block.strip())]
 
     @property
     def _array_closed(self) -> bool:
@@ -229,7 +249,9 @@ class StreamTap:
         if tail or self._held or self._undecodable or marks_end or any(
                 self._profile.carries_terminal(e) for e in events):
             self._held.append(block)
-            return self._decide() if self.end_marker_seen else []
+            # ollama-python reads lines past the done line: there only the body's end decides.
+            decides = self.end_marker_seen and self.framing != NDJSON
+            return self._decide() if decides else []
         self._sent += len(block)
         return [block]
 
@@ -242,3 +264,4 @@ class StreamTap:
             return held
         return [blocked_event(self.profile, report.blocking_codes, self.framing,
                               opens_array=self._sent == 0)]
+

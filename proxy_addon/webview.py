@@ -19,7 +19,8 @@ from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
-from callgate.reassemble.framing import ArrayFramer, element_text
+from callgate.reassemble.framing import JSON_ARRAY, NDJSON, SSE, ArrayFramer, element_text
+from callgate.reassemble.profiles import PROFILES, framing_for
 from callgate.reassemble.sse import decode_all
 
 #: Where the flow keeps the report its view renders (the redacted one, unless the body is raw).
@@ -46,12 +47,14 @@ def bounded(body: bytes, limit: int) -> bytes:
     return body[:half] + note.encode() + body[len(body) - half:]
 
 
-def event_texts(body: bytes, json_array: bool) -> list[str]:
+def event_texts(body: bytes, framing: str) -> list[str]:
     """The stream's events as text, one per entry, read as the proxy read them."""
-    if json_array:
+    if framing == JSON_ARRAY:
         framer = ArrayFramer()
         blocks = framer.feed(body)
         return [_text(element_text(block, i == 0)) for i, block in enumerate(blocks)]
+    if framing == NDJSON:
+        return [_text(line) for line in body.split(b"\n") if line.strip()]
     events, _ = decode_all(body)
     return [event.data for event in events]
 
@@ -60,7 +63,7 @@ def _text(value: str | bytes) -> str:
     return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
-def render(report: Mapping[str, Any], body: bytes, json_array: bool) -> Iterator[Line]:
+def render(report: Mapping[str, Any], body: bytes, framing: str) -> Iterator[Line]:
     """The view's lines, each a list of ``(style, text)``; styles as mitmproxy names them."""
     status = report.get("status", "?")
     verdict = "EXECUTABLE" if report.get("executable") else "BLOCKED"
@@ -73,7 +76,7 @@ def render(report: Mapping[str, Any], body: bytes, json_array: bool) -> Iterator
     yield [("header", "events")]
     struck = {f["event"]: f["severity"] for f in report.get("findings", [])
               if f.get("event") is not None}
-    for number, text in enumerate(event_texts(body, json_array)):
+    for number, text in enumerate(event_texts(body, framing)):
         severity = struck.get(number)
         style = "error" if severity == "blocking" else "warn" if severity else "text"
         mark = "\u2717" if severity == "blocking" else "!" if severity else " "
@@ -109,10 +112,14 @@ def _judged(flow: Any) -> Mapping[str, Any] | None:
     return report if isinstance(report, dict) else None
 
 
-def _json_array(flow: Any) -> bool:
+def _framing(flow: Any, report: Mapping[str, Any]) -> str:
+    """The framing the flow's body streamed in, by its profile and media type."""
     response = getattr(flow, "response", None)
     kind = response.headers.get("content-type", "") if response is not None else ""
-    return not kind.startswith("text/event-stream")
+    profile = report.get("profile")
+    framing = framing_for(profile, kind.split(";")[0].strip().lower()) \
+        if profile in PROFILES else None
+    return framing or SSE
 
 
 def register() -> None:
@@ -138,7 +145,7 @@ def _modern_view() -> Any:
             report = _judged(metadata.flow)
             if report is None:
                 raise ValueError("callgate did not judge this flow")
-            return _plain(render(report, data, _json_array(metadata.flow)))
+            return _plain(render(report, data, _framing(metadata.flow, report)))
 
         def render_priority(self, data: bytes, metadata: Any) -> float:
             return 2.0 if _judged(metadata.flow) is not None else -1.0
@@ -157,7 +164,7 @@ def _legacy_view() -> Any:
             if report is None:
                 return "callgate: not judged", iter([[("text", "callgate did not judge this "
                                                                 "flow")]])
-            return "callgate", render(report, data, _json_array(flow))
+            return "callgate", render(report, data, _framing(flow, report))
 
         def render_priority(self, data: bytes, *, flow: Any = None, **metadata: Any) -> float:
             return 2.0 if _judged(flow) is not None else 0.0

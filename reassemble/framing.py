@@ -5,6 +5,8 @@ are exactly the bytes fed, so a proxy can hold and release upstream bytes event 
 call is proportional to the bytes given.
 
 - ``EventFramer``: server-sent events, each block up to and including the blank line that ends it.
+- ``LineFramer``: newline-delimited JSON (Ollama's ``application/x-ndjson``), each block one line
+  with its ``\\n``.
 - ``ArrayFramer``: Gemini's streamed JSON array. Without ``?alt=sse``, ``:streamGenerateContent``
   answers ``application/json``: one array whose elements (each a ``GenerateContentResponse``) are
   sent as they are made, e.g. ``[{…}\\n,\\r\\n{…}\\n]``. Each block ends just after one
@@ -17,6 +19,13 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+
+#: The framings a response streams in: server-sent events, Gemini's JSON array (no ``alt=sse``),
+#: newline-delimited JSON.
+SSE, JSON_ARRAY, NDJSON = "sse", "json-array", "ndjson"
+#: The media types each framing is served with; NDJSON servers also say ``application/json``.
+MEDIA_TYPES = {SSE: ("text/event-stream",), JSON_ARRAY: ("application/json",),
+               NDJSON: ("application/x-ndjson", "application/json")}
 
 
 class Blocks(ABC):
@@ -102,6 +111,18 @@ class EventFramer(Blocks):
             return cut
         self._line_empty = self._previous_cr = False
         return cut
+
+
+class LineFramer(Blocks):
+    """Cuts the body into lines, each block ending just after its ``\\n`` (a ``\\r`` before
+    it stays in the block: JSON reads it as white space)."""
+
+    def _cuts(self, data: bytes, offset: int) -> list[int]:
+        cuts, at = [], data.find(b"\n")
+        while at != -1:
+            cuts.append(offset + at + 1)
+            at = data.find(b"\n", at + 1)
+        return cuts
 
 
 _TOKENS = re.compile(rb'[][{}"\\]')

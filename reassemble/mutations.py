@@ -408,6 +408,10 @@ def _whole_calls(profile: Profile) -> bool:
     return profile.whole_calls
 
 
+def _no_slot_field(profile: Profile) -> bool:
+    return not profile.slot_field
+
+
 def _identity_once(profile: Profile) -> bool:
     return not profile.fragments_restate_identity
 
@@ -425,7 +429,7 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
          "the turn ends as if the output hit the token limit", _wrong_terminal),
     Kind("reuse_slot", Code.IDENTITY_COLLISION,
          "the second call comes on the first call's slot, with its own id", _reuse_slot,
-         _whole_calls),
+         _no_slot_field),
     Kind("drop_id", Code.MISSING_CALL_ID, "the first call's id is left out", _drop_id,
          _whole_calls),
     Kind("corrupt_arguments", Code.INVALID_ARGUMENTS_JSON,

@@ -23,6 +23,7 @@ _HOSTS: tuple[tuple[str, str], ...] = (
     ("api.cerebras.ai", "cerebras"),
     ("api.cohere.com", "cohere"),
     ("api.cohere.ai", "cohere"),
+    ("ollama.com", "ollama"),
     ("api.deepseek.com", "deepseek"),
     ("api.x.ai", "xai"),
     ("api.together.xyz", "together"),

@@ -23,13 +23,16 @@ class StreamBody:
     incomplete: bool = False
 
 
-def parse_stream_body(body: bytes, content_type: str | None) -> StreamBody:
+def parse_stream_body(body: bytes, content_type: str | None, *,
+                      json_lines: bool = False) -> StreamBody:
     """Split ``body`` into events by its content type (``text/event-stream``,
-    ``application/x-ndjson`` or ``application/json``). Raises ``NotApplicable``."""
+    ``application/x-ndjson`` or ``application/json``: a JSON array, or with ``json_lines`` JSON
+    lines). Raises ``NotApplicable``."""
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "text/event-stream":
         return _sse(body)
-    if kind in ("application/x-ndjson", "application/jsonl", "application/json-lines"):
+    if kind in ("application/x-ndjson", "application/jsonl", "application/json-lines") or (
+            json_lines and kind == "application/json"):
         return _json_lines(body)
     if kind == "application/json":
         return _json_array(body)

@@ -25,10 +25,12 @@ from urllib.parse import urlsplit
 
 from callgate.reassemble import Report, check, strict_json
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
+from callgate.reassemble.framing import NDJSON
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import (
     PROFILES,
     VERSION_HEADERS,
+    framing_for,
     profile_for,
     profile_of_events,
 )
@@ -65,8 +67,9 @@ def redact_exchange(exchange: Exchange, *, profile: str | None = None,
     """The safe envelope for one exchange. ``keep_text`` keeps the model's free text (for
     tapes, which replay it to the app). Raises ``NotApplicable`` or ``RedactionRefused``."""
     provider = provider or provider_from_url(exchange.url)
-    body = _stream_body(exchange)
-    profile = profile or profile_for(exchange.url, provider) or profile_of_events(body.events)
+    profile = profile or profile_for(exchange.url, provider)
+    body = _stream_body(exchange, profile)
+    profile = profile or profile_of_events(body.events)
     if profile is None:
         raise NotApplicable(f"no profile reads endpoint {urlsplit(exchange.url).path or '/'}")
     request = request_json(exchange.request_body)
@@ -142,13 +145,15 @@ def refuse_leaks(document: Mapping[str, Any], secrets: Collection[str]) -> None:
 # -- the exchange ------------------------------------------------------------------------------
 
 
-def _stream_body(exchange: Exchange) -> StreamBody:
+def _stream_body(exchange: Exchange, profile: str | None) -> StreamBody:
     if exchange.method.upper() != "POST":
         raise NotApplicable(f"method {exchange.method} is not a model call")
     if not 200 <= exchange.status < 300:
         raise NotApplicable(f"HTTP status {exchange.status}")
+    # Ollama serves its newline-delimited stream as application/json too.
+    lines = profile is not None and framing_for(profile, "application/json") == NDJSON
     return parse_stream_body(exchange.response_body,
-                             exchange.header("content-type", response=True))
+                             exchange.header("content-type", response=True), json_lines=lines)
 
 
 def request_json(body: bytes) -> dict[str, Any]:

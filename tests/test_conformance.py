@@ -101,6 +101,24 @@ def resplit_cohere(event: Any) -> list[Any]:
     return [head, tail]
 
 
+def resplit_ollama(chunk: Any) -> list[Any]:
+    """A line holding several whole calls gives each its own line; ``done`` and what the last
+    line says besides stay on the last."""
+    message = chunk.get("message") if isinstance(chunk, dict) else None
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    if not isinstance(calls, list) or len(calls) < 2:
+        return [chunk]
+    spread = []
+    for number, call in enumerate(calls):
+        single = copy.deepcopy(chunk)
+        single["message"]["tool_calls"] = [call]
+        if number < len(calls) - 1:
+            single = {key: value for key, value in single.items()
+                      if key in ("model", "created_at", "message")} | {"done": False}
+        spread.append(single)
+    return spread
+
+
 def resplit_responses(events: list[Any]) -> list[Any]:
     """Halve each function_call_arguments.delta; later sequence_numbers move up by one per
     split, so gaps and steps back in the original stay exactly as they were."""
@@ -180,7 +198,7 @@ def has_argument_text(envelope: dict[str, Any]) -> bool:
 
 
 RESPLITTERS = {"openai": resplit_chat, "mistral": resplit_chat, "anthropic": resplit_anthropic,
-               "gemini": resplit_gemini, "cohere": resplit_cohere}
+               "gemini": resplit_gemini, "cohere": resplit_cohere, "ollama": resplit_ollama}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)

@@ -141,12 +141,16 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
         "fail", ["invalid_schema"], []),
     "cohere/cohere-v2-no-arg-tool-empty-args-vercel.jsonl": ("pass", [], []),
     "cohere/cohere-v2-parallel-2-calls-tool-plan-vercel.jsonl": ("pass", [], []),
+    "ollama/ollama-cloud-gpt-oss-20b-thinking-then-tool-fantasy.ndjson": ("pass", [], []),
+    "ollama/ollama-cloud-gpt-oss-120b-thinking-then-tool-fantasy.ndjson": ("pass", [], []),
+    "ollama/ollama-cloud-gpt-oss-120b-asked-for-2-got-1-fantasy.ndjson": ("pass", [], []),
 }
 
 
 # The APIs the profiles read today, and those whose streams wait for a profile of their own.
-READ_APIS = {"chat.completions", "messages", "generateContent", "responses", "v2/chat"}
-UNREAD_APIS = {"converse-stream", "invoke-with-response-stream", "api/chat"}
+READ_APIS = {"chat.completions", "messages", "generateContent", "responses", "v2/chat",
+             "api/chat"}
+UNREAD_APIS = {"converse-stream", "invoke-with-response-stream"}
 
 
 def all_index_rows() -> list[dict[str, str]]:
@@ -162,7 +166,7 @@ def index_rows() -> list[dict[str, str]]:
 
 def body_events(path: Path) -> list[Any]:
     data = path.read_bytes()
-    if path.suffix == ".jsonl":
+    if path.suffix in (".jsonl", ".ndjson"):
         return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
     if path.suffix == ".json":
         return list(json.loads(data))
@@ -202,6 +206,8 @@ def called_names(events: list[Any]) -> set[str]:
             for call in (choice.get("delta") or {}).get("tool_calls") or []:
                 if (call.get("function") or {}).get("name"):
                     names.add(call["function"]["name"])
+        for call in (event.get("message") or {}).get("tool_calls") or []:  # Ollama
+            names.add(call["function"]["name"])
         if event.get("type") == "tool-call-start":  # Cohere v2
             names.add(event["delta"]["message"]["tool_calls"]["function"]["name"])
         for candidate in event.get("candidates") or []:
@@ -230,7 +236,8 @@ runner = CliRunner()
 
 
 def profile_of(row: dict[str, str]) -> str:
-    by_api = {"responses": "openai-responses", "generateContent": "gemini", "v2/chat": "cohere"}
+    by_api = {"responses": "openai-responses", "generateContent": "gemini", "v2/chat": "cohere",
+              "api/chat": "ollama"}
     return by_api.get(row["api"]) or PROFILE_BY_PROVIDER.get(row["provider"], "openai")
 
 

@@ -116,6 +116,25 @@ def test_anthropic_python_and_callgate_agree_on_a_valid_fragmented_input(
     assert (code, err, verdict_lines(out)) == (0, "", ["agree: both hand on the same 1 call"])
 
 
+def test_ollama_python_hands_on_both_calls_at_one_index_and_ids_are_not_compared(
+        apps_python: str) -> None:
+    result = adapter_result(apps_python, "ollama-python", "ollama/reused_index_new_id")
+    assert result == AdapterResult(
+        adapter="ollama-python", version="0.6.3", finish="stop", error=None,
+        calls=(HandedCall(None, "get_weather", '{"city": "Paris"}'),
+               HandedCall(None, "get_weather", '{"city": "Rome"}')))
+    code, out, err = diff(["ollama/reused_index_new_id"], "ollama-python", apps_python)
+    assert (code, err) == (1, "")
+    assert verdict_lines(out) == ["DISAGREE: ollama-python hands on 2 calls; callgate blocks "
+                                  "(duplicate_start, identity_collision)"]
+    # callgate's calls carry the ids the stream gave; ollama-python keeps none.
+    code, out, err = diff(["ollama/valid_parallel_calls_two_lines", "ollama/truncated_before_done"],
+                          "ollama-python", apps_python)
+    assert (code, err, verdict_lines(out)) == (1, "", [
+        "agree: both hand on the same 2 calls",
+        "DISAGREE: ollama-python hands on 1 call; callgate blocks (missing_terminal)"])
+
+
 def test_an_adapter_that_raises_agrees_with_a_callgate_that_runs_nothing(
         apps_python: str) -> None:
     code, out, _ = diff(["openai/stream_error"], "openai-python", apps_python)

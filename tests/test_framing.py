@@ -1,5 +1,5 @@
-"""Framing a streamed body into whole events at any chunk boundaries: SSE blocks and Gemini's
-streamed JSON array; a cut array keeps its whole elements."""
+"""Framing a streamed body into whole events at any chunk boundaries: SSE blocks, Gemini's
+streamed JSON array and JSON lines; a cut array keeps its whole elements."""
 
 from __future__ import annotations
 
@@ -12,7 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from callgate.reassemble import strict_json
-from callgate.reassemble.framing import ArrayFramer, Blocks, EventFramer, element_text
+from callgate.reassemble.framing import (
+    ArrayFramer,
+    Blocks,
+    EventFramer,
+    LineFramer,
+    element_text,
+)
 from callgate.reassemble.profiles import array_frames
 from callgate.redact.body import NotApplicable, parse_stream_body
 from tests.conftest import CONFORMANCE
@@ -141,7 +147,17 @@ def test_a_crlf_that_ends_an_event_is_one_line_end_and_a_following_lf_is_another
     assert [bytes(b) for b in EventFramer().feed(b"\r\n\n")] == [b"\r\n", b"\n"]
 
 
-@pytest.mark.parametrize("framer", [EventFramer, ArrayFramer])
+@given(st.lists(st.text(alphabet='{}"a\r\u2028é', max_size=6), max_size=6),
+       st.lists(st.integers(min_value=0), max_size=20))
+def test_json_lines_end_just_after_each_line_feed_whatever_the_chunking(
+        lines: list[str], cuts: list[int]) -> None:
+    expected = [(line + "\n").encode() for line in lines]
+    body = b"".join(expected) + b'{"cut'
+    blocks, rest, _ = frame(body, cuts, LineFramer())
+    assert blocks == expected and rest == b'{"cut'
+
+
+@pytest.mark.parametrize("framer", [EventFramer, ArrayFramer, LineFramer])
 def test_the_rest_is_handed_over_once(framer: type[Blocks]) -> None:
     blocks = framer()
     blocks.feed(b'data: {"a"' if framer is EventFramer else b'[{"a"')

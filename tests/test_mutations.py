@@ -119,6 +119,25 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delayed_identity": f"delayed_identity: {NO_ENTRY}",
         "split_events": [],
     },
+    "ollama/valid_single_call": {
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal"],
+        "delta_after_terminal": "delta_after_terminal: no argument fragment comes "
+            "before the terminal evidence",
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": "drop_id: call ids are optional in this API",
+        "corrupt_arguments": "corrupt_arguments: no call streams its arguments",
+        "schema_violation": ["schema_violation"],
+        "provider_error": ["missing_terminal", "stream_error"],
+        "resplit": "resplit: no call's arguments come in two fragments or more",
+        "interleave": "interleave: one call in the turn",
+        "empty_deltas": "empty_deltas: no event only adds argument text to a call",
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
     "gemini/vertex_partial_args_valid": {
         "truncate": ["missing_terminal"],
         "drop_terminal": ["missing_terminal"],
@@ -190,6 +209,8 @@ REUSED_SLOT = {
         "identity_collision"],
     "cohere/valid_parallel_calls": [
         "delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"],
+    # Whole calls: the moved call's start is all the engine reads of it.
+    "ollama/valid_parallel_calls_two_lines": ["duplicate_start", "identity_collision"],
 }
 
 
@@ -203,8 +224,9 @@ def test_a_second_call_on_the_first_calls_slot_is_a_collision_in_every_profile_w
 def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_cannot_have(
         ) -> None:
     """Gemini sends each call whole (or, on Vertex, in partialArgs pieces) in one part: no
-    fragments to re-cut, corrupt or repeat, no slot field, and the call id is optional. Only
-    Chat Completions fragments can state their call's identity again."""
+    fragments to re-cut, corrupt or repeat, no slot field, and the call id is optional. Ollama
+    sends calls whole too, but names their slots. Only Chat Completions fragments can state
+    their call's identity again."""
     applies = set()
     for path in PASSING:
         envelope = load(path)
@@ -222,7 +244,10 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
         "empty_deltas")} | {(profile, kind) for profile in ("anthropic", "openai-responses",
                                                             "gemini")
                             for kind in ("repeat_identity", "delayed_identity")} | {
-        ("cohere", kind) for kind in ("repeat_identity", "delayed_identity")}
+        ("cohere", kind) for kind in ("repeat_identity", "delayed_identity")} | {
+        ("ollama", kind) for kind in ("delta_after_terminal", "drop_id", "corrupt_arguments",
+                                      "resplit", "empty_deltas", "repeat_identity",
+                                      "delayed_identity")}
 
 
 def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:

@@ -68,8 +68,11 @@ def texts_at(sites: list[ArgumentSite]) -> set[str]:
         if kind == "stream" and isinstance(value, str):
             streams.setdefault(key, []).append(value)
         elif kind == "copy":
-            texts.add(value if isinstance(value, str) else
-                      json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+            # A string is the text itself (Chat Completions), or for a profile that writes a
+            # call's value as JSON (Ollama) that value: both are the site's.
+            texts.add(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+            if isinstance(value, str):
+                texts.add(value)
     return texts | {"".join(parts) for parts in streams.values()}
 
 
@@ -111,7 +114,8 @@ def test_sniffing_names_only_profiles_whose_first_event_is_unmistakable() -> Non
     sniffed = {name: profile_of_events(load(fixtures_of(PROFILES[name])[0])[
         PROFILES[name].stream_key]) for name in NAMES}
     assert sniffed == {"anthropic": "anthropic", "cohere": "cohere", "gemini": None,
-                       "mistral": "openai", "openai": "openai", "openai-responses": None}
+                       "mistral": "openai", "ollama": "ollama", "openai": "openai",
+                       "openai-responses": None}
 
 
 def _set(path: list[str | int], value: object) -> object:
@@ -173,6 +177,21 @@ MALFORMED = {
     "openai delta not an object": (
         "openai/valid_fragmented", _set([1, "choices", 0, "delta"], "x"),
         "/chunks/1/choices/0/delta", "delta is not an object"),
+    "ollama message not an object": (
+        "ollama/valid_single_call", _set([0, "message"], "x"), "/chunks/0/message",
+        "message is not an object"),
+    "ollama tool_calls not a list": (
+        "ollama/valid_single_call", _set([2, "message", "tool_calls"], {}),
+        "/chunks/2/message/tool_calls", "tool_calls is not a list"),
+    "ollama call without a function object": (
+        "ollama/valid_single_call", _set([2, "message", "tool_calls", 0, "function"], []),
+        "/chunks/2/message/tool_calls/0", "tool call has no function object"),
+    "ollama call name not a string": (
+        "ollama/valid_single_call", _set([2, "message", "tool_calls", 0, "function", "name"], 3),
+        "/chunks/2/message/tool_calls/0/function/name", "name is not a string"),
+    "ollama done not a boolean": (
+        "ollama/valid_single_call", _set([3, "done"], "yes"), "/chunks/3/done",
+        "done is not a boolean"),
 }
 
 
@@ -189,6 +208,11 @@ PLACES = {
     "openai delta not an object": (None, None),
     "openai message object equal to the delta, without Writer's quirk": (0, None),
     "openai message object without its quirk": (0, None),
+    "ollama message not an object": (None, None),
+    "ollama tool_calls not a list": (None, None),
+    "ollama call without a function object": (None, None),
+    "ollama call name not a string": (0, 0),
+    "ollama done not a boolean": (None, None),
 }
 
 
@@ -213,6 +237,7 @@ def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: st
     ("https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/"
      "google/models/gemini:streamGenerateContent", "gemini-vertex"),
     ("http://127.0.0.1:11434/api/chat", "ollama"),
+    ("https://ollama.com/api/chat", "ollama"),
     ("https://x.openai.azure.com/openai/deployments/d/chat/completions", "azure-openai"),
     ("https://x.openai.azure.com/openai/v1/chat/completions", "azure-openai"),
     ("https://api.cerebras.ai/v1/chat/completions", "cerebras"),

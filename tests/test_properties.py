@@ -126,10 +126,26 @@ def cohere_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, An
     return [*stream, {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}]
 
 
+def ollama_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
+    """Calls arrive whole, one line each, so the fragments only make up each call's object."""
+    def line(message: dict[str, Any], **end: Any) -> dict[str, Any]:
+        return {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "",
+                                                              **message}, "done": bool(end), **end}
+
+    names = ["f", "g"]
+    stream = [line({"tool_calls": [{"id": f"call_{i}", "function": {
+        "index": i, "name": names[i], "arguments": json.loads("".join(parts[i]))}}]})
+        for i in range(len(parts))]
+    return [*stream, line({}, done_reason="stop")]
+
+
 def expected_arguments(profile: str, parts: list[list[str]]) -> list[str]:
     texts = ["".join(fragments) for fragments in parts]
     if profile == "gemini":
         return [json.dumps({"v": text}, ensure_ascii=False, separators=(",", ":"))
+                for text in texts]
+    if profile == "ollama":
+        return [json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
                 for text in texts]
     return texts
 
@@ -145,15 +161,15 @@ def calls(report: Any) -> list[tuple[Any, ...]]:
 
 BUILDERS = {"openai": openai_stream, "mistral": openai_stream, "anthropic": anthropic_stream,
             "openai-responses": responses_stream, "gemini": gemini_stream,
-            "cohere": cohere_stream}
+            "cohere": cohere_stream, "ollama": ollama_stream}
 #: Where the terminal evidence is, counted from the end: the finish chunk (a usage chunk
 #: follows), message_delta (message_stop follows), response.completed, Gemini's STOP chunk,
-#: Cohere's message-end.
+#: Cohere's message-end, Ollama's done line.
 TERMINAL_FROM_END = {"openai": 2, "mistral": 2, "anthropic": 2, "openai-responses": 1,
-                     "gemini": 1, "cohere": 1}
+                     "gemini": 1, "cohere": 1, "ollama": 1}
 #: The first event that belongs to a call.
 FIRST_CALL_EVENT = {"openai": 0, "mistral": 0, "anthropic": 1, "openai-responses": 1,
-                    "gemini": 0, "cohere": 1}
+                    "gemini": 0, "cohere": 1, "ollama": 0}
 #: Argument text for every profile but Gemini, whose fragments are pieces of a string value.
 ARGUMENT_TEXT = st.one_of(arguments)
 STRING_VALUE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)

@@ -195,6 +195,7 @@ def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
     ("mistral", "/f/mistral/native_parallel_calls", 2),
     ("gemini", "/f/gemini/valid_parallel_two_chunks/", 2),
     ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1", 2),
+    ("ollama", "/f/ollama/valid_parallel_calls_two_lines", 2),
 ])
 def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Proxy, sdk: str,
                                                       base: str, calls: int,
@@ -238,6 +239,11 @@ def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Prox
      "ResponseValidationError", "'error': {'message': 'ca",
      [{"name": "get_weather", "arguments": '{"city":"Oslo"}'},
       {"name": "get_weather", "arguments": '{"city":"Rome"}'}]),
+    # ollama-python raises on an error line; unguarded it hands on both calls at index 0.
+    ("ollama", "/f/ollama/valid_parallel_calls_two_lines", "/f/ollama/reused_index_new_id",
+     "ResponseError", "callgate blocked this turn: duplicate_start, identity_collision",
+     [{"name": "get_weather", "arguments": {"city": "Paris"}},
+      {"name": "get_weather", "arguments": {"city": "Rome"}}]),
 ])
 def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
         upstream: Any, tmp_path: Path, sdk: str, good: str, bad: str, raised: str,
@@ -384,6 +390,31 @@ def test_a_cohere_turn_is_judged_and_a_bad_one_ends_with_cohere_s_error_in_enfor
                             b'{"finish_reason": "ERROR", "error": "callgate blocked this turn: '
                             b'delta_after_terminal, duplicate_start, duplicate_terminal, '
                             b'identity_collision"}}\n\n')
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
+def test_an_ollama_turn_is_judged_and_a_bad_one_ends_with_an_error_line_in_enforce_mode(
+        upstream: Any, tmp_path: Path, enforce: bool) -> None:
+    good, bad = "ollama/valid_parallel_calls_one_line", "ollama/call_after_done"
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
+        passed, blocked = (post(running.url, f"/f/{n}/api/chat", request_body(n))
+                           for n in (good, bad))
+        fixtures = fixtures_in(running.out, 2)
+    direct = [post(upstream.url, f"/f/{n}/api/chat", request_body(n))[2] for n in (good, bad)]
+    assert passed[2] == direct[0] and passed[1]["content-type"] == "application/x-ndjson"
+    assert sorted((f["profile"], f.get("provider"), f["meta"]["stream"]["framing"],
+                   f["expect"]["status"], tuple(f["expect"]["codes"])) for f in fixtures) == [
+        ("ollama", None, "jsonl", "fail", ("delta_after_terminal",)),
+        ("ollama", None, "jsonl", "pass", ())]
+    assert [f["chunks"] for f in sorted(fixtures, key=lambda f: f["expect"]["status"])] == [
+        redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope["chunks"] for n in (bad, good)]
+    lines = direct[1].splitlines(keepends=True)
+    if not enforce:
+        assert blocked[2] == direct[1]
+        return
+    # The call line goes out; the done line and the call after it are held, then replaced.
+    assert blocked[2] == lines[0] + blocked_event("ollama", ["delta_after_terminal"], "ndjson")
+    assert blocked[2].endswith(b'{"error": "callgate blocked this turn: delta_after_terminal"}\n')
 
 
 def turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[bytes]:

@@ -65,6 +65,17 @@ def test_gemini_fixtures_go_out_as_sse_when_asked_and_as_gemini_s_json_array_oth
     assert json.loads(array) == chunks
 
 
+def test_ollama_fixtures_go_out_as_json_lines_even_when_sse_is_asked(
+        served: FakeProvider) -> None:
+    name = "ollama/valid_parallel_calls_two_lines"
+    chunks = json.loads((CONFORMANCE / f"{name}.json").read_text())["chunks"]
+    for query in ("", "?alt=sse"):
+        _, headers, body = post(served.url, f"/f/{name}/api/chat{query}")
+        assert headers["content-type"] == "application/x-ndjson"
+        assert body == b"".join(json.dumps(c, separators=(",", ":")).encode() + b"\n"
+                                for c in chunks)
+
+
 def test_a_fixture_is_chosen_by_header_and_an_unknown_name_is_404(served: FakeProvider) -> None:
     by_header = post(served.url, "/v1/chat/completions",
                      headers={"x-callgate-fixture": "mistral/native_whole_call"})[2]

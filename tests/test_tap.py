@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from callgate.proxy_addon.tap import JSON_ARRAY, SSE, StreamTap
+from callgate.proxy_addon.tap import StreamTap
 from callgate.reassemble import Reassembler
+from callgate.reassemble.framing import JSON_ARRAY, NDJSON, SSE
 from callgate.reassemble.profiles import array_frames, frames
 from tests.conftest import CONFORMANCE, load
 
@@ -114,3 +115,53 @@ def test_an_event_over_a_mebibyte_is_read_as_import_reads_it(enforce: bool) -> N
     sent = through(tap, body, 64 << 10)
     assert (tap.close().status.value, tap.close().blocking_codes) == ("pass", [])
     assert sent == body
+
+
+OLLAMA = sorted((CONFORMANCE / "ollama").glob("*.json"))
+
+
+@pytest.mark.parametrize("piece", [1, 7, 100_000])
+@pytest.mark.parametrize("path", OLLAMA, ids=lambda p: p.stem)
+def test_json_lines_pass_whole_or_end_with_the_error_line_after_the_last_line_before_done(
+        path: Any, piece: int) -> None:
+    envelope = load(path)
+    lines = list(frames(envelope))
+    assert all(line.endswith(b"\n") and line.count(b"\n") == 1 for line in lines)
+    tap = tap_for(envelope, NDJSON)
+    sent = through(tap, b"".join(lines), piece)
+    report = tap.close()
+    assert (report.status.value, report.blocking_codes) == (
+        envelope["expect"]["status"], envelope["expect"]["codes"])
+    if report.exit_code != 1:
+        assert sent == b"".join(lines)
+        return
+    # Released: every line before the done line (which is held with all after it).
+    done = next((n for n, raw in enumerate(envelope["chunks"])
+                 if isinstance(raw, dict) and raw.get("done") is True), len(lines))
+    error = {"error": ERROR.format(", ".join(report.blocking_codes))}
+    assert sent == b"".join(lines[:done]) + json.dumps(error).encode() + b"\n"
+
+
+def test_a_call_after_the_done_line_is_judged_before_anything_from_the_done_line_goes_out(
+        ) -> None:
+    envelope = load(CONFORMANCE / "ollama" / "call_after_done.json")
+    first, done, late = frames(envelope)
+    tap = tap_for(envelope, NDJSON)
+    # The done line would pass the turn so far; it is held until the body ends.
+    assert through(tap, first + done, 100_000, end=False) == first
+    assert through(tap, late, 100_000) == json.dumps(
+        {"error": ERROR.format("delta_after_terminal")}).encode() + b"\n"
+
+
+@pytest.mark.parametrize("enforce", [False, True])
+def test_json_lines_without_a_last_newline_and_with_blank_lines_read_as_import_reads_them(
+        enforce: bool) -> None:
+    envelope = load(CONFORMANCE / "ollama" / "valid_parallel_calls_two_lines.json")
+    body = b"\xef\xbb\xbf" + b"\r\n\n".join(line.rstrip(b"\n") for line in frames(envelope))
+    engine = Reassembler("ollama", envelope["tool_schemas"])
+    tap = StreamTap(engine, "ollama", "", enforce=enforce, on_finding=lambda _: None,
+                    on_failure=lambda _: None, framing=NDJSON)
+    assert through(tap, body, 5) == body
+    assert [(c.name, c.arguments) for c in tap.close().calls] == [
+        (c["name"], c["arguments"]) for c in envelope["expect"]["calls"]]
+    assert tap.end_marker_seen

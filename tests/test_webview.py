@@ -3,8 +3,11 @@ report and the redacted stream."""
 
 from __future__ import annotations
 
+import json
+
 from callgate.proxy_addon.webview import bounded, event_texts, render
 from callgate.reassemble import check
+from callgate.reassemble.framing import JSON_ARRAY, NDJSON, SSE
 from callgate.reassemble.profiles import array_frames, frames
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
@@ -14,8 +17,8 @@ def test_a_failing_turn_renders_verdict_calls_findings_and_marks_the_events_stru
     redacted = redact_envelope(load(CONFORMANCE / "openai" / "reused_index_new_id.json"))
     body = b"".join(frames(redacted.envelope))
     lines = ["".join(text for _, text in line)
-             for line in render(redacted.report.to_dict(), body, json_array=False)]
-    events = event_texts(body, json_array=False)
+             for line in render(redacted.report.to_dict(), body, SSE)]
+    events = event_texts(body, SSE)
     assert lines[:2] == ["callgate: fail (BLOCKED)  openai/-  identity_collision",
                          "calls (1)"]
     assert lines[2] == ('  slot 0  call_redacted2  get_weather  blocked  '
@@ -24,15 +27,26 @@ def test_a_failing_turn_renders_verdict_calls_findings_and_marks_the_events_stru
         f"{'✗' if n == 2 else ' '} {n:>4}  {text}" for n, text in enumerate(events)]
     finding = next(line for line in lines if line.startswith("  identity_collision"))
     assert finding.endswith("(callgate explain identity_collision)")
-    styles = [line[0][0] for line in render(redacted.report.to_dict(), body, False)]
+    styles = [line[0][0] for line in render(redacted.report.to_dict(), body, SSE)]
     assert styles[lines.index("events") + 3] == "error"
 
 
 def test_a_gemini_array_body_is_read_one_element_a_line() -> None:
     envelope = load(CONFORMANCE / "gemini" / "valid_parallel_one_chunk.json")
     body = b"".join(array_frames(envelope))
-    assert len(event_texts(body, json_array=True)) == len(envelope["chunks"])
+    assert len(event_texts(body, JSON_ARRAY)) == len(envelope["chunks"])
     assert check(envelope).status.value == "pass"
+
+
+def test_a_json_lines_body_is_read_one_line_an_event() -> None:
+    envelope = load(CONFORMANCE / "ollama" / "reused_index_new_id.json")
+    body = b"".join(frames(envelope))
+    texts = event_texts(body + b"\n", NDJSON)  # a blank line is no event
+    assert [json.loads(text) for text in texts] == envelope["chunks"]
+    lines = ["".join(text for _, text in line)
+             for line in render(check(envelope).to_dict(), body, NDJSON)]
+    assert lines[lines.index("events") + 1:] == [
+        f"{'✗' if n == 1 else ' '} {n:>4}  {text}" for n, text in enumerate(texts)]
 
 
 def test_a_body_over_the_limit_keeps_head_and_tail_and_says_what_it_left_out() -> None:

@@ -49,6 +49,8 @@ class Adapter:
     profiles: tuple[str, ...]
     #: It hands on parsed arguments (a dict), so argument values are compared, not texts.
     hands_values: bool
+    #: It hands on each call's id (ollama-python's models have none: ids are not compared).
+    hands_ids: bool = True
 
 
 ADAPTERS: dict[str, Adapter] = {
@@ -56,6 +58,7 @@ ADAPTERS: dict[str, Adapter] = {
     "anthropic-python": Adapter("anthropic", "anthropic", ("anthropic",), True),
     "langchain": Adapter("langchain_openai", "langchain-openai", ("openai", "mistral"), True),
     "litellm": Adapter("litellm", "litellm", ("openai", "mistral"), False),
+    "ollama-python": Adapter("ollama", "ollama", ("ollama",), True, hands_ids=False),
 }
 
 
@@ -64,6 +67,7 @@ class AdapterName(StrEnum):
     anthropic_python = "anthropic-python"
     langchain = "langchain"
     litellm = "litellm"
+    ollama_python = "ollama-python"
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,7 @@ def diff_fixture(console: Console, path: Path, adapter: str, python: str) -> int
     check_profile(envelope["profile"], adapter)
     result = run_adapter(python, adapter, envelope)
     report = check(envelope)
-    verdict = compare(result, report, ADAPTERS[adapter].hands_values)
+    verdict = compare(result, report, ADAPTERS[adapter])
     console.print(styled((str(path), "bold"), f"  {report.profile}"))
     table = Table()
     # fold, not ellipsis: argument texts have no spaces to wrap at, and every byte matters here.
@@ -213,7 +217,7 @@ def allowed_calls(report: Report) -> tuple[HandedCall, ...]:
     return tuple(HandedCall(c.id, c.name, c.arguments) for c in report.calls if c.choice == 0)
 
 
-def compare(result: AdapterResult, report: Report, hands_values: bool) -> Verdict:
+def compare(result: AdapterResult, report: Report, adapter: Adapter) -> Verdict:
     """Agree when both hand on the same calls, or both hand on nothing (raising included)."""
     ours = allowed_calls(report)
     theirs = () if result.error else result.calls
@@ -221,7 +225,7 @@ def compare(result: AdapterResult, report: Report, hands_values: bool) -> Verdic
         raised = f" ({result.adapter} raises {error_type(result)})" if result.error else ""
         return Verdict(True, f"neither hands anything to the tool runner{raised}")
     if len(ours) == len(theirs) and all(
-            same_call(a, b, hands_values) for a, b in zip(ours, theirs, strict=True)):
+            same_call(a, b, adapter) for a, b in zip(ours, theirs, strict=True)):
         return Verdict(True, f"both hand on the same {count(len(ours), 'call')}")
     return Verdict(False, disagreement(result, report, ours, theirs))
 
@@ -242,10 +246,10 @@ def disagreement(result: AdapterResult, report: Report, ours: tuple[HandedCall, 
     return f"{result.adapter} hands on other calls than callgate"
 
 
-def same_call(ours: HandedCall, theirs: HandedCall, hands_values: bool) -> bool:
-    if (ours.id, ours.name) != (theirs.id, theirs.name):
+def same_call(ours: HandedCall, theirs: HandedCall, adapter: Adapter) -> bool:
+    if ours.name != theirs.name or (adapter.hands_ids and ours.id != theirs.id):
         return False
-    if not hands_values or ours.arguments is None or theirs.arguments is None:
+    if not adapter.hands_values or ours.arguments is None or theirs.arguments is None:
         return ours.arguments == theirs.arguments
     return canonical(ours.arguments) == canonical(theirs.arguments)
 

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from callgate.cli.diff.command import (
     ADAPTERS,
+    Adapter,
     AdapterResult,
     check_profile,
     compare,
@@ -79,7 +80,7 @@ def _diff(path: Path, adapters: Sequence[str], python: str | None, report: str,
     heads = ["kind", "callgate", *(f"{r.adapter} {r.version}" for r in rows[0][2])] if rows \
         else ["kind", "callgate", *adapters]
     cells = [[(kind, False), (_callgate(report), False),
-              *(_library(r, report, ADAPTERS[r.adapter].hands_values) for r in results)]
+              *(_library(r, report, ADAPTERS[r.adapter]) for r in results)]
              for kind, report, results in rows]
     # A library cell differs exactly where the library and callgate disagree.
     worst = int(any(differs for row in cells for _, differs in row[2:]))
@@ -108,7 +109,7 @@ def _callgate(report: Report) -> str:
     return "blocks: " + ", ".join(report.blocking_codes or [report.status.value])
 
 
-def _library(result: AdapterResult, report: Report, hands_values: bool) -> tuple[str, bool]:
+def _library(result: AdapterResult, report: Report, adapter: Adapter) -> tuple[str, bool]:
     """What the library does with the variant, and whether that differs from callgate."""
     if result.error:
         said = f"raises {error_type(result)}"
@@ -117,7 +118,7 @@ def _library(result: AdapterResult, report: Report, hands_values: bool) -> tuple
             f"{call.name}({_cut(call.arguments)})" for call in result.calls)
     else:
         said = "runs nothing"
-    return said, not compare(result, report, hands_values).agree
+    return said, not compare(result, report, adapter).agree
 
 
 def _cut(arguments: str | None) -> str:

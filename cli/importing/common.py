@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from callgate.reassemble.errors import InputError, NotApplicable, SetupError
-from callgate.reassemble.profiles import PROFILES, profile_for
+from callgate.reassemble.framing import JSON_ARRAY, NDJSON
+from callgate.reassemble.profiles import framing_for, profile_for
 from callgate.redact.encoding import CODINGS, decode_whole
 from callgate.redact.exchange import Exchange
 
@@ -84,10 +85,15 @@ def require_stream(method: str, url: str, headers: Headers, body: bytes) -> None
     media_type = _media_type(headers)
     if media_type in _STREAM_TYPES:
         return
-    # Gemini without ?alt=sse streams one JSON array; an error there is a single object.
+    # Gemini without ?alt=sse streams one JSON array, where an error is a single object; Ollama
+    # labels its JSON lines application/json too, where a reply that is not streamed is one line.
     profile = profile_for(url)
-    json_array = profile is not None and PROFILES[profile].json_array
-    if json_array and media_type in ("application/json", "") and not body.lstrip().startswith(b"{"):
+    framing = framing_for(profile, "application/json") if profile is not None else None
+    if media_type not in ("application/json", ""):
+        framing = None
+    if framing == JSON_ARRAY and not body.lstrip().startswith(b"{"):
+        return
+    if framing == NDJSON and len([line for line in body.split(b"\n") if line.strip()]) > 1:
         return
     shown = short(media_type, 60) or "missing"
     raise NotApplicable(f"not a streamed response (content-type {shown})")

@@ -11,11 +11,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from callgate.reassemble.framing import JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
 from callgate.reassemble.profiles import (
     anthropic,
     cohere,
     gemini,
     mistral,
+    ollama,
     openai,
     openai_responses,
 )
@@ -24,7 +26,7 @@ from callgate.reassemble.profiles.base import STRUCTURAL_KEYS, Profile
 PROFILES: dict[str, Profile] = {
     profile.name: profile for profile in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE,
                                           openai_responses.PROFILE, gemini.PROFILE,
-                                          cohere.PROFILE)}
+                                          cohere.PROFILE, ollama.PROFILE)}
 #: Every profile's version headers, in registry order: request headers that hold no secret.
 VERSION_HEADERS: tuple[str, ...] = tuple(dict.fromkeys(
     header for profile in PROFILES.values() for header in profile.version_headers))
@@ -51,6 +53,35 @@ def profile_of_events(events: list[object]) -> str | None:
     return next((p.name for p in PROFILES.values() if p.sniff(first)), None)
 
 
+def framing_for(profile: str, media_type: str) -> str | None:
+    """The framing a response of ``profile`` served as ``media_type`` streams in (the media type
+    without parameters, lower case), or None when the profile does not stream that way."""
+    return next((framing for framing in PROFILES[profile].framings
+                 if media_type in MEDIA_TYPES[framing]), None)
+
+
+def framed(envelope: Mapping[str, Any], framing: str) -> Iterator[bytes]:
+    """The bytes of each event of an envelope in ``framing``, as its provider sends them."""
+    if framing == JSON_ARRAY:
+        return array_frames(envelope)
+    if framing == NDJSON:
+        return line_frames(envelope)
+    return sse_frames(envelope)
+
+
+def frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
+    """The bytes of each event of an envelope as SSE, or in its profile's framing when the API
+    has no SSE."""
+    framings = PROFILES[envelope["profile"]].framings
+    return framed(envelope, SSE if SSE in framings else framings[0])
+
+
+def line_frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
+    """Newline-delimited JSON, as Ollama sends it: one compact line per chunk."""
+    for chunk in envelope[PROFILES[envelope["profile"]].stream_key]:
+        yield json.dumps(chunk, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
 def array_frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
     """Gemini's streamed JSON array, framed as Gemini sends it: ``[`` and the first chunk, then
     ``\\n,\\r\\n`` before each further chunk, then ``\\n]``."""
@@ -61,7 +92,7 @@ def array_frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
     yield b"\n]" if chunks else b"[]"
 
 
-def frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
+def sse_frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
     """The SSE bytes of each event of an envelope, as the profile's provider frames them."""
     profile = PROFILES[envelope["profile"]]
     for event in envelope[profile.stream_key]:

@@ -6,7 +6,8 @@ proxy and ``callgate serve`` ask it instead of knowing providers themselves:
 - reading: a translator from one raw event to provider-neutral events
   (``callgate.reassemble.events``), the terminal reasons, whether the turn's end ends its slots;
 - the request: the URL path endings it serves and how the request names its tools and schemas;
-- the stream: how it is framed (``event:`` lines, a JSON array), its end marker, which events
+- the stream: how it is framed (SSE with or without ``event:`` lines, a JSON array,
+  newline-delimited JSON), its end marker, which events
   carry the terminal evidence (what enforce mode holds back), and its error event;
 - redaction: where arguments sit in an event, and which string fields are structure.
 
@@ -25,6 +26,7 @@ from typing import Any, Protocol, TypeGuard
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import Event, Problem
+from callgate.reassemble.framing import SSE
 
 #: Where a profile's events hold tool-call arguments, for the redactor:
 #: ``(kind, call key, container, field)``. ``stream`` fragments of one call (same key) are masked
@@ -72,9 +74,12 @@ class Profile:
     translator: Callable[[frozenset[str], Mapping[str, object]], Translator]
     #: Whether a call must carry an id (Gemini's functionCall.id is optional).
     requires_call_id: bool = True
-    #: Whether each call arrives whole in one event, with no slot field (Gemini): there are no
-    #: fragments to cut, repeat or move after the end, and no slot to reuse.
+    #: Whether each call arrives whole in one event (Gemini, Ollama): there are no fragments to
+    #: cut, repeat or move after the end.
     whole_calls: bool = False
+    #: Whether a call names its slot in a field (an index) that another call could reuse;
+    #: Gemini's calls have none, their slot is their position.
+    slot_field: bool = True
     #: Whether an argument fragment may state its call's id and name again (Chat Completions'
     #: indexed call entries).
     fragments_restate_identity: bool = False
@@ -103,8 +108,9 @@ class Profile:
     # -- the stream --------------------------------------------------------------------------
     #: Whether each SSE event has an ``event:`` line named after its ``type`` (Anthropic).
     event_lines: bool = False
-    #: Whether the API also streams a JSON array of chunks (Gemini without ``alt=sse``).
-    json_array: bool = False
+    #: The framings the API streams in (``framing.SSE``, ``JSON_ARRAY``, ``NDJSON``): the first
+    #: is what it sends unless the request asks for SSE (Gemini's ``alt=sse``).
+    framings: tuple[str, ...] = (SSE,)
     #: The provider's own error event, given callgate's message and the blocking codes: what
     #: enforce mode sends instead of a failing turn's terminal, so the provider's SDK raises.
     error_body: Callable[[str, Sequence[str]], dict[str, object]]

@@ -41,6 +41,7 @@ from callgate.reassemble.events import (
     SlotStarted,
     TurnEnded,
 )
+from callgate.reassemble.framing import JSON_ARRAY, SSE
 from callgate.reassemble.profiles.base import (
     ArgumentSite,
     Profile,
@@ -280,9 +281,10 @@ PROFILE = Profile(
     translator=lambda quirks, request: GeminiTranslator(),
     requires_call_id=False,
     whole_calls=True,
+    slot_field=False,
     endpoints=(":streamGenerateContent",),
     tool_schemas=lambda request: declaration_schemas(request.get("tools")),
-    json_array=True,
+    framings=(JSON_ARRAY, SSE),
     error_body=error_body,
     argument_sites=argument_sites,
     structural_keys=frozenset({"finishReason", "jsonPath", "blockReason", "modelVersion"}),

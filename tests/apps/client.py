@@ -4,7 +4,8 @@ Run with the SDK virtualenv (``.venv-apps/bin/python``). Prints one JSON line: t
 each streamed event (seconds since the request started), the event kinds, the finish or stop
 reason, the tool calls the SDK assembled, and the exception the SDK raised, if any.
 
-    client.py openai|openai-responses|anthropic|mistral|gemini BASE_URL [--key KEY] [--prompt TEXT]
+    client.py openai|openai-responses|anthropic|mistral|gemini|ollama BASE_URL [--key KEY]
+              [--prompt TEXT]
               [--header NAME=VALUE]
               [--tools SCHEMAS.json]
 """
@@ -123,13 +124,29 @@ def run_gemini(args: argparse.Namespace, out: dict[str, Any]) -> None:
     out["tool_calls"] = calls
 
 
+def run_ollama(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """ollama-python: each line is a ``ChatResponse``; calls arrive whole in ``message``."""
+    import ollama
+
+    client = ollama.Client(host=args.base_url, headers=args.headers)
+    calls = []
+    for part in client.chat(model="qwen3:8b", stream=True, tools=openai_tools(args.tools),
+                            messages=[{"role": "user", "content": args.prompt}]):
+        out["times"].append(time.monotonic() - START)
+        out["kinds"].append("chunk")
+        out["finish"] = part.done_reason or out["finish"]
+        calls += [{"name": call.function.name, "arguments": dict(call.function.arguments)}
+                  for call in part.message.tool_calls or []]
+    out["tool_calls"] = calls
+
+
 START = time.monotonic()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sdk", choices=["openai", "openai-responses", "anthropic", "mistral",
-                                        "gemini"])
+                                        "gemini", "ollama"])
     parser.add_argument("base_url")
     parser.add_argument("--key", default="sk-test-0000000000000000")
     parser.add_argument("--prompt", default="What is the weather in Oslo?")
@@ -142,7 +159,8 @@ def main() -> None:
                            "error": None}
     try:
         runners = {"openai": run_openai, "openai-responses": run_openai_responses,
-                   "anthropic": run_anthropic, "mistral": run_mistral, "gemini": run_gemini}
+                   "anthropic": run_anthropic, "mistral": run_mistral, "gemini": run_gemini,
+                   "ollama": run_ollama}
         runners[args.sdk](args, out)
     except Exception as error:  # the point: record what the SDK raises
         out["error"] = {"type": type(error).__name__, "message": str(error)[:300]}

@@ -22,7 +22,13 @@ installed in callgate's environment.
   over that transport, the ``ModelResponseStream`` chunks collected and handed to
   ``litellm.stream_chunk_builder``, as litellm documents.
 
-Parsed arguments (Anthropic ``input``, LangChain ``args``) are shown as ``json.dumps`` text.
+- ollama-python: the chunks, one JSON line each as Ollama sends them, go to a real
+  ``ollama.Client`` over an in-memory ``httpx.MockTransport``; the calls of every
+  ``message.tool_calls`` are collected as Ollama's streaming tool example does (its models keep
+  no id).
+
+Parsed arguments (Anthropic ``input``, LangChain ``args``, Ollama ``arguments``) are shown as
+``json.dumps`` text.
 """
 
 from __future__ import annotations
@@ -166,6 +172,24 @@ def litellm(envelope: dict[str, Any], library: Any, openai: Any, http: Any) -> C
     return finished(chat_calls(getattr(choice.message, "tool_calls", None)), choice.finish_reason)
 
 
+def ollama_python(envelope: dict[str, Any], ollama: Any, http: Any) -> Calls:
+    body = b"".join(json.dumps(chunk, separators=(",", ":")).encode() + b"\n"
+                    for chunk in envelope["chunks"])
+
+    def answer(request: Any) -> Any:
+        return http.Response(200, headers={"content-type": "application/x-ndjson"}, content=body)
+
+    client = ollama.Client(host="http://callgate.invalid", transport=http.MockTransport(answer))
+    calls, finish = [], None
+    for part in client.chat(model="callgate-diff", stream=True, tools=function_tools(envelope),
+                            messages=[{"role": "user", "content": "callgate diff"}]):
+        finish = part.done_reason or finish
+        calls += [{"id": None, "name": call.function.name,
+                   "arguments": json.dumps(call.function.arguments, ensure_ascii=False)}
+                  for call in part.message.tool_calls or []]
+    return finished(calls, finish)
+
+
 #: adapter -> (pip package, modules to import, what it hands on given the envelope and modules).
 ADAPTERS: dict[str, tuple[str, tuple[str, ...], Callable[..., Calls]]] = {
     "openai-python": ("openai", ("openai", "httpx2", "openai.lib.streaming.chat._completions"),
@@ -173,6 +197,7 @@ ADAPTERS: dict[str, tuple[str, tuple[str, ...], Callable[..., Calls]]] = {
     "anthropic-python": ("anthropic", ("anthropic", "httpx2"), anthropic_python),
     "langchain": ("langchain-openai", ("langchain_openai", "httpx2"), langchain),
     "litellm": ("litellm", ("litellm", "openai", "httpx2"), litellm),
+    "ollama-python": ("ollama", ("ollama", "httpx"), ollama_python),
 }
 
 if __name__ == "__main__":
