@@ -36,9 +36,9 @@ from urllib.parse import parse_qs, urlsplit
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.loopback import split_listen
 from callgate.reassemble.errors import InputError, NotApplicable, UsageError
-from callgate.reassemble.framing import JSON_ARRAY, NDJSON, SSE
+from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, NDJSON, SSE
 from callgate.reassemble.mutations import KINDS, mutate
-from callgate.reassemble.profiles import PROFILES, framed
+from callgate.reassemble.profiles import framed, framing_of_request
 
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
@@ -121,7 +121,8 @@ class FakeProvider:
 
 #: The content type each framing is served with.
 _CONTENT_TYPES = {SSE: "text/event-stream", JSON_ARRAY: "application/json; charset=UTF-8",
-                  NDJSON: "application/x-ndjson"}
+                  NDJSON: "application/x-ndjson",
+                  EVENTSTREAM: "application/vnd.amazon.eventstream"}
 
 
 def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
@@ -130,9 +131,9 @@ def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
     """Answer ``handler``'s request with the envelope's stream in its profile's framing (Gemini's
     JSON array unless the request asked ``alt=sse``), chunked, one flush per event. ``waits``:
     seconds before each frame; ``abort_after``: cut the connection after that many frames."""
-    framings = PROFILES[envelope["profile"]].framings
-    asked_sse = parse_qs(urlsplit(handler.path).query).get("alt") == ["sse"]
-    framing = SSE if asked_sse and SSE in framings else framings[0]
+    url = urlsplit(handler.path)
+    framing = framing_of_request(envelope["profile"], url.path,
+                                 asks_sse=parse_qs(url.query).get("alt") == ["sse"])
     handler.send_response(200)
     handler.send_header("content-type", _CONTENT_TYPES[framing])
     handler.send_header("transfer-encoding", "chunked")

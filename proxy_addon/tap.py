@@ -2,14 +2,17 @@
 
 How this works: each body chunk is decompressed incrementally, split into events (SSE by the
 shared decoder; Gemini's streamed JSON array, without ``alt=sse``, into its elements;
-newline-delimited JSON into its lines), parsed as JSON and fed to the engine, whose findings are
-reported as they happen. In observe mode the tap returns every chunk unchanged the moment it has
-looked at it. In enforce mode it works on whole events instead: everything streams as before
-except the provider's terminal evidence (a chunk with ``finish_reason`` and what follows it;
-Anthropic's ``message_delta`` and ``message_stop``; Ollama's ``done`` line) and the end marker
-(``[DONE]``, ``message_stop``, the array's closing bracket), which are held until the verdict is
-known at the end marker or the end of the body, then released unchanged on a pass or replaced by
-a provider-shaped error event on a fail. Per chunk the work is proportional to the chunk.
+newline-delimited JSON into its lines; Bedrock's event stream into its messages, each read by the
+profile), parsed as JSON and fed to the engine, whose findings are reported as they happen. In
+observe mode the tap returns every chunk unchanged the moment it has looked at it. In enforce
+mode it works on whole events instead: everything streams as before except the provider's
+terminal evidence (a chunk with ``finish_reason`` and what follows it; Anthropic's
+``message_delta`` and ``message_stop``; Ollama's ``done`` line; Bedrock's ``messageStop`` and
+``metadata``) and the end marker (``[DONE]``, ``message_stop``, the array's closing bracket),
+which are held until the verdict is known at the end marker or the end of the body, then released
+unchanged on a pass or replaced by a provider-shaped error event on a fail. JSON lines and event
+streams are decided at the end of the body only: their clients read on past the end marker.
+Per chunk the work is proportional to the chunk.
 
 A body that stops being UTF-8 is the provider's fault, not the pipeline's: the events before the
 bad byte were read, the rest of the body is handed to the engine as one text event (which no
@@ -32,7 +35,9 @@ import time
 from collections.abc import Callable
 
 from callgate.reassemble import Code, Finding, Reassembler, Report
+from callgate.reassemble.eventstream import MessageFramer, message_event
 from callgate.reassemble.framing import (
+    EVENTSTREAM,
     JSON_ARRAY,
     NDJSON,
     SSE,
@@ -60,6 +65,9 @@ def blocked_event(profile: str, codes: list[str], framing: str = SSE,
         return f"{'[' if opens_array else ','}{json.dumps(body)}\n]".encode()
     if framing == NDJSON:
         return json.dumps(body).encode() + b"\n"
+    to_message = PROFILES[profile].to_message
+    if framing == EVENTSTREAM and to_message is not None:
+        return to_message(body)
     return PROFILES[profile].sse_frame(body)
 
 
@@ -90,7 +98,9 @@ class StreamTap:
         self._sse = SSEDecoder()
         # Enforce mode cuts the body into blocks with the framer and reads each block; observe
         # mode reads chunks as they come (a JSON array through the same framer).
-        self._framer: Blocks = {SSE: EventFramer, NDJSON: LineFramer}.get(framing, ArrayFramer)()
+        framers: dict[str, type[Blocks]] = {SSE: EventFramer, NDJSON: LineFramer,
+                                             EVENTSTREAM: MessageFramer}
+        self._framer = framers.get(framing, ArrayFramer)()
         self._element_seen = False  # JSON array, JSON lines: the first block was read
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
         self._held: list[bytes] = []
@@ -137,7 +147,7 @@ class StreamTap:
 
     def _observe(self, decoded: bytes) -> None:
         try:
-            self._read(self._chunk_texts(decoded))
+            self._read(self._chunk_events(decoded))
         except Exception as error:  # never raise into mitmproxy
             self._break(error)
 
@@ -167,36 +177,47 @@ class StreamTap:
             self._broken = True
             self._on_failure(type(error).__name__)
 
-    def _read(self, texts: list[str | bytes]) -> list[object]:
-        """Each event's value, fed to the engine; its findings reported as they happen."""
-        events = []
+    def _read(self, events: list[object]) -> list[object]:
+        """Each event fed to the engine; its findings reported as they happen."""
         now = time.monotonic()
         self._started = now if self._started is None else self._started
-        for text in texts:
+        for event in events:
             self.event_times.append(now - self._started)
-            event = event_value(text)
             if self._profile.ends_stream(event):
                 self.end_marker_seen = True
-            events.append(event)
             for finding in self.engine.feed(event):
                 self._on_finding(finding)
         return events
 
-    def _chunk_texts(self, data: bytes) -> list[str | bytes]:
-        """Observe mode: the JSON text of each event a chunk completes (empty: the body's end)."""
+    def _chunk_events(self, data: bytes) -> list[object]:
+        """Observe mode: each event a chunk completes (empty: the body's end)."""
+        if self.framing == EVENTSTREAM:
+            return self._messages(self._framer.feed(data) if data else [self._framer.rest()])
         if self.framing == JSON_ARRAY:
-            return self._elements(self._framer.feed(data))
-        if self.framing == NDJSON:
-            return self._lines(self._framer.feed(data) if data else [self._framer.rest()])
-        return self._sse_texts(data)
+            texts = self._elements(self._framer.feed(data))
+        elif self.framing == NDJSON:
+            texts = self._lines(self._framer.feed(data) if data else [self._framer.rest()])
+        else:
+            texts = self._sse_texts(data)
+        return [event_value(text) for text in texts]
 
-    def _block_texts(self, block: bytes, *, tail: bool) -> list[str | bytes]:
-        """Enforce mode: the JSON text of the event in a whole block (a tail holds none)."""
+    def _block_events(self, block: bytes, *, tail: bool) -> list[object]:
+        """Enforce mode: the event in a whole block (a tail holds none, but for JSON lines the
+        last line may lack its newline, and a cut message is read to say so)."""
+        if self.framing == EVENTSTREAM:
+            return self._messages([block])
         if self.framing == JSON_ARRAY:
-            return self._elements([] if tail else [block])
-        if self.framing == NDJSON:
-            return self._lines([block])  # a tail too: the last line may lack its newline
-        return self._sse_texts(block)
+            texts = self._elements([] if tail else [block])
+        elif self.framing == NDJSON:
+            texts = self._lines([block])
+        else:
+            texts = self._sse_texts(block)
+        return [event_value(text) for text in texts]
+
+    def _messages(self, blocks: list[bytes]) -> list[object]:
+        from_message = self._profile.from_message
+        assert from_message is not None, f"{self.profile} has no event-stream messages"
+        return [message_event(block, from_message) for block in blocks if block]
 
     def _elements(self, blocks: list[bytes]) -> list[str | bytes]:
         texts: list[str | bytes] = [element_text(block, not self._element_seen and i == 0)
@@ -241,7 +262,7 @@ class StreamTap:
             self._sent += len(block) if self._verdict else 0
             return [block] if self._verdict else []
         ended_before = self.end_marker_seen
-        events = self._read(self._block_texts(block, tail=tail))
+        events = self._read(self._block_events(block, tail=tail))
         # The block with the end marker is held too: a stream that ends without the terminal
         # evidence must not tell the client it ended well (openai-python hands on its calls at
         # [DONE]). An array's end marker is its closing bracket, a tail, held already.
@@ -249,8 +270,9 @@ class StreamTap:
         if tail or self._held or self._undecodable or marks_end or any(
                 self._profile.carries_terminal(e) for e in events):
             self._held.append(block)
-            # ollama-python reads lines past the done line: there only the body's end decides.
-            decides = self.end_marker_seen and self.framing != NDJSON
+            # ollama-python reads lines past the done line, boto3 messages past metadata: there
+            # only the body's end decides.
+            decides = self.end_marker_seen and self.framing not in (NDJSON, EVENTSTREAM)
             return self._decide() if decides else []
         self._sent += len(block)
         return [block]

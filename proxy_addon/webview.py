@@ -15,11 +15,20 @@ the marks (``✗`` blocking, ``!`` tolerated) stand in for the styles.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
-from callgate.reassemble.framing import JSON_ARRAY, NDJSON, SSE, ArrayFramer, element_text
+from callgate.reassemble.eventstream import MessageFramer, message_event
+from callgate.reassemble.framing import (
+    EVENTSTREAM,
+    JSON_ARRAY,
+    NDJSON,
+    SSE,
+    ArrayFramer,
+    element_text,
+)
 from callgate.reassemble.profiles import PROFILES, framing_for
 from callgate.reassemble.sse import decode_all
 
@@ -47,8 +56,14 @@ def bounded(body: bytes, limit: int) -> bytes:
     return body[:half] + note.encode() + body[len(body) - half:]
 
 
-def event_texts(body: bytes, framing: str) -> list[str]:
-    """The stream's events as text, one per entry, read as the proxy read them."""
+def event_texts(body: bytes, framing: str, profile: str | None = None) -> list[str]:
+    """The stream's events as text, one per entry, read as the proxy read them (an event stream's
+    messages as ``profile`` reads them, each shown as JSON)."""
+    from_message = PROFILES[profile].from_message if profile in PROFILES else None
+    if framing == EVENTSTREAM and from_message is not None:
+        messages = MessageFramer()
+        return [json.dumps(message_event(block, from_message), ensure_ascii=False)
+                for block in [*messages.feed(body), messages.rest()] if block]
     if framing == JSON_ARRAY:
         framer = ArrayFramer()
         blocks = framer.feed(body)
@@ -76,7 +91,7 @@ def render(report: Mapping[str, Any], body: bytes, framing: str) -> Iterator[Lin
     yield [("header", "events")]
     struck = {f["event"]: f["severity"] for f in report.get("findings", [])
               if f.get("event") is not None}
-    for number, text in enumerate(event_texts(body, framing)):
+    for number, text in enumerate(event_texts(body, framing, report.get("profile"))):
         severity = struck.get(number)
         style = "error" if severity == "blocking" else "warn" if severity else "text"
         mark = "\u2717" if severity == "blocking" else "!" if severity else " "

@@ -21,11 +21,12 @@ import re
 from abc import ABC, abstractmethod
 
 #: The framings a response streams in: server-sent events, Gemini's JSON array (no ``alt=sse``),
-#: newline-delimited JSON.
-SSE, JSON_ARRAY, NDJSON = "sse", "json-array", "ndjson"
+#: newline-delimited JSON, AWS event-stream messages (``eventstream.MessageFramer``).
+SSE, JSON_ARRAY, NDJSON, EVENTSTREAM = "sse", "json-array", "ndjson", "eventstream"
 #: The media types each framing is served with; NDJSON servers also say ``application/json``.
 MEDIA_TYPES = {SSE: ("text/event-stream",), JSON_ARRAY: ("application/json",),
-               NDJSON: ("application/x-ndjson", "application/json")}
+               NDJSON: ("application/x-ndjson", "application/json"),
+               EVENTSTREAM: ("application/vnd.amazon.eventstream",)}
 
 
 class Blocks(ABC):

@@ -178,6 +178,7 @@ def _provider_error(profile: Profile, events: list[Any], source: Source) -> list
 _SLOT_FIELDS = frozenset({"index", "output_index", "contentBlockIndex"})
 #: Objects whose ``index`` is a choice's, not a call's (Chat Completions' ``choices[]``); an
 #: event named by its ``type`` holds a call's (Cohere's ``tool-call-*`` beside their ``delta``).
+#: Only ``index`` is ambiguous: Bedrock's ``contentBlockIndex`` sits beside a ``delta`` too.
 _CHOICE_FIELDS = frozenset({"delta", "message", "finish_reason"})
 
 
@@ -190,11 +191,13 @@ def _reuse_slot(profile: Profile, events: list[Any], source: Source) -> list[Any
     events = copy.deepcopy(events)
     moved = 0
     for holder in _objects(events):
-        if "type" in holder or _CHOICE_FIELDS.isdisjoint(holder):
-            for field in _SLOT_FIELDS & holder.keys():
-                if holder[field] == second.slot and type(holder[field]) is int:
-                    holder[field] = first.slot
-                    moved += 1
+        choice = "type" not in holder and not _CHOICE_FIELDS.isdisjoint(holder)
+        for field in _SLOT_FIELDS & holder.keys():
+            if field == "index" and choice:
+                continue
+            if holder[field] == second.slot and type(holder[field]) is int:
+                holder[field] = first.slot
+                moved += 1
     return events if moved else "no field of the events names the calls' slots"
 
 
@@ -322,17 +325,27 @@ def _interleave(profile: Profile, events: list[Any], source: Source) -> list[Any
 
 def _events_of(profile: Profile, events: list[Any], owners: list[set[object]],
                key: object) -> list[int]:
-    """The events that hold only ``key``'s arguments, and those right after its last one that
-    hold no call's (a block's end), up to the terminal evidence."""
+    """The events that hold only ``key``'s arguments; the one right before them that opens the
+    call without holding any (Bedrock's ``contentBlockStart``); and those right after its last
+    one that hold no call's and open none (a block's end), up to the terminal evidence."""
     own = [n for n, found in enumerate(owners) if found == {key}]
     if not own:
         return []
+    before = own[0] - 1
+    if before >= 0 and not owners[before] and _opens_call(profile, events[before]):
+        own.insert(0, before)
     after = own[-1] + 1
     while after < len(events) and not owners[after] \
-            and not profile.carries_terminal(events[after]):
+            and not profile.carries_terminal(events[after]) \
+            and not _opens_call(profile, events[after]):
         own.append(after)
         after += 1
     return own
+
+
+def _opens_call(profile: Profile, event: Any) -> bool:
+    return any(isinstance(e, SlotStarted) and e.is_call
+               for e in profile.translator(frozenset(), {}).translate(event))
 
 
 def _chat_entries(profile: Profile, events: list[Any]) -> list[tuple[object, dict[str, Any],

@@ -52,6 +52,8 @@ def provider_from_url(url: str) -> str | None:
         return "gemini"
     if parts.port == 11434:
         return "ollama"
+    if host.startswith("bedrock-runtime") and host.endswith(".amazonaws.com"):
+        return "bedrock"  # bedrock-runtime.<region>.amazonaws.com, and its -fips hosts
     return next((name for suffix, name in _HOSTS if host == suffix.lstrip(".")
                  or host.endswith(suffix if suffix.startswith(".") else "." + suffix)), None)
 

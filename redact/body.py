@@ -1,4 +1,5 @@
-"""A recorded response body as the provider's stream events: SSE, JSON lines or a JSON array."""
+"""A recorded response body as the provider's stream events: SSE, JSON lines, a JSON array or
+AWS event-stream messages."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from dataclasses import dataclass
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.errors import NotApplicable
-from callgate.reassemble.framing import ArrayFramer, element_text
+from callgate.reassemble.eventstream import MessageFramer, message_event
+from callgate.reassemble.framing import EVENTSTREAM, MEDIA_TYPES, NDJSON, ArrayFramer, element_text
 from callgate.reassemble.limits import DOCUMENT_LIMITS
+from callgate.reassemble.profiles import PROFILES, framing_for
 from callgate.reassemble.sse import SSEError, decode_all
 
 
@@ -24,16 +27,20 @@ class StreamBody:
 
 
 def parse_stream_body(body: bytes, content_type: str | None, *,
-                      json_lines: bool = False) -> StreamBody:
+                      profile: str | None = None) -> StreamBody:
     """Split ``body`` into events by its content type (``text/event-stream``,
-    ``application/x-ndjson`` or ``application/json``: a JSON array, or with ``json_lines`` JSON
-    lines). Raises ``NotApplicable``."""
+    ``application/x-ndjson``, ``application/json``: a JSON array, or JSON lines when
+    ``profile`` streams those; ``application/vnd.amazon.eventstream``, read by ``profile``).
+    Raises ``NotApplicable``."""
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "text/event-stream":
         return _sse(body)
     if kind in ("application/x-ndjson", "application/jsonl", "application/json-lines") or (
-            json_lines and kind == "application/json"):
+            kind == "application/json" and profile is not None
+            and framing_for(profile, kind) == NDJSON):
         return _json_lines(body)
+    if kind == MEDIA_TYPES[EVENTSTREAM][0]:
+        return _event_stream(body, profile)
     if kind == "application/json":
         return _json_array(body)
     raise NotApplicable(f"not streamed (content-type {kind or 'missing'})")
@@ -59,6 +66,19 @@ def _json_lines(body: bytes) -> StreamBody:
     except UnicodeDecodeError as error:
         raise NotApplicable(f"not UTF-8 at byte {error.start}") from None
     return StreamBody([event_value(line) for line in lines if line.strip()], "jsonl")
+
+
+def _event_stream(body: bytes, profile: str | None) -> StreamBody:
+    """AWS event-stream messages, each read by the profile; a cut or unreadable last message is
+    a text event saying why, for the engine to report (``incomplete``)."""
+    from_message = PROFILES[profile].from_message if profile is not None else None
+    if from_message is None:
+        raise NotApplicable("an event stream, which no profile chosen reads")
+    framer = MessageFramer()
+    blocks = framer.feed(body)
+    rest = framer.rest()
+    events = [message_event(block, from_message) for block in [*blocks, rest] if block]
+    return StreamBody(events, EVENTSTREAM, incomplete=bool(rest))
 
 
 def _json_array(body: bytes) -> StreamBody:

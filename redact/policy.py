@@ -25,12 +25,10 @@ from urllib.parse import urlsplit
 
 from callgate.reassemble import Report, check, strict_json
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
-from callgate.reassemble.framing import NDJSON
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import (
     PROFILES,
     VERSION_HEADERS,
-    framing_for,
     profile_for,
     profile_of_events,
 )
@@ -150,10 +148,8 @@ def _stream_body(exchange: Exchange, profile: str | None) -> StreamBody:
         raise NotApplicable(f"method {exchange.method} is not a model call")
     if not 200 <= exchange.status < 300:
         raise NotApplicable(f"HTTP status {exchange.status}")
-    # Ollama serves its newline-delimited stream as application/json too.
-    lines = profile is not None and framing_for(profile, "application/json") == NDJSON
     return parse_stream_body(exchange.response_body,
-                             exchange.header("content-type", response=True), json_lines=lines)
+                             exchange.header("content-type", response=True), profile=profile)
 
 
 def request_json(body: bytes) -> dict[str, Any]:

@@ -142,6 +142,11 @@ def request_body_of(envelope: dict[str, Any]) -> bytes:
                                            for n, s in schemas.items()]}]
     elif envelope["profile"] == "openai-responses":
         tools = [{"type": "function", "name": n, "parameters": s} for n, s in schemas.items()]
+    elif envelope["profile"] == "bedrock-converse":
+        return json.dumps({"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                           "toolConfig": {"tools": [{"toolSpec": {
+                               "name": n, "inputSchema": {"json": s}}}
+                               for n, s in schemas.items()]}}).encode()
     else:
         tools = [{"type": "function", "function": {"name": n, "parameters": s}}
                  for n, s in schemas.items()]

@@ -101,6 +101,17 @@ def resplit_cohere(event: Any) -> list[Any]:
     return [head, tail]
 
 
+def resplit_bedrock(event: Any) -> list[Any]:
+    delta = (event.get("contentBlockDelta") or {}).get("delta") if isinstance(event, dict) else None
+    text = (delta.get("toolUse") or {}).get("input") if isinstance(delta, dict) else None
+    if not isinstance(text, str) or len(text) < 2:
+        return [event]
+    head, tail = copy.deepcopy(event), copy.deepcopy(event)
+    for half, part in ((head, text[:len(text) // 2]), (tail, text[len(text) // 2:])):
+        half["contentBlockDelta"]["delta"]["toolUse"]["input"] = part
+    return [head, tail]
+
+
 def resplit_ollama(chunk: Any) -> list[Any]:
     """A line holding several whole calls gives each its own line; ``done`` and what the last
     line says besides stay on the last."""
@@ -198,7 +209,8 @@ def has_argument_text(envelope: dict[str, Any]) -> bool:
 
 
 RESPLITTERS = {"openai": resplit_chat, "mistral": resplit_chat, "anthropic": resplit_anthropic,
-               "gemini": resplit_gemini, "cohere": resplit_cohere, "ollama": resplit_ollama}
+               "gemini": resplit_gemini, "cohere": resplit_cohere, "ollama": resplit_ollama,
+               "bedrock-converse": resplit_bedrock}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)

@@ -1,15 +1,18 @@
 """Real recorded streams from ../shared/corpus/real get the verdict a careful engineer gives.
 
 The corpus is not shipped; without it these tests skip. Each stream is judged twice: as an
-envelope built directly from the body (SSE ``data:`` JSON, JSON lines, or a JSON array), and
+envelope built directly from the body (SSE ``data:`` JSON, JSON lines, or a JSON array; for a
+Bedrock event stream, the corpus's own decoding of it beside the body, ``.decoded.jsonl``), and
 through ``callgate import BODY --request REQ --profile P --provider NAME --out OUT.json`` then
-``callgate check OUT.json``, which redacts it on the way. Tool schemas come from the recorded
-request; when none was recorded the called tools get an empty (accept-all) schema, so the verdict
-is about the stream alone.
+``callgate check OUT.json``, which redacts it on the way (a ``.b64`` body is decoded into the
+``.eventstream`` file it was recorded as, so that callgate reads the bytes off the wire). Tool
+schemas come from the recorded request; when none was recorded the called tools get an empty
+(accept-all) schema, so the verdict is about the stream alone.
 """
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 from pathlib import Path
@@ -41,6 +44,8 @@ PROFILE_BY_PROVIDER = {"anthropic": "anthropic", "anthropic-vertex": "anthropic"
 #    "int", which JSON Schema does not have: the call cannot be checked, so it is blocked.
 #  - ollama: the model sent "value" as the string "[1, 2, 3, 4, 5]" where the schema wants an array.
 #  - tgi: the stored snapshot stops before any finish_reason (its last chunks were not recorded).
+#  - Bedrock titan max-tokens and kimi "leaked as text": no call was made (text only, max_tokens
+#    or end_turn): nothing to gate, exit 2. The 400 body is an error, not a stream: refused.
 #  - vercel responses 3-calls: the recorder stored four consecutive responses of an agent run in
 #    one file; as one stream, sequence_number restarts at 0, response.completed comes four times
 #    later items reuse output indices after the turn ended, and each later response.completed
@@ -144,13 +149,33 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "ollama/ollama-cloud-gpt-oss-20b-thinking-then-tool-fantasy.ndjson": ("pass", [], []),
     "ollama/ollama-cloud-gpt-oss-120b-thinking-then-tool-fantasy.ndjson": ("pass", [], []),
     "ollama/ollama-cloud-gpt-oss-120b-asked-for-2-got-1-fantasy.ndjson": ("pass", [], []),
+    "bedrock-converse/converse-nova-micro-2-calls-thinking-text-otel.b64": ("pass", [], []),
+    "bedrock-converse/converse-claude3-sonnet-20-fragments-otel.b64": ("pass", [], []),
+    "bedrock-converse/converse-claude3-sonnet-text-then-tool-openllmetry.b64": ("pass", [], []),
+    "bedrock-converse/converse-nova-micro-single-pydantic-ai.b64": ("pass", [], []),
+    "bedrock-converse/converse-claude3-haiku-tool-only-openinference.b64": ("pass", [], []),
+    "bedrock-converse/converse-kimi-k2-thinking-reasoning-then-tool-vercel.jsonl": (
+        "pass", [], []),
+    "bedrock-converse/converse-kimi-k2-thinking-think-text-then-tool-vercel.jsonl": (
+        "pass", [], []),
+    "bedrock-converse/converse-kimi-k2-tool-call-leaked-as-text-end-turn-vercel.jsonl": (
+        "not_applicable", [], []),
+    "bedrock-converse/converse-titan-max-tokens-otel.b64": ("not_applicable", [], []),
+    "bedrock-converse/converse-invalid-model-400-otel.json": ("refused", [], []),
+    "bedrock-invoke/invoke-claude-haiku45-single-fantasy.b64": ("pass", [], []),
+    "bedrock-invoke/invoke-claude-opus46-single-fantasy.b64": ("pass", [], []),
+    "bedrock-invoke/invoke-claude3-opus-thinking-text-then-tool-fantasy.b64": ("pass", [], []),
+    "bedrock-invoke/invoke-claude35-sonnet-text-then-2-tools-otel.b64": ("pass", [], []),
+    "bedrock-invoke/invoke-claude3-sonnet-text-then-tool-openinference-js.b64": ("pass", [], []),
 }
 
 
 # The APIs the profiles read today, and those whose streams wait for a profile of their own.
 READ_APIS = {"chat.completions", "messages", "generateContent", "responses", "v2/chat",
-             "api/chat"}
-UNREAD_APIS = {"converse-stream", "invoke-with-response-stream"}
+             "api/chat", "converse-stream", "invoke-with-response-stream"}
+UNREAD_APIS: set[str] = set()
+#: The provider name import is given, where the index names the API instead.
+PROVIDER_NAMES = {"bedrock-converse": "bedrock", "bedrock-invoke": "bedrock"}
 
 
 def all_index_rows() -> list[dict[str, str]]:
@@ -165,6 +190,8 @@ def index_rows() -> list[dict[str, str]]:
 
 
 def body_events(path: Path) -> list[Any]:
+    if path.suffix == ".b64":
+        return decoded_events(path.with_name(path.stem + ".decoded.jsonl"))
     data = path.read_bytes()
     if path.suffix in (".jsonl", ".ndjson"):
         return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
@@ -172,6 +199,21 @@ def body_events(path: Path) -> list[Any]:
         return list(json.loads(data))
     events, _ = decode_all(data)
     return [json.loads(e.data) for e in events if e.data != "[DONE]"]
+
+
+def decoded_events(path: Path) -> list[Any]:
+    """The events of a Bedrock body as the corpus decoded it: ConverseStream's
+    ``{"<eventType>": payload}`` without the padding, or the Anthropic event an InvokeModel chunk
+    carries."""
+    events = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        frame = json.loads(line)
+        if "bytes_decoded" in frame:
+            events.append(frame["bytes_decoded"])
+        else:
+            payload = {k: v for k, v in frame["payload"].items() if k != "p"}
+            events.append({frame["headers"][":event-type"]: payload})
+    return events
 
 
 def schemas_and_request(path: Path, events: list[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -188,6 +230,8 @@ def schemas_and_request(path: Path, events: list[Any]) -> tuple[dict[str, Any], 
         elif tool.get("type") == "function" and "name" in tool:  # Responses: flat entries
             schemas[tool["name"]] = tool.get("parameters", {})
     schemas.update(declaration_schemas(body.get("tools")))  # Gemini functionDeclarations
+    for tool in (body.get("toolConfig") or {}).get("tools") or []:  # Bedrock Converse
+        schemas[tool["toolSpec"]["name"]] = tool["toolSpec"]["inputSchema"]["json"]
     request = {k: body[k] for k in ("model", "tool_choice", "parallel_tool_calls", "n")
                if k in body}
     return schemas, request
@@ -208,6 +252,9 @@ def called_names(events: list[Any]) -> set[str]:
                     names.add(call["function"]["name"])
         for call in (event.get("message") or {}).get("tool_calls") or []:  # Ollama
             names.add(call["function"]["name"])
+        tool = ((event.get("contentBlockStart") or {}).get("start") or {}).get("toolUse")
+        if tool:  # Bedrock Converse
+            names.add(tool["name"])
         if event.get("type") == "tool-call-start":  # Cohere v2
             names.add(event["delta"]["message"]["tool_calls"]["function"]["name"])
         for candidate in event.get("candidates") or []:
@@ -227,6 +274,9 @@ def accept_all_request(profile: str, names: list[str]) -> dict[str, Any]:
     if profile == "gemini":
         return {"tools": [{"functionDeclarations": [
             {"name": name, "parametersJsonSchema": {}} for name in names]}]}
+    if profile == "bedrock-converse":
+        return {"toolConfig": {"tools": [{"toolSpec": {"name": name, "inputSchema": {
+            "json": {}}}} for name in names]}}
     return {"tools": [{"type": "function", "function": {"name": name, "parameters": {}}}
                       for name in names]}
 
@@ -237,7 +287,8 @@ runner = CliRunner()
 
 def profile_of(row: dict[str, str]) -> str:
     by_api = {"responses": "openai-responses", "generateContent": "gemini", "v2/chat": "cohere",
-              "api/chat": "ollama"}
+              "api/chat": "ollama", "converse-stream": "bedrock-converse",
+              "invoke-with-response-stream": "anthropic"}
     return by_api.get(row["api"]) or PROFILE_BY_PROVIDER.get(row["provider"], "openai")
 
 
@@ -255,13 +306,34 @@ def test_every_corpus_row_is_read_or_known_to_wait_for_its_profile() -> None:
     assert unknown == {}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r["file"])
+@pytest.mark.parametrize("row", [r for r in ROWS if EXPECTED[r["file"]][0] == "refused"],
+                         ids=lambda r: r["file"])
+def test_an_error_body_recorded_instead_of_a_stream_is_refused_with_one_line(
+        row: dict[str, str], tmp_path: Path) -> None:
+    path = REAL / row["file"]
+    imported = runner.invoke(app, ["import", str(path), "--profile", profile_of(row),
+                                   "--provider", provider_of(row), "--out",
+                                   str(tmp_path / "fixture.json")])
+    assert imported.exit_code == 2 and imported.stdout == ""
+    assert imported.stderr == (f"callgate: {path}: a .json body must be a JSON array of chunks, "
+                               "not an object\n")
+    assert not (tmp_path / "fixture.json").exists()
+
+
+STREAMS = [r for r in ROWS if EXPECTED[r["file"]][0] != "refused"]
+
+
+def provider_of(row: dict[str, str]) -> str:
+    return PROVIDER_NAMES.get(row["provider"], row["provider"])
+
+
+@pytest.mark.parametrize("row", STREAMS, ids=lambda r: r["file"])
 def test_real_stream_gets_the_careful_verdict(row: dict[str, str]) -> None:
     path = REAL / row["file"]
     events = body_events(path)
     schemas, request = schemas_and_request(path, events)
     profile = profile_of(row)
-    envelope = {"profile": profile, "provider": row["provider"], "tool_schemas": schemas,
+    envelope = {"profile": profile, "provider": provider_of(row), "tool_schemas": schemas,
                 "request": request,
                 PROFILES[profile].stream_key: events}
     report = check(envelope)
@@ -271,18 +343,22 @@ def test_real_stream_gets_the_careful_verdict(row: dict[str, str]) -> None:
         [f.to_dict() for f in report.findings])
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r["file"])
+@pytest.mark.parametrize("row", STREAMS, ids=lambda r: r["file"])
 def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path: Path) -> None:
     path = REAL / row["file"]
     request = path.with_name(path.name.split(".")[0] + ".request.json")
+    body = path
+    if path.suffix == ".b64":  # the binary body as it came off the wire
+        body = tmp_path / f"{path.stem}.eventstream"
+        body.write_bytes(base64.b64decode(path.read_text()))
     if not request.is_file():
         request = tmp_path / "request.json"
         names = sorted(called_names(body_events(path)))
         request.write_text(json.dumps(accept_all_request(profile_of(row), names)))
     out = tmp_path / "fixture.json"
     profile = profile_of(row)
-    imported = runner.invoke(app, ["import", str(path), "--request", str(request), "--profile",
-                                   profile, "--provider", row["provider"], "--out", str(out)])
+    imported = runner.invoke(app, ["import", str(body), "--request", str(request), "--profile",
+                                   profile, "--provider", provider_of(row), "--out", str(out)])
     assert imported.exit_code == 0, imported.stdout + imported.stderr
     checked = runner.invoke(app, ["check", str(out)])
     report = json.loads(checked.stdout)
@@ -291,5 +367,5 @@ def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path:
     assert (report["status"], sorted({f["code"] for f in report["findings"]
                                        if f["severity"] == "blocking"}), tolerated) == (
         status, codes, quirks)
-    assert checked.exit_code == {"pass": 0, "fail": 1}[status]
+    assert checked.exit_code == {"pass": 0, "fail": 1, "not_applicable": 2}[status]
     assert out.stat().st_mode & 0o777 == 0o600

@@ -132,8 +132,8 @@ def test_the_direct_reading_agrees_with_jsonschema_at_each_corner(document: obje
 @pytest.mark.parametrize("length", [200, 201])
 def test_the_schema_message_is_kept_whole_up_to_200_characters_and_clipped_after(
         length: int) -> None:
-    tail = " is not one of ['anthropic', 'cohere', 'gemini', 'mistral', 'ollama', "
-    tail += "'openai', 'openai-responses']"
+    tail = " is not one of ['anthropic', 'bedrock-converse', 'cohere', 'gemini', 'mistral', "
+    tail += "'ollama', 'openai', 'openai-responses']"
     profile = "p" * (length - len(tail) - 2)  # repr adds the quotes
     message = f"{profile!r}{tail}"
     assert len(message) == length

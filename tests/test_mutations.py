@@ -119,6 +119,24 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delayed_identity": f"delayed_identity: {NO_ENTRY}",
         "split_events": [],
     },
+    "bedrock-converse/valid_single_call": {
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal"],
+        "delta_after_terminal": ["delta_after_terminal"],
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call's choice",
+        "drop_id": ["missing_call_id"],
+        "corrupt_arguments": ["invalid_arguments_json"],
+        "schema_violation": ["schema_violation"],
+        "provider_error": ["missing_terminal", "stream_error"],
+        "resplit": [],
+        "interleave": "interleave: one call in the turn",
+        "empty_deltas": [],
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
     "ollama/valid_single_call": {
         "truncate": ["missing_terminal"],
         "drop_terminal": ["missing_terminal"],
@@ -209,6 +227,8 @@ REUSED_SLOT = {
         "identity_collision"],
     "cohere/valid_parallel_calls": [
         "delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"],
+    "bedrock-converse/valid_parallel_calls": [
+        "delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"],
     # Whole calls: the moved call's start is all the engine reads of it.
     "ollama/valid_parallel_calls_two_lines": ["duplicate_start", "identity_collision"],
 }
@@ -247,7 +267,8 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
         ("cohere", kind) for kind in ("repeat_identity", "delayed_identity")} | {
         ("ollama", kind) for kind in ("delta_after_terminal", "drop_id", "corrupt_arguments",
                                       "resplit", "empty_deltas", "repeat_identity",
-                                      "delayed_identity")}
+                                      "delayed_identity")} | {
+        ("bedrock-converse", kind) for kind in ("repeat_identity", "delayed_identity")}
 
 
 def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:

@@ -88,10 +88,14 @@ def test_argument_sites_hold_the_arguments_of_every_call(name: str) -> None:
         sites = list(profile.argument_sites(envelope[profile.stream_key]))
         texts = texts_at(sites)
         pieces = [site for site in sites if site[0] == "piece"]
+        streamed: dict[object, str] = {}
+        for kind, key, container, field in sites:
+            if kind == "stream" and isinstance(container[field], str):
+                streamed[key] = streamed.get(key, "") + container[field]
         for call in check(envelope).calls:
-            # An implied {} (Cohere: a call that grew by no fragment and states no input) is on
-            # no site and holds nothing to mask.
-            implied = call.arguments == "{}" and not call.grew
+            # An implied {} (Cohere, Bedrock: a call whose fragments, if any, joined to nothing)
+            # is on no site and holds nothing to mask.
+            implied = call.arguments == "{}" and not streamed.get(call.slot)
             if call.arguments and not implied and not pieces:
                 # fragments after a call's end come after its text
                 assert any(text.startswith(call.arguments) for text in texts), (
@@ -113,9 +117,9 @@ def test_a_passing_turn_shows_its_terminal_evidence(name: str) -> None:
 def test_sniffing_names_only_profiles_whose_first_event_is_unmistakable() -> None:
     sniffed = {name: profile_of_events(load(fixtures_of(PROFILES[name])[0])[
         PROFILES[name].stream_key]) for name in NAMES}
-    assert sniffed == {"anthropic": "anthropic", "cohere": "cohere", "gemini": None,
-                       "mistral": "openai", "ollama": "ollama", "openai": "openai",
-                       "openai-responses": None}
+    assert sniffed == {"anthropic": "anthropic", "bedrock-converse": "bedrock-converse",
+                       "cohere": "cohere", "gemini": None, "mistral": "openai",
+                       "ollama": "ollama", "openai": "openai", "openai-responses": None}
 
 
 def _set(path: list[str | int], value: object) -> object:

@@ -126,6 +126,21 @@ def cohere_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, An
     return [*stream, {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}]
 
 
+def bedrock_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
+    names = ["f", "g"]
+    stream: list[dict[str, Any]] = [{"messageStart": {"role": "assistant"}}]
+    stream += [{"contentBlockStart": {"contentBlockIndex": i, "start": {"toolUse": {
+        "toolUseId": f"tooluse_{i}", "name": names[i]}}}} for i in range(len(parts))]
+    cursor = [0] * len(parts)
+    for slot in order:
+        stream.append({"contentBlockDelta": {"contentBlockIndex": slot, "delta": {
+            "toolUse": {"input": parts[slot][cursor[slot]]}}}})
+        cursor[slot] += 1
+    stream += [{"contentBlockStop": {"contentBlockIndex": i}} for i in range(len(parts))]
+    return [*stream, {"messageStop": {"stopReason": "tool_use"}},
+            {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}}}]
+
+
 def ollama_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
     """Calls arrive whole, one line each, so the fragments only make up each call's object."""
     def line(message: dict[str, Any], **end: Any) -> dict[str, Any]:
@@ -161,15 +176,15 @@ def calls(report: Any) -> list[tuple[Any, ...]]:
 
 BUILDERS = {"openai": openai_stream, "mistral": openai_stream, "anthropic": anthropic_stream,
             "openai-responses": responses_stream, "gemini": gemini_stream,
-            "cohere": cohere_stream, "ollama": ollama_stream}
+            "cohere": cohere_stream, "ollama": ollama_stream, "bedrock-converse": bedrock_stream}
 #: Where the terminal evidence is, counted from the end: the finish chunk (a usage chunk
 #: follows), message_delta (message_stop follows), response.completed, Gemini's STOP chunk,
-#: Cohere's message-end, Ollama's done line.
+#: Cohere's message-end, Ollama's done line, Bedrock's messageStop (metadata follows).
 TERMINAL_FROM_END = {"openai": 2, "mistral": 2, "anthropic": 2, "openai-responses": 1,
-                     "gemini": 1, "cohere": 1, "ollama": 1}
+                     "gemini": 1, "cohere": 1, "ollama": 1, "bedrock-converse": 2}
 #: The first event that belongs to a call.
 FIRST_CALL_EVENT = {"openai": 0, "mistral": 0, "anthropic": 1, "openai-responses": 1,
-                    "gemini": 0, "cohere": 1, "ollama": 0}
+                    "gemini": 0, "cohere": 1, "ollama": 0, "bedrock-converse": 1}
 #: Argument text for every profile but Gemini, whose fragments are pieces of a string value.
 ARGUMENT_TEXT = st.one_of(arguments)
 STRING_VALUE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)

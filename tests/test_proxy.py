@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from callgate.proxy_addon.tap import blocked_event
-from callgate.reassemble.profiles import array_frames, frames
+from callgate.reassemble.profiles import PROFILES, array_frames, framed, frames
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import (
@@ -196,6 +196,8 @@ def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
     ("gemini", "/f/gemini/valid_parallel_two_chunks/", 2),
     ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1", 2),
     ("ollama", "/f/ollama/valid_parallel_calls_two_lines", 2),
+    ("bedrock", "/f/bedrock-converse/valid_parallel_calls", 2),
+    ("bedrock-invoke", "/f/anthropic/valid_text_then_two_tools", 2),
 ])
 def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Proxy, sdk: str,
                                                       base: str, calls: int,
@@ -244,6 +246,17 @@ def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Prox
      "ResponseError", "callgate blocked this turn: duplicate_start, identity_collision",
      [{"name": "get_weather", "arguments": {"city": "Paris"}},
       {"name": "get_weather", "arguments": {"city": "Rome"}}]),
+    # boto3 raises on an exception message; unguarded, an app that keeps calls by block index
+    # runs the second call's input under the first call's start.
+    ("bedrock", "/f/bedrock-converse/valid_parallel_calls",
+     "/f/bedrock-converse/reused_index_new_id", "EventStreamError",
+     "(modelStreamErrorException) when calling the ConverseStream operation: callgate "
+     "blocked this turn: delta_after_terminal, duplicate_start, duplicate_terminal, "
+     "identity_collision", [{"name": "get_weather", "input": {"city": "Rome"}}]),
+    ("bedrock-invoke", "/f/anthropic/valid_fragmented", "/f/anthropic/reused_index_new_id",
+     "EventStreamError", "(modelStreamErrorException) when calling the "
+     "InvokeModelWithResponseStream operation: callgate blocked this turn: duplicate_start, "
+     "identity_collision", [{"name": "search", "input": {"query": "x"}}]),
 ])
 def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
         upstream: Any, tmp_path: Path, sdk: str, good: str, bad: str, raised: str,
@@ -415,6 +428,48 @@ def test_an_ollama_turn_is_judged_and_a_bad_one_ends_with_an_error_line_in_enfor
     # The call line goes out; the done line and the call after it are held, then replaced.
     assert blocked[2] == lines[0] + blocked_event("ollama", ["delta_after_terminal"], "ndjson")
     assert blocked[2].endswith(b'{"error": "callgate blocked this turn: delta_after_terminal"}\n')
+
+
+BEDROCK = "/model/anthropic.claude-3-haiku-20240307-v1%3A0"
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
+@pytest.mark.parametrize(("good", "bad", "endpoint"), [
+    ("bedrock-converse/valid_parallel_calls", "bedrock-converse/missing_content_block_stop",
+     "/converse-stream"),
+    ("anthropic/valid_text_then_two_tools", "anthropic/truncated_after_block_stop",
+     "/invoke-with-response-stream")])
+def test_a_bedrock_turn_is_judged_and_a_bad_one_ends_with_an_exception_in_enforce_mode(
+        upstream: Any, tmp_path: Path, enforce: bool, good: str, bad: str,
+        endpoint: str) -> None:
+    path = f"{BEDROCK}{endpoint}"
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce,
+               callgate_provider="bedrock") as running:
+        passed, blocked = (post(running.url, f"/f/{n}{path}", request_body(n))
+                           for n in (good, bad))
+        fixtures = fixtures_in(running.out, 2)
+    direct = [post(upstream.url, f"/f/{n}{path}", request_body(n))[2] for n in (good, bad)]
+    assert passed[2] == direct[0]
+    assert passed[1]["content-type"] == "application/vnd.amazon.eventstream"
+    profile = good.split("/")[0]
+    assert sorted((f["profile"], f["provider"], f["meta"]["stream"]["framing"],
+                   f["expect"]["status"], tuple(f["expect"]["codes"])) for f in fixtures) == [
+        (profile, "bedrock", "eventstream", "fail", ("missing_terminal",)),
+        (profile, "bedrock", "eventstream", "pass", ())]
+    stream_key = "events"
+    assert [f[stream_key] for f in sorted(fixtures, key=lambda f: f["expect"]["status"])] == [
+        redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope[stream_key]
+        for n in (bad, good)]
+    if not enforce:
+        assert blocked[2] == direct[1]
+        return
+    # Every message before the terminal evidence goes out; the rest is held, then replaced.
+    envelope = load(CONFORMANCE / f"{bad}.json")
+    held = next((n for n, e in enumerate(envelope["events"])
+                 if PROFILES[profile].carries_terminal(e)), len(envelope["events"]))
+    messages = list(framed(envelope, "eventstream"))
+    assert blocked[2] == b"".join(messages[:held]) + blocked_event(
+        profile, ["missing_terminal"], "eventstream")
 
 
 def turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[bytes]:

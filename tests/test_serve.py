@@ -12,8 +12,9 @@ import pytest
 
 from callgate.cli.serve import FakeProvider, collect, parse_timing, run_serve
 from callgate.reassemble.errors import InputError, NotApplicable, UsageError
+from callgate.reassemble.framing import EVENTSTREAM
 from callgate.reassemble.mutations import mutate, mutations
-from callgate.reassemble.profiles import frames
+from callgate.reassemble.profiles import framed, frames
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import APPS_PYTHON, post, read_events, run_app, tools_file
 
@@ -74,6 +75,23 @@ def test_ollama_fixtures_go_out_as_json_lines_even_when_sse_is_asked(
         assert headers["content-type"] == "application/x-ndjson"
         assert body == b"".join(json.dumps(c, separators=(",", ":")).encode() + b"\n"
                                 for c in chunks)
+
+
+def test_bedrock_fixtures_go_out_as_aws_event_stream_messages_and_anthropic_ones_on_invoke(
+        served: FakeProvider) -> None:
+    converse = "bedrock-converse/valid_parallel_calls"
+    _, headers, body = post(served.url, f"/f/{converse}/model/m/converse-stream")
+    assert headers["content-type"] == "application/vnd.amazon.eventstream"
+    assert body == b"".join(framed(load(CONFORMANCE / f"{converse}.json"), EVENTSTREAM))
+    anthropic = "anthropic/valid_fragmented"
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1%3A0"
+    _, headers, body = post(served.url, f"/f/{anthropic}/model/{model}/invoke-with-response-stream")
+    assert headers["content-type"] == "application/vnd.amazon.eventstream"
+    assert body == b"".join(framed(load(CONFORMANCE / f"{anthropic}.json"), EVENTSTREAM))
+    # Not an Anthropic model, or the Messages API: not Bedrock's Anthropic stream.
+    for path in ("/model/amazon.nova-micro-v1%3A0/invoke-with-response-stream", "/v1/messages"):
+        _, headers, _ = post(served.url, f"/f/{anthropic}{path}")
+        assert headers["content-type"] == "text/event-stream"
 
 
 def test_a_fixture_is_chosen_by_header_and_an_unknown_name_is_404(served: FakeProvider) -> None:

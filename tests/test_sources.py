@@ -387,7 +387,9 @@ def test_a_json_array_of_chunks_is_kept_as_is(tmp_path: Path) -> None:
                               " (the file ends there: truncated?)"),
     ("empty.sse", "\n", "empty file"),
     ("notes.txt", "hello\n", "unknown recording format (expected .har, .flow, .yaml, .sse, .jsonl"
-                             " or .json)"),
+                             ", .json or .eventstream)"),
+    ("cut.eventstream", "\x00\x00\x00\x10", "not an AWS event stream: the first 12 bytes are no"
+                                          " message prelude (or its CRC is wrong)"),
 ])
 def test_an_unusable_file_is_one_line_naming_the_problem(
     tmp_path: Path, name: str, content: str, message: str

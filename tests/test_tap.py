@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from callgate.proxy_addon.tap import StreamTap
+from callgate.proxy_addon.tap import StreamTap, blocked_event
 from callgate.reassemble import Reassembler
-from callgate.reassemble.framing import JSON_ARRAY, NDJSON, SSE
-from callgate.reassemble.profiles import array_frames, frames
+from callgate.reassemble.eventstream import decode
+from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, NDJSON, SSE
+from callgate.reassemble.profiles import PROFILES, array_frames, framed, frames
 from tests.conftest import CONFORMANCE, load
 
 ERROR = "callgate blocked this turn: {}"
@@ -117,29 +118,45 @@ def test_an_event_over_a_mebibyte_is_read_as_import_reads_it(enforce: bool) -> N
     assert sent == body
 
 
-OLLAMA = sorted((CONFORMANCE / "ollama").glob("*.json"))
+#: Framings their clients read to the end of the body, with a profile that streams in each.
+READ_TO_THE_END = [("ollama", NDJSON), ("bedrock-converse", EVENTSTREAM),
+                   ("anthropic", EVENTSTREAM)]
+TO_THE_END_CASES = [(path, framing) for profile, framing in READ_TO_THE_END
+                    for path in sorted((CONFORMANCE / profile).glob("*.json"))]
 
 
 @pytest.mark.parametrize("piece", [1, 7, 100_000])
-@pytest.mark.parametrize("path", OLLAMA, ids=lambda p: p.stem)
-def test_json_lines_pass_whole_or_end_with_the_error_line_after_the_last_line_before_done(
-        path: Any, piece: int) -> None:
+@pytest.mark.parametrize(("path", "framing"), TO_THE_END_CASES,
+                         ids=lambda v: v.parent.name + "/" + v.stem if hasattr(v, "stem") else v)
+def test_lines_and_messages_pass_whole_or_end_with_the_error_after_what_came_before_the_terminal(
+        path: Any, framing: str, piece: int) -> None:
     envelope = load(path)
-    lines = list(frames(envelope))
-    assert all(line.endswith(b"\n") and line.count(b"\n") == 1 for line in lines)
-    tap = tap_for(envelope, NDJSON)
-    sent = through(tap, b"".join(lines), piece)
+    profile = PROFILES[envelope["profile"]]
+    events = envelope[profile.stream_key]
+    pieces = list(framed(envelope, framing))
+    assert len(pieces) == len(events)
+    tap = tap_for(envelope, framing)
+    sent = through(tap, b"".join(pieces), piece)
     report = tap.close()
     assert (report.status.value, report.blocking_codes) == (
         envelope["expect"]["status"], envelope["expect"]["codes"])
     if report.exit_code != 1:
-        assert sent == b"".join(lines)
+        assert sent == b"".join(pieces)
         return
-    # Released: every line before the done line (which is held with all after it).
-    done = next((n for n, raw in enumerate(envelope["chunks"])
-                 if isinstance(raw, dict) and raw.get("done") is True), len(lines))
-    error = {"error": ERROR.format(", ".join(report.blocking_codes))}
-    assert sent == b"".join(lines[:done]) + json.dumps(error).encode() + b"\n"
+    # Released: every event before the first that carries the terminal evidence (which is held,
+    # with all after it, until the body ends).
+    held = next((n for n, raw in enumerate(events) if profile.carries_terminal(raw)), len(events))
+    assert sent == b"".join(pieces[:held]) + blocked_event(
+        envelope["profile"], report.blocking_codes, framing)
+
+
+def test_the_error_line_and_message_are_the_provider_s_own() -> None:
+    assert blocked_event("ollama", ["x", "y"], NDJSON) == (
+        b'{"error": "callgate blocked this turn: x, y"}\n')
+    message = decode(blocked_event("bedrock-converse", ["x"], EVENTSTREAM))
+    assert (message.header(":message-type"), message.header(":exception-type"),
+            message.payload) == ("exception", "modelStreamErrorException",
+                                 b'{"message": "callgate blocked this turn: x"}')
 
 
 def test_a_call_after_the_done_line_is_judged_before_anything_from_the_done_line_goes_out(

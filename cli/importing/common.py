@@ -18,8 +18,9 @@ from callgate.redact.exchange import Exchange
 _T = TypeVar("_T")
 Headers = list[tuple[str, str]]
 
-#: Media types whose body is a stream of chunks (SSE, and newline-delimited JSON as Ollama sends).
-_STREAM_TYPES = ("text/event-stream", "application/x-ndjson")
+#: Media types whose body is a stream of chunks (SSE, newline-delimited JSON as Ollama sends, and
+#: Bedrock's AWS event stream).
+_STREAM_TYPES = ("text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""Reads bare response bodies (.sse, .jsonl/.ndjson, and a .json array of chunks) into one
-``Exchange`` each, its request taken from the command line; a .json file holding a HAR or a
-cassette goes to that format's reader instead.
+"""Reads bare response bodies (.sse, .jsonl/.ndjson, a .json array of chunks, and a binary AWS
+.eventstream) into one ``Exchange`` each, its request taken from the command line; a .json file
+holding a HAR or a cassette goes to that format's reader instead.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from callgate.cli.importing.cassettes import cassette_items
 from callgate.cli.importing.common import RawRequest, Skipped, load_json
 from callgate.cli.importing.har import har_items
 from callgate.reassemble.errors import InputError
+from callgate.reassemble.eventstream import PRELUDE, starts_a_message
+from callgate.reassemble.framing import EVENTSTREAM, MEDIA_TYPES
 from callgate.redact.exchange import Exchange
 
 _SSE_LINE = re.compile(rb"(?:\A|[\r\n])(?:data:|event:|id:|:)")
@@ -49,3 +51,11 @@ def read_json(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
         found = "an object" if isinstance(document, dict) else f"a {type(document).__name__}"
         raise InputError(f"a .json body must be a JSON array of chunks, not {found}")
     return [raw.exchange(data, "application/json")]
+
+
+def read_eventstream(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
+    """A body of AWS event-stream messages (Bedrock), as it came off the wire."""
+    if not starts_a_message(data):
+        raise InputError(f"not an AWS event stream: the first {PRELUDE} bytes are no message "
+                         "prelude (or its CRC is wrong)")
+    return [raw.exchange(data, MEDIA_TYPES[EVENTSTREAM][0])]

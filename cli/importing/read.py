@@ -23,15 +23,17 @@ from callgate.cli.importing.cassettes import cassette_items, read_cassette
 from callgate.cli.importing.common import RawRequest, Skipped, load_yaml
 from callgate.cli.importing.flows import read_flows
 from callgate.cli.importing.har import read_har
-from callgate.cli.importing.raw import read_json, read_jsonl, read_sse
+from callgate.cli.importing.raw import read_eventstream, read_json, read_jsonl, read_sse
 from callgate.reassemble.errors import InputError
+from callgate.reassemble.eventstream import starts_a_message
 from callgate.redact.exchange import Exchange
 
 __all__ = ["InputError", "Skipped", "read_source"]
 
 _HAR_START = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"log"')
 _TNETSTRING_START = re.compile(rb"\A\d+:")
-_UNKNOWN = "unknown recording format (expected .har, .flow, .yaml, .sse, .jsonl or .json)"
+_UNKNOWN = ("unknown recording format (expected .har, .flow, .yaml, .sse, .jsonl, .json or "
+            ".eventstream)")
 
 _Reader = Callable[[bytes, RawRequest], list[Exchange | Skipped]]
 
@@ -43,7 +45,8 @@ def read_source(
 
     Formats: HAR (.har, .zhar, or JSON with ``log.entries``), mitmproxy flow files (.flow/.mitm or
     tnetstring content), VCR.py / pytest-recording cassettes (.yaml/.yml, or JSON with
-    ``interactions``), and raw bodies (.sse, .jsonl, .json array of chunks). ``request_body``
+    ``interactions``), and raw bodies (.sse, .jsonl, .json array of chunks, .eventstream or a body
+    that starts with an event-stream message prelude). ``request_body``
     (default ``b"{}"``) and ``url`` (default ``""``) describe the request of a raw body and are
     ignored for the other formats. Raises ``InputError`` if the file is unreadable or unusable.
     """
@@ -61,6 +64,8 @@ def _sniff(data: bytes) -> _Reader:
     """The reader for a file whose extension says nothing."""
     if _HAR_START.match(data):
         return read_har
+    if starts_a_message(data):
+        return read_eventstream
     if _TNETSTRING_START.match(data):
         return read_flows
     try:
@@ -75,4 +80,5 @@ def _sniff(data: bytes) -> _Reader:
 _READERS: dict[str, _Reader] = {
     ".har": read_har, ".zhar": read_har, ".flow": read_flows, ".mitm": read_flows,
     ".yaml": read_cassette, ".yml": read_cassette, ".json": read_json,
-    ".sse": read_sse, ".jsonl": read_jsonl, ".ndjson": read_jsonl}
+    ".sse": read_sse, ".jsonl": read_jsonl, ".ndjson": read_jsonl,
+    ".eventstream": read_eventstream}

@@ -7,13 +7,15 @@ Adding a provider: ``docs/adding-a-provider.md``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from callgate.reassemble.framing import JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
+from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
 from callgate.reassemble.profiles import (
     anthropic,
+    bedrock_converse,
     cohere,
     gemini,
     mistral,
@@ -26,7 +28,8 @@ from callgate.reassemble.profiles.base import STRUCTURAL_KEYS, Profile
 PROFILES: dict[str, Profile] = {
     profile.name: profile for profile in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE,
                                           openai_responses.PROFILE, gemini.PROFILE,
-                                          cohere.PROFILE, ollama.PROFILE)}
+                                          cohere.PROFILE, ollama.PROFILE,
+                                          bedrock_converse.PROFILE)}
 #: Every profile's version headers, in registry order: request headers that hold no secret.
 VERSION_HEADERS: tuple[str, ...] = tuple(dict.fromkeys(
     header for profile in PROFILES.values() for header in profile.version_headers))
@@ -39,7 +42,8 @@ def profile_for(url: str, provider: str | None = None) -> str | None:
     """The profile that reads a stream from ``url``, or None when callgate has none for it. Where
     several profiles serve an endpoint, the one that claims ``provider`` wins, else the first."""
     path = urlsplit(url).path
-    serving = [p for p in PROFILES.values() if path.endswith(p.endpoints)]
+    serving = [p for p in PROFILES.values() if path.endswith(p.endpoints) or any(
+        re.search(pattern, path) for pattern, _ in p.path_framings)]
     claiming = [p for p in serving if provider in p.claims]
     chosen = claiming or [p for p in serving if not p.claims]
     return chosen[0].name if chosen else None
@@ -60,13 +64,33 @@ def framing_for(profile: str, media_type: str) -> str | None:
                  if media_type in MEDIA_TYPES[framing]), None)
 
 
+def framing_of_request(profile: str, path: str, asks_sse: bool) -> str:
+    """The framing a provider answers a request for ``profile`` at ``path`` with: the one its
+    path pattern names (Bedrock's event stream), SSE when asked (Gemini's ``alt=sse``) and the
+    API has it, else the API's first."""
+    record = PROFILES[profile]
+    for pattern, framing in record.path_framings:
+        if re.search(pattern, path):
+            return framing
+    return SSE if asks_sse and SSE in record.framings else record.framings[0]
+
+
 def framed(envelope: Mapping[str, Any], framing: str) -> Iterator[bytes]:
     """The bytes of each event of an envelope in ``framing``, as its provider sends them."""
     if framing == JSON_ARRAY:
         return array_frames(envelope)
     if framing == NDJSON:
         return line_frames(envelope)
+    if framing == EVENTSTREAM:
+        return message_frames(envelope)
     return sse_frames(envelope)
+
+
+def message_frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
+    """AWS event-stream messages, one per event, as Bedrock sends them."""
+    profile = PROFILES[envelope["profile"]]
+    assert profile.to_message is not None, f"{profile.name} has no event-stream messages"
+    return map(profile.to_message, envelope[profile.stream_key])
 
 
 def frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:

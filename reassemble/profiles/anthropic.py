@@ -8,15 +8,32 @@ then ``message_stop``. ``ping`` may come anywhere; ``error`` is a mid-stream fai
 client does not execute (text, thinking, server tools and their results) are slots too, so a reused
 index is caught whatever its kind, but they are not calls. The docs say new event types may be
 added; an unknown one is ``unsupported_event`` until a profile update reads it.
+
+On Amazon Bedrock (``POST /model/<anthropic model>/invoke-with-response-stream``) the same events
+come in AWS event-stream messages (``reassemble/eventstream.py``): each a ``chunk`` event whose
+JSON payload holds the Anthropic event, base64-encoded, in ``bytes``; a failure is an exception
+message (``modelStreamErrorException``, ``throttlingException``, ...), read here as Anthropic's
+``error`` event with the exception's name as its type (Bedrock Runtime API reference,
+InvokeModelWithResponseStream; recorded streams in the shared corpus).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotStarted, TurnEnded
+from callgate.reassemble.eventstream import (
+    Message,
+    event_message,
+    exception_message,
+    payload_value,
+)
+from callgate.reassemble.framing import EVENTSTREAM, SSE
 from callgate.reassemble.profiles.base import (
     ArgumentSite,
     Profile,
@@ -176,6 +193,40 @@ def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
     return {"type": "error", "error": {"type": "callgate_blocked", "message": message}}
 
 
+def from_invoke_message(message: Message) -> object:
+    """The Anthropic event a Bedrock InvokeModelWithResponseStream message carries."""
+    kind = message.header(":message-type")
+    if kind in ("exception", "error"):
+        name = message.header(":exception-type") or message.header(":error-code") or "error"
+        payload = payload_value(message.payload) if kind == "exception" else {
+            "message": message.header(":error-message")}
+        text = payload.get("message") if isinstance(payload, dict) else payload
+        return {"type": "error", "error": {"type": name, "message": str(text)}}
+    chunk = payload_value(message.payload)
+    if message.header(":event-type") != "chunk":
+        return chunk  # no Anthropic event: the translator says so
+    encoded = chunk.get("bytes") if isinstance(chunk, dict) else None
+    try:
+        data = base64.b64decode(encoded if isinstance(encoded, str) else "", validate=True)
+    except binascii.Error:
+        return "a chunk whose bytes are not base64"
+    return payload_value(data) if data else "a chunk without bytes"
+
+
+def to_invoke_message(event: object) -> bytes:
+    """The Bedrock message that sends an Anthropic event: an ``error`` event as an exception
+    (``modelStreamErrorException`` unless its type names one), any other as a ``chunk``."""
+    if isinstance(event, dict) and event.get("type") == "error":
+        error = event.get("error")
+        error = error if isinstance(error, dict) else {}
+        name = str(error.get("type", ""))
+        return exception_message(name if name.endswith("Exception") else
+                                 "modelStreamErrorException",
+                                 json.dumps({"message": str(error.get("message", ""))}).encode())
+    data = base64.b64encode(json.dumps(event, ensure_ascii=False).encode()).decode()
+    return event_message("chunk", json.dumps({"bytes": data}).encode())
+
+
 PROFILE = Profile(
     name="anthropic",
     stream_key="events",
@@ -188,6 +239,10 @@ PROFILE = Profile(
     translator=lambda quirks, request: MessagesTranslator(),
     # Vertex AI serves Anthropic models at :streamRawPredict with the same events.
     endpoints=("/messages", ":streamRawPredict"),
+    path_framings=((r"/model/[^/]*anthropic[^/]*/invoke-with-response-stream$", EVENTSTREAM),),
+    framings=(SSE, EVENTSTREAM),
+    from_message=from_invoke_message,
+    to_message=to_invoke_message,
     tool_schemas=lambda request: flat_tools(request, "input_schema"),
     version_headers=("anthropic-version", "anthropic-beta"),
     event_lines=True,

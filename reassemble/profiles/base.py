@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeGuard
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import Event, Problem
+from callgate.reassemble.eventstream import Message
 from callgate.reassemble.framing import SSE
 
 #: Where a profile's events hold tool-call arguments, for the redactor:
@@ -111,6 +112,13 @@ class Profile:
     #: The framings the API streams in (``framing.SSE``, ``JSON_ARRAY``, ``NDJSON``): the first
     #: is what it sends unless the request asks for SSE (Gemini's ``alt=sse``).
     framings: tuple[str, ...] = (SSE,)
+    #: URL path patterns (regular expressions) it also serves, each with the framing its
+    #: responses stream in there (Anthropic models on Bedrock's InvokeModelWithResponseStream).
+    path_framings: tuple[tuple[str, str], ...] = ()
+    #: AWS event-stream (Bedrock): the event one decoded message stands for, and the message
+    #: that sends an event (``callgate serve``, enforce mode's error).
+    from_message: Callable[[Message], object] | None = None
+    to_message: Callable[[object], bytes] | None = None
     #: The provider's own error event, given callgate's message and the blocking codes: what
     #: enforce mode sends instead of a failing turn's terminal, so the provider's SDK raises.
     error_body: Callable[[str, Sequence[str]], dict[str, object]]

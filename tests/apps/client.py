@@ -4,8 +4,8 @@ Run with the SDK virtualenv (``.venv-apps/bin/python``). Prints one JSON line: t
 each streamed event (seconds since the request started), the event kinds, the finish or stop
 reason, the tool calls the SDK assembled, and the exception the SDK raised, if any.
 
-    client.py openai|openai-responses|anthropic|mistral|gemini|ollama BASE_URL [--key KEY]
-              [--prompt TEXT]
+    client.py openai|openai-responses|anthropic|mistral|gemini|ollama|bedrock|bedrock-invoke
+              BASE_URL [--key KEY] [--prompt TEXT]
               [--header NAME=VALUE]
               [--tools SCHEMAS.json]
 """
@@ -140,13 +140,73 @@ def run_ollama(args: argparse.Namespace, out: dict[str, Any]) -> None:
     out["tool_calls"] = calls
 
 
+def bedrock_client(args: argparse.Namespace) -> Any:
+    import boto3
+
+    client = boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=args.base_url,
+                          aws_access_key_id="AKIDCALLGATETEST", aws_secret_access_key="secret")
+    for name, value in args.headers.items():  # boto3 takes extra headers through an event hook
+        client.meta.events.register("before-send.bedrock-runtime.*",
+                                    lambda request, name=name, value=value, **_: request.headers
+                                    .__setitem__(name, value))
+    return client
+
+
+def run_bedrock(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """boto3 ``converse_stream``, accumulated as the AWS examples do: a call's input fragments
+    joined per content block, parsed at ``contentBlockStop``."""
+    response = bedrock_client(args).converse_stream(
+        modelId="anthropic.claude-3-haiku-20240307-v1:0",
+        messages=[{"role": "user", "content": [{"text": args.prompt}]}],
+        toolConfig={"tools": [{"toolSpec": {"name": name, "inputSchema": {"json": schema}}}
+                              for name, schema in args.tools.items()]})
+    calls: dict[int, dict[str, Any]] = {}
+    for event in response["stream"]:
+        out["times"].append(time.monotonic() - START)
+        ((kind, payload),) = event.items()
+        out["kinds"].append(kind)
+        index = payload.get("contentBlockIndex")
+        if kind == "contentBlockStart" and "toolUse" in payload["start"]:
+            calls[index] = {"name": payload["start"]["toolUse"]["name"], "input": ""}
+        elif kind == "contentBlockDelta" and "toolUse" in payload["delta"]:
+            calls[index]["input"] += payload["delta"]["toolUse"]["input"]
+        elif kind == "messageStop":
+            out["finish"] = payload["stopReason"]
+    out["tool_calls"] = [{"name": c["name"], "input": json.loads(c["input"] or "{}")}
+                         for c in calls.values()]
+
+
+def run_bedrock_invoke(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """boto3 ``invoke_model_with_response_stream`` with an Anthropic model: each chunk's bytes is
+    an Anthropic event."""
+    body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 256,
+            "messages": [{"role": "user", "content": args.prompt}],
+            "tools": [{"name": name, "input_schema": schema}
+                      for name, schema in args.tools.items()]}
+    response = bedrock_client(args).invoke_model_with_response_stream(
+        modelId="anthropic.claude-3-haiku-20240307-v1:0", body=json.dumps(body))
+    calls: dict[int, dict[str, Any]] = {}
+    for event in response["body"]:
+        out["times"].append(time.monotonic() - START)
+        chunk = json.loads(event["chunk"]["bytes"])
+        out["kinds"].append(chunk["type"])
+        if chunk["type"] == "content_block_start" and chunk["content_block"]["type"] == "tool_use":
+            calls[chunk["index"]] = {"name": chunk["content_block"]["name"], "input": ""}
+        elif chunk["type"] == "content_block_delta" and chunk["index"] in calls:
+            calls[chunk["index"]]["input"] += chunk["delta"].get("partial_json", "")
+        elif chunk["type"] == "message_delta":
+            out["finish"] = chunk["delta"]["stop_reason"]
+    out["tool_calls"] = [{"name": c["name"], "input": json.loads(c["input"] or "{}")}
+                         for c in calls.values()]
+
+
 START = time.monotonic()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sdk", choices=["openai", "openai-responses", "anthropic", "mistral",
-                                        "gemini", "ollama"])
+                                        "gemini", "ollama", "bedrock", "bedrock-invoke"])
     parser.add_argument("base_url")
     parser.add_argument("--key", default="sk-test-0000000000000000")
     parser.add_argument("--prompt", default="What is the weather in Oslo?")
@@ -160,7 +220,8 @@ def main() -> None:
     try:
         runners = {"openai": run_openai, "openai-responses": run_openai_responses,
                    "anthropic": run_anthropic, "mistral": run_mistral, "gemini": run_gemini,
-                   "ollama": run_ollama}
+                   "ollama": run_ollama, "bedrock": run_bedrock,
+                   "bedrock-invoke": run_bedrock_invoke}
         runners[args.sdk](args, out)
     except Exception as error:  # the point: record what the SDK raises
         out["error"] = {"type": type(error).__name__, "message": str(error)[:300]}

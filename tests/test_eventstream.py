@@ -1,0 +1,167 @@
+"""AWS event-stream messages: callgate's decoder held to botocore's on generated and recorded
+bodies, every CRC checked, and the framer cutting whole messages at any chunking."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import struct
+import uuid
+import zlib
+from pathlib import Path
+
+import pytest
+from botocore.eventstream import ChecksumMismatch, EventStreamBuffer
+from hypothesis import given
+from hypothesis import strategies as st
+
+from callgate.reassemble.eventstream import (
+    EventStreamError,
+    Message,
+    MessageFramer,
+    decode,
+    encode,
+    message_event,
+    starts_a_message,
+)
+from callgate.reassemble.profiles import PROFILES, framed, frames
+from callgate.reassemble.profiles.anthropic import from_invoke_message
+from callgate.reassemble.profiles.bedrock_converse import from_message
+from tests.conftest import CONFORMANCE, SHARED_CORPUS, load
+
+_NAMES = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8).filter(
+    lambda name: len(name.encode()) < 256)
+_HEADERS = st.dictionaries(_NAMES, st.text(st.characters(blacklist_categories=("Cs",)),
+                                           max_size=20), max_size=4)
+
+
+def botocore_messages(body: bytes) -> list[tuple[dict[str, object], bytes]]:
+    buffer = EventStreamBuffer()
+    buffer.add_data(body)
+    return [(message.headers, message.payload) for message in buffer]
+
+
+@given(st.lists(st.tuples(_HEADERS, st.binary(max_size=64)), max_size=4),
+       st.lists(st.integers(min_value=0), max_size=12))
+def test_messages_decode_as_botocore_reads_them_whatever_the_chunking(
+        messages: list[tuple[dict[str, str], bytes]], cuts: list[int]) -> None:
+    body = b"".join(encode(headers, payload) for headers, payload in messages)
+    framer = MessageFramer()
+    edges = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
+    blocks = [b for start, end in itertools.pairwise(edges) for b in framer.feed(body[start:end])]
+    assert framer.rest() == b"" and b"".join(blocks) == body
+    decoded = [decode(block) for block in blocks]
+    assert [(m.headers, m.payload) for m in decoded] == messages == botocore_messages(body)
+
+
+def typed_message() -> bytes:
+    """A message with a header of every type, packed by hand."""
+    def header(name: str, kind: int, value: bytes) -> bytes:
+        return bytes([len(name)]) + name.encode() + bytes([kind]) + value
+
+    headers = b"".join([
+        header("t", 0, b""), header("f", 1, b""), header("b", 2, struct.pack(">b", -2)),
+        header("s", 3, struct.pack(">h", -300)), header("i", 4, struct.pack(">i", 70000)),
+        header("l", 5, struct.pack(">q", -(1 << 40))), header("y", 6, b"\x00\x03abc"),
+        header("w", 7, b"\x00\x02hi"), header("m", 8, struct.pack(">q", 1700000000000)),
+        header("u", 9, uuid.UUID(int=7).bytes)])
+    payload = b'{"a":1}'
+    total = 12 + len(headers) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(headers))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    body = prelude + headers + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+def test_every_header_type_reads_as_botocore_reads_it() -> None:
+    message = decode(typed_message())
+    assert message.headers == {"t": True, "f": False, "b": -2, "s": -300, "i": 70000,
+                               "l": -(1 << 40), "y": b"abc", "w": "hi", "m": 1700000000000,
+                               "u": uuid.UUID(int=7)}
+    (headers, payload), = botocore_messages(typed_message())
+    assert {k: v for k, v in message.headers.items() if k not in ("m", "u")} == {
+        k: v for k, v in headers.items() if k not in ("m", "u")}
+    assert (headers["u"], message.payload) == (uuid.UUID(int=7).bytes, payload)
+
+
+@pytest.mark.parametrize(("position", "problem"), [
+    (9, "prelude CRC mismatch"),  # a byte of the prelude's CRC
+    (-6, "message CRC mismatch"),  # a byte of the payload
+    (-1, "message CRC mismatch"),  # a byte of the message CRC
+])
+def test_a_bad_crc_is_refused_as_botocore_refuses_it(position: int, problem: str) -> None:
+    data = bytearray(encode({":event-type": "chunk"}, b'{"bytes":"e30="}'))
+    data[position] ^= 0x01
+    with pytest.raises(EventStreamError, match=problem):
+        decode(bytes(data))
+    with pytest.raises(ChecksumMismatch):
+        botocore_messages(bytes(data))
+    assert message_event(bytes(data), from_message) == f"event-stream message not read: {problem}"
+
+
+@pytest.mark.parametrize(("data", "problem"), [
+    (b"\x00\x00\x00\x10", "4 bytes is shorter than a message"),
+    (encode({}, b"x")[:-1], "prelude says 17 bytes, the message has 16"),
+])
+def test_a_cut_message_is_refused_in_a_few_words(data: bytes, problem: str) -> None:
+    with pytest.raises(EventStreamError, match=problem):
+        decode(data)
+
+
+def test_a_length_no_message_can_have_stops_the_framer_and_keeps_every_byte() -> None:
+    good = encode({":event-type": "metadata"}, b"{}")
+    framer = MessageFramer()
+    assert framer.feed(good + b"\x00\x00\x00\x05junk" + good) == [good]
+    assert framer.broken and framer.rest() == b"\x00\x00\x00\x05junk" + good
+    assert starts_a_message(good) and not starts_a_message(b"\x00\x00\x00\x05junk" + good)
+
+
+@pytest.mark.parametrize("path", sorted((CONFORMANCE / "bedrock-converse").glob("*.json")),
+                         ids=lambda p: p.stem)
+def test_converse_fixtures_go_out_as_messages_that_read_back_as_their_events(path: Path) -> None:
+    envelope = load(path)
+    body = b"".join(frames(envelope))
+    read = [{name: payload} for name, payload in (
+        ((headers.get(":exception-type") or headers[":event-type"]), payload)
+        for headers, payload in botocore_messages(body))]
+    assert len(read) == len(envelope["events"])
+    assert [message_event(block, from_message) for block in MessageFramer().feed(body)] == \
+        envelope["events"]
+
+
+def test_anthropic_events_go_out_as_base64_chunks_and_an_error_as_an_exception() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_fragmented.json")
+    body = b"".join(framed(envelope, "eventstream"))
+    messages = botocore_messages(body)
+    assert [h[":event-type"] for h, _ in messages] == ["chunk"] * len(envelope["events"])
+    error = PROFILES["anthropic"].error_body("callgate blocked this turn: x", ["x"])
+    assert PROFILES["anthropic"].to_message is not None
+    (headers, payload), = botocore_messages(PROFILES["anthropic"].to_message(error))
+    assert (headers[":message-type"], headers[":exception-type"], payload) == (
+        "exception", "modelStreamErrorException", b'{"message": "callgate blocked this turn: x"}')
+    assert from_invoke_message(Message(headers, payload)) == {"type": "error", "error": {
+        "type": "modelStreamErrorException", "message": "callgate blocked this turn: x"}}
+
+
+@pytest.mark.parametrize(("payload", "event"), [
+    (b'{"bytes": "not base64!"}', "a chunk whose bytes are not base64"),
+    (b'{"p": "abc"}', "a chunk without bytes"),
+    (b'{"bytes": "' + base64.b64encode(b"{oops") + b'"}', "{oops"),
+])
+def test_a_chunk_that_holds_no_anthropic_event_is_text_for_the_engine_to_report(
+        payload: bytes, event: str) -> None:
+    message = decode(encode({":event-type": "chunk", ":message-type": "event"}, payload))
+    assert from_invoke_message(message) == event
+
+
+RECORDED = sorted(SHARED_CORPUS.glob("real/bedrock-*/*.b64"))
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_recorded_bedrock_bodies_read_as_botocore_reads_them(path: Path) -> None:
+    body = base64.b64decode(path.read_text())
+    framer = MessageFramer()
+    blocks = framer.feed(body)
+    assert framer.rest() == b""
+    assert [(m.headers, m.payload) for m in map(decode, blocks)] == botocore_messages(body)
