@@ -135,6 +135,24 @@ def test_ollama_python_hands_on_both_calls_at_one_index_and_ids_are_not_compared
         "DISAGREE: ollama-python hands on 1 call; callgate blocks (missing_terminal)"])
 
 
+def test_a_boto3_converse_accumulator_runs_a_moved_call_and_fails_on_a_tool_without_input(
+        apps_python: str) -> None:
+    result = adapter_result(apps_python, "boto3", "bedrock-converse/reused_index_new_id")
+    assert (result.calls, result.finish, result.error) == ((
+        HandedCall("tooluse_w7Kx2PqR9sTuVw3YzAbCdE", "get_weather", '{"city": "Paris"}'),
+        HandedCall("tooluse_r5H1c8UeQ2nMxZ7VbPkTaS", "get_weather", '{"city": "Rome"}')),
+        "tool_use", None)
+    code, out, err = diff(["bedrock-converse/valid_parallel_calls",
+                           "bedrock-converse/reused_index_new_id",
+                           "bedrock-converse/valid_no_argument_tool"], "boto3", apps_python)
+    assert (code, err, verdict_lines(out)) == (1, "", [
+        "agree: both hand on the same 2 calls",
+        "DISAGREE: boto3 hands on 2 calls; callgate blocks (delta_after_terminal, "
+        "duplicate_start, duplicate_terminal, identity_collision)",
+        # Bedrock sends one "" fragment for a tool without parameters: json.loads("") raises.
+        "DISAGREE: boto3 raises JSONDecodeError where callgate would run 1 call"])
+
+
 def test_an_adapter_that_raises_agrees_with_a_callgate_that_runs_nothing(
         apps_python: str) -> None:
     code, out, _ = diff(["openai/stream_error"], "openai-python", apps_python)

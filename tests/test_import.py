@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
 from mitmproxy import http
 from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.test import tflow, tutils
 from typer.testing import CliRunner
 
 from callgate.cli.app import app
-from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.framing import EVENTSTREAM
+from callgate.reassemble.profiles import PROFILES, framed
+from callgate.redact import redact_envelope
+from tests.conftest import CONFORMANCE, load
+from tests.proxy_harness import request_body_of
 
 runner = CliRunner()
 KEY = "sk-proj-" + "Zq7" * 16
@@ -126,3 +131,61 @@ def test_an_unknown_profile_is_one_line_and_exit_2(tmp_path: Path) -> None:
     body.write_bytes(sse_body("{}"))
     assert invoke(str(body), "--profile", "acme-chat") == (
         2, "", f"callgate: unknown profile 'acme-chat'; known: {', '.join(sorted(PROFILES))}\n")
+
+
+def bedrock_flow(name: str, endpoint: str) -> http.HTTPFlow:
+    envelope = load(CONFORMANCE / f"{name}.json")
+    request = tutils.treq(
+        method=b"POST", host="bedrock-runtime.us-east-1.amazonaws.com", port=443,
+        scheme=b"https", path=f"/model/anthropic.claude-3-haiku-20240307-v1%3A0/{endpoint}"
+        .encode(), content=request_body_of(envelope),
+        headers=http.Headers(authorization="AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/x",
+                             content_type="application/json"))
+    response = tutils.tresp(headers=http.Headers(
+        content_type="application/vnd.amazon.eventstream"),
+        content=b"".join(framed(envelope, EVENTSTREAM)))
+    return tflow.tflow(req=request, resp=response)
+
+
+def test_bedrock_event_streams_import_from_a_har_and_as_raw_bodies(tmp_path: Path) -> None:
+    converse, invoke_name = "bedrock-converse/valid_parallel_calls", "anthropic/valid_fragmented"
+    har = tmp_path / "bedrock.har"
+    har.write_text(json.dumps(SaveHar().make_har([
+        bedrock_flow(converse, "converse-stream"),
+        bedrock_flow(invoke_name, "invoke-with-response-stream")])))
+    code, out, err = invoke(str(har), "--out-dir", str(tmp_path / "fx"))
+    assert (code, err) == (0, "")
+    written = [json.loads(p.read_text()) for p in sorted((tmp_path / "fx").glob("*.json"))]
+    assert sorted((f["profile"], f["provider"], f["meta"]["stream"]["framing"],
+                   f["expect"]["status"]) for f in written) == [
+        ("anthropic", "bedrock", "eventstream", "pass"),
+        ("bedrock-converse", "bedrock", "eventstream", "pass")]
+    for fixture in written:
+        name = converse if fixture["profile"] == "bedrock-converse" else invoke_name
+        assert fixture["events"] == redact_envelope(load(CONFORMANCE / f"{name}.json"),
+                                                    secrets=()).envelope["events"]
+    # The same body in a VCR cassette (bytes: !!binary), as a raw file, and as a raw file known
+    # by its first prelude.
+    body = b"".join(framed(load(CONFORMANCE / f"{converse}.json"), EVENTSTREAM))
+    url = ("https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku-"
+           "20240307-v1%3A0/converse-stream")
+    (tmp_path / "bedrock.yaml").write_text(yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "uri": url, "headers": {},
+                    "body": request_body_of(load(CONFORMANCE / f"{converse}.json")).decode()},
+        "response": {"status": {"code": 200, "message": "OK"}, "body": {"string": body},
+                     "headers": {"Content-Type": ["application/vnd.amazon.eventstream"]}}}]}))
+    code, out, err = invoke(str(tmp_path / "bedrock.yaml"), "--out-dir", str(tmp_path / "vcr"))
+    assert (code, err) == (0, "")
+    fixture, = [json.loads(p.read_text()) for p in (tmp_path / "vcr").glob("*.json")]
+    assert (fixture["profile"], fixture["provider"], fixture["expect"]["status"]) == (
+        "bedrock-converse", "bedrock", "pass")
+    request = tmp_path / "request.json"
+    request.write_bytes(request_body_of(load(CONFORMANCE / f"{converse}.json")))
+    for file_name in ("turn.eventstream", "turn"):
+        (tmp_path / file_name).write_bytes(body)
+        code, out, err = invoke(str(tmp_path / file_name), "--request", str(request),
+                                "--profile", "bedrock-converse", "--provider", "bedrock",
+                                "--out", str(tmp_path / f"{file_name}.json"))
+        assert (code, err) == (0, ""), out
+        fixture = json.loads((tmp_path / f"{file_name}.json").read_text())
+        assert fixture["expect"] == {"status": "pass", "codes": []}

@@ -7,8 +7,8 @@ import json
 
 from callgate.proxy_addon.webview import bounded, event_texts, render
 from callgate.reassemble import check
-from callgate.reassemble.framing import JSON_ARRAY, NDJSON, SSE
-from callgate.reassemble.profiles import array_frames, frames
+from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, NDJSON, SSE
+from callgate.reassemble.profiles import array_frames, framed, frames
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
 
@@ -47,6 +47,20 @@ def test_a_json_lines_body_is_read_one_line_an_event() -> None:
              for line in render(check(envelope).to_dict(), body, NDJSON)]
     assert lines[lines.index("events") + 1:] == [
         f"{'✗' if n == 1 else ' '} {n:>4}  {text}" for n, text in enumerate(texts)]
+
+
+def test_an_event_stream_body_is_read_one_message_an_event_as_its_profile_reads_it() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "reused_index_new_id.json")
+    body = b"".join(framed(envelope, EVENTSTREAM))
+    texts = event_texts(body, EVENTSTREAM, "anthropic")
+    assert [json.loads(text) for text in texts] == envelope["events"]
+    lines = ["".join(text for _, text in line)
+             for line in render(check(envelope).to_dict(), body, EVENTSTREAM)]
+    assert lines[lines.index("events") + 1:] == [
+        f"{'✗' if n == 3 else ' '} {n:>4}  {text}" for n, text in enumerate(texts)]
+    # A cut last message is shown as the text the engine was given.
+    assert event_texts(body[:-3], EVENTSTREAM, "anthropic")[-1] == json.dumps(
+        "event-stream message not read: prelude says 136 bytes, the message has 133")
 
 
 def test_a_body_over_the_limit_keeps_head_and_tail_and_says_what_it_left_out() -> None:

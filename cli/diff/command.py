@@ -14,6 +14,7 @@ that cannot run.
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -31,6 +32,8 @@ from callgate.cli.files import load_envelope
 from callgate.cli.output import console, error_line, safe, styled
 from callgate.reassemble import Report, check
 from callgate.reassemble.errors import CallgateError, SetupError, UsageError
+from callgate.reassemble.framing import EVENTSTREAM
+from callgate.reassemble.profiles import PROFILES, framed
 
 RUNNER = Path(__file__).with_name("adapters") / "runner.py"
 #: Seconds a runner (or the import probe) may take before the fixture counts as unrunnable.
@@ -59,6 +62,7 @@ ADAPTERS: dict[str, Adapter] = {
     "langchain": Adapter("langchain_openai", "langchain-openai", ("openai", "mistral"), True),
     "litellm": Adapter("litellm", "litellm", ("openai", "mistral"), False),
     "ollama-python": Adapter("ollama", "ollama", ("ollama",), True, hands_ids=False),
+    "boto3": Adapter("boto3", "boto3", ("bedrock-converse",), True),
 }
 
 
@@ -68,6 +72,7 @@ class AdapterName(StrEnum):
     langchain = "langchain"
     litellm = "litellm"
     ollama_python = "ollama-python"
+    boto3 = "boto3"
 
 
 @dataclass(frozen=True)
@@ -180,7 +185,8 @@ def run_adapter_many(python: str, adapter: str,
     """``run_adapter`` for several envelopes, in one run of the runner."""
     command = [python, str(RUNNER), adapter, "--many"]
     try:
-        done = subprocess.run(command, input=json.dumps(list(envelopes)), capture_output=True,
+        given = json.dumps([with_wire(envelope) for envelope in envelopes])
+        done = subprocess.run(command, input=given, capture_output=True,
                               text=True, encoding="utf-8", timeout=TIMEOUT * len(envelopes),
                               check=False)
     except subprocess.TimeoutExpired:
@@ -198,6 +204,16 @@ def run_adapter_many(python: str, adapter: str,
     except (IndexError, KeyError, TypeError, ValueError):
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise SetupError(f"the {adapter} runner failed (exit {done.returncode}): {last}") from None
+
+
+def with_wire(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The envelope, and for an API that streams AWS event-stream messages its body as callgate
+    frames it (``wire_eventstream``, base64): the runner has no callgate to frame it."""
+    profile = PROFILES.get(envelope.get("profile"))  # type: ignore[arg-type]
+    if profile is None or EVENTSTREAM not in profile.framings:
+        return envelope
+    data = b"".join(framed(envelope, EVENTSTREAM))
+    return {**envelope, "wire_eventstream": base64.b64encode(data).decode()}
 
 
 def parse_result(stdout: str) -> AdapterResult:

@@ -27,14 +27,22 @@ installed in callgate's environment.
   ``message.tool_calls`` are collected as Ollama's streaming tool example does (its models keep
   no id).
 
-Parsed arguments (Anthropic ``input``, LangChain ``args``, Ollama ``arguments``) are shown as
-``json.dumps`` text.
+- boto3 (Bedrock ConverseStream): the AWS event-stream body (``wire_eventstream``, framed by
+  callgate before the runner starts) answers a real ``bedrock-runtime`` client's request from a
+  ``before-send`` hook; the events are accumulated as the Bedrock user guide's streaming tool-use
+  example does: one tool use at a time, its input fragments joined, parsed with ``json.loads``
+  at ``contentBlockStop`` (a tool use that streamed no input is not kept).
+
+Parsed arguments (Anthropic ``input``, LangChain ``args``, Ollama ``arguments``, Bedrock
+``input``) are shown as ``json.dumps`` text.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib
+import io
 import json
 import os
 import sys
@@ -190,6 +198,44 @@ def ollama_python(envelope: dict[str, Any], ollama: Any, http: Any) -> Calls:
     return finished(calls, finish)
 
 
+def boto3_converse(envelope: dict[str, Any], boto3: Any, awsrequest: Any,
+                   response: Any) -> Calls:
+    data = base64.b64decode(envelope["wire_eventstream"])
+    client = boto3.client("bedrock-runtime", region_name="us-east-1",
+                          endpoint_url="http://callgate.invalid", aws_access_key_id="callgate",
+                          aws_secret_access_key="callgate-diff")
+    headers = {"content-type": "application/vnd.amazon.eventstream"}
+
+    def answer(request: Any, **_: Any) -> Any:
+        raw = response.HTTPResponse(body=io.BytesIO(data), headers=headers, status=200,
+                                    preload_content=False)
+        return awsrequest.AWSResponse(request.url, 200, headers, raw)
+
+    client.meta.events.register("before-send.bedrock-runtime.ConverseStream", answer)
+    tools = [{"toolSpec": {"name": name, "inputSchema": {"json": schema}}}
+             for name, schema in envelope.get("tool_schemas", {}).items()]
+    stream = client.converse_stream(
+        modelId="callgate-diff", messages=[{"role": "user", "content": [{"text": "diff"}]}],
+        **({"toolConfig": {"tools": tools}} if tools else {}))["stream"]
+    calls: list[dict[str, Any]] = []
+    tool: dict[str, Any] = {}
+    finish = None
+    for event in stream:
+        if "contentBlockStart" in event:
+            tool = dict(event["contentBlockStart"]["start"].get("toolUse", {}))
+        elif "contentBlockDelta" in event and "toolUse" in event["contentBlockDelta"]["delta"]:
+            tool["input"] = tool.get("input", "") + event["contentBlockDelta"]["delta"][
+                "toolUse"]["input"]
+        elif "contentBlockStop" in event and "input" in tool:
+            calls.append({"id": tool.get("toolUseId"), "name": tool.get("name"),
+                          "arguments": json.dumps(json.loads(tool["input"]),
+                                                  ensure_ascii=False)})
+            tool = {}
+        elif "messageStop" in event:
+            finish = event["messageStop"]["stopReason"]
+    return finished(calls, finish)
+
+
 #: adapter -> (pip package, modules to import, what it hands on given the envelope and modules).
 ADAPTERS: dict[str, tuple[str, tuple[str, ...], Callable[..., Calls]]] = {
     "openai-python": ("openai", ("openai", "httpx2", "openai.lib.streaming.chat._completions"),
@@ -198,6 +244,7 @@ ADAPTERS: dict[str, tuple[str, tuple[str, ...], Callable[..., Calls]]] = {
     "langchain": ("langchain-openai", ("langchain_openai", "httpx2"), langchain),
     "litellm": ("litellm", ("litellm", "openai", "httpx2"), litellm),
     "ollama-python": ("ollama", ("ollama", "httpx"), ollama_python),
+    "boto3": ("boto3", ("boto3", "botocore.awsrequest", "urllib3.response"), boto3_converse),
 }
 
 if __name__ == "__main__":
