@@ -153,6 +153,21 @@ def test_a_boto3_converse_accumulator_runs_a_moved_call_and_fails_on_a_tool_with
         "DISAGREE: boto3 raises JSONDecodeError where callgate would run 1 call"])
 
 
+def test_cohere_python_hands_on_the_calls_of_a_stream_that_ended_with_error(
+        apps_python: str) -> None:
+    result = adapter_result(apps_python, "cohere-python", "cohere/stream_error")
+    assert (result.calls, result.finish, result.error) == (
+        (HandedCall("get_weather_fx01", "get_weather", '{\n    "city'),), "ERROR", None)
+    code, out, err = diff(["cohere/valid_parallel_calls", "cohere/stream_error",
+                           "cohere/valid_no_argument_tool"], "cohere-python", apps_python)
+    assert (code, err, verdict_lines(out)) == (1, "", [
+        "agree: both hand on the same 2 calls",
+        "DISAGREE: cohere-python hands on 1 call; callgate blocks (missing_terminal, "
+        "stream_error, wrong_terminal_reason)",
+        # The tool without parameters: "" where callgate gives {}.
+        "DISAGREE: cohere-python hands on other calls than callgate"])
+
+
 def test_an_adapter_that_raises_agrees_with_a_callgate_that_runs_nothing(
         apps_python: str) -> None:
     code, out, _ = diff(["openai/stream_error"], "openai-python", apps_python)

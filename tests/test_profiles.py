@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from callgate.reassemble import Code, Reassembler, check
+from callgate.reassemble.eventstream import decode
 from callgate.reassemble.profiles import PROFILES, profile_for, profile_of_events
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, function_tools, reason_replaced
 from callgate.reassemble.providers import provider_from_url
@@ -35,6 +36,34 @@ def test_each_endpoint_leads_to_its_profile(name: str) -> None:
     assert profile.endpoints
     for endpoint in profile.endpoints:
         assert profile_for(f"https://api.example/v1{endpoint}?key=x", provider) == name
+
+
+@pytest.mark.parametrize(("path", "name"), [
+    ("/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke-with-response-stream", "anthropic"),
+    ("/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream",
+     "anthropic"),
+    ("/model/amazon.nova-micro-v1%3A0/invoke-with-response-stream", None),
+    ("/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke", None),
+    ("/model/amazon.nova-micro-v1%3A0/converse-stream", "bedrock-converse"),
+])
+def test_bedrock_paths_lead_to_converse_and_to_anthropic_only_for_anthropic_models(
+        path: str, name: str | None) -> None:
+    assert profile_for(f"https://bedrock-runtime.us-east-1.amazonaws.com{path}") == name
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if PROFILES[n].to_message is not None])
+def test_the_error_message_of_an_event_stream_is_read_back_as_a_stream_error(name: str) -> None:
+    profile = PROFILES[name]
+    assert profile.to_message is not None and profile.from_message is not None
+    body = profile.error_body("callgate blocked this turn: missing_terminal", ["missing_terminal"])
+    message = decode(profile.to_message(body))
+    assert message.header(":message-type") == "exception"
+    # Anthropic's error travels as Bedrock's exception, which is what reads back.
+    read_back = {"type": "error", "error": {"type": "modelStreamErrorException", "message":
+                 "callgate blocked this turn: missing_terminal"}} if name == "anthropic" else body
+    assert profile.from_message(message) == read_back
+    findings = Reassembler(name, {}).feed(profile.from_message(message))
+    assert [finding.code for finding in findings] == [Code.STREAM_ERROR]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -242,6 +271,9 @@ def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: st
      "google/models/gemini:streamGenerateContent", "gemini-vertex"),
     ("http://127.0.0.1:11434/api/chat", "ollama"),
     ("https://ollama.com/api/chat", "ollama"),
+    ("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream", "bedrock"),
+    ("https://bedrock-runtime-fips.us-west-2.amazonaws.com/model/m/converse-stream", "bedrock"),
+    ("https://bedrock.us-east-1.amazonaws.com/foundation-models", None),
     ("https://x.openai.azure.com/openai/deployments/d/chat/completions", "azure-openai"),
     ("https://x.openai.azure.com/openai/v1/chat/completions", "azure-openai"),
     ("https://api.cerebras.ai/v1/chat/completions", "cerebras"),

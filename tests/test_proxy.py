@@ -196,6 +196,7 @@ def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
     ("gemini", "/f/gemini/valid_parallel_two_chunks/", 2),
     ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1", 2),
     ("ollama", "/f/ollama/valid_parallel_calls_two_lines", 2),
+    ("cohere", "/f/cohere/valid_parallel_calls", 2),
     ("bedrock", "/f/bedrock-converse/valid_parallel_calls", 2),
     ("bedrock-invoke", "/f/anthropic/valid_text_then_two_tools", 2),
 ])
@@ -274,6 +275,25 @@ def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
     assert (passed["kinds"], passed["tool_calls"]) == (direct["kinds"], direct["tool_calls"])
     assert blocked["error"]["type"] == raised and says in blocked["error"]["message"]
     assert blocked["tool_calls"] == []
+
+
+@pytest.mark.sdk
+@needs_apps
+def test_enforce_mode_ends_a_bad_cohere_turn_with_error_which_cohere_python_hands_on(
+        upstream: Any, tmp_path: Path) -> None:
+    """cohere-python raises on no event inside a stream (it skips what it cannot read, with a
+    warning): the app learns of the block from the finish reason, ERROR instead of TOOL_CALL."""
+    good, bad = "/f/cohere/valid_parallel_calls", "/f/cohere/reused_index_new_id"
+    tools = tools_file("cohere/valid_parallel_calls", tmp_path)
+    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
+        passed, blocked = (run_app("cohere", running.url + path, "--tools", tools)
+                           for path in (good, bad))
+    direct, direct_bad = (run_app("cohere", upstream.url + path, "--tools", tools)
+                          for path in (good, bad))
+    assert (passed["kinds"], passed["finish"], passed["tool_calls"]) == (
+        direct["kinds"], "TOOL_CALL", direct["tool_calls"])
+    assert direct_bad["finish"] == "TOOL_CALL" and blocked["error"] is None
+    assert (blocked["kinds"], blocked["finish"]) == (direct_bad["kinds"], "ERROR")
 
 
 def test_enforce_mode_bytes_of_a_good_turn_are_unchanged_even_when_compressed(

@@ -62,6 +62,7 @@ ADAPTERS: dict[str, Adapter] = {
     "langchain": Adapter("langchain_openai", "langchain-openai", ("openai", "mistral"), True),
     "litellm": Adapter("litellm", "litellm", ("openai", "mistral"), False),
     "ollama-python": Adapter("ollama", "ollama", ("ollama",), True, hands_ids=False),
+    "cohere-python": Adapter("cohere", "cohere", ("cohere",), False),
     "boto3": Adapter("boto3", "boto3", ("bedrock-converse",), True),
 }
 
@@ -72,6 +73,7 @@ class AdapterName(StrEnum):
     langchain = "langchain"
     litellm = "litellm"
     ollama_python = "ollama-python"
+    cohere_python = "cohere-python"
     boto3 = "boto3"
 
 

@@ -4,8 +4,8 @@ Run with the SDK virtualenv (``.venv-apps/bin/python``). Prints one JSON line: t
 each streamed event (seconds since the request started), the event kinds, the finish or stop
 reason, the tool calls the SDK assembled, and the exception the SDK raised, if any.
 
-    client.py openai|openai-responses|anthropic|mistral|gemini|ollama|bedrock|bedrock-invoke
-              BASE_URL [--key KEY] [--prompt TEXT]
+    client.py openai|openai-responses|anthropic|mistral|gemini|ollama|cohere|bedrock|
+              bedrock-invoke BASE_URL [--key KEY] [--prompt TEXT]
               [--header NAME=VALUE]
               [--tools SCHEMAS.json]
 """
@@ -140,6 +140,28 @@ def run_ollama(args: argparse.Namespace, out: dict[str, Any]) -> None:
     out["tool_calls"] = calls
 
 
+def run_cohere(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """cohere-python v2 ``chat_stream``, accumulated as Cohere's streaming tool-use guide does:
+    a call's arguments joined from ``tool-call-delta`` by its index."""
+    import cohere
+
+    client = cohere.ClientV2(api_key=args.key, base_url=args.base_url)
+    calls: dict[int, dict[str, str]] = {}
+    for event in client.chat_stream(model="command-a-03-2025", tools=openai_tools(args.tools),
+                                    messages=[{"role": "user", "content": args.prompt}]):
+        out["times"].append(time.monotonic() - START)
+        out["kinds"].append(event.type)
+        if event.type == "tool-call-start":
+            call = event.delta.message.tool_calls
+            calls[event.index] = {"name": call.function.name,
+                                  "arguments": call.function.arguments or ""}
+        elif event.type == "tool-call-delta":
+            calls[event.index]["arguments"] += event.delta.message.tool_calls.function.arguments
+        elif event.type == "message-end":
+            out["finish"] = event.delta.finish_reason
+    out["tool_calls"] = list(calls.values())
+
+
 def bedrock_client(args: argparse.Namespace) -> Any:
     import boto3
 
@@ -206,7 +228,8 @@ START = time.monotonic()
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sdk", choices=["openai", "openai-responses", "anthropic", "mistral",
-                                        "gemini", "ollama", "bedrock", "bedrock-invoke"])
+                                        "gemini", "ollama", "cohere", "bedrock",
+                                        "bedrock-invoke"])
     parser.add_argument("base_url")
     parser.add_argument("--key", default="sk-test-0000000000000000")
     parser.add_argument("--prompt", default="What is the weather in Oslo?")
@@ -220,7 +243,7 @@ def main() -> None:
     try:
         runners = {"openai": run_openai, "openai-responses": run_openai_responses,
                    "anthropic": run_anthropic, "mistral": run_mistral, "gemini": run_gemini,
-                   "ollama": run_ollama, "bedrock": run_bedrock,
+                   "ollama": run_ollama, "cohere": run_cohere, "bedrock": run_bedrock,
                    "bedrock-invoke": run_bedrock_invoke}
         runners[args.sdk](args, out)
     except Exception as error:  # the point: record what the SDK raises

@@ -27,6 +27,9 @@ installed in callgate's environment.
   ``message.tool_calls`` are collected as Ollama's streaming tool example does (its models keep
   no id).
 
+- cohere-python: the events, framed as Cohere sends them, go to a real ``ClientV2`` over the
+  in-memory transport; ``chat_stream``'s calls are joined by index as Cohere's streaming tool-use
+  guide does, from ``tool-call-start`` and its ``tool-call-delta`` fragments.
 - boto3 (Bedrock ConverseStream): the AWS event-stream body (``wire_eventstream``, framed by
   callgate before the runner starts) answers a real ``bedrock-runtime`` client's request from a
   ``before-send`` hook; the events are accumulated as the Bedrock user guide's streaming tool-use
@@ -198,6 +201,24 @@ def ollama_python(envelope: dict[str, Any], ollama: Any, http: Any) -> Calls:
     return finished(calls, finish)
 
 
+def cohere_python(envelope: dict[str, Any], cohere: Any, http: Any) -> Calls:
+    client = cohere.ClientV2(api_key="callgate-diff", base_url="http://callgate.invalid",
+                             httpx_client=served_by(http, envelope))
+    calls: dict[int, dict[str, Any]] = {}
+    finish = None
+    for event in client.chat_stream(model="callgate-diff", tools=function_tools(envelope),
+                                    messages=[{"role": "user", "content": "callgate diff"}]):
+        if event.type == "tool-call-start":
+            call = event.delta.message.tool_calls
+            calls[event.index] = {"id": call.id, "name": call.function.name,
+                                  "arguments": call.function.arguments or ""}
+        elif event.type == "tool-call-delta" and event.index in calls:
+            calls[event.index]["arguments"] += event.delta.message.tool_calls.function.arguments
+        elif event.type == "message-end":
+            finish = event.delta.finish_reason
+    return finished(list(calls.values()), finish)
+
+
 def boto3_converse(envelope: dict[str, Any], boto3: Any, awsrequest: Any,
                    response: Any) -> Calls:
     data = base64.b64decode(envelope["wire_eventstream"])
@@ -244,6 +265,7 @@ ADAPTERS: dict[str, tuple[str, tuple[str, ...], Callable[..., Calls]]] = {
     "langchain": ("langchain-openai", ("langchain_openai", "httpx2"), langchain),
     "litellm": ("litellm", ("litellm", "openai", "httpx2"), litellm),
     "ollama-python": ("ollama", ("ollama", "httpx"), ollama_python),
+    "cohere-python": ("cohere", ("cohere", "httpx"), cohere_python),
     "boto3": ("boto3", ("boto3", "botocore.awsrequest", "urllib3.response"), boto3_converse),
 }
 
