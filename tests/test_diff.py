@@ -153,6 +153,20 @@ def test_a_boto3_converse_accumulator_runs_a_moved_call_and_fails_on_a_tool_with
         "DISAGREE: boto3 raises JSONDecodeError where callgate would run 1 call"])
 
 
+def test_langchain_aws_gives_a_call_whose_input_it_cannot_read_empty_arguments(
+        apps_python: str) -> None:
+    result = adapter_result(apps_python, "langchain-aws", "bedrock-converse/reused_index_new_id")
+    assert (result.calls, result.finish, result.error) == ((
+        HandedCall("tooluse_w7Kx2PqR9sTuVw3YzAbCdE", "get_weather", '{"city": "Paris"}'),
+        HandedCall("tooluse_r5H1c8UeQ2nMxZ7VbPkTaS", "get_weather", "{}")), "tool_use", None)
+    code, out, err = diff(["bedrock-converse/valid_parallel_calls",
+                           "bedrock-converse/truncated_inside_input"], "langchain-aws",
+                          apps_python)
+    assert (code, err, verdict_lines(out)) == (0, "", [
+        "agree: both hand on the same 2 calls",
+        "agree: neither hands anything to the tool runner (langchain-aws raises ConnectionError)"])
+
+
 def test_cohere_python_hands_on_the_calls_of_a_stream_that_ended_with_error(
         apps_python: str) -> None:
     result = adapter_result(apps_python, "cohere-python", "cohere/stream_error")

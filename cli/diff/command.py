@@ -64,6 +64,7 @@ ADAPTERS: dict[str, Adapter] = {
     "ollama-python": Adapter("ollama", "ollama", ("ollama",), True, hands_ids=False),
     "cohere-python": Adapter("cohere", "cohere", ("cohere",), False),
     "boto3": Adapter("boto3", "boto3", ("bedrock-converse",), True),
+    "langchain-aws": Adapter("langchain_aws", "langchain-aws", ("bedrock-converse",), True),
 }
 
 
@@ -75,6 +76,7 @@ class AdapterName(StrEnum):
     ollama_python = "ollama-python"
     cohere_python = "cohere-python"
     boto3 = "boto3"
+    langchain_aws = "langchain-aws"
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,10 @@ installed in callgate's environment.
   example does: one tool use at a time, its input fragments joined, parsed with ``json.loads``
   at ``contentBlockStop`` (a tool use that streamed no input is not kept).
 
+- langchain-aws: a ``ChatBedrockConverse`` over that same client, the tools bound,
+  ``stream()``ed and its chunks summed as LangChain documents; the sum's ``tool_calls`` is what
+  a tool runner receives (``invalid_tool_calls`` are not run).
+
 Parsed arguments (Anthropic ``input``, LangChain ``args``, Ollama ``arguments``, Bedrock
 ``input``) are shown as ``json.dumps`` text.
 """
@@ -219,8 +223,9 @@ def cohere_python(envelope: dict[str, Any], cohere: Any, http: Any) -> Calls:
     return finished(list(calls.values()), finish)
 
 
-def boto3_converse(envelope: dict[str, Any], boto3: Any, awsrequest: Any,
-                   response: Any) -> Calls:
+def bedrock_client(envelope: dict[str, Any], boto3: Any, awsrequest: Any, response: Any) -> Any:
+    """A real ``bedrock-runtime`` client whose ConverseStream requests are answered, before they
+    are sent, with the envelope's event-stream body."""
     data = base64.b64decode(envelope["wire_eventstream"])
     client = boto3.client("bedrock-runtime", region_name="us-east-1",
                           endpoint_url="http://callgate.invalid", aws_access_key_id="callgate",
@@ -233,6 +238,12 @@ def boto3_converse(envelope: dict[str, Any], boto3: Any, awsrequest: Any,
         return awsrequest.AWSResponse(request.url, 200, headers, raw)
 
     client.meta.events.register("before-send.bedrock-runtime.ConverseStream", answer)
+    return client
+
+
+def boto3_converse(envelope: dict[str, Any], boto3: Any, awsrequest: Any,
+                   response: Any) -> Calls:
+    client = bedrock_client(envelope, boto3, awsrequest, response)
     tools = [{"toolSpec": {"name": name, "inputSchema": {"json": schema}}}
              for name, schema in envelope.get("tool_schemas", {}).items()]
     stream = client.converse_stream(
@@ -257,6 +268,23 @@ def boto3_converse(envelope: dict[str, Any], boto3: Any, awsrequest: Any,
     return finished(calls, finish)
 
 
+def langchain_aws(envelope: dict[str, Any], library: Any, boto3: Any, awsrequest: Any,
+                  response: Any) -> Calls:
+    model = library.ChatBedrockConverse(
+        client=bedrock_client(envelope, boto3, awsrequest, response),
+        model="anthropic.claude-3-haiku-20240307-v1:0", region_name="us-east-1")
+    tools = function_tools(envelope)
+    summed = None
+    for chunk in (model.bind_tools(tools) if tools else model).stream("callgate diff"):
+        summed = chunk if summed is None else summed + chunk
+    if summed is None:
+        return [], None
+    calls = [{"id": call.get("id"), "name": call.get("name"),
+              "arguments": json.dumps(call.get("args"), ensure_ascii=False)}
+             for call in summed.tool_calls]
+    return finished(calls, summed.response_metadata.get("stopReason"))
+
+
 #: adapter -> (pip package, modules to import, what it hands on given the envelope and modules).
 ADAPTERS: dict[str, tuple[str, tuple[str, ...], Callable[..., Calls]]] = {
     "openai-python": ("openai", ("openai", "httpx2", "openai.lib.streaming.chat._completions"),
@@ -267,6 +295,8 @@ ADAPTERS: dict[str, tuple[str, tuple[str, ...], Callable[..., Calls]]] = {
     "ollama-python": ("ollama", ("ollama", "httpx"), ollama_python),
     "cohere-python": ("cohere", ("cohere", "httpx"), cohere_python),
     "boto3": ("boto3", ("boto3", "botocore.awsrequest", "urllib3.response"), boto3_converse),
+    "langchain-aws": ("langchain-aws", ("langchain_aws", "boto3", "botocore.awsrequest",
+                                        "urllib3.response"), langchain_aws),
 }
 
 if __name__ == "__main__":
