@@ -73,7 +73,7 @@ class SdkRoute:
     #: What the SDK expects after the host in its base URL (the OpenAI SDK's ``/v1``).
     sdk_path: str
     #: The API key variables the SDK reads; a replayed test gets a dummy key in the first when
-    #: none of them is set.
+    #: none of them is set (none for an API that takes no key).
     key_variables: tuple[str, ...]
     #: An error answer in the API's own shape (status, message), so its SDK raises the message.
     error_body: Callable[[int, str], dict[str, Any]]
@@ -91,10 +91,15 @@ def _google_error(status: int, message: str) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}
 
 
+def _ollama_error(status: int, message: str) -> dict[str, Any]:
+    return {"error": message}
+
+
 # Sources: openai-python and anthropic-sdk-python read OPENAI_BASE_URL / ANTHROPIC_BASE_URL;
 # langchain-openai reads OPENAI_API_BASE first (langchain_openai/chat_models/base.py);
 # google-genai reads GOOGLE_GEMINI_BASE_URL (google/genai/_base_url.py) and GEMINI_API_KEY or
-# GOOGLE_API_KEY; mistralai reads no base URL variable (``Mistral(server_url=...)``).
+# GOOGLE_API_KEY; mistralai reads no base URL variable (``Mistral(server_url=...)``);
+# ollama-python reads OLLAMA_HOST (ollama/_client.py) and a local Ollama takes no key.
 SDK_ROUTES: tuple[SdkRoute, ...] = (
     SdkRoute("openai", "https://api.openai.com", ("OPENAI_BASE_URL", "OPENAI_API_BASE"), "/v1",
              ("OPENAI_API_KEY",), _openai_error),
@@ -103,4 +108,5 @@ SDK_ROUTES: tuple[SdkRoute, ...] = (
     SdkRoute("mistral", "https://api.mistral.ai", (), "", ("MISTRAL_API_KEY",), _openai_error),
     SdkRoute("gemini", "https://generativelanguage.googleapis.com", ("GOOGLE_GEMINI_BASE_URL",),
              "", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), _google_error),
+    SdkRoute("ollama", "http://localhost:11434", ("OLLAMA_HOST",), "", (), _ollama_error),
 )

@@ -101,11 +101,28 @@ def test_a_bad_crc_is_refused_as_botocore_refuses_it(position: int, problem: str
 
 @pytest.mark.parametrize(("data", "problem"), [
     (b"\x00\x00\x00\x10", "4 bytes is shorter than a message"),
+    (encode({}, b"")[:10], "10 bytes is shorter than a message"),
     (encode({}, b"x")[:-1], "prelude says 17 bytes, the message has 16"),
 ])
 def test_a_cut_message_is_refused_in_a_few_words(data: bytes, problem: str) -> None:
     with pytest.raises(EventStreamError, match=problem):
         decode(data)
+
+
+def prelude(total: int, crc_delta: int = 0) -> bytes:
+    lengths = struct.pack(">II", total, 0)
+    return lengths + struct.pack(">I", zlib.crc32(lengths) ^ crc_delta) + b"\x00" * 8
+
+
+@pytest.mark.parametrize(("data", "starts"), [
+    (prelude(16), True),
+    (prelude(15), False),  # its CRC holds, but no message is that short
+    (prelude(16, crc_delta=1), False),  # a length a message can have, but the CRC is wrong
+    (prelude(16)[:15], False),
+])
+def test_a_body_starts_a_message_only_with_a_whole_prelude_whose_crc_and_length_hold(
+        data: bytes, starts: bool) -> None:
+    assert starts_a_message(data) is starts
 
 
 def test_a_length_no_message_can_have_stops_the_framer_and_keeps_every_byte() -> None:

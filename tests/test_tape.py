@@ -46,7 +46,7 @@ CANARIES = ["CANARY-PROMPT-8d1e", "CANARY-SYSTEM-51c2", "CANARY-TOOL-RESULT-3b7a
             "CANARY-QUERY-9e4f", *KEYS.values()]
 #: What the SDKs read, cleared so the machine's own settings cannot reach a run.
 CLEARED = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL",
-           "GOOGLE_API_KEY", "CALLGATE_RECORD_MODE", *KEYS)
+           "OLLAMA_HOST", "GOOGLE_API_KEY", "CALLGATE_RECORD_MODE", *KEYS)
 TOOL_LOOP = "test_openai_tool_loop"
 #: A base URL where nothing listens: an SDK that reached it instead of the tape would fail.
 CLOSED_PORT = "http://127.0.0.1:9/v1"
@@ -308,16 +308,18 @@ def test_no_canary_reaches_a_tape_in_any_encoding(app: Path, redaction: str) -> 
 
 
 @pytest.mark.sdk
-def test_async_openai_anthropic_gemini_and_mistral_clients_replay_what_they_recorded(
+def test_async_openai_anthropic_gemini_mistral_and_ollama_clients_replay_what_they_recorded(
         app: Path) -> None:
-    selection = "test_openai_async or test_anthropic or test_gemini or test_mistral"
+    selection = ("test_openai_async or test_anthropic or test_gemini or test_mistral or "
+                 "test_ollama")
     with closing(fake("openai/valid_fragmented")) as openai, \
             closing(fake("anthropic/valid_fragmented")) as anthropic, \
             closing(fake("gemini/valid_single_call")) as gemini, \
-            closing(fake("mistral/native_whole_call")) as mistral:
+            closing(fake("mistral/native_whole_call")) as mistral, \
+            closing(fake("ollama/valid_single_call")) as ollama:
         command = []
         for route, server in (("openai", openai), ("anthropic", anthropic),
-                              ("gemini", gemini), ("mistral", mistral)):
+                              ("gemini", gemini), ("mistral", mistral), ("ollama", ollama)):
             command += ["--callgate-upstream", f"{route}={server.url}"]
         code, output, recorded = run_app(app, "-k", selection, *command, mode="once", **KEYS)
     assert code == 0, output
@@ -325,12 +327,13 @@ def test_async_openai_anthropic_gemini_and_mistral_clients_replay_what_they_reco
         {"arguments": '{"city":"Paris","unit":"c"}', "turns": ["pass"]},
         {"calls": [["get_weather", {"city": "Paris", "unit": "c"}]], "turns": ["pass"]},
         {"calls": [["get_weather", {"city": "Oslo"}]], "turns": ["pass"]},
-        {"calls": [["get_weather", '{"city": "San Francisco"}']], "turns": ["pass"]}]
+        {"calls": [["get_weather", '{"city": "San Francisco"}']], "turns": ["pass"]},
+        {"calls": [["get_weather", {"city": "Paris"}]], "turns": ["pass"]}]
     code, output, replayed = run_app(app, "-k", selection)
     assert code == 0, output
     assert replayed == recorded
     assert sorted(p.parent.name for p in (app / "tapes").rglob("001.json")) == [
-        "test_anthropic", "test_gemini", "test_mistral", "test_openai_async"]
+        "test_anthropic", "test_gemini", "test_mistral", "test_ollama", "test_openai_async"]
     # A route's own provider where the upstream's host names none: Mistral's shape is read by
     # the mistral profile.
     assert json.loads((app / FOLDER / "test_mistral" / "001.json").read_text())["profile"] \

@@ -122,8 +122,9 @@ def open_tape(node: pytest.Item, mode: RecordMode, upstreams: Mapping[str, str],
                 route = ROUTES[name]
                 for variable in route.base_url_variables:
                     patch.setenv(variable, server.base_url(name))
-                if not tape.recording and not any(_is_set(v) for v in route.key_variables):
-                    patch.setenv(route.key_variables[0], DUMMY_KEY)
+                keys = route.key_variables
+                if keys and not tape.recording and not any(_is_set(v) for v in keys):
+                    patch.setenv(keys[0], DUMMY_KEY)
             yield handed
     finally:
         server.close()

@@ -7,8 +7,8 @@ proxy and ``callgate serve`` ask it instead of knowing providers themselves:
   (``callgate.reassemble.events``), the terminal reasons, whether the turn's end ends its slots;
 - the request: the URL path endings it serves and how the request names its tools and schemas;
 - the stream: how it is framed (SSE with or without ``event:`` lines, a JSON array,
-  newline-delimited JSON), its end marker, which events
-  carry the terminal evidence (what enforce mode holds back), and its error event;
+  newline-delimited JSON, AWS event-stream messages), its end marker, which events carry the
+  terminal evidence (what enforce mode holds back), and its error event;
 - redaction: where arguments sit in an event, and which string fields are structure.
 
 A translator keeps only the state it needs to read the wire format (which block index is which
@@ -109,8 +109,9 @@ class Profile:
     # -- the stream --------------------------------------------------------------------------
     #: Whether each SSE event has an ``event:`` line named after its ``type`` (Anthropic).
     event_lines: bool = False
-    #: The framings the API streams in (``framing.SSE``, ``JSON_ARRAY``, ``NDJSON``): the first
-    #: is what it sends unless the request asks for SSE (Gemini's ``alt=sse``).
+    #: The framings the API streams in (``framing.SSE``, ``JSON_ARRAY``, ``NDJSON``,
+    #: ``EVENTSTREAM``): the first is what it sends unless the request asks for SSE (Gemini's
+    #: ``alt=sse``) or its path names another (``path_framings``).
     framings: tuple[str, ...] = (SSE,)
     #: URL path patterns (regular expressions) it also serves, each with the framing its
     #: responses stream in there (Anthropic models on Bedrock's InvokeModelWithResponseStream).

@@ -142,6 +142,19 @@ def test_mistral(callgate_tape: Any) -> None:
     report(callgate_tape, calls=calls)
 
 
+@MARK
+def test_ollama(callgate_tape: Any) -> None:
+    import ollama
+
+    client = ollama.Client()  # OLLAMA_HOST points at the tape
+    calls = []
+    for part in client.chat(model="qwen3:8b", stream=True, tools=openai_tools(),
+                            messages=[{"role": "user", "content": PROMPT}]):
+        calls += [[call.function.name, dict(call.function.arguments)]
+                  for call in part.message.tool_calls or []]
+    report(callgate_tape, calls=calls)
+
+
 @pytest.mark.parametrize("city", ["Paris", "Oslo"])
 @MARK
 def test_openai_parallel_workers(callgate_tape: Any, city: str) -> None:
