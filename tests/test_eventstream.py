@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from callgate.reassemble.eventstream import (
+    MAX_MESSAGE,
     EventStreamError,
     Message,
     MessageFramer,
@@ -59,12 +60,13 @@ def typed_message() -> bytes:
     def header(name: str, kind: int, value: bytes) -> bytes:
         return bytes([len(name)]) + name.encode() + bytes([kind]) + value
 
+    # Every header with a value has another after it, so that each value's width is read.
     headers = b"".join([
-        header("t", 0, b""), header("f", 1, b""), header("b", 2, struct.pack(">b", -2)),
-        header("s", 3, struct.pack(">h", -300)), header("i", 4, struct.pack(">i", 70000)),
-        header("l", 5, struct.pack(">q", -(1 << 40))), header("y", 6, b"\x00\x03abc"),
-        header("w", 7, b"\x00\x02hi"), header("m", 8, struct.pack(">q", 1700000000000)),
-        header("u", 9, uuid.UUID(int=7).bytes)])
+        header("u", 9, uuid.UUID(int=7).bytes), header("m", 8, struct.pack(">q", 1700000000000)),
+        header("w", 7, b"\x00\x02hi"), header("y", 6, b"\x00\x03abc"),
+        header("l", 5, struct.pack(">q", -(1 << 40))), header("i", 4, struct.pack(">i", 70000)),
+        header("s", 3, struct.pack(">h", -300)), header("b", 2, struct.pack(">b", -2)),
+        header("f", 1, b""), header("t", 0, b"")])
     payload = b'{"a":1}'
     total = 12 + len(headers) + len(payload) + 4
     prelude = struct.pack(">II", total, len(headers))
@@ -116,6 +118,8 @@ def prelude(total: int, crc_delta: int = 0) -> bytes:
 
 @pytest.mark.parametrize(("data", "starts"), [
     (prelude(16), True),
+    (prelude(MAX_MESSAGE), True),  # botocore's limits: 24 MiB of payload, 128 KiB of headers
+    (prelude(MAX_MESSAGE + 1), False),
     (prelude(15), False),  # its CRC holds, but no message is that short
     (prelude(16, crc_delta=1), False),  # a length a message can have, but the CRC is wrong
     (prelude(16)[:15], False),
@@ -131,6 +135,12 @@ def test_a_length_no_message_can_have_stops_the_framer_and_keeps_every_byte() ->
     assert framer.feed(good + b"\x00\x00\x00\x05junk" + good) == [good]
     assert framer.broken and framer.rest() == b"\x00\x00\x00\x05junk" + good
     assert starts_a_message(good) and not starts_a_message(b"\x00\x00\x00\x05junk" + good)
+    # Four bytes of a length decide; the largest length a message may have waits for its bytes.
+    too_short = MessageFramer()
+    assert (too_short.feed(b"\x00\x00\x00\x05"), too_short.broken) == ([], True)
+    largest = MessageFramer()
+    assert (largest.feed(prelude(MAX_MESSAGE)), largest.broken) == ([], False)
+    assert MAX_MESSAGE == 12 + 128 * 1024 + 24 * 1024 * 1024 + 4
 
 
 @pytest.mark.parametrize("path", sorted((CONFORMANCE / "bedrock-converse").glob("*.json")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -210,6 +211,13 @@ MALFORMED = {
     "openai delta not an object": (
         "openai/valid_fragmented", _set([1, "choices", 0, "delta"], "x"),
         "/chunks/1/choices/0/delta", "delta is not an object"),
+    "bedrock unknown event type, its name clipped": (
+        "bedrock-converse/valid_tool_only", _set(["+1"], {"e" * 60: {}}), f"/events/1/{'e' * 60}",
+        f"event type {'e' * 40!r} is not known"),
+    "bedrock unknown block start, its name clipped": (
+        "bedrock-converse/valid_tool_only", _set([1, "contentBlockStart", "start"],
+                                                 {"s" * 60: {}}),
+        f"/events/1/contentBlockStart/start/{'s' * 60}", f"block start {'s' * 40!r} is not known"),
     "ollama message not an object": (
         "ollama/valid_single_call", _set([0, "message"], "x"), "/chunks/0/message",
         "message is not an object"),
@@ -241,6 +249,8 @@ PLACES = {
     "openai delta not an object": (None, None),
     "openai message object equal to the delta, without Writer's quirk": (0, None),
     "openai message object without its quirk": (0, None),
+    "bedrock unknown event type, its name clipped": (None, None),
+    "bedrock unknown block start, its name clipped": (0, 0),
     "ollama message not an object": (None, None),
     "ollama tool_calls not a list": (None, None),
     "ollama call without a function object": (None, None),
@@ -258,6 +268,39 @@ def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: st
     first = check(envelope).findings[0]
     assert (first.code, first.path, first.message) == (Code.UNSUPPORTED_EVENT, path, message)
     assert (first.choice, first.slot) == PLACES[case]
+
+
+def test_ollama_calls_without_an_index_take_the_slots_after_the_highest_taken() -> None:
+    envelope = load(CONFORMANCE / "ollama" / "valid_calls_without_index_or_id.json")
+    assert [call.slot for call in check(envelope).calls] == [0, 1]
+    envelope["chunks"][0]["message"]["tool_calls"][0]["function"]["index"] = 3
+    assert [call.slot for call in check(envelope).calls] == [3, 4]
+
+
+def test_an_ollama_line_is_known_by_its_created_at_done_and_message() -> None:
+    line = {"model": "m", "created_at": "t", "message": {"role": "assistant"}, "done": False}
+    assert profile_of_events([line]) == "ollama"
+    assert profile_of_events([{"model": "m", "created_at": "t", "done": True}]) is None
+
+
+@pytest.mark.parametrize(("name", "path", "field"), [
+    ("bedrock-converse/valid_tool_only", ["events", 1, "contentBlockStart", "contentBlockIndex"],
+     "contentBlockIndex"),
+    ("ollama/valid_single_call", ["chunks", 2, "message", "tool_calls", 0, "function", "index"],
+     "function.index"),
+])
+def test_an_index_that_is_none_is_invalid_slot_with_its_value_clipped(
+        name: str, path: list[str | int], field: str) -> None:
+    envelope = load(CONFORMANCE / f"{name}.json")
+    holder: Any = envelope
+    for step in path[:-1]:
+        holder = holder[step]
+    holder[path[-1]] = "i" * 60
+    envelope.pop("expect")
+    first = check(envelope).findings[0]
+    assert (first.code, first.path, first.message) == (
+        Code.INVALID_SLOT, "/" + "/".join(map(str, path)),
+        f"{field} {'i' * 40!r} is not a non-negative integer")
 
 
 @pytest.mark.parametrize(("url", "provider"), [

@@ -163,8 +163,7 @@ PROFILE = Profile(
     tool_schemas=function_tools,
     framings=(NDJSON,),
     error_body=error_body,
-    sniff=lambda first: isinstance(first, dict) and "created_at" in first
-    and "done" in first and ("message" in first or "error" in first),
+    sniff=lambda first: isinstance(first, dict) and {"created_at", "done", "message"} <= set(first),
     argument_sites=argument_sites,
     structural_keys=frozenset({"done_reason", "created_at"}),
 )
