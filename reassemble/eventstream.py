@@ -11,9 +11,12 @@ is a 12-byte prelude (total length and headers length, big-endian uint32, then t
 
 Written here rather than taken from botocore (32 MB installed with its dependencies, for about
 80 lines of decoding): the proxy must cut the body into messages without losing a byte, which the
-prelude's length alone decides, and a bad CRC must become a finding, not an exception far from
-the stream. ``tests/test_eventstream.py`` holds this decoder to botocore's on every recorded
-Bedrock stream.
+prelude's length alone decides; a bad CRC must become a finding, not an exception far from the
+stream; and botocore's ``EventStreamBuffer`` copies what is left of its buffer after each message,
+so a whole recorded body costs it time that grows with the body's square (``bench_framing.py``:
+7 µs per message at 1,000 messages, 407 µs at 100,000; this framer 3.4 µs at both).
+``tests/test_eventstream.py`` holds this decoder to botocore's on generated messages and on every
+recorded Bedrock stream.
 """
 
 from __future__ import annotations
