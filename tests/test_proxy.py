@@ -476,10 +476,8 @@ def test_a_bedrock_turn_is_judged_and_a_bad_one_ends_with_an_exception_in_enforc
                    f["expect"]["status"], tuple(f["expect"]["codes"])) for f in fixtures) == [
         (profile, "bedrock", "eventstream", "fail", ("missing_terminal",)),
         (profile, "bedrock", "eventstream", "pass", ())]
-    stream_key = "events"
-    assert [f[stream_key] for f in sorted(fixtures, key=lambda f: f["expect"]["status"])] == [
-        redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope[stream_key]
-        for n in (bad, good)]
+    assert [f["events"] for f in sorted(fixtures, key=lambda f: f["expect"]["status"])] == [
+        redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope["events"] for n in (bad, good)]
     if not enforce:
         assert blocked[2] == direct[1]
         return

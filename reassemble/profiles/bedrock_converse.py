@@ -58,7 +58,7 @@ def _is_exception(kind: str) -> bool:
 
 class ConverseTranslator:
     def __init__(self) -> None:
-        self._calls: dict[int, bool] = {}  # block index -> whether the block is a tool call
+        self._is_call: dict[int, bool] = {}  # block index -> whether the block is a tool call
 
     def translate(self, raw: object) -> list[Event]:
         if not isinstance(raw, dict) or len(raw) != 1:
@@ -89,8 +89,8 @@ class ConverseTranslator:
                             "non-negative integer", pointer + "/contentBlockIndex")]
         key = (0, index)
         if kind == "contentBlockStop":
-            # A text block never started (it has no start event): its end says nothing.
-            return [SlotEnded(key, pointer)] if index in self._calls else []
+            # A block that neither started nor grew (an empty text block) ends nothing.
+            return [SlotEnded(key, pointer)] if index in self._is_call else []
         if kind == "contentBlockStart":
             return self._start(key, payload.get("start"), pointer + "/start")
         return self._delta(key, payload.get("delta"), pointer + "/delta")
@@ -101,7 +101,7 @@ class ConverseTranslator:
                             pointer, *key)]
         member = next(iter(start), None)
         if member is None or member in _OUTPUT_STARTS:
-            self._calls[key[1]] = False
+            self._is_call[key[1]] = False
             return [SlotStarted(key, pointer, is_call=False)]
         if member != "toolUse":
             return [Problem(Code.UNSUPPORTED_EVENT, f"block start {member[:40]!r} is not known",
@@ -110,7 +110,7 @@ class ConverseTranslator:
         if not isinstance(tool, dict):
             return [Problem(Code.UNSUPPORTED_EVENT, "toolUse is not an object",
                             pointer + "/toolUse", *key)]
-        self._calls[key[1]] = True
+        self._is_call[key[1]] = True
         call_id, name = tool.get("toolUseId"), tool.get("name")
         return [SlotStarted(key, pointer + "/toolUse",
                             call_id=call_id if isinstance(call_id, str) else None,
@@ -121,13 +121,13 @@ class ConverseTranslator:
             return [Problem(Code.UNSUPPORTED_EVENT, "delta is not an object of one member",
                             pointer, *key)]
         ((member, value),) = delta.items()
-        is_call = self._calls.get(key[1])
+        is_call = self._is_call.get(key[1])
         if member in _OUTPUT_DELTAS:
             if is_call:
                 return [Problem(Code.UNSUPPORTED_EVENT, f"a {member[:40]} delta on a toolUse "
                                 "block", f"{pointer}/{member}", *key)]
             if is_call is None:  # text and reasoning blocks start with their first delta
-                self._calls[key[1]] = False
+                self._is_call[key[1]] = False
                 return [SlotStarted(key, pointer, is_call=False)]
             return []
         if member != "toolUse":

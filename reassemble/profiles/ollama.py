@@ -98,18 +98,18 @@ class ChatTranslator:
         self._next = max(self._next, index + 1)
         key = (0, index)
         call_id, name = call.get("id"), function.get("name")
+        started = SlotStarted(key, pointer, call_id=call_id if isinstance(call_id, str) else None,
+                              name=name if isinstance(name, str) else None)
         if index in self._taken:
             # Only the start: the engine reports the slot opened twice (and a differing id or
             # name); the call's arguments and end would only repeat that finding.
-            return [SlotStarted(key, pointer, call_id=call_id if isinstance(call_id, str) else None,
-                                name=name if isinstance(name, str) else None)]
+            return [started]
         self._taken.add(index)
         events: list[Event] = [
             Problem(Code.UNSUPPORTED_EVENT, f"{label} is not a string", f"{pointer}/{where}", *key)
             for label, where, value in (("id", "id", call_id), ("name", "function/name", name))
             if value is not None and not isinstance(value, str)]
-        events.append(SlotStarted(key, pointer, call_id=call_id if isinstance(call_id, str)
-                                  else None, name=name if isinstance(name, str) else None))
+        events.append(started)
         arguments = pointer + "/function/arguments"
         try:
             text = canonical_arguments(function.get("arguments", {}))
