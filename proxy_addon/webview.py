@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
-from callgate.reassemble.eventstream import MessageFramer, message_event
+from callgate.reassemble.eventstream import body_events
 from callgate.reassemble.framing import (
     EVENTSTREAM,
     JSON_ARRAY,
@@ -61,9 +61,8 @@ def event_texts(body: bytes, framing: str, profile: str | None = None) -> list[s
     messages as ``profile`` reads them, each shown as JSON)."""
     from_message = PROFILES[profile].from_message if profile in PROFILES else None
     if framing == EVENTSTREAM and from_message is not None:
-        messages = MessageFramer()
-        return [json.dumps(message_event(block, from_message), ensure_ascii=False)
-                for block in [*messages.feed(body), messages.rest()] if block]
+        messages, _ = body_events(body, from_message)
+        return [json.dumps(message, ensure_ascii=False) for message in messages]
     if framing == JSON_ARRAY:
         framer = ArrayFramer()
         blocks = framer.feed(body)

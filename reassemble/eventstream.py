@@ -177,6 +177,16 @@ def message_event(data: bytes, from_message: Callable[[Message], object]) -> obj
         return f"event-stream message not read: {error}"
 
 
+def body_events(body: bytes,
+                from_message: Callable[[Message], object]) -> tuple[list[object], bool]:
+    """The events of a whole body of messages, and whether it ends inside one (then its last
+    event is the text saying why, as ``message_event`` gives it)."""
+    framer = MessageFramer()
+    blocks = framer.feed(body)
+    rest = framer.rest()
+    return [message_event(block, from_message) for block in [*blocks, rest] if block], bool(rest)
+
+
 def payload_value(payload: bytes) -> object:
     """A message's JSON payload; a payload that is not strict JSON stays text, for the engine to
     report."""

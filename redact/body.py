@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.errors import NotApplicable
-from callgate.reassemble.eventstream import MessageFramer, message_event
+from callgate.reassemble.eventstream import body_events
 from callgate.reassemble.framing import EVENTSTREAM, MEDIA_TYPES, NDJSON, ArrayFramer, element_text
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import PROFILES, framing_for
@@ -74,11 +74,8 @@ def _event_stream(body: bytes, profile: str | None) -> StreamBody:
     from_message = PROFILES[profile].from_message if profile is not None else None
     if from_message is None:
         raise NotApplicable("an event stream, which no profile chosen reads")
-    framer = MessageFramer()
-    blocks = framer.feed(body)
-    rest = framer.rest()
-    events = [message_event(block, from_message) for block in [*blocks, rest] if block]
-    return StreamBody(events, EVENTSTREAM, incomplete=bool(rest))
+    events, cut = body_events(body, from_message)
+    return StreamBody(events, EVENTSTREAM, incomplete=cut)
 
 
 def _json_array(body: bytes) -> StreamBody:
