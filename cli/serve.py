@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.loopback import split_listen
 from callgate.reassemble.errors import InputError, NotApplicable, UsageError
-from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, NDJSON, SSE
+from callgate.reassemble.framing import JSON_ARRAY, MEDIA_TYPES
 from callgate.reassemble.mutations import KINDS, mutate
 from callgate.reassemble.profiles import framed, framing_of_request
 
@@ -119,12 +119,6 @@ class FakeProvider:
         return name, self.fixtures[name]
 
 
-#: The content type each framing is served with.
-_CONTENT_TYPES = {SSE: "text/event-stream", JSON_ARRAY: "application/json; charset=UTF-8",
-                  NDJSON: "application/x-ndjson",
-                  EVENTSTREAM: "application/vnd.amazon.eventstream"}
-
-
 def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
                   waits: Iterator[float] | None = None, *, abort_after: int = -1,
                   gzip: bool = False) -> None:
@@ -135,7 +129,9 @@ def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
     framing = framing_of_request(envelope["profile"], url.path,
                                  asks_sse=parse_qs(url.query).get("alt") == ["sse"])
     handler.send_response(200)
-    handler.send_header("content-type", _CONTENT_TYPES[framing])
+    # Gemini names the charset of its JSON array.
+    charset = "; charset=UTF-8" if framing == JSON_ARRAY else ""
+    handler.send_header("content-type", MEDIA_TYPES[framing][0] + charset)
     handler.send_header("transfer-encoding", "chunked")
     if gzip:
         handler.send_header("content-encoding", "gzip")

@@ -65,9 +65,8 @@ def blocked_event(profile: str, codes: list[str], framing: str = SSE,
         return f"{'[' if opens_array else ','}{json.dumps(body)}\n]".encode()
     if framing == NDJSON:
         return json.dumps(body).encode() + b"\n"
-    to_message = PROFILES[profile].to_message
-    if framing == EVENTSTREAM and to_message is not None:
-        return to_message(body)
+    if framing == EVENTSTREAM:
+        return PROFILES[profile].message_frame(body)
     return PROFILES[profile].sse_frame(body)
 
 

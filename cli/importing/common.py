@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from callgate.reassemble.errors import InputError, NotApplicable, SetupError
-from callgate.reassemble.framing import JSON_ARRAY, NDJSON
+from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
 from callgate.reassemble.profiles import framing_for, profile_for
 from callgate.redact.encoding import CODINGS, decode_whole
 from callgate.redact.exchange import Exchange
@@ -20,7 +20,7 @@ Headers = list[tuple[str, str]]
 
 #: Media types whose body is a stream of chunks (SSE, newline-delimited JSON as Ollama sends, and
 #: Bedrock's AWS event stream).
-_STREAM_TYPES = ("text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream")
+_STREAM_TYPES = (MEDIA_TYPES[SSE][0], MEDIA_TYPES[NDJSON][0], MEDIA_TYPES[EVENTSTREAM][0])
 
 
 @dataclass(frozen=True)

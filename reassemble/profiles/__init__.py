@@ -89,8 +89,7 @@ def framed(envelope: Mapping[str, Any], framing: str) -> Iterator[bytes]:
 def message_frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:
     """AWS event-stream messages, one per event, as Bedrock sends them."""
     profile = PROFILES[envelope["profile"]]
-    assert profile.to_message is not None, f"{profile.name} has no event-stream messages"
-    return map(profile.to_message, envelope[profile.stream_key])
+    return map(profile.message_frame, envelope[profile.stream_key])
 
 
 def frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:

@@ -132,6 +132,12 @@ class Profile:
     #: String fields of this profile's events that are structure ("finish_reason").
     structural_keys: frozenset[str] = frozenset()
 
+    def message_frame(self, event: object) -> bytes:
+        """One event as the AWS event-stream message this profile's provider sends."""
+        if self.to_message is None:
+            raise ValueError(f"{self.name} streams no event-stream messages")
+        return self.to_message(event)
+
     def sse_frame(self, event: object) -> bytes:
         """One event as this profile's SSE framing sends it."""
         data = json.dumps(event, ensure_ascii=False)
