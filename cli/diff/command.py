@@ -32,7 +32,7 @@ from callgate.cli.files import load_envelope
 from callgate.cli.output import console, error_line, safe, styled
 from callgate.reassemble import Report, check
 from callgate.reassemble.errors import CallgateError, SetupError, UsageError
-from callgate.reassemble.framing import EVENTSTREAM
+from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import PROFILES, framed
 
 RUNNER = Path(__file__).with_name("adapters") / "runner.py"
@@ -211,13 +211,14 @@ def run_adapter_many(python: str, adapter: str,
 
 
 def with_wire(envelope: dict[str, Any]) -> dict[str, Any]:
-    """The envelope, and for an API that streams AWS event-stream messages its body as callgate
-    frames it (``wire_eventstream``, base64): the runner has no callgate to frame it."""
+    """The envelope, and for an API that does not stream SSE (Ollama's JSON lines, Bedrock's
+    event stream) its body as callgate frames it (``wire``, base64): the runner has no callgate
+    to frame it."""
     profile = PROFILES.get(envelope.get("profile"))  # type: ignore[arg-type]
-    if profile is None or EVENTSTREAM not in profile.framings:
+    if profile is None or SSE in profile.framings:
         return envelope
-    data = b"".join(framed(envelope, EVENTSTREAM))
-    return {**envelope, "wire_eventstream": base64.b64encode(data).decode()}
+    data = b"".join(framed(envelope, profile.framings[0]))
+    return {**envelope, "wire": base64.b64encode(data).decode()}
 
 
 def parse_result(stdout: str) -> AdapterResult:

@@ -22,16 +22,16 @@ installed in callgate's environment.
   over that transport, the ``ModelResponseStream`` chunks collected and handed to
   ``litellm.stream_chunk_builder``, as litellm documents.
 
-- ollama-python: the chunks, one JSON line each as Ollama sends them, go to a real
-  ``ollama.Client`` over an in-memory ``httpx.MockTransport``; the calls of every
-  ``message.tool_calls`` are collected as Ollama's streaming tool example does (its models keep
-  no id).
+- ollama-python: the body (``wire``, framed by callgate before the runner starts: one JSON line
+  per chunk, as Ollama sends them) goes to a real ``ollama.Client`` over an in-memory
+  ``httpx.MockTransport``; the calls of every ``message.tool_calls`` are collected as Ollama's
+  streaming tool example does (its models keep no id).
 
 - cohere-python: the events, framed as Cohere sends them, go to a real ``ClientV2`` over the
   in-memory transport; ``chat_stream``'s calls are joined by index as Cohere's streaming tool-use
   guide does, from ``tool-call-start`` and its ``tool-call-delta`` fragments.
-- boto3 (Bedrock ConverseStream): the AWS event-stream body (``wire_eventstream``, framed by
-  callgate before the runner starts) answers a real ``bedrock-runtime`` client's request from a
+- boto3 (Bedrock ConverseStream): the AWS event-stream body (``wire``, framed the same way)
+  answers a real ``bedrock-runtime`` client's request from a
   ``before-send`` hook; the events are accumulated as the Bedrock user guide's streaming tool-use
   example does: one tool use at a time, its input fragments joined, parsed with ``json.loads``
   at ``contentBlockStop`` (a tool use that streamed no input is not kept).
@@ -188,8 +188,7 @@ def litellm(envelope: dict[str, Any], library: Any, openai: Any, http: Any) -> C
 
 
 def ollama_python(envelope: dict[str, Any], ollama: Any, http: Any) -> Calls:
-    body = b"".join(json.dumps(chunk, separators=(",", ":")).encode() + b"\n"
-                    for chunk in envelope["chunks"])
+    body = base64.b64decode(envelope["wire"])
 
     def answer(request: Any) -> Any:
         return http.Response(200, headers={"content-type": "application/x-ndjson"}, content=body)
@@ -226,7 +225,7 @@ def cohere_python(envelope: dict[str, Any], cohere: Any, http: Any) -> Calls:
 def bedrock_client(envelope: dict[str, Any], boto3: Any, awsrequest: Any, response: Any) -> Any:
     """A real ``bedrock-runtime`` client whose ConverseStream requests are answered, before they
     are sent, with the envelope's event-stream body."""
-    data = base64.b64decode(envelope["wire_eventstream"])
+    data = base64.b64decode(envelope["wire"])
     client = boto3.client("bedrock-runtime", region_name="us-east-1",
                           endpoint_url="http://callgate.invalid", aws_access_key_id="callgate",
                           aws_secret_access_key="callgate-diff")
