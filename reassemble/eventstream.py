@@ -187,6 +187,24 @@ def body_events(body: bytes,
     return [message_event(block, from_message) for block in [*blocks, rest] if block], bool(rest)
 
 
+def failure(message: Message) -> tuple[str, object] | None:
+    """The name and JSON payload of an ``exception`` message (``:exception-type``), or of an
+    ``error`` message (``:error-code``, its ``:error-message`` as ``{"message": ...}``); None for
+    an event."""
+    kind = message.header(":message-type")
+    if kind == "exception":
+        return message.header(":exception-type"), payload_value(message.payload)
+    if kind == "error":
+        return (message.header(":error-code") or "error",
+                {"message": message.header(":error-message")})
+    return None
+
+
+def is_exception_name(name: str) -> bool:
+    """Whether a name is one of the service's exceptions (``throttlingException``, ...)."""
+    return name.endswith("Exception")
+
+
 def payload_value(payload: bytes) -> object:
     """A message's JSON payload; a payload that is not strict JSON stays text, for the engine to
     report."""

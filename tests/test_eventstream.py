@@ -193,3 +193,11 @@ def test_recorded_bedrock_bodies_read_as_botocore_reads_them(path: Path) -> None
     blocks = framer.feed(body)
     assert framer.rest() == b""
     assert [(m.headers, m.payload) for m in map(decode, blocks)] == botocore_messages(body)
+
+
+def test_an_error_message_is_read_by_both_bedrock_readers_as_a_failure_with_its_code() -> None:
+    message = decode(encode({":message-type": "error", ":error-code": "InternalFailure",
+                             ":error-message": "boom"}, b""))
+    assert from_message(message) == {"InternalFailure": {"message": "boom"}}
+    assert from_invoke_message(message) == {"type": "error", "error": {
+        "type": "InternalFailure", "message": "boom"}}

@@ -31,6 +31,8 @@ from callgate.reassemble.eventstream import (
     Message,
     event_message,
     exception_message,
+    failure,
+    is_exception_name,
     payload_value,
 )
 from callgate.reassemble.framing import EVENTSTREAM, SSE
@@ -195,11 +197,9 @@ def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
 
 def from_invoke_message(message: Message) -> object:
     """The Anthropic event a Bedrock InvokeModelWithResponseStream message carries."""
-    kind = message.header(":message-type")
-    if kind in ("exception", "error"):
-        name = message.header(":exception-type") or message.header(":error-code") or "error"
-        payload = payload_value(message.payload) if kind == "exception" else {
-            "message": message.header(":error-message")}
+    failed = failure(message)
+    if failed is not None:
+        name, payload = failed
         text = payload.get("message") if isinstance(payload, dict) else payload
         return {"type": "error", "error": {"type": name, "message": str(text)}}
     chunk = payload_value(message.payload)
@@ -220,7 +220,7 @@ def to_invoke_message(event: object) -> bytes:
         error = event.get("error")
         error = error if isinstance(error, dict) else {}
         name = str(error.get("type", ""))
-        return exception_message(name if name.endswith("Exception") else
+        return exception_message(name if is_exception_name(name) else
                                  "modelStreamErrorException",
                                  json.dumps({"message": str(error.get("message", ""))}).encode())
     data = base64.b64encode(json.dumps(event, ensure_ascii=False).encode()).decode()

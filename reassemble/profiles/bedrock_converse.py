@@ -34,6 +34,8 @@ from callgate.reassemble.eventstream import (
     Message,
     event_message,
     exception_message,
+    failure,
+    is_exception_name,
     payload_value,
 )
 from callgate.reassemble.framing import EVENTSTREAM
@@ -52,10 +54,6 @@ _OUTPUT_STARTS = frozenset({"toolResult", "image", "reasoningContent", "text", "
 _BOOKKEEPING = frozenset({"messageStart", "metadata"})
 
 
-def _is_exception(kind: str) -> bool:
-    return kind.endswith("Exception")
-
-
 class ConverseTranslator:
     def __init__(self) -> None:
         self._is_call: dict[int, bool] = {}  # block index -> whether the block is a tool call
@@ -68,7 +66,7 @@ class ConverseTranslator:
         pointer = f"/{kind}"
         if kind in _BOOKKEEPING:
             return []
-        if _is_exception(kind):
+        if is_exception_name(kind):
             message = payload.get("message") if isinstance(payload, dict) else payload
             return [provider_error(f"{kind}: {str(message)[:160]}", pointer)]
         if not isinstance(payload, dict):
@@ -180,12 +178,10 @@ def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
 def from_message(message: Message) -> object:
     """``{"<eventType>": payload}``, or ``{"<exceptionType>": payload}`` for an exception; an
     ``error`` message is ``{"<errorCode>": {"message": ...}}``."""
-    kind = message.header(":message-type")
-    if kind == "error":
-        return {message.header(":error-code") or "error": {
-            "message": message.header(":error-message")}}
-    name = message.header(":exception-type" if kind == "exception" else ":event-type")
-    return {name: payload_value(message.payload)}
+    failed = failure(message)
+    if failed is not None:
+        return dict([failed])
+    return {message.header(":event-type"): payload_value(message.payload)}
 
 
 def to_message(event: object) -> bytes:
@@ -194,7 +190,8 @@ def to_message(event: object) -> bytes:
     if isinstance(event, dict) and len(event) == 1:
         ((kind, payload),) = event.items()
         data = json.dumps(payload, ensure_ascii=False).encode()
-        return exception_message(kind, data) if _is_exception(kind) else event_message(kind, data)
+        send = exception_message if is_exception_name(kind) else event_message
+        return send(kind, data)
     return event_message("unknown", json.dumps(event, ensure_ascii=False).encode())
 
 
