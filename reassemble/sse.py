@@ -67,7 +67,7 @@ class SSEDecoder:
     """Feed bytes as they arrive; get back the events they complete."""
 
     def __init__(self) -> None:
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+        self._held = b""  # the start of a UTF-8 sequence whose last bytes have not come yet
         self._seen_text = False  # the BOM may only be stripped from the stream's first character
         self._skip_lf = False  # the last text ended in CR: an LF next is that CR's other half
         self._partial: list[str] = []  # pieces of the line not yet terminated
@@ -106,17 +106,18 @@ class SSEDecoder:
     @property
     def incomplete(self) -> bool:
         """After close(): the stream ended mid-line or mid-event. Before: it would end so now."""
-        pending_bytes = bool(self._utf8.getstate()[0])
-        return self._in_block or bool(self._partial) or pending_bytes
+        return self._in_block or bool(self._partial) or bool(self._held)
 
     def _decode(self, data: bytes, *, final: bool) -> str:
-        # The decoder holds back an unfinished sequence and prepends it to the next input, so the
-        # error position is relative to the first byte it still holds.
-        held = len(self._utf8.getstate()[0])
-        start = self.bytes_fed - held
+        # The codec's own incremental decoder is Python around this call; the bytes of an
+        # unfinished sequence are held here and put before the next input, so the error
+        # position is relative to the first byte held.
+        start = self.bytes_fed - len(self._held)
         self.bytes_fed += len(data)
+        if self._held:
+            data = self._held + data
         try:
-            return self._utf8.decode(data, final)
+            text, used = codecs.utf_8_decode(data, "strict", final)
         except UnicodeDecodeError as exc:
             offset = start + exc.start
             bad = exc.object[exc.start : exc.end].hex(" ")
@@ -124,6 +125,8 @@ class SSEDecoder:
                 f"invalid UTF-8 at byte offset {offset} ({exc.reason}: {bad})", offset
             )
             raise self._error from None
+        self._held = data[used:]
+        return text
 
     def _take_text(self, text: str) -> list[SSEEvent]:
         if not text:
@@ -137,6 +140,8 @@ class SSEDecoder:
         return self._split_lines(text, start)
 
     def _split_lines(self, text: str, start: int) -> list[SSEEvent]:
+        if "\r" not in text:
+            return self._split_lf_lines(text[start:] if start else text)
         events: list[SSEEvent] = []
         for match in _LINE_END.finditer(text, start):
             self._partial.append(text[start : match.start()])
@@ -151,6 +156,30 @@ class SSEDecoder:
             self._skip_lf = match.group() == "\r" and start == len(text)
         if start < len(text):
             self._partial.append(text[start:])
+        return events
+
+    def _split_lf_lines(self, text: str) -> list[SSEEvent]:
+        """``_split_lines`` for text whose line ends are all LF, as nearly every provider sends:
+        one ``split`` instead of a regular expression, and data lines read here, not in
+        ``_interpret``. (No CR here, so no CRLF can be half seen.)"""
+        lines = text.split("\n")
+        rest = lines.pop()  # the text after the last LF: the start of a line, or nothing
+        events: list[SSEEvent] = []
+        if lines and self._partial:
+            lines[0] = "".join(self._partial) + lines[0]
+            self._partial.clear()
+        for line in lines:
+            if not line:
+                event = self._dispatch()
+                if event is not None:
+                    events.append(event)
+            elif line.startswith("data:"):
+                self._in_block = True
+                self._data.append(line[6:] if line.startswith("data: ") else line[5:])
+            else:
+                self._interpret(line)
+        if rest:
+            self._partial.append(rest)
         return events
 
     def _interpret(self, line: str) -> SSEEvent | None:
