@@ -8,7 +8,9 @@ constraint into a no-op. ``$ref`` must be a local JSON pointer that lands on a s
 walk visited, and may not loop back to the same instance without descending. Only then is a
 jsonschema validator built, once: formats asserted, nothing retrievable, and ``multipleOf``,
 ``uniqueItems`` and the ``regex`` format replaced where model-written arguments could crash or
-stall jsonschema's own. ``ToolSchema.violations`` maps its errors to sorted ``Violation``s.
+stall jsonschema's own. ``ToolSchema.violations`` maps its errors to sorted ``Violation``s; for
+arguments that plainly fit a schema of the common keywords it answers without jsonschema
+(``callgate.reassemble.schema_subset``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry
 
 from callgate.reassemble.codes import Code
+from callgate.reassemble.schema_subset import accepting
 
 MAX_MESSAGE_CHARS = 200
 
@@ -311,8 +314,14 @@ class ToolSchema:
             document, format_checker=dialect.formats, registry=_OFFLINE)
         self._locations = walk.locations
         self._false_nodes = frozenset(walk.false_nodes)
+        self._plainly_fits = accepting(document)
 
     def violations(self, instance: object) -> list[Violation]:
+        try:
+            if self._plainly_fits is not None and self._plainly_fits(instance):
+                return []
+        except RecursionError:  # deeper than this stack allows: jsonschema decides
+            pass
         found = [self._violation(error) for error in self._validator.iter_errors(instance)]
         return sorted(found, key=lambda v: (v.instance_path, v.schema_path, v.keyword, v.message))
 

@@ -635,3 +635,126 @@ def test_a_ref_into_a_loop_of_refs_elsewhere_is_reported_not_followed_forever() 
     problem = compile_schema(schema)
     assert isinstance(problem, SchemaProblem)
     assert (problem.code, problem.schema_path) == (Code.INVALID_SCHEMA, "/$defs/a/$ref")
+
+
+# -- the quick yes for plain schemas -----------------------------------------------------------
+
+SUBSET_NAMES = ["a", "b", "c"]
+SUBSET_TYPES = ["object", "array", "string", "integer", "number", "boolean", "null"]
+SUBSET_SCALARS = (st.none() | st.booleans() | st.integers(-3, 3) | st.text("ab", max_size=3)
+                  | st.sampled_from([0.0, -0.0, 1.0, 1.5, -2.0, 2.5, 1e300]))
+SUBSET_VALUES = st.recursive(
+    SUBSET_SCALARS,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(SUBSET_NAMES), inner, max_size=3),
+    max_leaves=10)
+SUBSET_NUMBERS = st.integers(-3, 3) | st.sampled_from([0.5, -1.5, 2.0])
+SUBSET_SIZES = st.integers(0, 3)
+SUBSET_LEAF = st.fixed_dictionaries({}, optional={
+    "type": st.sampled_from(SUBSET_TYPES)
+    | st.lists(st.sampled_from(SUBSET_TYPES), min_size=1, max_size=3, unique=True),
+    "enum": st.lists(SUBSET_SCALARS, min_size=1, max_size=3),
+    "const": SUBSET_SCALARS,
+    "minimum": SUBSET_NUMBERS, "maximum": SUBSET_NUMBERS,
+    "exclusiveMinimum": SUBSET_NUMBERS, "exclusiveMaximum": SUBSET_NUMBERS,
+    "minLength": SUBSET_SIZES, "maxLength": SUBSET_SIZES,
+    "minItems": SUBSET_SIZES, "maxItems": SUBSET_SIZES,
+    "minProperties": SUBSET_SIZES, "maxProperties": SUBSET_SIZES,
+    "description": st.text(max_size=3), "title": st.text(max_size=3)})
+
+
+def subset_schemas(false: bool) -> st.SearchStrategy[Any]:
+    """Schemas of the subset's keywords, nested; with ``false``, also `false` subschemas (which
+    the subset leaves to jsonschema)."""
+    leaves = SUBSET_LEAF | st.just(True) | (st.just(False) if false else st.nothing())
+    def nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        applicators = st.fixed_dictionaries({}, optional={
+            "properties": st.dictionaries(st.sampled_from(SUBSET_NAMES), inner, max_size=3),
+            "required": st.lists(st.sampled_from(SUBSET_NAMES), unique=True, max_size=3),
+            "additionalProperties": inner | st.booleans(),
+            "items": inner | st.booleans()})
+        return st.tuples(SUBSET_LEAF, applicators).map(lambda parts: {**parts[0], **parts[1]})
+
+    return st.recursive(leaves, nested, max_leaves=6)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(subset_schemas(false=False), SUBSET_VALUES, st.sampled_from([None, DRAFT7]))
+def test_the_quick_yes_says_exactly_what_jsonschema_says_on_the_subset(
+        schema: Any, value: object, dialect: str | None) -> None:
+    from callgate.reassemble.schema_subset import accepting
+
+    if dialect and isinstance(schema, dict):
+        schema = {**schema, "$schema": dialect}
+    validator = _DIALECTS[dialect.rstrip("#").replace("http:", "https:")] if dialect else None
+    base = (validator.base if validator else _DIALECTS[DRAFT202012].base)(schema)
+    fits = accepting(schema)
+    assert fits is not None
+    assert fits(value) is (next(base.iter_errors(value), None) is None)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(subset_schemas(false=True), JSON | SUBSET_VALUES, st.lists(JSON, max_size=3))
+def test_the_quick_yes_never_accepts_what_jsonschema_rejects(
+        schema: Any, value: object, more_members: list[object]) -> None:
+    """Any JSON value, `false` subschemas (no quick answer) and containers in `enum` (never a
+    quick yes): a yes is always jsonschema's yes; the rest is jsonschema's to answer."""
+    from callgate.reassemble.schema_subset import accepting
+
+    if isinstance(schema, dict) and "enum" in schema:
+        schema = {**schema, "enum": schema["enum"] + more_members}
+    fits = accepting(schema)
+    base = _DIALECTS[DRAFT202012].base(schema)
+    if fits is not None and fits(value):
+        assert next(base.iter_errors(value), None) is None
+    tool = compile_schema(schema)
+    assert isinstance(tool, ToolSchema)
+    assert (tool.violations(value) == []) is (next(base.iter_errors(value), None) is None)
+
+
+def test_the_quick_yes_leaves_other_keywords_and_values_json_cannot_hold_to_jsonschema() -> None:
+    from decimal import Decimal
+
+    from callgate.reassemble.schema_subset import accepting
+
+    for schema in (PYDANTIC_WEATHER, {"type": "string", "pattern": "a"}, {"anyOf": [True]},
+                   {"items": [{"type": "string"}]}, {"properties": {"a": False}}, False):
+        assert accepting(schema) is None
+    fits = accepting({"type": "object", "properties": {"a": {"minimum": 1}}, "required": ["a"]})
+    assert fits is not None
+    assert fits({"a": 1}) and not fits({"a": 0}) and not fits({})
+
+    class Mapping(dict[str, Any]):
+        pass
+
+    assert not fits(Mapping(a=0)) and not fits({"a": Decimal(0)})
+    # A boolean is no number: `minimum` does not apply to it; `type` does to a list.
+    assert fits({"a": 1.5}) and fits({"a": True}) and not fits(["not an object"])
+
+
+def test_arguments_the_quick_yes_turns_down_still_get_jsonschemas_violations() -> None:
+    tool = compiled({"type": "object", "properties": {"v": {"type": "array",
+                                                            "items": {"type": "integer"}}}})
+    assert tool.violations({"v": [*range(1000), 2.0]}) == []
+    assert tool.violations({"v": [*range(1000), "x"]}) == [Violation(
+        "type", "/v/1000", "/properties/v/items/type", "'x' is not of type 'integer'")]
+
+
+@pytest.mark.parametrize(("keyword", "limit", "value", "fits"), [
+    ("minimum", 1, 1, True), ("minimum", 1, 0.5, False), ("minimum", 1.5, 2, True),
+    ("maximum", 1, 1.0, True), ("maximum", 1, 2, False),
+    ("exclusiveMinimum", 1, 1, False), ("exclusiveMinimum", 1, 1.5, True),
+    ("exclusiveMaximum", 1, 1.0, False), ("exclusiveMaximum", 1, 0, True),
+    ("minLength", 2, "ab", True), ("minLength", 2, "a", False), ("maxLength", 1, "ab", False),
+    ("minItems", 1, [], False), ("maxItems", 1, [1], True), ("maxItems", 1, [1, 2], False),
+    ("minProperties", 1, {}, False), ("maxProperties", 1, {"a": 1}, True),
+])
+def test_the_quick_yes_holds_each_bound_at_its_limit(keyword: str, limit: object, value: object,
+                                                     fits: bool) -> None:
+    from callgate.reassemble.schema_subset import accepting
+
+    check = accepting({keyword: limit})
+    assert check is not None
+    assert check(value) is fits
+    assert (next(_DIALECTS[DRAFT202012].base({keyword: limit}).iter_errors(value), None)
+            is None) is fits
