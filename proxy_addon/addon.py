@@ -224,9 +224,11 @@ class CallgateAddon:
         mode = ArgumentMode(ctx.options.callgate_arguments)
         allow = ctx.options.callgate_allow_verdict_change
         shown = ctx.options.callgate_web_body == WebBody.redacted and _viewed()
+        # The live report is the unredacted verdict, unless the tap broke and stopped reading.
+        verdict = None if capture.tap.broken else capture.tap.close()
         future = self._writer().submit(_write_fixture, exchange, capture.tap.profile,
                                        capture.provider, out, mode, allow,
-                                       capture.tap.framing if shown else None)
+                                       capture.tap.framing if shown else None, verdict)
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         loop = asyncio.get_running_loop()
@@ -259,12 +261,13 @@ def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchang
 
 
 def _write_fixture(exchange: Exchange, profile: str, provider: str | None, out: Path,
-                   mode: ArgumentMode, allow: bool,
-                   shown: str | None) -> tuple[Path, Report, bytes | None]:
+                   mode: ArgumentMode, allow: bool, shown: str | None,
+                   verdict: Report | None = None) -> tuple[Path, Report, bytes | None]:
     """Runs in the writer process: the fixture's path, its report, and with ``shown`` (the
-    response's framing) its stream framed as the provider framed it (the body mitmweb shows)."""
+    response's framing) its stream framed as the provider framed it (the body mitmweb shows).
+    ``verdict``: the live report, so the unredacted stream is not judged a second time."""
     redacted = redact_exchange(exchange, profile=profile, provider=provider, arguments=mode,
-                               allow_verdict_change=allow)
+                               allow_verdict_change=allow, verdict=verdict)
     data = fixture_bytes(redacted.envelope)
     path = out / fixture_name(redacted.envelope, data)
     write_atomic(path, data)

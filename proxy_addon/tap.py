@@ -138,6 +138,11 @@ class StreamTap:
         return [blocked_event(self.profile, [Code.LIMIT_EXCEEDED.value], self.framing,
                               opens_array=self._sent == 0)] if first else []
 
+    @property
+    def broken(self) -> bool:
+        """The pipeline failed and stopped reading: the report covers what came before."""
+        return self._broken
+
     def close(self) -> Report:
         """The verdict; call once the flow has ended (cleanly or not)."""
         if self.report is None:

@@ -61,9 +61,12 @@ class Redacted:
 
 def redact_exchange(exchange: Exchange, *, profile: str | None = None,
                     provider: str | None = None, arguments: ArgumentMode = ArgumentMode.MASK,
-                    allow_verdict_change: bool = False, keep_text: bool = False) -> Redacted:
+                    allow_verdict_change: bool = False, keep_text: bool = False,
+                    verdict: Report | None = None) -> Redacted:
     """The safe envelope for one exchange. ``keep_text`` keeps the model's free text (for
-    tapes, which replay it to the app). Raises ``NotApplicable`` or ``RedactionRefused``."""
+    tapes, which replay it to the app). ``verdict`` is the report the unredacted stream already
+    got (the proxy judges it as it passes): the verdict gate compares with it instead of
+    checking the unredacted envelope again. Raises ``NotApplicable`` or ``RedactionRefused``."""
     provider = provider or provider_from_url(exchange.url)
     profile = profile or profile_for(exchange.url, provider)
     body = _stream_body(exchange, profile)
@@ -74,7 +77,7 @@ def redact_exchange(exchange: Exchange, *, profile: str | None = None,
     envelope = _raw_envelope(profile, provider, request, body)
     envelope["meta"] = _meta(exchange, request, body, provider, keep_text)
     return _redacted(envelope, arguments, allow_verdict_change, secrets_of(exchange),
-                     pin_expectation=True, owned=True, keep_text=keep_text)
+                     pin_expectation=True, owned=True, keep_text=keep_text, before=verdict)
 
 
 def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = ArgumentMode.MASK,
@@ -90,8 +93,8 @@ def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = Ar
 
 def _redacted(envelope: Mapping[str, Any], arguments: ArgumentMode, allow_verdict_change: bool,
               secrets: Collection[str], *, pin_expectation: bool, owned: bool,
-              keep_text: bool = False) -> Redacted:
-    before = check(envelope)
+              keep_text: bool = False, before: Report | None = None) -> Redacted:
+    before = check(envelope) if before is None else before
     out = redacted_copy(envelope, arguments, owned=owned, keep_text=keep_text)
     after = check(out)
     preserved = _verdict(before) == _verdict(after)

@@ -7,16 +7,21 @@ cut them (mid-line, mid-element, before the end-of-body call) and the tap itself
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from callgate.proxy_addon.tap import StreamTap, blocked_event
 from callgate.reassemble import Reassembler
+from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.reassemble.eventstream import decode
-from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, NDJSON, SSE
+from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
 from callgate.reassemble.profiles import PROFILES, array_frames, framed, frames
-from tests.conftest import CONFORMANCE, load
+from callgate.redact import Exchange, fixture_bytes, redact_exchange, request_context
+from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
+from tests.proxy_harness import request_body_of
 
 ERROR = "callgate blocked this turn: {}"
 
@@ -182,3 +187,34 @@ def test_json_lines_without_a_last_newline_and_with_blank_lines_read_as_import_r
     assert [(c.name, c.arguments) for c in tap.close().calls] == [
         (c["name"], c["arguments"]) for c in envelope["expect"]["calls"]]
     assert tap.end_marker_seen
+
+
+# -- the fixture writer is handed the live verdict ----------------------------------------------
+
+@pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
+def test_a_fixture_built_with_the_live_verdict_is_the_one_built_by_judging_again(
+        path: Path) -> None:
+    """The proxy's writer compares the redacted verdict with the report the tap already has;
+    judging the unredacted envelope again gives the same fixture, byte for byte, or the same
+    refusal."""
+    envelope = load(path)
+    profile = envelope["profile"]
+    framing = PROFILES[profile].framings[0]
+    body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
+    schemas, parameters = request_context(request, profile)
+    tap = StreamTap(Reassembler(profile, schemas, request=parameters,
+                                provider=envelope.get("provider")),
+                    profile, "", enforce=False, on_finding=lambda _: None,
+                    on_failure=lambda kind: pytest.fail(kind), framing=framing)
+    through(tap, body, 100)
+    exchange = Exchange("POST", "https://llm.example/v1/stream", [], request, 200,
+                        [("content-type", MEDIA_TYPES[framing][0])], body, capture="proxy")
+    options: dict[str, Any] = {"profile": profile, "provider": envelope.get("provider")}
+    try:
+        judged_again = fixture_bytes(redact_exchange(exchange, **options).envelope)
+    except (RedactionRefused, NotApplicable) as refused:
+        with pytest.raises(type(refused), match=re.escape(str(refused))):
+            redact_exchange(exchange, **options, verdict=tap.close())
+        return
+    assert fixture_bytes(redact_exchange(exchange, **options, verdict=tap.close()).envelope) \
+        == judged_again
