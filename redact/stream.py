@@ -55,7 +55,7 @@ def scrubbed(value: Any, *, keep_text: bool) -> Any:
     """A JSON value that is not a stream a profile reads (a whole completion, an embedding, an
     error) redacted as stream events are: ids to pseudonyms, free text masked unless
     ``keep_text``, structure and numbers kept."""
-    return _scrub(value, Pseudonyms(), set(), _keep if keep_text else mask_text)
+    return _scrub(value, Pseudonyms(), {}, _keep if keep_text else mask_text)
 
 
 def _keep(text: str) -> str:
@@ -82,10 +82,14 @@ def _enum_values(schemas: object) -> frozenset[str]:
 ArgumentRef = tuple[dict[str, Any], str]
 
 
+#: The fields that hold arguments, by the id of their container.
+Handled = dict[int, set[str]]
+
+
 def _redact_arguments(profile: str, events: list[Any], mode: ArgumentMode,
-                      keep: frozenset[str]) -> set[tuple[int, str]]:
-    """Mask argument fields in place, per the mode. Returns the (container id, field) pairs that
-    hold arguments, which the generic scrub then leaves alone."""
+                      keep: frozenset[str]) -> Handled:
+    """Mask argument fields in place, per the mode. Returns the fields that hold arguments, by
+    container, which the generic scrub then leaves alone."""
     found = list(PROFILES[profile].argument_sites(events))
     if mode is not ArgumentMode.KEEP:
         streams: dict[object, list[ArgumentRef]] = {}
@@ -97,7 +101,10 @@ def _redact_arguments(profile: str, events: list[Any], mode: ArgumentMode,
         for refs in streams.values():
             _mask_stream(refs, mode, keep)
         _mask_copies(found, references, mode, keep)
-    return {(id(container), field) for _, _, container, field in found}
+    handled: Handled = {}
+    for _, _, container, field in found:
+        handled.setdefault(id(container), set()).add(field)
+    return handled
 
 
 def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str]) -> None:
@@ -145,17 +152,33 @@ def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, allow_nan=False)
 
 
-def _scrub(value: Any, ids: Callable[[str], str], handled: set[tuple[int, str]],
+def _scrub(value: Any, ids: Callable[[str], str], handled: Handled,
            text: Callable[[str], str], key: str = "") -> Any:
     """Ids to pseudonyms, free text through ``text`` (masked, or kept), structure and numbers
     kept. Argument fields were already handled and are left as they are."""
     if isinstance(value, dict):
-        return {k: v if (id(value), k) in handled else _scrub(v, ids, handled, text, k)
-                for k, v in value.items()}
+        done = handled.get(id(value), ())
+        out = {}
+        for name, item in value.items():
+            kind = type(item)
+            # Numbers, booleans and null stay; by exact type first, as nearly every member of
+            # a stream event is one of these or a string (a subclass takes the long way).
+            if kind is int or kind is float or kind is bool or item is None or name in done:
+                out[name] = item
+            elif kind is str:
+                out[name] = _scrub_text(item, name, ids, text)
+            else:
+                out[name] = _scrub(item, ids, handled, text, name)
+        return out
     if isinstance(value, list):
         return [_scrub(item, ids, handled, text, key) for item in value]
     if not isinstance(value, str):
         return value
+    return _scrub_text(value, key, ids, text)
+
+
+def _scrub_text(value: str, key: str, ids: Callable[[str], str],
+                text: Callable[[str], str]) -> str:
     if key == "id" or key.endswith(("_id", "Id")):
         return ids(value)
     return value if key in ALL_STRUCTURAL_KEYS else text(value)
