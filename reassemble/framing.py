@@ -61,6 +61,7 @@ class Blocks(ABC):
 
 
 _LINE_ENDS = re.compile(rb"[\r\n]")
+_BLANK_LINE_LF = re.compile(rb"(?<=\n)\n")  # an LF right after an LF
 
 
 class EventFramer(Blocks):
@@ -77,6 +78,11 @@ class EventFramer(Blocks):
         self._cut_pending = False
 
     def _cuts(self, data: bytes, offset: int) -> list[int]:
+        if b"\r" not in data and not (self._cut_pending or self._previous_cr):
+            return self._lf_cuts(data, offset)
+        return self._stepped_cuts(data, offset)
+
+    def _stepped_cuts(self, data: bytes, offset: int) -> list[int]:
         # Only line ends move the state, and a run of other bytes moves it as its first byte
         # does, so the state machine steps on line ends and on the first byte after each.
         steps: list[int] = []
@@ -88,6 +94,16 @@ class EventFramer(Blocks):
         if after < len(data):
             steps.append(after)
         return [cut for i in steps if (cut := self._step(data[i], offset + i))]
+
+    def _lf_cuts(self, data: bytes, offset: int) -> list[int]:
+        """``_cuts`` where no CR is involved, as nearly every provider sends: an event ends just
+        after each LF that ends an empty line, found by one search instead of a step per line."""
+        cuts = [offset + match.end() for match in _BLANK_LINE_LF.finditer(data)]
+        if self._line_empty and data.startswith(b"\n"):
+            cuts.insert(0, offset + 1)
+        if data:
+            self._line_empty = data.endswith(b"\n")
+        return cuts
 
     def _step(self, byte: int, i: int) -> int | None:
         """The cut position this byte decides, if any (always > 0)."""

@@ -56,6 +56,23 @@ def test_sse_blocks_end_at_each_blank_line_whatever_the_chunking(
     assert blocks == expected and rest == b"data: cut"
 
 
+class SteppedEventFramer(EventFramer):
+    """The framer without its search for LF-only text: a step per line end, always."""
+
+    def _cuts(self, data: bytes, offset: int) -> list[int]:
+        return self._stepped_cuts(data, offset)
+
+
+@given(st.lists(st.sampled_from(["data: a", "b", "", "\n", "\r", "\r\n", "\n\n"]), max_size=24),
+       st.lists(st.integers(min_value=0), max_size=20))
+def test_lf_only_pieces_are_cut_where_a_step_per_line_end_cuts_them(
+        parts: list[str], cuts: list[int]) -> None:
+    """Line ends of every kind mixed, so pieces with and without a CR, and pieces right after a
+    CR, meet in one body."""
+    body = "".join(parts).encode()
+    assert frame(body, cuts, EventFramer()) == frame(body, cuts, SteppedEventFramer())
+
+
 @pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
 def test_blank_lines_before_the_first_event_are_blocks_as_between_events(end: str) -> None:
     event = f"data: x{end}{end}".encode()
