@@ -359,7 +359,7 @@ def compiled_schema(schema: object) -> ToolSchema | SchemaProblem:
     of more than ``SCHEMA_CACHE_SIZE`` are forgotten. A compiled schema is never changed after it
     is built, so one serves every engine and thread."""
     try:
-        key = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+        key = _CACHE_KEY(schema)
     except (TypeError, ValueError, RecursionError):  # not JSON: compile it, and let it fail
         return compile_schema(schema)
     with _CACHE_LOCK:
@@ -375,6 +375,9 @@ def compiled_schema(schema: object) -> ToolSchema | SchemaProblem:
     return found
 
 
+#: The cache's key: a schema's compact JSON (one encoder, as ``json.dumps`` with options builds
+#: one per call).
+_CACHE_KEY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 #: Compiled schemas kept per process.
 SCHEMA_CACHE_SIZE = 512
 _CACHE: OrderedDict[str, ToolSchema | SchemaProblem] = OrderedDict()

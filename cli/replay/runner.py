@@ -53,12 +53,12 @@ def _replay_files(files: list[Path], jobs: int,
 
 def _judged(files: list[Path], jobs: int) -> Iterator[Outcome]:
     workers = min(jobs, len(files)) - 1
-    if workers < 1:
-        yield from map(judge, files)
-        return
-    own = _own_share(len(files), workers)
-    step = -(-(len(files) - own) // workers)
     with _frozen_heap():
+        if workers < 1:
+            yield from map(judge, files)
+            return
+        own = _own_share(len(files), workers)
+        step = -(-(len(files) - own) // workers)
         judges = [_Worker(files[start:start + step]) for start in range(own, len(files), step)]
         yield from _with_workers(files[:own], judges)
 
@@ -91,9 +91,9 @@ _POLL_EVERY = 8
 
 @contextlib.contextmanager
 def _frozen_heap() -> Iterator[None]:
-    """``gc.freeze()`` while workers run (Python's advice for ``fork`` without ``exec``): what
-    this process holds moves where no collection walks it, so collections here and in a forked
-    worker neither spend time on it nor copy its pages. Not when the caller froze objects
+    """``gc.freeze()`` while fixtures are judged: what this process held before moves where no
+    collection walks it, so collections neither spend time on it nor, in a forked worker, copy
+    its pages (Python's advice for ``fork`` without ``exec``). Not when the caller froze objects
     already: unfreezing would undo that."""
     if gc.get_freeze_count():
         yield
