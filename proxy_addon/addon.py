@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -138,7 +139,8 @@ class CallgateAddon:
         not a fork of mitmproxy's threads."""
         if self._executor is None:
             self._executor = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("forkserver"))
+                max_workers=1, mp_context=multiprocessing.get_context("forkserver"),
+                initializer=_yield_to_the_stream)
         return self._executor
 
     # -- the flow's life -------------------------------------------------------------------------
@@ -234,6 +236,13 @@ class CallgateAddon:
         loop = asyncio.get_running_loop()
         future.add_done_callback(
             lambda done: loop.call_soon_threadsafe(_report_written, flow, done))
+
+
+def _yield_to_the_stream() -> None:
+    """The writer process runs at a lower priority: where cores are short, the proxy streaming
+    and the app it serves come first, and fixtures are written a little later."""
+    if hasattr(os, "nice"):
+        os.nice(10)
 
 
 def _viewed() -> bool:

@@ -557,3 +557,14 @@ def test_enforce_mode_never_sends_the_end_marker_of_a_stream_without_its_termina
     assert (got, clean) == (b"".join(EVENTS[:finish])
                             + blocked_event("openai", ["missing_terminal"]), True)
     assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}
+
+
+def test_the_fixture_writer_runs_below_the_proxys_priority() -> None:
+    """Where cores are short, the stream comes first and fixtures are written a little later."""
+    from callgate.proxy_addon.addon import CallgateAddon
+
+    writer = CallgateAddon()._writer()
+    try:
+        assert writer.submit(os.nice, 0).result(timeout=60) == min(19, os.nice(0) + 10)
+    finally:
+        writer.shutdown()
