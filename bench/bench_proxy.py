@@ -6,11 +6,11 @@ the addon observing, and the addon in enforce mode. The upstream (standard libra
 process) streams OpenAI-shaped tool-call turns with chunked transfer encoding, one flush per
 event; the clients (``http.client``, threads of this process) read each body as it comes.
 
-Per setup and workload: the proxy's CPU per 1,000 events (user + system time from ``/proc`` of
-the mitmdump process, and of it with the processes it started, the addon's fixture writer: a
-workload ends when its fixtures are on disk),
-time to first byte and the lag from the upstream's last byte to the client's last byte (p50 and
-p95). Every body must reach the client byte for byte as the upstream sent it.
+Per setup and workload, the median of ``ROUNDS`` rounds with the three setups alternated: the
+proxy's CPU per 1,000 events (user + system time from ``/proc`` of the mitmdump process, and of
+it with the processes it started, the addon's fixture writer: a workload ends when its fixtures
+are on disk), time to first byte and the lag from the upstream's last byte to the client's last
+byte (p50 and p95). Every body must reach the client byte for byte as the upstream sent it.
 
 Run: ``make bench`` (or ``python bench/bench_proxy.py``).
 """
@@ -36,6 +36,8 @@ from callgate.cli.loopback import free_port, wait_listening
 BIN = Path(sys.executable).parent
 #: (clients, turns per client, events per turn)
 WORKLOADS = ((1, 100, 50), (1, 10, 2000), (20, 10, 50), (20, 1, 2000))
+#: Rounds per workload, the three setups alternated in each; the table gives medians.
+ROUNDS = 3
 #: The request's tools: the turns pass, so enforce mode releases them unchanged.
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {
     "type": "object", "properties": {"v": {"type": "array", "items": {"type": "integer"}}}}}}]
@@ -242,19 +244,25 @@ def run(kind: str, upstream: Upstream, workload: tuple[int, int, int],
             "lag_p95": percentile(lags, 0.95)}
 
 
-def rows() -> Iterator[str]:
+def rows(rounds: int = ROUNDS) -> Iterator[str]:
     upstream = Upstream()
     yield (f"{'workload':<24} {'setup':<8} {'CPU ms/1k ev':>12} {'x plain':>8} "
            f"{'+writer ms':>10} {'x plain':>8} "
            f"{'TTFB p50 ms':>11} {'lag p50 ms':>10} {'lag p95 ms':>10}")
+    kinds = ("plain", "observe", "enforce")
     for workload in WORKLOADS:
         clients, turns, events = workload
         name = f"{clients} x {turns} x {events}"
-        plain = None
-        for kind in ("plain", "observe", "enforce"):
-            with tempfile.TemporaryDirectory() as folder:
-                figures = run(kind, upstream, workload, Path(folder))
-            plain = plain or figures
+        runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
+        for _ in range(rounds):  # alternated, so that a slow spell of the machine hits all three
+            for kind in kinds:
+                with tempfile.TemporaryDirectory() as folder:
+                    runs[kind].append(run(kind, upstream, workload, Path(folder)))
+        medians = {kind: {key: statistics.median(figures[key] for figures in runs[kind])
+                          for key in runs[kind][0]} for kind in kinds}
+        plain = medians["plain"]
+        for kind in kinds:
+            figures = medians[kind]
             yield (f"{name:<24} {kind:<8} {figures['cpu_per_1k'] * 1000:>12.1f} "
                    f"{figures['cpu_per_1k'] / plain['cpu_per_1k']:>8.2f} "
                    f"{figures['tree_per_1k'] * 1000:>10.1f} "
@@ -264,7 +272,8 @@ def rows() -> Iterator[str]:
 
 
 def main() -> None:
-    print("clients x turns per client x events per turn; bodies byte-identical in every run")
+    print("clients x turns per client x events per turn; bodies byte-identical in every run; "
+          f"medians of {ROUNDS} alternated rounds")
     for row in rows():
         print(row, flush=True)
 
