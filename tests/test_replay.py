@@ -220,29 +220,26 @@ def test_jobs_2_gives_the_same_outcomes_and_report_as_jobs_1(folder: Path) -> No
     assert run([folder], "text", jobs=1) == run([folder], "text", jobs=2)
 
 
-def test_a_worker_that_dies_leaves_its_files_to_this_process(
+def test_a_chunk_a_worker_took_and_died_with_is_judged_by_this_process(
         folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker killed after its first batch: every outcome is still there, in order."""
+    """A worker that sends one chunk, takes another and dies: every outcome is still there,
+    in order."""
     shutil.copytree(CONFORMANCE, folder / "conformance")
     one = replay([folder], jobs=1)
+    assert len(one) > 3 * runner._CHUNK
 
-    def one_batch_then_die(files: list[Path], writer: Any) -> None:
-        writer.send([judge(files[0])])
+    def one_chunk_then_die(chunks: list[list[Path]], counter: Any, writer: Any) -> None:
+        index = runner._next_chunk(counter)
+        writer.send((index, [judge(path) for path in chunks[index]]))
+        runner._next_chunk(counter)
         os._exit(1)
 
-    monkeypatch.setattr(runner, "_judge_and_send", one_batch_then_die)
+    monkeypatch.setattr(runner, "_judge_and_send", one_chunk_then_die)
     # fork, whatever the platform's default: the worker runs this module's patched function.
     fork = multiprocessing.get_context("fork")
     monkeypatch.setattr(runner.multiprocessing, "get_context", lambda *_: fork)
     assert replay([folder], jobs=2) == one
     assert replay([folder], jobs=4) == one
-
-
-def test_this_process_judges_about_half_beside_one_worker_and_at_least_one_file() -> None:
-    assert runner._own_share(4820, 1) == 2348  # it also unpickles the worker's outcomes
-    assert runner._own_share(2, 1) == 1
-    assert runner._own_share(3, 2) == 1
-    assert runner._own_share(4820, 9) == 1
 
 
 def test_a_terminal_gets_a_progress_bar_on_stderr_for_more_than_20_fixtures() -> None:

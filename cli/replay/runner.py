@@ -1,10 +1,9 @@
 """``callgate replay``: judge every fixture under some folders against its pinned ``expect``.
 
 How this works: the fixture files are found and sorted first, then each one is judged on its own
-(``callgate.cli.replay.outcome.judge``), in this process or spread over it and ``jobs - 1``
-worker processes, each with a contiguous slice; the workers' outcomes follow this process's own
-share, slice by slice, so the outcomes are the same either way. A file that cannot be used
-is an outcome with an ``error`` and never stops the others. The reports
+(``callgate.cli.replay.outcome.judge``), in this process or shared, chunk by chunk, between it
+and ``jobs - 1`` worker processes; the outcomes come out in file order either way. A file that
+cannot be used is an outcome with an ``error`` and never stops the others. The reports
 (``callgate.cli.replay.reports``) are pure functions of the outcomes; ``update`` rewrites
 ``expect`` blocks to what the engine says now.
 """
@@ -56,37 +55,49 @@ def _judged(files: list[Path], jobs: int) -> Iterator[Outcome]:
     with _frozen_heap():
         if workers < 1:
             yield from map(judge, files)
-            return
-        own = _own_share(len(files), workers)
-        step = -(-(len(files) - own) // workers)
-        judges = [_Worker(files[start:start + step]) for start in range(own, len(files), step)]
-        yield from _with_workers(files[:own], judges)
+        else:
+            yield from _shared(files, workers)
 
 
-def _with_workers(own: list[Path], judges: list[_Worker]) -> Iterator[Outcome]:
-    """This process's outcomes, then each worker's, in order."""
+#: Files per chunk: a few milliseconds of judging, and its outcomes (about 17 KB pickled) fit in
+#: a pipe's 64 KiB buffer, so a worker seldom waits for this process to read.
+_CHUNK = 32
+
+
+def _shared(files: list[Path], workers: int) -> Iterator[Outcome]:
+    """This process and ``workers`` worker processes take chunks of the files in turn, each the
+    next one not yet taken, until none is left: whoever is faster (this process also unpickles
+    the workers' outcomes; a core may be busy with something else) judges more. The outcomes
+    are yielded in order as soon as every chunk before them is in."""
+    chunks = [files[start:start + _CHUNK] for start in range(0, len(files), _CHUNK)]
+    context = multiprocessing.get_context()
+    counter = context.Value("i", 0)
+    judges = [_Worker(chunks, counter, context) for _ in range(workers)]
+    judged: dict[int, list[Outcome]] = {}
+    given = 0  # chunks yielded so far
     try:
-        for n, path in enumerate(own):
-            yield judge(path)
-            if n % _POLL_EVERY == 0:
-                for worker in judges:
-                    worker.collect(wait=False)
+        while (index := _next_chunk(counter)) < len(chunks):
+            judged[index] = [judge(path) for path in chunks[index]]
+            for worker in judges:
+                judged.update(worker.collect(wait=False))
+            while given in judged:
+                yield from judged.pop(given)
+                given += 1
         for worker in judges:
-            yield from worker.outcomes()
+            judged.update(worker.collect(wait=True))
+        for index in range(given, len(chunks)):
+            # A chunk a worker took and never sent (it died) is judged here.
+            yield from judged.pop(index, None) or map(judge, chunks[index])
     finally:  # the caller stopped early, or judging raised
         for worker in judges:
             worker.stop()
 
 
-#: A worker's cost per file relative to this process's (judging, then pickling the outcome),
-#: and this process's cost of unpickling an outcome relative to judging one (measured: about
-#: 155, 135 and 27 µs per conformance fixture).
-_WORKER_COST, _UNPICKLE_COST = 1.15, 0.2
-#: Outcomes per message from a worker: about 35 KB pickled, inside a pipe's 64 KiB buffer, so a
-#: worker seldom waits for this process to read.
-_BATCH = 64
-#: This process looks for workers' outcomes after every this many of its own files.
-_POLL_EVERY = 8
+def _next_chunk(counter: Any) -> int:
+    with counter.get_lock():
+        index: int = counter.value
+        counter.value = index + 1
+    return index
 
 
 @contextlib.contextmanager
@@ -105,53 +116,40 @@ def _frozen_heap() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _own_share(files: int, workers: int) -> int:
-    """How many files this process judges itself, so that it finishes its share and the
-    unpickling of the workers' outcomes when they finish theirs."""
-    per_worker = _WORKER_COST / workers
-    share = (per_worker - _UNPICKLE_COST) / (1 - _UNPICKLE_COST + per_worker)
-    return min(files - workers, max(1, int(files * share)))
-
-
 class _Worker:
-    """A process judging a slice of the files. It sends its outcomes in batches down a pipe,
-    which this process reads between its own files: no thread of this process competes with its
-    judging for the GIL (``ProcessPoolExecutor``'s did, and its workers stalled on full pipes
-    while this process judged), and a worker starts judging at once. A worker that dies leaves
-    its unjudged files to this process."""
+    """A process taking chunks and sending each one's outcomes down a pipe, which this process
+    reads between its own chunks: no thread of this process competes with its judging for the
+    GIL (``ProcessPoolExecutor``'s did, and its workers stalled on full pipes meanwhile)."""
 
-    def __init__(self, files: list[Path]) -> None:
-        self._files = files
-        self._judged: list[Outcome] = []
+    def __init__(self, chunks: list[list[Path]], counter: Any, context: Any) -> None:
         self._done = False
-        context = multiprocessing.get_context()
         self._reader, writer = context.Pipe(duplex=False)
-        self._process = context.Process(target=_judge_and_send, args=(files, writer),
+        self._process = context.Process(target=_judge_and_send, args=(chunks, counter, writer),
                                         daemon=True)
         self._process.start()
         writer.close()
 
-    def collect(self, *, wait: bool) -> None:
-        """Read the batches that have arrived (``wait``: until the worker is done)."""
+    def collect(self, *, wait: bool) -> dict[int, list[Outcome]]:
+        """The chunks judged and arrived (``wait``: until the worker is done), by index."""
+        judged: dict[int, list[Outcome]] = {}
         while not self._done:
             ready = connection.wait([self._reader, self._process.sentinel],
                                     None if wait else 0)
             if self._reader in ready:
                 try:
-                    batch = self._reader.recv()
+                    message = self._reader.recv()
                 except EOFError:  # the worker died
-                    batch = None
-                self._done = batch is None
-                self._judged += batch or []
-            elif ready:  # ended without its end mark, every batch read
+                    message = None
+                if message is None:
+                    self._done = True
+                else:
+                    index, outcomes = message
+                    judged[index] = outcomes
+            elif ready:  # ended without its end mark, every message read
                 self._done = True
             else:
-                return
-
-    def outcomes(self) -> list[Outcome]:
-        self.collect(wait=True)
-        self._process.join()
-        return self._judged + [judge(path) for path in self._files[len(self._judged):]]
+                break
+        return judged
 
     def stop(self) -> None:
         if self._process.is_alive():
@@ -160,14 +158,10 @@ class _Worker:
         self._reader.close()
 
 
-def _judge_and_send(files: list[Path], writer: connection.Connection) -> None:
-    batch: list[Outcome] = []
-    for path in files:
-        batch.append(judge(path))
-        if len(batch) == _BATCH:
-            writer.send(batch)
-            batch = []
-    writer.send(batch)
+def _judge_and_send(chunks: list[list[Path]], counter: Any,
+                    writer: connection.Connection) -> None:
+    while (index := _next_chunk(counter)) < len(chunks):
+        writer.send((index, [judge(path) for path in chunks[index]]))
     writer.send(None)
     writer.close()
 
