@@ -1,4 +1,5 @@
-"""The proxy's stream tap in enforce mode, fed directly: what reaches the client, byte for byte.
+"""The proxy's stream tap, fed directly: what reaches the client in enforce mode, byte for byte,
+and the live verdict it hands the fixture writer.
 
 The proxy tests drive the tap through real mitmproxy; here the bodies are cut where a network can
 cut them (mid-line, mid-element, before the end-of-body call) and the tap itself is made to fail.
