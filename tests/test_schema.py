@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from callgate.reassemble.schema import (
     Violation,
     compile_schema,
 )
+from callgate.reassemble.schema_subset import accepting
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 DRAFT202012 = "https://json-schema.org/draft/2020-12/schema"
@@ -682,12 +684,10 @@ def subset_schemas(false: bool) -> st.SearchStrategy[Any]:
 @given(subset_schemas(false=False), SUBSET_VALUES, st.sampled_from([None, DRAFT7]))
 def test_the_quick_yes_says_exactly_what_jsonschema_says_on_the_subset(
         schema: Any, value: object, dialect: str | None) -> None:
-    from callgate.reassemble.schema_subset import accepting
-
     if dialect and isinstance(schema, dict):
         schema = {**schema, "$schema": dialect}
-    validator = _DIALECTS[dialect.rstrip("#").replace("http:", "https:")] if dialect else None
-    base = (validator.base if validator else _DIALECTS[DRAFT202012].base)(schema)
+    base = _DIALECTS[dialect.rstrip("#").replace("http:", "https:") if dialect
+                     else DRAFT202012].base(schema)
     fits = accepting(schema)
     assert fits is not None
     assert fits(value) is (next(base.iter_errors(value), None) is None)
@@ -699,8 +699,6 @@ def test_the_quick_yes_never_accepts_what_jsonschema_rejects(
         schema: Any, value: object, more_members: list[object]) -> None:
     """Any JSON value, `false` subschemas (no quick answer) and containers in `enum` (never a
     quick yes): a yes is always jsonschema's yes; the rest is jsonschema's to answer."""
-    from callgate.reassemble.schema_subset import accepting
-
     if isinstance(schema, dict) and "enum" in schema:
         schema = {**schema, "enum": schema["enum"] + more_members}
     fits = accepting(schema)
@@ -713,10 +711,6 @@ def test_the_quick_yes_never_accepts_what_jsonschema_rejects(
 
 
 def test_the_quick_yes_leaves_other_keywords_and_values_json_cannot_hold_to_jsonschema() -> None:
-    from decimal import Decimal
-
-    from callgate.reassemble.schema_subset import accepting
-
     for schema in (PYDANTIC_WEATHER, {"type": "string", "pattern": "a"}, {"anyOf": [True]},
                    {"items": [{"type": "string"}]}, {"properties": {"a": False}}, False):
         assert accepting(schema) is None
@@ -751,8 +745,6 @@ def test_arguments_the_quick_yes_turns_down_still_get_jsonschemas_violations() -
 ])
 def test_the_quick_yes_holds_each_bound_at_its_limit(keyword: str, limit: object, value: object,
                                                      fits: bool) -> None:
-    from callgate.reassemble.schema_subset import accepting
-
     check = accepting({keyword: limit})
     assert check is not None
     assert check(value) is fits
