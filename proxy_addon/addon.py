@@ -219,15 +219,15 @@ class CallgateAddon:
         else:
             ctx.master.addons.trigger(UpdateHook([flow]))
         exchange = _exchange(flow, capture, complete)
-        self._write_later(flow, exchange, capture)
+        # The live report is the unredacted verdict, unless the tap broke and stopped reading.
+        self._write_later(flow, exchange, capture, None if capture.tap.broken else report)
 
-    def _write_later(self, flow: http.HTTPFlow, exchange: Exchange, capture: _Capture) -> None:
+    def _write_later(self, flow: http.HTTPFlow, exchange: Exchange, capture: _Capture,
+                     verdict: Report | None) -> None:
         out = Path(ctx.options.callgate_out)
         mode = ArgumentMode(ctx.options.callgate_arguments)
         allow = ctx.options.callgate_allow_verdict_change
         shown = ctx.options.callgate_web_body == WebBody.redacted and _viewed()
-        # The live report is the unredacted verdict, unless the tap broke and stopped reading.
-        verdict = None if capture.tap.broken else capture.tap.close()
         future = self._writer().submit(_write_fixture, exchange, capture.tap.profile,
                                        capture.provider, out, mode, allow,
                                        capture.tap.framing if shown else None, verdict)
