@@ -24,8 +24,7 @@ Accepts = Callable[[Any], bool]
 #: Keywords that assert nothing (draft-07 and 2020-12 alike).
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated",
                           "readOnly", "writeOnly", "$comment"})
-#: The types JSON parsing produces; ``bool`` before ``int`` matters nowhere here, since every
-#: test below is by exact type.
+#: The types JSON parsing produces. Every test here is by exact type, so ``bool`` is no ``int``.
 _JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
