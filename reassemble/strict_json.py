@@ -19,7 +19,8 @@ import json
 import math
 import re
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.errors import InputError
@@ -53,14 +54,17 @@ class _HookError(Exception):
 
 def loads(text: str, limits: Limits = DEFAULT_LIMITS) -> Any:
     """Parse ``text`` as one strict JSON document; raise ``StrictJSONError`` otherwise."""
-    _check_size(text, limits)
-    value, end = _decode(text, limits)
+    reader = _reader(limits)
+    if len(text) > reader.size_by_count:
+        _check_size(text, limits)
+    value, end = _decode(text, reader)
     if end != len(text):
         after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if after != len(text):
             raise StrictJSONError(Code.TRAILING_DATA, "more text follows a complete JSON value",
                                   after)
-    if _may_hold_surrogate(text) or text.count("[") + text.count("{") > limits.max_depth:
+    if _may_hold_surrogate(text) or (len(text) > limits.max_depth and
+                                     text.count("[") + text.count("{") > limits.max_depth):
         _walk(value, limits)
     return value
 
@@ -94,22 +98,45 @@ def _check_size(text: str, limits: Limits) -> None:
                               f"{limits.max_argument_bytes} bytes")
 
 
-_DECODERS: dict[tuple[Limits, bool], json.JSONDecoder] = {}
+_Scanner = Callable[[str, int], tuple[Any, int]]
 
 
-def _decoder(limits: Limits, plain_ints: bool) -> json.JSONDecoder:
-    """The decoder for ``limits``. With ``plain_ints`` the scanner converts integers itself:
-    the caller saw that no run of number characters in the text is long enough to break a
-    limit. Floats always have the hook, since ``1e400`` is short and overflows."""
-    decoder = _DECODERS.get((limits, plain_ints))
-    if decoder is None:
-        if len(_DECODERS) >= 16:  # callers use a handful of Limits; never grow without bound
-            _DECODERS.clear()
-        decoder = _DECODERS[limits, plain_ints] = json.JSONDecoder(
+class _Reader:
+    """What parsing under one ``Limits`` needs, built once: the C scanner with every hook, and
+    one whose integers the scanner converts itself (see ``_decode``)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        #: Up to this many characters, counting them decides the size limit (``_check_size``).
+        self.size_by_count = limits.max_argument_bytes // 4
+        #: A text this short holds no integer literal that breaks ``max_number_chars`` or
+        #: ``int()``'s digit limit, which is never below 640 unless it is off.
+        self.short = min(limits.max_number_chars, _LOWEST_INT_DIGIT_LIMIT)
+        self.hooked_scan = self._scanner(plain_ints=False)
+        self.plain_scan = self._scanner(plain_ints=True)
+
+    def _scanner(self, *, plain_ints: bool) -> _Scanner:
+        decoder = json.JSONDecoder(
             object_pairs_hook=_unique_object, parse_constant=_refuse_constant,
-            parse_float=_number_hook(limits, float),
-            parse_int=None if plain_ints else _number_hook(limits, int))
-    return decoder
+            parse_float=_number_hook(self.limits, float),
+            parse_int=None if plain_ints else _number_hook(self.limits, int))
+        # The C scanner itself: JSONDecoder.raw_decode is a Python call around it.
+        return cast(_Scanner, decoder.scan_once)  # type: ignore[attr-defined]
+
+
+_LOWEST_INT_DIGIT_LIMIT = 640  # sys.set_int_max_str_digits refuses less (other than 0: off)
+#: Readers by the id of their ``Limits`` (hashing the frozen dataclass on every parse cost more
+#: than the parse of a short event); each entry keeps its ``Limits`` alive and is checked by it.
+_READERS: dict[int, _Reader] = {}
+
+
+def _reader(limits: Limits) -> _Reader:
+    reader = _READERS.get(id(limits))
+    if reader is None or reader.limits is not limits:
+        if len(_READERS) >= 16:  # callers use a handful of Limits; never grow without bound
+            _READERS.clear()
+        reader = _READERS[id(limits)] = _Reader(limits)
+    return reader
 
 
 def _long_number_run(longest: int) -> re.Pattern[str]:
@@ -126,16 +153,25 @@ _RUNS: dict[int, re.Pattern[str]] = {}
 _WITHOUT_NUMBER_CHARACTERS = str.maketrans("", "", "-0123456789")
 
 
-def _decode(text: str, limits: Limits) -> tuple[Any, int]:
-    start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
+def _decode(text: str, reader: _Reader) -> tuple[Any, int]:
+    """The value and where it ends. With no integer literal that could break a limit, the
+    scanner converts integers itself; floats always have the hook, since ``1e400`` is short
+    and overflows."""
+    start = 0 if text[:1] not in _JSON_WHITESPACE else _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
-        longest = int(min(limits.max_number_chars, _int_digit_limit()))
-        # Cheapest first: a short text, then too few digits in all (counting them takes a seventh
-        # of what the regular expression does on a 5 KB fixture), then no long run of them.
-        plain_ints = len(text) <= longest \
-            or len(text) - len(text.translate(_WITHOUT_NUMBER_CHARACTERS)) <= longest \
-            or _long_number_run(longest).search(text) is None
-        return _decoder(limits, plain_ints).raw_decode(text, start)
+        if len(text) <= reader.short:
+            plain_ints = True
+        else:
+            longest = int(min(reader.limits.max_number_chars, _int_digit_limit()))
+            # Cheapest first: a short text, then too few digits in all (counting them takes a
+            # seventh of what the regular expression does on a 5 KB fixture), then no long run.
+            plain_ints = len(text) <= longest \
+                or len(text) - len(text.translate(_WITHOUT_NUMBER_CHARACTERS)) <= longest \
+                or _long_number_run(longest).search(text) is None
+        try:
+            return (reader.plain_scan if plain_ints else reader.hooked_scan)(text, start)
+        except StopIteration as error:  # what JSONDecoder.raw_decode turns it into
+            raise json.JSONDecodeError("Expecting value", text, error.value) from None
     except _HookError as error:
         raise StrictJSONError(error.code, error.message) from None
     except json.JSONDecodeError as error:
@@ -143,7 +179,7 @@ def _decode(text: str, limits: Limits) -> tuple[Any, int]:
         raise StrictJSONError(Code.INVALID_ARGUMENTS_JSON, message, error.pos) from None
     except RecursionError:
         raise StrictJSONError(Code.LIMIT_EXCEEDED, "nesting is deeper than "
-                              f"{limits.max_depth}") from None
+                              f"{reader.limits.max_depth}") from None
 
 
 def _int_digit_limit() -> float:
