@@ -88,7 +88,18 @@ class SSEDecoder:
             raise self._error
         if self._closed:
             raise RuntimeError("SSEDecoder.feed() called after close()")
-        return self._take_text(self._decode(data, final=False))
+        text = self._decode(data, final=False)
+        if not text:
+            return []  # e.g. only the first bytes of a character: keep _skip_lf armed
+        if not self._seen_text:
+            self._seen_text = True
+            if text.startswith(_BOM):
+                text = text[1:]
+        start = 1 if self._skip_lf and text.startswith("\n") else 0
+        self._skip_lf = False
+        if "\r" not in text:
+            return self._split_lf_lines(text[start:] if start else text)
+        return self._split_lines(text, start)
 
     def close(self) -> list[SSEEvent]:
         """End of stream. Pending data is discarded, never dispatched (WHATWG); see ``incomplete``.
@@ -128,20 +139,8 @@ class SSEDecoder:
         self._held = data[used:]
         return text
 
-    def _take_text(self, text: str) -> list[SSEEvent]:
-        if not text:
-            return []  # e.g. only the first bytes of a character: keep _skip_lf armed
-        if not self._seen_text:
-            self._seen_text = True
-            if text.startswith(_BOM):
-                text = text[1:]
-        start = 1 if self._skip_lf and text.startswith("\n") else 0
-        self._skip_lf = False
-        return self._split_lines(text, start)
-
     def _split_lines(self, text: str, start: int) -> list[SSEEvent]:
-        if "\r" not in text:
-            return self._split_lf_lines(text[start:] if start else text)
+        """The lines of text that holds a CR, from ``start``: any of CR, LF and CRLF ends one."""
         events: list[SSEEvent] = []
         for match in _LINE_END.finditer(text, start):
             self._partial.append(text[start : match.start()])
