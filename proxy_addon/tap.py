@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import cast
 
 from callgate.reassemble import Code, Finding, Reassembler, Report
 from callgate.reassemble.eventstream import MessageFramer, message_event
@@ -184,38 +185,40 @@ class StreamTap:
     def _read(self, events: list[object]) -> list[object]:
         """Each event fed to the engine; its findings reported as they happen."""
         now = time.monotonic()
-        self._started = now if self._started is None else self._started
+        if self._started is None:
+            self._started = now
+        self.event_times += [now - self._started] * len(events)  # one chunk, one arrival time
+        ends_stream, feed = self._profile.ends_stream, self.engine.feed
         for event in events:
-            self.event_times.append(now - self._started)
-            if self._profile.ends_stream(event):
+            if ends_stream is not None and ends_stream(event):
                 self.end_marker_seen = True
-            for finding in self.engine.feed(event):
+            for finding in feed(event):
                 self._on_finding(finding)
         return events
 
     def _chunk_events(self, data: bytes) -> list[object]:
         """Observe mode: each event a chunk completes (empty: the body's end)."""
+        if self.framing == SSE:
+            return self._sse_events(data)
         if self.framing == EVENTSTREAM:
             return self._messages(self._framer.feed(data) if data else [self._framer.rest()])
         if self.framing == JSON_ARRAY:
             texts = self._elements(self._framer.feed(data))
-        elif self.framing == NDJSON:
-            texts = self._lines(self._framer.feed(data) if data else [self._framer.rest()])
         else:
-            texts = self._sse_texts(data)
+            texts = self._lines(self._framer.feed(data) if data else [self._framer.rest()])
         return [event_value(text) for text in texts]
 
     def _block_events(self, block: bytes, *, tail: bool) -> list[object]:
         """Enforce mode: the event in a whole block (a tail holds none, but for JSON lines the
         last line may lack its newline, and a cut message is read to say so)."""
+        if self.framing == SSE:
+            return self._sse_events(block)
         if self.framing == EVENTSTREAM:
             return self._messages([block])
         if self.framing == JSON_ARRAY:
             texts = self._elements([] if tail else [block])
-        elif self.framing == NDJSON:
-            texts = self._lines([block])
         else:
-            texts = self._sse_texts(block)
+            texts = self._lines([block])
         return [event_value(text) for text in texts]
 
     def _messages(self, blocks: list[bytes]) -> list[object]:
@@ -240,9 +243,9 @@ class StreamTap:
 
     @property
     def _array_closed(self) -> bool:
-        return isinstance(self._framer, ArrayFramer) and self._framer.closed
+        return self.framing == JSON_ARRAY and cast(ArrayFramer, self._framer).closed
 
-    def _sse_texts(self, data: bytes) -> list[str | bytes]:
+    def _sse_events(self, data: bytes) -> list[object]:
         if self._undecodable:
             return []
         try:
@@ -250,14 +253,14 @@ class StreamTap:
         except SSEError as error:
             self._undecodable = True
             # The text from the bad byte on, as the recorded body reads it (redact.body).
-            return [b"".join(self.body)[error.offset:].decode("utf-8", "replace")]
-        texts: list[str | bytes] = []
+            return [event_value(b"".join(self.body)[error.offset:].decode("utf-8", "replace"))]
+        events: list[object] = []
         for sse in decoded:
             if sse.data == _DONE:
                 self.end_marker_seen = True
             else:
-                texts.append(sse.data)
-        return texts
+                events.append(event_value(sse.data))
+        return events
 
     def _route(self, block: bytes, *, tail: bool = False) -> list[bytes]:
         """Enforce mode: where one block goes now. A tail is held and goes out only on a pass,
@@ -272,7 +275,7 @@ class StreamTap:
         # [DONE]). An array's end marker is its closing bracket, a tail, held already.
         marks_end = self.end_marker_seen and not ended_before and self.framing != JSON_ARRAY
         if tail or self._held or self._undecodable or marks_end or any(
-                self._profile.carries_terminal(e) for e in events):
+                map(self._profile.carries_terminal, events)):
             self._held.append(block)
             # ollama-python reads lines past the done line, boto3 messages past metadata: there
             # only the body's end decides.

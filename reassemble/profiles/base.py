@@ -89,8 +89,9 @@ class Profile:
     #: Whether a raw event carries the turn's terminal evidence, or follows it (what a proxy in
     #: enforce mode holds back until the verdict is known).
     carries_terminal: Callable[[object], bool] = _never
-    #: Whether a raw event is the last that belongs to the turn (besides ``[DONE]``).
-    ends_stream: Callable[[object], bool] = _never
+    #: Whether a raw event is the last that belongs to the turn (besides ``[DONE]``); None when
+    #: no event is (Chat Completions, Gemini), which spares the tap a call per event.
+    ends_stream: Callable[[object], bool] | None = None
     #: A copy of an event that carries the terminal evidence as the provider sends it when the
     #: output hit its token limit instead (None when this event states no reason).
     cut_short: Callable[[object], object | None] = _no_event
