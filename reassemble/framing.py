@@ -39,7 +39,11 @@ class Blocks(ABC):
         """The blocks that ``data`` completes."""
         offset = len(self._buffer)
         self._buffer += data
-        return self._take(self._cuts(data, offset))
+        cuts = self._cuts(data, offset)
+        if not offset and cuts == [len(data)]:  # the chunk is one whole block, as most are
+            self._buffer.clear()
+            return [data]
+        return self._take(cuts)
 
     @abstractmethod
     def _cuts(self, data: bytes, offset: int) -> list[int]:
@@ -98,7 +102,10 @@ class EventFramer(Blocks):
     def _lf_cuts(self, data: bytes, offset: int) -> list[int]:
         """``_cuts`` where no CR is involved, as nearly every provider sends: an event ends just
         after each LF that ends an empty line, found by one search instead of a step per line."""
-        cuts = [offset + match.end() for match in _BLANK_LINE_LF.finditer(data)]
+        if 0 <= data.find(b"\n\n") == len(data) - 2:  # one event, ending the chunk
+            cuts = [offset + len(data)]
+        else:
+            cuts = [offset + match.end() for match in _BLANK_LINE_LF.finditer(data)]
         if self._line_empty and data.startswith(b"\n"):
             cuts.insert(0, offset + 1)
         if data:
