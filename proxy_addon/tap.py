@@ -123,7 +123,9 @@ class StreamTap:
         self._kept += len(decoded)
         self.body.append(decoded)
         if not self.enforce:
-            self._observe(decoded)
+            # Only the empty chunk ends the body: a compressed chunk may decode to nothing yet.
+            if decoded or not chunk:
+                self._observe(decoded)
             return chunk
         return self._enforce(decoded, end=not chunk)
 

@@ -7,6 +7,7 @@ cut them (mid-line, mid-element, before the end-of-body call) and the tap itself
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -188,6 +189,22 @@ def test_json_lines_without_a_last_newline_and_with_blank_lines_read_as_import_r
     assert [(c.name, c.arguments) for c in tap.close().calls] == [
         (c["name"], c["arguments"]) for c in envelope["expect"]["calls"]]
     assert tap.end_marker_seen
+
+
+@pytest.mark.parametrize("enforce", [False, True])
+def test_a_compressed_chunk_that_decodes_to_nothing_yet_does_not_end_the_body(
+        enforce: bool) -> None:
+    """A gzip body a few bytes at a time: its first chunks (the gzip header) decode to no text,
+    which must not read as the end of the body."""
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    body = b"".join(framed(envelope, SSE))
+    schemas, parameters = request_context(request_body_of(envelope), "openai")
+    failures: list[str] = []
+    tap = StreamTap(Reassembler("openai", schemas, request=parameters), "openai", "gzip",
+                    enforce=enforce, on_finding=lambda _: None, on_failure=failures.append)
+    sent = through(tap, gzip.compress(body), 3)
+    assert (tap.close().status.value, failures) == ("pass", [])
+    assert sent == (body if enforce else gzip.compress(body))
 
 
 # -- the fixture writer is handed the live verdict ----------------------------------------------
