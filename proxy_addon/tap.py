@@ -49,7 +49,7 @@ from callgate.reassemble.framing import (
     element_text,
 )
 from callgate.reassemble.profiles import PROFILES
-from callgate.reassemble.sse import SSEDecoder, SSEError
+from callgate.reassemble.sse import SSEDecoder, SSEError, decode_all
 from callgate.redact.body import event_value
 from callgate.redact.encoding import Decompressor
 
@@ -96,6 +96,7 @@ class StreamTap:
         self.report: Report | None = None
         self.framing = framing
         self._sse = SSEDecoder()
+        self._sse_read = 0  # SSE events the decoder gave so far, [DONE] among them
         # Enforce mode cuts the body into blocks with the framer and reads each block; observe
         # mode reads chunks as they come (a JSON array through the same framer).
         framers: dict[str, type[Blocks]] = {SSE: EventFramer, NDJSON: LineFramer,
@@ -250,18 +251,25 @@ class StreamTap:
     def _sse_events(self, data: bytes) -> list[object]:
         if self._undecodable:
             return []
+        rest: str | None = None
         try:
             decoded = self._sse.feed(data) if data else self._sse.close()
         except SSEError as error:
+            # Not UTF-8 from some byte on: the events before it (those this read completed were
+            # lost with the error), then the rest as one text event, as redact.body reads it.
             self._undecodable = True
-            # The text from the bad byte on, as the recorded body reads it (redact.body).
-            return [event_value(b"".join(self.body)[error.offset:].decode("utf-8", "replace"))]
+            body = b"".join(self.body)
+            decoded = decode_all(body[:error.offset])[0][self._sse_read:]
+            rest = body[error.offset:].decode("utf-8", "replace")
+        self._sse_read += len(decoded)
         events: list[object] = []
         for sse in decoded:
             if sse.data == _DONE:
                 self.end_marker_seen = True
             else:
                 events.append(event_value(sse.data))
+        if rest is not None:
+            events.append(event_value(rest))
         return events
 
     def _route(self, block: bytes, *, tail: bool = False) -> list[bytes]:

@@ -207,6 +207,25 @@ def test_a_compressed_chunk_that_decodes_to_nothing_yet_does_not_end_the_body(
     assert sent == (body if enforce else gzip.compress(body))
 
 
+@pytest.mark.parametrize("piece", [1, 7, 100_000])
+def test_events_before_a_byte_that_is_not_utf8_are_read_however_the_body_was_cut(
+        piece: int) -> None:
+    """The events before the bad byte, then the rest as one text event: also when the bad byte
+    comes in the same chunk as the events before it."""
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    events = list(framed(envelope, SSE))
+    body = b"".join([*events[:2], b'data: {"bad": "\xff"}\n\n', *events[2:]])
+    schemas, parameters = request_context(request_body_of(envelope), "openai")
+    tap = StreamTap(Reassembler("openai", schemas, request=parameters), "openai", "",
+                    enforce=False, on_finding=lambda _: None, on_failure=pytest.fail)
+    assert through(tap, body, piece) == body
+    report = tap.close()
+    assert (len(tap.event_times), report.status.value) == (3, "fail")
+    assert [(f.code.value, f.event, f.slot) for f in report.findings if f.blocking] == [
+        ("unsupported_event", 2, None), ("missing_terminal", 2, 0), ("missing_terminal", 2, 1),
+        ("missing_terminal", 2, None)]
+
+
 # -- the fixture writer is handed the live verdict ----------------------------------------------
 
 @pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
