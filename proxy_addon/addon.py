@@ -121,6 +121,8 @@ class CallgateAddon:
 
     def error(self, flow: http.HTTPFlow) -> None:
         capture = self._captures.get(flow.id)
+        if capture is not None:
+            capture.tap.catch_up()
         # The OpenAI SDK closes the connection right after [DONE]: that stream is complete.
         self._finish(flow, complete=bool(capture and capture.tap.end_marker_seen))
 
@@ -173,7 +175,8 @@ class CallgateAddon:
                                          on_finding=lambda f: self._live(flow, f),
                                          on_failure=lambda kind: self._broken(flow, kind),
                                          framing=framing,
-                                         max_body=ctx.options.callgate_max_body),
+                                         max_body=ctx.options.callgate_max_body,
+                                         defer=asyncio.get_running_loop().call_soon),
                                provider)
         except CallgateError:  # an unknown content-encoding, or its decoder missing
             log.warning("callgate: %s %s: content-encoding %r is not supported; not inspected",

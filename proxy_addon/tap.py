@@ -4,7 +4,8 @@ How this works: each body chunk is decompressed incrementally, split into events
 shared decoder; Gemini's streamed JSON array, without ``alt=sse``, into its elements;
 newline-delimited JSON into its lines; Bedrock's event stream into its messages, each read by the
 profile), parsed as JSON and fed to the engine, whose findings are reported as they happen. In
-observe mode the tap returns every chunk unchanged the moment it has looked at it. In enforce
+observe mode the tap returns every chunk unchanged the moment it comes and reads it then, or,
+given ``defer`` (as the addon gives it), soon after, with the chunks that came with it. In enforce
 mode it works on whole events instead: everything streams as before except the provider's
 terminal evidence (a chunk with ``finish_reason`` and what follows it; Anthropic's
 ``message_delta`` and ``message_stop``; Ollama's ``done`` line; Bedrock's ``messageStop`` and
@@ -78,7 +79,8 @@ class StreamTap:
     def __init__(self, engine: Reassembler, profile: str, encoding: str, *, enforce: bool,
                  on_finding: Callable[[Finding], None],
                  on_failure: Callable[[str], None], framing: str = SSE,
-                 max_body: int = 64 << 20) -> None:
+                 max_body: int = 64 << 20,
+                 defer: Callable[[Callable[[], None]], object] | None = None) -> None:
         self.engine = engine
         self.max_body = max_body
         #: The decoded body grew past ``max_body``: it was let go, and the turn is not judged.
@@ -110,11 +112,16 @@ class StreamTap:
         #: The SSE body stopped being UTF-8: nothing after that is read.
         self._undecodable = False
         self._on_finding, self._on_failure = on_finding, on_failure
+        # Observe mode, given ``defer`` (the event loop's ``call_soon``): chunks pass at once and
+        # are read together soon after, so the chunks one network read brought cost one pass.
+        self._defer = None if enforce else defer
+        self._unread: list[bytes] = []
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
             decoded = self.decompressor(chunk)
         except Exception as error:  # a bug of ours, or corrupt upstream data: pass it on
+            self.catch_up()
             self._break(error)
             return chunk
         if self._broken:
@@ -124,15 +131,20 @@ class StreamTap:
         self._kept += len(decoded)
         self.body.append(decoded)
         if not self.enforce:
-            # Only the empty chunk ends the body: a compressed chunk may decode to nothing yet.
-            if decoded or not chunk:
+            if decoded and self._defer is not None:
+                if not self._unread:
+                    self._defer(self.catch_up)
+                self._unread.append(decoded)
+            elif decoded or not chunk:
+                # Only the empty chunk ends the body: a compressed chunk may decode to nothing yet.
+                self.catch_up()
                 self._observe(decoded)
             return chunk
         return self._enforce(decoded, end=not chunk)
 
     def _over_limit(self, chunk: bytes, decoded: bytes) -> bytes | list[bytes]:
         first = not self.over_limit
-        self.over_limit, self.body = True, []
+        self.over_limit, self.body, self._unread = True, [], []
         if not self.enforce:
             return chunk
         if self._verdict is not None:  # judged already: the rest goes as the verdict says
@@ -147,9 +159,17 @@ class StreamTap:
         """The pipeline failed and stopped reading: the report covers what came before."""
         return self._broken
 
+    def catch_up(self) -> None:
+        """Read the chunks that passed and were not read yet (observe mode with ``defer``)."""
+        if self._unread and self.report is None:
+            data = b"".join(self._unread)
+            self._unread.clear()
+            self._observe(data)
+
     def close(self) -> Report:
         """The verdict; call once the flow has ended (cleanly or not)."""
         if self.report is None:
+            self.catch_up()
             self.report = self.engine.close()
         return self.report
 

@@ -207,6 +207,59 @@ def test_a_compressed_chunk_that_decodes_to_nothing_yet_does_not_end_the_body(
     assert sent == (body if enforce else gzip.compress(body))
 
 
+@pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
+def test_observing_with_deferred_reads_passes_each_chunk_at_once_and_judges_the_same(
+        path: Path) -> None:
+    """With ``defer`` the tap reads the chunks that came since its last read together, later:
+    every chunk still passes unchanged the moment it comes, one read is asked for per batch,
+    and the verdict, findings and events are those of reading each chunk as it comes."""
+    envelope = load(path)
+    profile = envelope["profile"]
+    framing = PROFILES[profile].framings[0]
+    body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
+    schemas, parameters = request_context(request, profile)
+
+    def observing(defer: Any = None) -> StreamTap:
+        return StreamTap(Reassembler(profile, schemas, request=parameters,
+                                     provider=envelope.get("provider")),
+                         profile, "", enforce=False, on_finding=lambda _: None,
+                         on_failure=lambda kind: pytest.fail(kind), framing=framing, defer=defer)
+
+    asked: list[Any] = []
+    deferred, direct = observing(asked.append), observing()
+    chunks = [body[i:i + 40] for i in range(0, len(body), 40)]
+    read_before = 0
+    for n, chunk in enumerate(chunks, 1):
+        assert deferred(chunk) is chunk
+        direct(chunk)
+        if n % 3 == 0:  # the loop comes round after every third chunk
+            assert len(asked) == 1 and len(deferred.event_times) == read_before
+            asked.pop()()
+            read_before = len(direct.event_times)
+            assert len(deferred.event_times) == read_before
+    assert deferred(b"") == b""  # the body's end reads what is left at once
+    direct(b"")
+    assert deferred.close().to_dict() == direct.close().to_dict()
+    assert len(deferred.event_times) == len(direct.event_times)
+    assert deferred.end_marker_seen == direct.end_marker_seen
+    for late in asked:
+        late()  # a read asked for before the end finds nothing left to read
+
+
+def test_a_tap_closed_before_its_deferred_read_reads_what_it_was_given_first() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    body = b"".join(framed(envelope, SSE))
+    schemas, parameters = request_context(request_body_of(envelope), "openai")
+    asked: list[Any] = []
+    tap = StreamTap(Reassembler("openai", schemas, request=parameters), "openai", "",
+                    enforce=False, on_finding=lambda _: None, on_failure=pytest.fail,
+                    defer=asked.append)
+    assert tap(body) is body and tap.event_times == [] and len(asked) == 1
+    assert tap.close().status.value == "pass" and tap.end_marker_seen
+    asked.pop()()
+    assert tap.close().status.value == "pass"
+
+
 @pytest.mark.parametrize("piece", [1, 7, 100_000])
 def test_events_before_a_byte_that_is_not_utf8_are_read_however_the_body_was_cut(
         piece: int) -> None:
