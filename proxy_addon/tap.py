@@ -32,6 +32,7 @@ the pipeline is reported once, the tap stops inspecting, and every byte still go
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import cast
@@ -50,6 +51,7 @@ from callgate.reassemble.framing import (
     element_text,
 )
 from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles.base import Profile
 from callgate.reassemble.sse import SSEDecoder, SSEError, decode_all
 from callgate.redact.body import event_value
 from callgate.redact.encoding import Decompressor
@@ -70,6 +72,26 @@ def blocked_event(profile: str, codes: list[str], framing: str = SSE,
     if framing == EVENTSTREAM:
         return PROFILES[profile].message_frame(body)
     return PROFILES[profile].sse_frame(body)
+
+
+def deciding_pattern(profile: Profile) -> re.Pattern[bytes]:
+    """What an SSE event that can decide the turn holds: a match of the profile's
+    ``terminal_pattern``, ``[DONE]``, or a ``\\u`` escape (the only way JSON text can spell the
+    pattern's letters otherwise)."""
+    return re.compile(rb"\[DONE\]|\\u" + (b"|" + profile.terminal_pattern
+                                           if profile.terminal_pattern else b""))
+
+
+def may_decide(block: bytes, deciding: re.Pattern[bytes]) -> bool:
+    """Whether an SSE event block could carry the terminal evidence or end the stream, told from
+    its bytes: ``deciding`` (``deciding_pattern``) is found in it, or it is not UTF-8 (enforce
+    mode holds such bytes)."""
+    if not block.isascii():
+        try:
+            block.decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+    return deciding.search(block) is not None
 
 
 class StreamTap:
@@ -112,10 +134,13 @@ class StreamTap:
         #: The SSE body stopped being UTF-8: nothing after that is read.
         self._undecodable = False
         self._on_finding, self._on_failure = on_finding, on_failure
-        # Observe mode, given ``defer`` (the event loop's ``call_soon``): chunks pass at once and
-        # are read together soon after, so the chunks one network read brought cost one pass.
-        self._defer = None if enforce else defer
+        # Given ``defer`` (the event loop's ``call_soon``), chunks pass at once and are read
+        # together soon after, so the chunks one network read brought cost one pass: all of them
+        # observing; in enforce mode, SSE events that cannot decide the turn (``may_decide``).
+        self._defer = defer
         self._unread: list[bytes] = []
+        self._release_unread = enforce and framing == SSE and bool(self._profile.terminal_pattern)
+        self._deciding = deciding_pattern(self._profile)
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
@@ -298,6 +323,15 @@ class StreamTap:
         if self._verdict is not None:
             self._sent += len(block) if self._verdict else 0
             return [block] if self._verdict else []
+        if self._defer is not None and self._release_unread and not (
+                tail or self._held or self._undecodable
+                or may_decide(block, self._deciding)):
+            if not self._unread:
+                self._defer(self.catch_up)
+            self._unread.append(block)
+            self._sent += len(block)
+            return [block]
+        self.catch_up()  # the events before this one first
         ended_before = self.end_marker_seen
         events = self._read(self._block_events(block, tail=tail))
         # The block with the end marker is held too: a stream that ends without the terminal

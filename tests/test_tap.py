@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from callgate.proxy_addon.tap import StreamTap, blocked_event
+from callgate.proxy_addon.tap import StreamTap, blocked_event, deciding_pattern, may_decide
 from callgate.reassemble import Reassembler
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.reassemble.eventstream import decode
@@ -277,6 +277,93 @@ def test_events_before_a_byte_that_is_not_utf8_are_read_however_the_body_was_cut
     assert [(f.code.value, f.event, f.slot) for f in report.findings if f.blocking] == [
         ("unsupported_event", 2, None), ("missing_terminal", 2, 0), ("missing_terminal", 2, 1),
         ("missing_terminal", 2, None)]
+
+
+# -- enforce mode releases the events that cannot decide the turn before reading them ----------
+
+def deciding(profile: str, raw: object) -> bool:
+    ends = PROFILES[profile].ends_stream
+    return PROFILES[profile].carries_terminal(raw) or bool(ends and ends(raw))
+
+
+#: Fixtures of the profiles whose SSE events enforce mode may release before reading them (the
+#: others, JSON lines and event streams, read every event first).
+RELEASING = [path for path in conformance_fixtures()
+             if PROFILES[path.parent.name].terminal_pattern
+             and SSE in PROFILES[path.parent.name].framings]
+
+
+def test_the_profiles_that_release_events_unread_are_the_sse_ones_with_deciding_words() -> None:
+    assert sorted({path.parent.name for path in RELEASING}) == [
+        "anthropic", "cohere", "gemini", "mistral", "openai", "openai-responses"]
+
+
+@pytest.mark.parametrize("path", RELEASING, ids=fixture_id)
+def test_every_event_that_can_decide_a_turn_is_read_before_it_goes(path: Path) -> None:
+    """The bytes of each event that carries the terminal evidence, ends the stream or is
+    ``[DONE]`` hold one of the profile's deciding words: ``may_decide`` never lets one go
+    unread."""
+    envelope = load(path)
+    profile = envelope["profile"]
+    pattern = deciding_pattern(PROFILES[profile])
+    stream = envelope[PROFILES[profile].stream_key]
+    blocks = list(framed(envelope, SSE))
+    assert len(blocks) >= len(stream)  # each event, then [DONE] where the profile sends it
+    for raw, block in zip(stream, blocks, strict=False):
+        assert may_decide(block, pattern) or not deciding(profile, raw), block
+    assert all(may_decide(block, pattern) for block in blocks[len(stream):])
+
+
+@pytest.mark.parametrize(("data", "decides"), [
+    (b'{"choices":[{"index":0,"delta":{},"finish_reason":null}]}', False),
+    (b'{"choices": [{"finish_reason" :\n null, "index": 0}]}', False),
+    (b'{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}', True),
+    (b'{"choices":[{"finish_reason" : "stop"}]}', True),
+    (b'{"choices":[{"finish_reason":null,"native_finish_reason":"stop"}]}', True),
+    (b'{"choices":[{"finish\\u005freason":"stop"}]}', True),  # spelled with an escape
+    (b'{"choices":[{"delta":{"content":"\xc3\xa9"},"finish_reason":null}]}', False),
+    (b'{"choices":[{"delta":{"content":"\xc3"},"finish_reason":null}]}', True),  # not UTF-8
+    (b"[DONE]", True),
+])
+def test_a_chat_completions_event_may_decide_the_turn_only_with_a_finish_reason_that_is_not_null(
+        data: bytes, decides: bool) -> None:
+    assert may_decide(b"data: " + data + b"\n\n", deciding_pattern(PROFILES["openai"])) \
+        == decides
+
+
+@pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
+def test_enforcing_with_deferred_reads_sends_the_same_bytes_at_the_same_moments(
+        path: Path) -> None:
+    """With ``defer``, enforce mode sends what it sends without it, chunk for chunk: an event
+    that cannot decide the turn goes at once either way, read or not yet."""
+    envelope = load(path)
+    profile = envelope["profile"]
+    framings = PROFILES[profile].framings
+    framing = SSE if SSE in framings else framings[0]
+    body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
+    schemas, parameters = request_context(request, profile)
+
+    def enforcing(defer: Any = None) -> StreamTap:
+        return StreamTap(Reassembler(profile, schemas, request=parameters,
+                                     provider=envelope.get("provider")),
+                         profile, "", enforce=True, on_finding=lambda _: None,
+                         on_failure=lambda kind: pytest.fail(kind), framing=framing, defer=defer)
+
+    asked: list[Any] = []
+    deferred, direct = enforcing(asked.append), enforcing()
+    chunks = [body[i:i + 40] for i in range(0, len(body), 40)] + [b""]
+    read_later = 0
+    for n, chunk in enumerate(chunks, 1):
+        assert deferred(chunk) == direct(chunk)
+        if n % 3 == 0 and asked:
+            asked.pop()()
+            read_later += 1
+    assert deferred.close().to_dict() == direct.close().to_dict()
+    assert len(deferred.event_times) == len(direct.event_times)
+    # A first event that cannot decide the turn goes unread, in a profile that releases any.
+    first = next(framed(envelope, framing))
+    assert bool(read_later or asked) == (
+        path in RELEASING and not may_decide(first, deciding_pattern(PROFILES[profile])))
 
 
 # -- the fixture writer is handed the live verdict ----------------------------------------------

@@ -234,6 +234,7 @@ PROFILE = Profile(
     accepted_reasons=accepted_reasons,
     turn_ends_slots=False,
     carries_terminal=event_type_in("message_delta", "message_stop"),
+    terminal_pattern=rb"message_delta|message_stop",
     ends_stream=event_type_in("message_stop"),
     cut_short=reason_replaced("stop_reason", "max_tokens"),
     translator=lambda quirks, request: MessagesTranslator(),

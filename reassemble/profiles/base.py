@@ -92,6 +92,12 @@ class Profile:
     #: Whether a raw event is the last that belongs to the turn (besides ``[DONE]``); None when
     #: no event is (Chat Completions, Gemini), which spares the tap a call per event.
     ends_stream: Callable[[object], bool] | None = None
+    #: A regular expression (bytes) found in the JSON text of every event that carries the
+    #: terminal evidence or ends the stream, unless the text spells it with ``\\u`` escapes:
+    #: enforce mode releases an SSE event without a match (nor ``[DONE]``, nor such an escape)
+    #: before reading it, and reads it soon after with the events that came with it. Empty:
+    #: every event is read before it goes.
+    terminal_pattern: bytes = b""
     #: A copy of an event that carries the terminal evidence as the provider sends it when the
     #: output hit its token limit instead (None when this event states no reason).
     cut_short: Callable[[object], object | None] = _no_event

@@ -141,6 +141,7 @@ PROFILE = Profile(
     turn_ends_slots=False,
     done_sentinel=True,
     carries_terminal=event_type_in("message-end"),
+    terminal_pattern=rb"message-end",
     ends_stream=event_type_in("message-end"),
     cut_short=reason_replaced("finish_reason", "MAX_TOKENS"),
     translator=lambda quirks, request: ChatV2Translator(),

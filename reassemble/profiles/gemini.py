@@ -277,6 +277,7 @@ PROFILE = Profile(
     accepted_reasons=accepted_reasons,
     turn_ends_slots=False,
     carries_terminal=any_item_has("candidates", "finishReason"),
+    terminal_pattern=rb"finishReason",
     cut_short=reason_replaced("finishReason", "MAX_TOKENS"),
     translator=lambda quirks, request: GeminiTranslator(),
     requires_call_id=False,

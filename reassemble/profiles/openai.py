@@ -275,6 +275,8 @@ CHAT_WIRE: dict[str, Any] = {
     "turn_ends_slots": True,
     "done_sentinel": True,
     "carries_terminal": any_item_has("choices", "finish_reason"),
+    # Every chunk has finish_reason; only a chunk whose finish_reason is not null can end a turn.
+    "terminal_pattern": rb'finish_reason"(?![ \t\n\r]*:[ \t\n\r]*null)',
     "endpoints": ("/chat/completions", "/v1/chat"),
     "tool_schemas": function_tools,
     "version_headers": ("openai-beta",),

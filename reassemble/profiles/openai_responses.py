@@ -20,6 +20,7 @@ policy reads it.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -392,6 +393,7 @@ PROFILE = Profile(
     accepted_reasons=accepted_reasons,
     turn_ends_slots=False,
     carries_terminal=_ENDS_TURN,
+    terminal_pattern=b"|".join(re.escape(end.encode()) for end in _TURN_ENDS),
     ends_stream=_ENDS_TURN,
     cut_short=cut_short,
     translator=lambda quirks, request: ResponsesTranslator(quirks),
