@@ -12,8 +12,10 @@ terminal evidence (a chunk with ``finish_reason`` and what follows it; Anthropic
 ``metadata``) and the end marker (``[DONE]``, ``message_stop``, the array's closing bracket),
 which are held until the verdict is known at the end marker or the end of the body, then released
 unchanged on a pass or replaced by a provider-shaped error event on a fail. JSON lines and event
-streams are decided at the end of the body only: their clients read on past the end marker.
-Per chunk the work is proportional to the chunk.
+streams are decided at the end of the body only: their clients read on past the end marker. Given
+``defer``, an SSE event whose bytes show it cannot decide the turn (``may_decide``) goes at once
+and is read soon after, before any event that can. Per chunk the work is proportional to the
+chunk.
 
 A body that stops being UTF-8 is the provider's fault, not the pipeline's: the events before the
 bad byte were read, the rest of the body is handed to the engine as one text event (which no
@@ -150,7 +152,10 @@ class StreamTap:
             self._break(error)
             return chunk
         if self._broken:
-            return decoded if self.enforce else chunk
+            if not self.enforce:
+                return chunk
+            # Broken between calls (reading released events later): what was kept goes now.
+            return [piece for piece in (self._unsent(), decoded) if piece]
         if self.over_limit or self._kept + len(decoded) > self.max_body:
             return self._over_limit(chunk, decoded)
         self._kept += len(decoded)
@@ -185,11 +190,17 @@ class StreamTap:
         return self._broken
 
     def catch_up(self) -> None:
-        """Read the chunks that passed and were not read yet (observe mode with ``defer``)."""
-        if self._unread and self.report is None:
+        """Read what passed and was not read yet (given ``defer``); never raises."""
+        try:
+            self._read_unread()
+        except Exception as error:  # into mitmproxy or the event loop: stop reading instead
+            self._break(error)
+
+    def _read_unread(self) -> None:
+        if self._unread and self.report is None and not self._broken:
             data = b"".join(self._unread)
             self._unread.clear()
-            self._observe(data)
+            self._read(self._chunk_events(data))
 
     def close(self) -> Report:
         """The verdict; call once the flow has ended (cleanly or not)."""
@@ -218,12 +229,17 @@ class StreamTap:
                 out += self._decide()
         except Exception as error:  # release every byte not yet sent, unchanged
             self._break(error)
-            self._held = []
-            out.append(b"".join(self.body)[self._sent:])
+            out.append(self._unsent())
         # mitmproxy writes every piece of a list as a chunk of its own, an empty one too: on a
         # chunked response that is a second terminating chunk, which a kept-alive connection
         # then reads where the next response should start.
         return [piece for piece in out if piece]
+
+    def _unsent(self) -> bytes:
+        """Enforce mode, once broken: every byte received and not sent yet, held or cut."""
+        unsent = b"".join(self.body)[self._sent:]
+        self._sent, self._held = self._kept, []
+        return unsent
 
     def _break(self, error: Exception) -> None:
         if not self._broken:
@@ -235,7 +251,7 @@ class StreamTap:
         now = time.monotonic()
         if self._started is None:
             self._started = now
-        self.event_times += [now - self._started] * len(events)  # one chunk, one arrival time
+        self.event_times += [now - self._started] * len(events)  # read together, one time
         ends_stream, feed = self._profile.ends_stream, self.engine.feed
         for event in events:
             if ends_stream is not None and ends_stream(event):
@@ -331,7 +347,7 @@ class StreamTap:
             self._unread.append(block)
             self._sent += len(block)
             return [block]
-        self.catch_up()  # the events before this one first
+        self._read_unread()  # the events before this one first
         ended_before = self.end_marker_seen
         events = self._read(self._block_events(block, tail=tail))
         # The block with the end marker is held too: a stream that ends without the terminal

@@ -111,6 +111,40 @@ def test_a_failure_inside_the_tap_at_the_verdict_sends_every_byte_once(
     assert (sent, failures) == (body, ["RuntimeError"])
 
 
+@pytest.mark.parametrize("read_later_at", [1, 2, 3, 5])
+def test_a_failure_reading_released_events_later_still_sends_every_byte_once(
+        read_later_at: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enforce mode reads the events it released early when the loop comes round, or before the
+    next event that can decide the turn: a fault then stops the reading, and every byte still
+    reaches the client once, the bytes of a cut event the framer was holding among them."""
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    body = b"".join(frames(envelope))
+    fed = 0
+    feed = Reassembler.feed
+
+    def failing_feed(self: Reassembler, raw: object) -> Any:
+        nonlocal fed
+        fed += 1
+        if fed == 3:
+            raise RuntimeError("engine fault")
+        return feed(self, raw)
+
+    monkeypatch.setattr(Reassembler, "feed", failing_feed)
+    failures: list[str] = []
+    asked: list[Any] = []
+    tap = StreamTap(Reassembler("openai", {}), "openai", "", enforce=True,
+                    on_finding=lambda _: None, on_failure=failures.append, defer=asked.append)
+    out: list[bytes] = []
+    chunks = [body[i:i + 50] for i in range(0, len(body), 50)] + [b""]
+    for n, chunk in enumerate(chunks, 1):
+        sent = tap(chunk)
+        out += sent if isinstance(sent, list) else [sent]
+        if n % read_later_at == 0:
+            while asked:
+                asked.pop()()
+    assert (b"".join(out), failures) == (body, ["RuntimeError"])
+
+
 @pytest.mark.parametrize("enforce", [False, True])
 def test_an_event_over_a_mebibyte_is_read_as_import_reads_it(enforce: bool) -> None:
     # response.completed restates the whole response: with long instructions it is large.
