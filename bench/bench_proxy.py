@@ -37,7 +37,7 @@ BIN = Path(sys.executable).parent
 #: (clients, turns per client, events per turn)
 WORKLOADS = ((1, 100, 50), (1, 10, 2000), (20, 10, 50), (20, 1, 2000))
 #: Rounds per workload, the three setups alternated in each; the table gives medians.
-ROUNDS = 3
+ROUNDS = 5
 #: The request's tools: the turns pass, so enforce mode releases them unchanged.
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {
     "type": "object", "properties": {"v": {"type": "array", "items": {"type": "integer"}}}}}}]
