@@ -37,6 +37,18 @@ def tap_for(envelope: dict[str, Any], framing: str, failures: list[str] | None =
                      framing=framing)
 
 
+def judging_tap(envelope: dict[str, Any], framing: str, *, enforce: bool,
+                defer: Any = None) -> StreamTap:
+    """A tap as the addon builds one for the envelope's turn: the schemas and parameters of its
+    request, its provider; a failure inside the tap fails the test."""
+    profile = envelope["profile"]
+    schemas, parameters = request_context(request_body_of(envelope), profile)
+    return StreamTap(Reassembler(profile, schemas, request=parameters,
+                                 provider=envelope.get("provider")),
+                     profile, "", enforce=enforce, on_finding=lambda _: None,
+                     on_failure=lambda kind: pytest.fail(kind), framing=framing, defer=defer)
+
+
 def through(tap: StreamTap, body: bytes, piece: int, *, end: bool = True) -> bytes:
     """The client's bytes: ``body`` in ``piece``-byte chunks, then the end-of-body call."""
     out: list[bytes] = []
@@ -248,19 +260,11 @@ def test_observing_with_deferred_reads_passes_each_chunk_at_once_and_judges_the_
     every chunk still passes unchanged the moment it comes, one read is asked for per batch,
     and the verdict, findings and events are those of reading each chunk as it comes."""
     envelope = load(path)
-    profile = envelope["profile"]
-    framing = PROFILES[profile].framings[0]
-    body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
-    schemas, parameters = request_context(request, profile)
-
-    def observing(defer: Any = None) -> StreamTap:
-        return StreamTap(Reassembler(profile, schemas, request=parameters,
-                                     provider=envelope.get("provider")),
-                         profile, "", enforce=False, on_finding=lambda _: None,
-                         on_failure=lambda kind: pytest.fail(kind), framing=framing, defer=defer)
-
+    framing = PROFILES[envelope["profile"]].framings[0]
+    body = b"".join(framed(envelope, framing))
     asked: list[Any] = []
-    deferred, direct = observing(asked.append), observing()
+    deferred = judging_tap(envelope, framing, enforce=False, defer=asked.append)
+    direct = judging_tap(envelope, framing, enforce=False)
     chunks = [body[i:i + 40] for i in range(0, len(body), 40)]
     read_before = 0
     for n, chunk in enumerate(chunks, 1):
@@ -374,17 +378,10 @@ def test_enforcing_with_deferred_reads_sends_the_same_bytes_at_the_same_moments(
     profile = envelope["profile"]
     framings = PROFILES[profile].framings
     framing = SSE if SSE in framings else framings[0]
-    body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
-    schemas, parameters = request_context(request, profile)
-
-    def enforcing(defer: Any = None) -> StreamTap:
-        return StreamTap(Reassembler(profile, schemas, request=parameters,
-                                     provider=envelope.get("provider")),
-                         profile, "", enforce=True, on_finding=lambda _: None,
-                         on_failure=lambda kind: pytest.fail(kind), framing=framing, defer=defer)
-
+    body = b"".join(framed(envelope, framing))
     asked: list[Any] = []
-    deferred, direct = enforcing(asked.append), enforcing()
+    deferred = judging_tap(envelope, framing, enforce=True, defer=asked.append)
+    direct = judging_tap(envelope, framing, enforce=True)
     chunks = [body[i:i + 40] for i in range(0, len(body), 40)] + [b""]
     read_later = 0
     for n, chunk in enumerate(chunks, 1):
@@ -412,11 +409,7 @@ def test_a_fixture_built_with_the_live_verdict_is_the_one_built_by_judging_again
     profile = envelope["profile"]
     framing = PROFILES[profile].framings[0]
     body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
-    schemas, parameters = request_context(request, profile)
-    tap = StreamTap(Reassembler(profile, schemas, request=parameters,
-                                provider=envelope.get("provider")),
-                    profile, "", enforce=False, on_finding=lambda _: None,
-                    on_failure=lambda kind: pytest.fail(kind), framing=framing)
+    tap = judging_tap(envelope, framing, enforce=False)
     through(tap, body, 100)
     exchange = Exchange("POST", "https://llm.example/v1/stream", [], request, 200,
                         [("content-type", MEDIA_TYPES[framing][0])], body, capture="proxy")
