@@ -4,13 +4,13 @@ How this works: the standard library's C scanner does the parsing, so it is fast
 and hooks make it strict where it is lenient by default: ``parse_constant`` refuses NaN and
 Infinity, ``parse_float``/``parse_int`` see every number literal (length limit, overflow to
 infinity), ``object_pairs_hook`` sees every object's members in order (duplicate names).
-``raw_decode`` plus a whitespace check separates trailing data from syntax errors. Lone surrogate
-escapes and nesting depth are checked by one iterative walk over the parsed value, but only when
-the raw text could hold them: a lone surrogate needs a ``\\uD8..``-``\\uDF..`` escape (or a
-surrogate character) in the text, and nesting deeper than the limit needs more ``[``/``{`` than
-the limit. One decoder is built per ``Limits`` and reused. No
-well-kept library rejects both duplicate names and lone surrogates, so this stays a thin layer
-over ``json`` rather than a parser of its own.
+The scanner, called as ``raw_decode`` calls it, plus a whitespace check separates trailing data
+from syntax errors. Lone surrogate escapes and nesting depth are checked by one iterative walk
+over the parsed value, but only when the raw text could hold them: a lone surrogate needs a
+``\\uD8..``-``\\uDF..`` escape (or a surrogate character) in the text, and nesting deeper than
+the limit needs more ``[``/``{`` than the limit. The scanners are built once per ``Limits`` and
+reused. No well-kept library rejects both duplicate names and lone surrogates, so this stays a
+thin layer over ``json`` rather than a parser of its own.
 """
 
 from __future__ import annotations
@@ -110,8 +110,8 @@ class _Reader:
         #: Up to this many characters, counting them decides the size limit (``_check_size``).
         self.size_by_count = limits.max_argument_bytes // 4
         #: A text this short holds no integer literal that breaks ``max_number_chars`` or
-        #: ``int()``'s digit limit, which is never below 640 unless it is off.
-        self.short = min(limits.max_number_chars, _LOWEST_INT_DIGIT_LIMIT)
+        #: ``int()``'s digit limit, which is never below this threshold unless it is off.
+        self.short = min(limits.max_number_chars, sys.int_info.str_digits_check_threshold)
         self.hooked_scan = self._scanner(plain_ints=False)
         self.plain_scan = self._scanner(plain_ints=True)
 
@@ -124,7 +124,6 @@ class _Reader:
         return cast(_Scanner, decoder.scan_once)  # type: ignore[attr-defined]
 
 
-_LOWEST_INT_DIGIT_LIMIT = 640  # sys.set_int_max_str_digits refuses less (other than 0: off)
 #: Readers by the id of their ``Limits`` (hashing the frozen dataclass on every parse cost more
 #: than the parse of a short event); each entry keeps its ``Limits`` alive and is checked by it.
 _READERS: dict[int, _Reader] = {}
@@ -157,7 +156,9 @@ def _decode(text: str, reader: _Reader) -> tuple[Any, int]:
     """The value and where it ends. With no integer literal that could break a limit, the
     scanner converts integers itself; floats always have the hook, since ``1e400`` is short
     and overflows."""
-    start = 0 if text[:1] not in _JSON_WHITESPACE else _WHITESPACE.match(text).end()  # type: ignore[union-attr]
+    start = 0
+    if text[:1] in _JSON_WHITESPACE:  # an empty text too: the regex then finds its end, 0
+        start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
         if len(text) <= reader.short:
             plain_ints = True
