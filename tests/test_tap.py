@@ -354,7 +354,9 @@ def test_every_event_that_can_decide_a_turn_is_read_before_it_goes(path: Path) -
 
 @pytest.mark.parametrize(("data", "decides"), [
     (b'{"choices":[{"index":0,"delta":{},"finish_reason":null}]}', False),
-    (b'{"choices": [{"finish_reason" :\n null, "index": 0}]}', False),
+    (b'{"choices": [{"finish_reason" :\t null, "index": 0}]}', False),
+    # Two data lines with a comment line between: the JSON says "stop".
+    (b'{"choices":[{"finish_reason"\n: null\ndata: :"stop"}]}', True),
     (b'{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}', True),
     (b'{"choices":[{"finish_reason" : "stop"}]}', True),
     (b'{"choices":[{"finish_reason":null,"native_finish_reason":"stop"}]}', True),

@@ -276,7 +276,9 @@ CHAT_WIRE: dict[str, Any] = {
     "done_sentinel": True,
     "carries_terminal": any_item_has("choices", "finish_reason"),
     # Every chunk has finish_reason; only a chunk whose finish_reason is not null can end a turn.
-    "terminal_pattern": rb'finish_reason"(?![ \t\n\r]*:[ \t\n\r]*null)',
+    # "Null" only on one line: a line end there could be an SSE comment (": null") between two
+    # data lines, which the event's JSON does not hold.
+    "terminal_pattern": rb'finish_reason"(?![ \t]*:[ \t]*null)',
     "endpoints": ("/chat/completions", "/v1/chat"),
     "tool_schemas": function_tools,
     "version_headers": ("openai-beta",),
