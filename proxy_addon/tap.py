@@ -54,7 +54,7 @@ from callgate.reassemble.framing import (
 )
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.base import Profile
-from callgate.reassemble.sse import SSEDecoder, SSEError, decode_all
+from callgate.reassemble.sse import SSEDecoder, SSEError, split_at_bad_byte
 from callgate.redact.body import event_value
 from callgate.redact.encoding import Decompressor
 
@@ -316,12 +316,11 @@ class StreamTap:
         try:
             decoded = self._sse.feed(data) if data else self._sse.close()
         except SSEError as error:
-            # Not UTF-8 from some byte on: the events before it (those this read completed were
-            # lost with the error), then the rest as one text event, as redact.body reads it.
+            # Read as the recorded body is; of the events before the bad byte, those this read
+            # completed were lost with the error.
             self._undecodable = True
-            body = b"".join(self.body)
-            decoded = decode_all(body[:error.offset])[0][self._sse_read:]
-            rest = body[error.offset:].decode("utf-8", "replace")
+            decoded, rest = split_at_bad_byte(b"".join(self.body), error.offset)
+            decoded = decoded[self._sse_read:]
         self._sse_read += len(decoded)
         events: list[object] = []
         for sse in decoded:

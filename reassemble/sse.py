@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from callgate.reassemble.errors import InputError
 
-__all__ = ["SSEDecoder", "SSEError", "SSEEvent", "decode_all"]
+__all__ = ["SSEDecoder", "SSEError", "SSEEvent", "decode_all", "split_at_bad_byte"]
 
 # Only these three are line ends in SSE; str.splitlines() would also split on U+0085, U+2028 etc.
 # The CRLF alternative comes first so a CRLF inside one text is a single match.
@@ -236,3 +236,10 @@ def decode_all(data: bytes) -> tuple[list[SSEEvent], bool]:
     events = decoder.feed(data)
     events.extend(decoder.close())
     return events, decoder.incomplete
+
+
+def split_at_bad_byte(body: bytes, offset: int) -> tuple[list[SSEEvent], str]:
+    """A body that is not UTF-8 from byte ``offset`` on (``SSEError.offset``), as callgate reads
+    it: the events before that byte, and the rest as text, with U+FFFD for what cannot be read
+    (which the engine then reports instead of it vanishing)."""
+    return decode_all(body[:offset])[0], body[offset:].decode("utf-8", "replace")

@@ -11,7 +11,7 @@ from callgate.reassemble.eventstream import body_events
 from callgate.reassemble.framing import EVENTSTREAM, MEDIA_TYPES, NDJSON, ArrayFramer, element_text
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import PROFILES, framing_for
-from callgate.reassemble.sse import SSEError, decode_all
+from callgate.reassemble.sse import SSEError, decode_all, split_at_bad_byte
 
 
 @dataclass(frozen=True)
@@ -50,11 +50,9 @@ def _sse(body: bytes) -> StreamBody:
     rest: list[object] = []
     try:
         decoded, incomplete = decode_all(body)
-    except SSEError as error:
-        # Not UTF-8 from some byte on: the events before it, then the rest as one text event
-        # (with U+FFFD for what cannot be read), which the engine reports instead of it vanishing.
-        decoded, incomplete = decode_all(body[:error.offset])[0], True
-        rest = [body[error.offset:].decode("utf-8", "replace")]
+    except SSEError as error:  # the events before the bad byte, then the rest as one text event
+        decoded, text = split_at_bad_byte(body, error.offset)
+        incomplete, rest = True, [text]
     events = [event_value(event.data) for event in decoded if event.data != "[DONE]"]
     done = any(event.data == "[DONE]" for event in decoded)
     return StreamBody([*events, *rest], "sse", done, incomplete)
