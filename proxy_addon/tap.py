@@ -141,8 +141,10 @@ class StreamTap:
         # observing; in enforce mode, SSE events that cannot decide the turn (``may_decide``).
         self._defer = defer
         self._unread: list[bytes] = []
-        self._release_unread = enforce and framing == SSE and bool(self._profile.terminal_pattern)
-        self._deciding = deciding_pattern(self._profile)
+        #: Enforce mode: what an SSE event that may go before it is read must not hold (None:
+        #: every event is read before it goes).
+        self._deciding = deciding_pattern(self._profile) if (
+            enforce and framing == SSE and self._profile.terminal_pattern) else None
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
@@ -338,7 +340,7 @@ class StreamTap:
         if self._verdict is not None:
             self._sent += len(block) if self._verdict else 0
             return [block] if self._verdict else []
-        if self._defer is not None and self._release_unread and not (
+        if self._defer is not None and self._deciding is not None and not (
                 tail or self._held or self._undecodable
                 or may_decide(block, self._deciding)):
             if not self._unread:
