@@ -117,14 +117,10 @@ class CallgateAddon:
         flow.response.stream = capture.tap
 
     def response(self, flow: http.HTTPFlow) -> None:
-        self._finish(flow, complete=True)
+        self._finish(flow, ended_cleanly=True)
 
     def error(self, flow: http.HTTPFlow) -> None:
-        capture = self._captures.get(flow.id)
-        if capture is not None:
-            capture.tap.catch_up()
-        # The OpenAI SDK closes the connection right after [DONE]: that stream is complete.
-        self._finish(flow, complete=bool(capture and capture.tap.end_marker_seen))
+        self._finish(flow, ended_cleanly=False)
 
     async def done(self) -> None:
         """At shutdown: let fixtures being written finish."""
@@ -200,7 +196,7 @@ class CallgateAddon:
         log.error("callgate: %s %s: inspection stopped after an internal %s; the stream was "
                   "passed through unchanged", flow.id, _where(flow), kind)
 
-    def _finish(self, flow: http.HTTPFlow, *, complete: bool) -> None:
+    def _finish(self, flow: http.HTTPFlow, *, ended_cleanly: bool) -> None:
         capture = self._captures.pop(flow.id, None)
         if capture is None:
             return
@@ -221,7 +217,9 @@ class CallgateAddon:
             _show(flow, b"".join(capture.tap.body), judged)  # which also tells the UI
         else:
             ctx.master.addons.trigger(UpdateHook([flow]))
-        exchange = _exchange(flow, capture, complete)
+        # The OpenAI SDK closes the connection right after [DONE]: that stream is complete. (The
+        # tap has read everything by now: closing it read what was left.)
+        exchange = _exchange(flow, capture, ended_cleanly or capture.tap.end_marker_seen)
         # The live report is the unredacted verdict, unless the tap broke and stopped reading.
         self._write_later(flow, exchange, capture, None if capture.tap.broken else report)
 
