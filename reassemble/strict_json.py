@@ -55,7 +55,7 @@ class _HookError(Exception):
 def loads(text: str, limits: Limits = DEFAULT_LIMITS) -> Any:
     """Parse ``text`` as one strict JSON document; raise ``StrictJSONError`` otherwise."""
     reader = _reader(limits)
-    if len(text) > reader.size_by_count:
+    if len(text) > reader.size_by_count:  # a shorter text fits, even at 4 UTF-8 bytes a character
         _check_size(text, limits)
     value, end = _decode(text, reader)
     if end != len(text):
@@ -90,10 +90,8 @@ def loads_bytes(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
 
 def _check_size(text: str, limits: Limits) -> None:
     # Characters are 1 to 4 UTF-8 bytes: encode only when the count cannot decide.
-    over = len(text) > limits.max_argument_bytes or (
-        len(text) * 4 > limits.max_argument_bytes
-        and len(text.encode("utf-8", "surrogatepass")) > limits.max_argument_bytes)
-    if over:
+    if len(text) > limits.max_argument_bytes \
+            or len(text.encode("utf-8", "surrogatepass")) > limits.max_argument_bytes:
         raise StrictJSONError(Code.LIMIT_EXCEEDED, "text is longer than "
                               f"{limits.max_argument_bytes} bytes")
 
@@ -159,28 +157,31 @@ def _decode(text: str, reader: _Reader) -> tuple[Any, int]:
     start = 0
     if text[:1] in _JSON_WHITESPACE:  # an empty text too: the regex then finds its end, 0
         start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
+    if len(text) <= reader.short:
+        plain_ints = True
+    else:
+        longest = int(min(reader.limits.max_number_chars, _int_digit_limit()))
+        # Cheapest first: a short text, then too few digits in all (counting them takes a
+        # seventh of what the regular expression does on a 5 KB fixture), then no long run.
+        plain_ints = len(text) <= longest \
+            or len(text) - len(text.translate(_WITHOUT_NUMBER_CHARACTERS)) <= longest \
+            or _long_number_run(longest).search(text) is None
     try:
-        if len(text) <= reader.short:
-            plain_ints = True
-        else:
-            longest = int(min(reader.limits.max_number_chars, _int_digit_limit()))
-            # Cheapest first: a short text, then too few digits in all (counting them takes a
-            # seventh of what the regular expression does on a 5 KB fixture), then no long run.
-            plain_ints = len(text) <= longest \
-                or len(text) - len(text.translate(_WITHOUT_NUMBER_CHARACTERS)) <= longest \
-                or _long_number_run(longest).search(text) is None
-        try:
-            return (reader.plain_scan if plain_ints else reader.hooked_scan)(text, start)
-        except StopIteration as error:  # what JSONDecoder.raw_decode turns it into
-            raise json.JSONDecodeError("Expecting value", text, error.value) from None
+        return (reader.plain_scan if plain_ints else reader.hooked_scan)(text, start)
     except _HookError as error:
         raise StrictJSONError(error.code, error.message) from None
+    except StopIteration as error:  # no value where the text starts (raw_decode's message)
+        raise _invalid(text, "Expecting value", error.value) from None
     except json.JSONDecodeError as error:
-        message = "empty text" if not text.strip(_JSON_WHITESPACE) else error.msg
-        raise StrictJSONError(Code.INVALID_ARGUMENTS_JSON, message, error.pos) from None
+        raise _invalid(text, error.msg, error.pos) from None
     except RecursionError:
         raise StrictJSONError(Code.LIMIT_EXCEEDED, "nesting is deeper than "
                               f"{reader.limits.max_depth}") from None
+
+
+def _invalid(text: str, message: str, position: int) -> StrictJSONError:
+    return StrictJSONError(Code.INVALID_ARGUMENTS_JSON, "empty text"
+                           if not text.strip(_JSON_WHITESPACE) else message, position)
 
 
 def _int_digit_limit() -> float:
