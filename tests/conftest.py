@@ -1,4 +1,4 @@
-"""Shared test helpers: the bundled fixtures and the optional shared corpus."""
+"""Shared test helpers: the bundled fixtures, the optional shared corpus, what decides a turn."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from callgate.reassemble.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT / "fixtures" / "conformance"
@@ -31,6 +33,13 @@ def gemini_chunk(call: dict[str, Any] | None, finish: str | None = None) -> dict
     if finish:
         candidate["finishReason"] = finish
     return {"candidates": [candidate]}
+
+
+def deciding(profile: str, raw: object) -> bool:
+    """Whether a raw event can decide its turn: it carries the terminal evidence or ends the
+    stream (what enforce mode must read before it lets the event go)."""
+    ends = PROFILES[profile].ends_stream
+    return PROFILES[profile].carries_terminal(raw) or bool(ends and ends(raw))
 
 
 def fixture_id(path: Path) -> str:

@@ -28,7 +28,7 @@ from callgate.reassemble.framing import EventFramer
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 from callgate.reassemble.sse import decode_all
-from tests.conftest import SHARED_CORPUS
+from tests.conftest import SHARED_CORPUS, deciding
 
 pytestmark = pytest.mark.corpus
 
@@ -371,11 +371,6 @@ def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path:
         status, codes, quirks)
     assert checked.exit_code == {"pass": 0, "fail": 1, "not_applicable": 2}[status]
     assert out.stat().st_mode & 0o777 == 0o600
-
-
-def deciding(profile: str, raw: object) -> bool:
-    ends = PROFILES[profile].ends_stream
-    return PROFILES[profile].carries_terminal(raw) or bool(ends and ends(raw))
 
 
 #: The SSE streams of the profiles whose events enforce mode may release before reading them.

@@ -22,7 +22,7 @@ from callgate.reassemble.eventstream import decode
 from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
 from callgate.reassemble.profiles import PROFILES, array_frames, framed, frames
 from callgate.redact import Exchange, fixture_bytes, redact_exchange, request_context
-from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
+from tests.conftest import CONFORMANCE, conformance_fixtures, deciding, fixture_id, load
 from tests.proxy_harness import request_body_of
 
 ERROR = "callgate blocked this turn: {}"
@@ -37,7 +37,7 @@ def tap_for(envelope: dict[str, Any], framing: str, failures: list[str] | None =
                      framing=framing)
 
 
-def judging_tap(envelope: dict[str, Any], framing: str, *, enforce: bool,
+def judging_tap(envelope: dict[str, Any], framing: str, *, enforce: bool, encoding: str = "",
                 defer: Any = None) -> StreamTap:
     """A tap as the addon builds one for the envelope's turn: the schemas and parameters of its
     request, its provider; a failure inside the tap fails the test."""
@@ -45,7 +45,7 @@ def judging_tap(envelope: dict[str, Any], framing: str, *, enforce: bool,
     schemas, parameters = request_context(request_body_of(envelope), profile)
     return StreamTap(Reassembler(profile, schemas, request=parameters,
                                  provider=envelope.get("provider")),
-                     profile, "", enforce=enforce, on_finding=lambda _: None,
+                     profile, encoding, enforce=enforce, on_finding=lambda _: None,
                      on_failure=lambda kind: pytest.fail(kind), framing=framing, defer=defer)
 
 
@@ -244,12 +244,9 @@ def test_a_compressed_chunk_that_decodes_to_nothing_yet_does_not_end_the_body(
     which must not read as the end of the body."""
     envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
     body = b"".join(framed(envelope, SSE))
-    schemas, parameters = request_context(request_body_of(envelope), "openai")
-    failures: list[str] = []
-    tap = StreamTap(Reassembler("openai", schemas, request=parameters), "openai", "gzip",
-                    enforce=enforce, on_finding=lambda _: None, on_failure=failures.append)
+    tap = judging_tap(envelope, SSE, enforce=enforce, encoding="gzip")  # no failure, or it fails
     sent = through(tap, gzip.compress(body), 3)
-    assert (tap.close().status.value, failures) == ("pass", [])
+    assert tap.close().status.value == "pass"
     assert sent == (body if enforce else gzip.compress(body))
 
 
@@ -287,11 +284,8 @@ def test_observing_with_deferred_reads_passes_each_chunk_at_once_and_judges_the_
 def test_a_tap_closed_before_its_deferred_read_reads_what_it_was_given_first() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
     body = b"".join(framed(envelope, SSE))
-    schemas, parameters = request_context(request_body_of(envelope), "openai")
     asked: list[Any] = []
-    tap = StreamTap(Reassembler("openai", schemas, request=parameters), "openai", "",
-                    enforce=False, on_finding=lambda _: None, on_failure=pytest.fail,
-                    defer=asked.append)
+    tap = judging_tap(envelope, SSE, enforce=False, defer=asked.append)
     assert tap(body) is body and tap.event_times == [] and len(asked) == 1
     assert tap.close().status.value == "pass" and tap.end_marker_seen
     asked.pop()()
@@ -306,9 +300,7 @@ def test_events_before_a_byte_that_is_not_utf8_are_read_however_the_body_was_cut
     envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
     events = list(framed(envelope, SSE))
     body = b"".join([*events[:2], b'data: {"bad": "\xff"}\n\n', *events[2:]])
-    schemas, parameters = request_context(request_body_of(envelope), "openai")
-    tap = StreamTap(Reassembler("openai", schemas, request=parameters), "openai", "",
-                    enforce=False, on_finding=lambda _: None, on_failure=pytest.fail)
+    tap = judging_tap(envelope, SSE, enforce=False)
     assert through(tap, body, piece) == body
     report = tap.close()
     assert (len(tap.event_times), report.status.value) == (3, "fail")
@@ -319,11 +311,6 @@ def test_events_before_a_byte_that_is_not_utf8_are_read_however_the_body_was_cut
 
 # -- enforce mode releases the events that cannot decide the turn before reading them ----------
 
-def deciding(profile: str, raw: object) -> bool:
-    ends = PROFILES[profile].ends_stream
-    return PROFILES[profile].carries_terminal(raw) or bool(ends and ends(raw))
-
-
 #: Fixtures of the profiles whose SSE events enforce mode may release before reading them (the
 #: others, JSON lines and event streams, read every event first).
 RELEASING = [path for path in conformance_fixtures()
@@ -331,7 +318,8 @@ RELEASING = [path for path in conformance_fixtures()
              and SSE in PROFILES[path.parent.name].framings]
 
 
-def test_the_profiles_that_release_events_unread_are_the_sse_ones_with_deciding_words() -> None:
+def test_the_profiles_that_release_events_unread_are_the_sse_ones_with_a_terminal_pattern(
+        ) -> None:
     assert sorted({path.parent.name for path in RELEASING}) == [
         "anthropic", "cohere", "gemini", "mistral", "openai", "openai-responses"]
 
@@ -339,8 +327,7 @@ def test_the_profiles_that_release_events_unread_are_the_sse_ones_with_deciding_
 @pytest.mark.parametrize("path", RELEASING, ids=fixture_id)
 def test_every_event_that_can_decide_a_turn_is_read_before_it_goes(path: Path) -> None:
     """The bytes of each event that carries the terminal evidence, ends the stream or is
-    ``[DONE]`` hold one of the profile's deciding words: ``may_decide`` never lets one go
-    unread."""
+    ``[DONE]`` match the profile's deciding pattern: ``may_decide`` never lets one go unread."""
     envelope = load(path)
     profile = envelope["profile"]
     pattern = deciding_pattern(PROFILES[profile])
