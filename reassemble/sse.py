@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from callgate.reassemble.errors import InputError
 
@@ -30,9 +30,9 @@ _BOM = "\ufeff"
 _MAX_RETRY_DIGITS = 18
 
 
-@dataclass(frozen=True)
-class SSEEvent:
-    """One dispatched event.
+class SSEEvent(NamedTuple):
+    """One dispatched event. (A named tuple: made once per event, it costs half what a frozen
+    dataclass does.)
 
     ``event`` is the ``event:`` field as sent: ``None`` when the block had none. Per WHATWG both
     ``None`` and ``""`` mean the type "message" (see ``type``); keeping them apart lets callers
