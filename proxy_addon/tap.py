@@ -77,23 +77,24 @@ def blocked_event(profile: str, codes: list[str], framing: str = SSE,
 
 
 def deciding_pattern(profile: Profile) -> re.Pattern[bytes]:
-    """What an SSE event that can decide the turn holds: a match of the profile's
-    ``terminal_pattern``, ``[DONE]``, or a ``\\u`` escape (the only way JSON text can spell the
-    pattern's letters otherwise)."""
-    return re.compile(rb"\[DONE\]|\\u" + (b"|" + profile.terminal_pattern
-                                           if profile.terminal_pattern else b""))
+    """The profile's ``terminal_pattern``, compiled for ``may_decide``."""
+    return re.compile(profile.terminal_pattern)
 
 
-def may_decide(block: bytes, deciding: re.Pattern[bytes]) -> bool:
+def may_decide(block: bytes, terminal: re.Pattern[bytes]) -> bool:
     """Whether an SSE event block could carry the terminal evidence or end the stream, told from
-    its bytes: ``deciding`` (``deciding_pattern``) is found in it, or it is not UTF-8 (enforce
-    mode holds such bytes)."""
+    its bytes: it holds ``[DONE]``, a match of ``terminal`` (``deciding_pattern``), or a ``\\u``
+    escape (the only other way JSON text can spell the pattern's letters), or it is not UTF-8
+    (enforce mode holds such bytes). Two substring tests and a pattern that starts with a
+    literal take half the time of one pattern with three branches."""
+    if b"[DONE]" in block or b"\\u" in block or terminal.search(block) is not None:
+        return True
     if not block.isascii():
         try:
             block.decode("utf-8")
         except UnicodeDecodeError:
             return True
-    return deciding.search(block) is not None
+    return False
 
 
 class StreamTap:
@@ -141,10 +142,11 @@ class StreamTap:
         # observing; in enforce mode, SSE events that cannot decide the turn (``may_decide``).
         self._defer = defer
         self._unread: list[bytes] = []
-        #: Enforce mode: what an SSE event that may go before it is read must not hold (None:
-        #: every event is read before it goes).
+        #: Enforce mode, given ``defer``: what an SSE event that may go before it is read must
+        #: not hold (None: every event is read before it goes).
         self._deciding = deciding_pattern(self._profile) if (
-            enforce and framing == SSE and self._profile.terminal_pattern) else None
+            enforce and defer is not None and framing == SSE
+            and self._profile.terminal_pattern) else None
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
@@ -172,7 +174,27 @@ class StreamTap:
                 self.catch_up()
                 self._observe(decoded)
             return chunk
+        if self._deciding is not None and self._goes_unread(decoded, self._deciding):
+            return [decoded]
         return self._enforce(decoded, end=not chunk)
+
+    def _goes_unread(self, decoded: bytes, deciding: re.Pattern[bytes]) -> bool:
+        """Enforce mode, SSE: whether the chunk is whole events of which none may decide the
+        turn, told from its bytes without cutting it into events; if so it goes now and is read
+        soon after, as its events would have been one by one."""
+        if (self._verdict is not None or self._held or self._undecodable
+                or may_decide(decoded, deciding)
+                or not cast(EventFramer, self._framer).takes_whole(decoded)):
+            return False
+        self._release_unread(decoded)
+        return True
+
+    def _release_unread(self, data: bytes) -> None:
+        if not self._unread:
+            assert self._defer is not None  # only given ``defer`` is anything released unread
+            self._defer(self.catch_up)
+        self._unread.append(data)
+        self._sent += len(data)
 
     def _over_limit(self, chunk: bytes, decoded: bytes) -> bytes | list[bytes]:
         first = not self.over_limit
@@ -340,13 +362,10 @@ class StreamTap:
         if self._verdict is not None:
             self._sent += len(block) if self._verdict else 0
             return [block] if self._verdict else []
-        if self._defer is not None and self._deciding is not None and not (
+        if self._deciding is not None and not (
                 tail or self._held or self._undecodable
                 or may_decide(block, self._deciding)):
-            if not self._unread:
-                self._defer(self.catch_up)
-            self._unread.append(block)
-            self._sent += len(block)
+            self._release_unread(block)
             return [block]
         self._read_unread()  # the events before this one first
         ended_before = self.end_marker_seen

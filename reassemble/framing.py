@@ -86,6 +86,16 @@ class EventFramer(Blocks):
             return self._lf_cuts(data, offset)
         return self._stepped_cuts(data, offset)
 
+    def takes_whole(self, data: bytes) -> bool:
+        """Whether ``data`` is whole events from where the last block ended, as nearly every
+        chunk is: nothing is held, and it ends in two LFs, of which the second ends an empty
+        line whatever came before. If so it is taken as ``feed`` would take it, whose blocks
+        would join to ``data``, and nothing of it is kept."""
+        if self._buffer or not data.endswith(b"\n\n"):
+            return False
+        self._line_empty = True  # as after the last LF; no CR is pending after an LF
+        return True
+
     def _stepped_cuts(self, data: bytes, offset: int) -> list[int]:
         # Only line ends move the state, and a run of other bytes moves it as its first byte
         # does, so the state machine steps on line ends and on the first byte after each.

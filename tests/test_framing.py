@@ -73,6 +73,41 @@ def test_lf_only_pieces_are_cut_where_a_step_per_line_end_cuts_them(
     assert frame(body, cuts, EventFramer()) == frame(body, cuts, SteppedEventFramer())
 
 
+@given(st.lists(st.sampled_from(["data: a", "b", "", "\n", "\r", "\r\n", "\n\n"]), max_size=24),
+       st.lists(st.integers(min_value=0), max_size=20))
+def test_a_piece_taken_whole_is_the_blocks_feed_would_give_and_leaves_the_same_state(
+        parts: list[str], cuts: list[int]) -> None:
+    """``takes_whole`` says yes only where ``feed`` would return blocks that are the whole piece;
+    then the framer goes on exactly as if it had fed it."""
+    body = "".join(parts).encode()
+    edges = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
+    whole, fed = EventFramer(), EventFramer()
+    for start, end in itertools.pairwise(edges):
+        piece = body[start:end]
+        blocks = fed.feed(piece)
+        if whole.takes_whole(piece):
+            assert b"".join(blocks) == piece and blocks
+        else:
+            assert whole.feed(piece) == blocks
+    assert whole.rest() == fed.rest()
+
+
+@pytest.mark.parametrize(("before", "piece", "taken"), [
+    (b"", b"data: a\n\n", True),
+    (b"", b"data: a\n\ndata: b\n\n", True),
+    (b"", b"data: a\n\ndata: b\n", False),  # the second event is cut
+    (b"data: a\n", b"\n", False),  # ends the event the framer holds
+    (b"", b"data: a\r\n\r\n", False),  # it may end in CRLF, and the framer steps
+    (b"", b"data: a\r\n\n", True),
+    (b"data: a\r", b"\n\n", False),  # half a CRLF before it
+])
+def test_a_piece_is_taken_whole_only_from_a_block_boundary_and_up_to_one(
+        before: bytes, piece: bytes, taken: bool) -> None:
+    framer = EventFramer()
+    framer.feed(before)
+    assert framer.takes_whole(piece) is taken
+
+
 @pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
 def test_blank_lines_before_the_first_event_are_blocks_as_between_events(end: str) -> None:
     event = f"data: x{end}{end}".encode()

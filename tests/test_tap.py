@@ -358,23 +358,30 @@ def test_a_chat_completions_event_may_decide_the_turn_only_with_a_finish_reason_
         == decides
 
 
+@pytest.mark.parametrize("events_per_chunk", [0, 1, 2])
 @pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
 def test_enforcing_with_deferred_reads_sends_the_same_bytes_at_the_same_moments(
-        path: Path) -> None:
+        path: Path, events_per_chunk: int) -> None:
     """With ``defer``, enforce mode sends what it sends without it, chunk for chunk: an event
-    that cannot decide the turn goes at once either way, read or not yet."""
+    that cannot decide the turn goes at once either way, read or not yet. Chunks are 40-byte
+    pieces (0), or whole events, one or two at a time, which go without being cut into events
+    when none of them may decide the turn."""
     envelope = load(path)
     profile = envelope["profile"]
     framings = PROFILES[profile].framings
     framing = SSE if SSE in framings else framings[0]
-    body = b"".join(framed(envelope, framing))
+    events = list(framed(envelope, framing))
+    body = b"".join(events)
     asked: list[Any] = []
     deferred = judging_tap(envelope, framing, enforce=True, defer=asked.append)
     direct = judging_tap(envelope, framing, enforce=True)
-    chunks = [body[i:i + 40] for i in range(0, len(body), 40)] + [b""]
+    chunks = [b"".join(events[i:i + events_per_chunk])
+              for i in range(0, len(events), events_per_chunk)] if events_per_chunk else [
+        body[i:i + 40] for i in range(0, len(body), 40)]
+    chunks.append(b"")
     read_later = 0
     for n, chunk in enumerate(chunks, 1):
-        assert deferred(chunk) == direct(chunk)
+        assert b"".join(deferred(chunk)) == b"".join(direct(chunk))
         if n % 3 == 0 and asked:
             asked.pop()()
             read_later += 1
@@ -384,6 +391,21 @@ def test_enforcing_with_deferred_reads_sends_the_same_bytes_at_the_same_moments(
     first = next(framed(envelope, framing))
     assert bool(read_later or asked) == (
         path in RELEASING and not may_decide(first, deciding_pattern(PROFILES[profile])))
+
+
+@pytest.mark.parametrize(("name", "passes"), [("valid_fragmented", True),
+                                              ("malformed_arguments", False)])
+def test_an_event_after_the_verdict_goes_only_if_the_turn_passed(name: str, passes: bool) -> None:
+    """Once the turn is judged, what follows the end marker goes as the verdict says, also a
+    whole event that could never decide a turn."""
+    envelope = load(CONFORMANCE / "openai" / f"{name}.json")
+    events = list(framed(envelope, SSE))
+    after = b'data: {"choices":[],"usage":{"total_tokens":1}}\n\n'
+    asked: list[Any] = []
+    tap = judging_tap(envelope, SSE, enforce=True, defer=asked.append)
+    sent = [b"".join(tap(event)) for event in events]  # type: ignore[arg-type]
+    assert sent[-1] and tap(after) == ([after] if passes else []) and tap(b"") == []
+    assert (tap.close().status.value == "pass") is passes
 
 
 # -- the fixture writer is handed the live verdict ----------------------------------------------
