@@ -3,8 +3,9 @@
 Load it with ``mitmdump -s "$(callgate addon-path)"`` (``proxy_addon/script.py``) or through
 ``callgate record``. For every
 streamed response of a known LLM endpoint it installs a tap that forwards each chunk unchanged
-and checks the stream as it passes, marks the flow the moment a blocking finding appears, and at
-the end writes a redacted fixture off the event loop.
+and checks the stream as it passes (whenever it pauses for a few milliseconds, and at least every
+tenth of a second), marks the flow as soon as a blocking finding is read, and once the client has
+the whole response judges the turn and writes a redacted fixture off the event loop.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,8 @@ class CallgateAddon:
         self._captures: dict[str, _Capture] = {}
         self._executor: ProcessPoolExecutor | None = None  # started with the first fixture
         self._pending: set[Future[Any]] = set()
+        #: Flows whose ``_finish`` is scheduled (``_finish_soon``), by id.
+        self._finishing: dict[str, tuple[asyncio.Handle, http.HTTPFlow, bool]] = {}
 
     def load(self, loader: Any) -> None:
         if log.level == logging.NOTSET:  # the root logger stops INFO; our per-turn lines are INFO
@@ -117,13 +120,25 @@ class CallgateAddon:
         flow.response.stream = capture.tap
 
     def response(self, flow: http.HTTPFlow) -> None:
-        self._finish(flow, ended_cleanly=True)
+        self._finish_soon(flow, ended_cleanly=True)
 
     def error(self, flow: http.HTTPFlow) -> None:
-        self._finish(flow, ended_cleanly=False)
+        self._finish_soon(flow, ended_cleanly=False)
+
+    def _finish_soon(self, flow: http.HTTPFlow, *, ended_cleanly: bool) -> None:
+        """Judge the flow right after this hook: mitmproxy sends a streamed response's last
+        bytes once the hook returns, so the client does not wait for what the tap has left to
+        read, the marks or the fixture."""
+        if flow.id in self._captures:
+            handle = asyncio.get_running_loop().call_soon(self._finish, flow, ended_cleanly)
+            self._finishing[flow.id] = (handle, flow, ended_cleanly)
 
     async def done(self) -> None:
-        """At shutdown: let fixtures being written finish."""
+        """At shutdown: judge the flows whose turn was not taken yet, and let fixtures being
+        written finish."""
+        for handle, flow, ended_cleanly in list(self._finishing.values()):
+            handle.cancel()
+            self._finish(flow, ended_cleanly)
         pending = [asyncio.wrap_future(future) for future in self._pending]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
@@ -172,7 +187,7 @@ class CallgateAddon:
                                          on_failure=lambda kind: self._broken(flow, kind),
                                          framing=framing,
                                          max_body=ctx.options.callgate_max_body,
-                                         defer=asyncio.get_running_loop().call_soon),
+                                         defer=_soon(asyncio.get_running_loop())),
                                provider)
         except CallgateError:  # an unknown content-encoding, or its decoder missing
             log.warning("callgate: %s %s: content-encoding %r is not supported; not inspected",
@@ -196,7 +211,8 @@ class CallgateAddon:
         log.error("callgate: %s %s: inspection stopped after an internal %s; the stream was "
                   "passed through unchanged", flow.id, _where(flow), kind)
 
-    def _finish(self, flow: http.HTTPFlow, *, ended_cleanly: bool) -> None:
+    def _finish(self, flow: http.HTTPFlow, ended_cleanly: bool) -> None:
+        self._finishing.pop(flow.id, None)
         capture = self._captures.pop(flow.id, None)
         if capture is None:
             return
@@ -237,6 +253,16 @@ class CallgateAddon:
         loop = asyncio.get_running_loop()
         future.add_done_callback(
             lambda done: loop.call_soon_threadsafe(_report_written, flow, done))
+
+
+#: How long the tap's reads wait for the stream to pause (``StreamTap._look``): short enough that
+#: a failing stream is still marked while it runs, long enough that a burst of chunks is sent
+#: on before any of it is read.
+LOOK_SECONDS = 0.002
+
+
+def _soon(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], None]], object]:
+    return lambda look: loop.call_later(LOOK_SECONDS, look)
 
 
 def _yield_to_the_stream() -> None:

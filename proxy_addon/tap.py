@@ -5,8 +5,9 @@ shared decoder; Gemini's streamed JSON array, without ``alt=sse``, into its elem
 newline-delimited JSON into its lines; Bedrock's event stream into its messages, each read by the
 profile), parsed as JSON and fed to the engine, whose findings are reported as they happen. In
 observe mode the tap returns every chunk unchanged the moment it comes and reads it then, or,
-given ``defer`` (as the addon gives it), soon after, with the chunks that came with it. In enforce
-mode it works on whole events instead: everything streams as before except the provider's
+given ``defer`` (as the addon gives it), once the stream pauses (``_look``), together with
+the chunks before it, each event timed when its chunk came. In enforce mode it works on whole
+events instead: everything streams as before except the provider's
 terminal evidence (a chunk with ``finish_reason`` and what follows it; Anthropic's
 ``message_delta`` and ``message_stop``; Ollama's ``done`` line; Bedrock's ``messageStop`` and
 ``metadata``) and the end marker (``[DONE]``, ``message_stop``, the array's closing bracket),
@@ -14,7 +15,7 @@ which are held until the verdict is known at the end marker or the end of the bo
 unchanged on a pass or replaced by a provider-shaped error event on a fail. JSON lines and event
 streams are decided at the end of the body only: their clients read on past the end marker. Given
 ``defer``, an SSE event whose bytes show it cannot decide the turn (``may_decide``) goes at once
-and is read soon after, before any event that can. Per chunk the work is proportional to the
+and is read later, before any event that can. Per chunk the work is proportional to the
 chunk.
 
 A body that stops being UTF-8 is the provider's fault, not the pipeline's: the events before the
@@ -59,6 +60,10 @@ from callgate.redact.body import event_value
 from callgate.redact.encoding import Decompressor
 
 _DONE = "[DONE]"
+#: Given ``defer``, reading waits for the stream to pause for at most this many looks.
+MAX_LOOKS = 50
+#: Seconds within which chunks read later count as having come at once (``_read_unread``).
+SAME_MOMENT = 0.001
 
 
 def blocked_event(profile: str, codes: list[str], framing: str = SSE,
@@ -137,11 +142,18 @@ class StreamTap:
         #: The SSE body stopped being UTF-8: nothing after that is read.
         self._undecodable = False
         self._on_finding, self._on_failure = on_finding, on_failure
-        # Given ``defer`` (the event loop's ``call_soon``), chunks pass at once and are read
-        # together soon after, so the chunks one network read brought cost one pass: all of them
-        # observing; in enforce mode, SSE events that cannot decide the turn (``may_decide``).
+        # Given ``defer`` (the addon's runs its callable a few milliseconds later), chunks pass
+        # at once and are read once the stream pauses (``_look``), so the client does not wait
+        # for the reading and one pass reads many: all of them observing; in enforce mode, the
+        # SSE events that cannot decide the turn (``may_decide``).
         self._defer = defer
         self._unread: list[bytes] = []
+        self._arrived: list[float] = []  # when each unread chunk came (time.monotonic())
+        #: Observe mode, given ``defer``: when the body's end came, until it is read.
+        self._end_unread: float | None = None
+        self._looking = False  # a look is waiting to be run
+        self._fresh = False  # something came since the last look
+        self._looks = 0
         #: Enforce mode, given ``defer``: what an SSE event that may go before it is read must
         #: not hold (None: every event is read before it goes).
         self._deciding = deciding_pattern(self._profile) if (
@@ -165,10 +177,11 @@ class StreamTap:
         self._kept += len(decoded)
         self.body.append(decoded)
         if not self.enforce:
-            if decoded and self._defer is not None:
-                if not self._unread:
-                    self._defer(self.catch_up)
-                self._unread.append(decoded)
+            if self._defer is not None:
+                if decoded:
+                    self._read_later(decoded)
+                elif not chunk:
+                    self._end_unread = time.monotonic()  # read with the rest, later
             elif decoded or not chunk:
                 # Only the empty chunk ends the body: a compressed chunk may decode to nothing yet.
                 self.catch_up()
@@ -181,7 +194,7 @@ class StreamTap:
     def _goes_unread(self, decoded: bytes, deciding: re.Pattern[bytes]) -> bool:
         """Enforce mode, SSE: whether the chunk is whole events of which none may decide the
         turn, told from its bytes without cutting it into events; if so it goes now and is read
-        soon after, as its events would have been one by one."""
+        later, as its events would have been one by one."""
         if (self._verdict is not None or self._held or self._undecodable
                 or may_decide(decoded, deciding)
                 or not cast(EventFramer, self._framer).takes_whole(decoded)):
@@ -190,15 +203,34 @@ class StreamTap:
         return True
 
     def _release_unread(self, data: bytes) -> None:
-        if not self._unread:
-            assert self._defer is not None  # only given ``defer`` is anything released unread
-            self._defer(self.catch_up)
-        self._unread.append(data)
         self._sent += len(data)
+        self._read_later(data)
+
+    def _read_later(self, data: bytes) -> None:
+        self._unread.append(data)
+        self._arrived.append(time.monotonic())
+        self._fresh = True
+        if not self._looking:
+            self._looking, self._looks = True, 0
+            assert self._defer is not None  # only given ``defer`` is anything left unread
+            self._defer(self._look)
+
+    def _look(self) -> None:
+        """Given to ``defer``: read what waits once the stream has paused, that is once a look
+        finds that nothing came since the look before, or at the ``MAX_LOOKS``-th look."""
+        self._looks += 1
+        if self._fresh and self._looks < MAX_LOOKS and self.report is None \
+                and not self._broken:
+            self._fresh = False
+            assert self._defer is not None
+            self._defer(self._look)
+            return
+        self._looking = False
+        self.catch_up()
 
     def _over_limit(self, chunk: bytes, decoded: bytes) -> bytes | list[bytes]:
         first = not self.over_limit
-        self.over_limit, self.body, self._unread = True, [], []
+        self.over_limit, self.body, self._unread, self._arrived = True, [], [], []
         if not self.enforce:
             return chunk
         if self._verdict is not None:  # judged already: the rest goes as the verdict says
@@ -221,10 +253,22 @@ class StreamTap:
             self._break(error)
 
     def _read_unread(self) -> None:
-        if self._unread and self.report is None and not self._broken:
-            data = b"".join(self._unread)
-            self._unread.clear()
-            self._read(self._chunk_events(data))
+        if self.report is not None or self._broken:
+            return
+        if self._unread:
+            chunks, arrived = self._unread, self._arrived
+            self._unread, self._arrived = [], []
+            # The chunks that came within SAME_MOMENT of the first of them (those of one network
+            # read, in practice) are read in one pass, their events timed when the last came.
+            first = 0
+            for i, at in enumerate(arrived):
+                if at - arrived[first] > SAME_MOMENT:
+                    self._read(self._chunk_events(b"".join(chunks[first:i])), arrived[i - 1])
+                    first = i
+            self._read(self._chunk_events(b"".join(chunks[first:])), arrived[-1])
+        if self._end_unread is not None:
+            ended, self._end_unread = self._end_unread, None
+            self._read(self._chunk_events(b""), ended)
 
     def close(self) -> Report:
         """The verdict; call once the flow has ended (cleanly or not)."""
@@ -270,12 +314,13 @@ class StreamTap:
             self._broken = True
             self._on_failure(type(error).__name__)
 
-    def _read(self, events: list[object]) -> list[object]:
-        """Each event fed to the engine; its findings reported as they happen."""
-        now = time.monotonic()
+    def _read(self, events: list[object], at: float | None = None) -> list[object]:
+        """Each event fed to the engine; its findings reported as they happen. ``at``: when the
+        chunks that completed them came (default: now)."""
+        now = time.monotonic() if at is None else at
         if self._started is None:
             self._started = now
-        self.event_times += [now - self._started] * len(events)  # read together, one time
+        self.event_times += [now - self._started] * len(events)
         ends_stream, feed = self._profile.ends_stream, self.engine.feed
         for event in events:
             if ends_stream is not None and ends_stream(event):

@@ -568,3 +568,41 @@ def test_the_fixture_writer_runs_below_the_proxys_priority() -> None:
         assert writer.submit(os.nice, 0).result(timeout=60) == min(19, os.nice(0) + 10)
     finally:
         writer.shutdown()
+
+
+def test_a_turn_that_ends_just_before_shutdown_is_judged_and_recorded(tmp_path: Path) -> None:
+    """The addon judges a flow right after its response hook; shutting down before that moment
+    still judges it and writes its fixture."""
+    import asyncio
+
+    from mitmproxy import http as mitm_http
+    from mitmproxy.test import taddons, tflow, tutils
+
+    from callgate.proxy_addon.addon import PASS_MARK, CallgateAddon
+
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    body = b"".join(frames(envelope))
+    addon = CallgateAddon()
+
+    async def turn_then_shutdown() -> mitm_http.HTTPFlow:
+        request = tutils.treq(method=b"POST", host="api.openai.com", port=443, scheme=b"https",
+                              path=b"/v1/chat/completions",
+                              content=request_body("openai/valid_fragmented"),
+                              headers=mitm_http.Headers(content_type="application/json"))
+        response = tutils.tresp(headers=mitm_http.Headers(content_type="text/event-stream"),
+                                content=b"")
+        flow = tflow.tflow(req=request, resp=response)
+        addon.responseheaders(flow)
+        stream = flow.response.stream  # type: ignore[union-attr]
+        assert callable(stream) and stream(body) == body and stream(b"") == b""
+        addon.response(flow)
+        assert flow.marked == ""  # judged after the hook, not in it
+        await addon.done()
+        return flow
+
+    with taddons.context(addon) as context:
+        context.configure(addon, callgate_out=str(tmp_path))
+        flow = asyncio.run(turn_then_shutdown())
+    assert flow.marked == PASS_MARK
+    assert [json.loads(path.read_text())["expect"] for path in tmp_path.glob("*.json")] == [
+        {"status": "pass", "codes": []}]

@@ -10,12 +10,19 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from callgate.proxy_addon.tap import StreamTap, blocked_event, deciding_pattern, may_decide
+from callgate.proxy_addon.tap import (
+    MAX_LOOKS,
+    StreamTap,
+    blocked_event,
+    deciding_pattern,
+    may_decide,
+)
 from callgate.reassemble import Reassembler
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.reassemble.eventstream import decode
@@ -253,9 +260,9 @@ def test_a_compressed_chunk_that_decodes_to_nothing_yet_does_not_end_the_body(
 @pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
 def test_observing_with_deferred_reads_passes_each_chunk_at_once_and_judges_the_same(
         path: Path) -> None:
-    """With ``defer`` the tap reads the chunks that came since its last read together, later:
-    every chunk still passes unchanged the moment it comes, one read is asked for per batch,
-    and the verdict, findings and events are those of reading each chunk as it comes."""
+    """With ``defer`` the tap reads what came once the stream pauses: every chunk still passes
+    unchanged the moment it comes, one look is asked for at a time, and the verdict, findings
+    and events are those of reading each chunk as it comes."""
     envelope = load(path)
     framing = PROFILES[envelope["profile"]].framings[0]
     body = b"".join(framed(envelope, framing))
@@ -267,18 +274,55 @@ def test_observing_with_deferred_reads_passes_each_chunk_at_once_and_judges_the_
     for n, chunk in enumerate(chunks, 1):
         assert deferred(chunk) is chunk
         direct(chunk)
-        if n % 3 == 0:  # the loop comes round after every third chunk
+        if n % 3 == 0:  # the stream pauses after every third chunk, for two looks
+            assert len(asked) == 1
+            asked.pop()()  # chunks came since it was asked for: no read, another look
             assert len(asked) == 1 and len(deferred.event_times) == read_before
-            asked.pop()()
+            asked.pop()()  # nothing came since the last look: read
             read_before = len(direct.event_times)
-            assert len(deferred.event_times) == read_before
-    assert deferred(b"") == b""  # the body's end reads what is left at once
+            assert (asked, len(deferred.event_times)) == ([], read_before)
+    assert deferred(b"") == b""  # the body's end is read with the rest, later
     direct(b"")
     assert deferred.close().to_dict() == direct.close().to_dict()
     assert len(deferred.event_times) == len(direct.event_times)
     assert deferred.end_marker_seen == direct.end_marker_seen
     for late in asked:
-        late()  # a read asked for before the end finds nothing left to read
+        late()  # a look asked for before the end finds nothing left to read
+
+
+def test_a_stream_that_never_pauses_is_read_at_the_last_look() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    body = b"".join(framed(envelope, SSE))
+    size = len(body) // (MAX_LOOKS + 1)
+    pieces = iter([body[i:i + size] for i in range(0, len(body), size)])
+    asked: list[Any] = []
+    tap = judging_tap(envelope, SSE, enforce=False, defer=asked.append)
+    tap(next(pieces))
+    for _ in range(MAX_LOOKS - 1):
+        tap(next(pieces))
+        asked.pop()()
+    assert tap.event_times == [] and len(asked) == 1
+    tap(next(pieces))
+    asked.pop()()
+    assert asked == [] and len(tap.event_times) > 0
+
+
+def test_events_read_later_are_timed_when_their_chunks_came() -> None:
+    """A pause between chunks stays in the event times, however late the chunks were read."""
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    events = list(framed(envelope, SSE))
+    asked: list[Any] = []
+    tap = judging_tap(envelope, SSE, enforce=False, defer=asked.append)
+    tap(events[0])
+    tap(events[1])
+    time.sleep(0.05)
+    for event in events[2:]:
+        tap(event)
+    tap(b"")
+    tap.close()
+    times = tap.event_times
+    assert len(times) == len(events) - 1  # [DONE] is not an event
+    assert times[1] - times[0] < 0.05 <= times[2] - times[1]
 
 
 def test_a_tap_closed_before_its_deferred_read_reads_what_it_was_given_first() -> None:
