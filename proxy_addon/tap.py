@@ -142,10 +142,10 @@ class StreamTap:
         #: The SSE body stopped being UTF-8: nothing after that is read.
         self._undecodable = False
         self._on_finding, self._on_failure = on_finding, on_failure
-        # Given ``defer`` (the addon's runs its callable a few milliseconds later), chunks pass
-        # at once and are read once the stream pauses (``_look``), so the client does not wait
-        # for the reading and one pass reads many: all of them observing; in enforce mode, the
-        # SSE events that cannot decide the turn (``may_decide``).
+        # Given ``defer`` (the addon's runs the callable it is given a few milliseconds later),
+        # chunks pass at once and are read once the stream pauses (``_look``), so the client
+        # does not wait for the reading and one pass reads many: all chunks observing; in
+        # enforce mode, the SSE events that cannot decide the turn (``may_decide``).
         self._defer = defer
         self._unread: list[bytes] = []
         self._arrived: list[float] = []  # when each unread chunk came (time.monotonic())
