@@ -187,20 +187,19 @@ class StreamTap:
                 self.catch_up()
                 self._observe(decoded)
             return chunk
-        if self._deciding is not None and self._goes_unread(decoded, self._deciding):
+        # A chunk of whole events none of which may decide the turn goes as its events would,
+        # one by one, without being cut into them.
+        if self._verdict is None and self._may_go_unread(decoded) \
+                and cast(EventFramer, self._framer).takes_whole(decoded):
+            self._release_unread(decoded)
             return [decoded]
         return self._enforce(decoded, end=not chunk)
 
-    def _goes_unread(self, decoded: bytes, deciding: re.Pattern[bytes]) -> bool:
-        """Enforce mode, SSE: whether the chunk is whole events of which none may decide the
-        turn, told from its bytes without cutting it into events; if so it goes now and is read
-        later, as its events would have been one by one."""
-        if (self._verdict is not None or self._held or self._undecodable
-                or may_decide(decoded, deciding)
-                or not cast(EventFramer, self._framer).takes_whole(decoded)):
-            return False
-        self._release_unread(decoded)
-        return True
+    def _may_go_unread(self, data: bytes) -> bool:
+        """Enforce mode, before the verdict: whether SSE events may go before they are read,
+        told from their bytes (``may_decide``), with nothing held before them."""
+        return self._deciding is not None and not (
+            self._held or self._undecodable or may_decide(data, self._deciding))
 
     def _release_unread(self, data: bytes) -> None:
         self._sent += len(data)
@@ -219,8 +218,7 @@ class StreamTap:
         """Given to ``defer``: read what waits once the stream has paused, that is once a look
         finds that nothing came since the look before, or at the ``MAX_LOOKS``-th look."""
         self._looks += 1
-        if self._fresh and self._looks < MAX_LOOKS and self.report is None \
-                and not self._broken:
+        if self._fresh and self._looks < MAX_LOOKS:
             self._fresh = False
             assert self._defer is not None
             self._defer(self._look)
@@ -407,9 +405,7 @@ class StreamTap:
         if self._verdict is not None:
             self._sent += len(block) if self._verdict else 0
             return [block] if self._verdict else []
-        if self._deciding is not None and not (
-                tail or self._held or self._undecodable
-                or may_decide(block, self._deciding)):
+        if not tail and self._may_go_unread(block):
             self._release_unread(block)
             return [block]
         self._read_unread()  # the events before this one first
