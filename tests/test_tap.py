@@ -133,8 +133,8 @@ def test_a_failure_inside_the_tap_at_the_verdict_sends_every_byte_once(
 @pytest.mark.parametrize("read_later_at", [1, 2, 3, 5])
 def test_a_failure_reading_released_events_later_still_sends_every_byte_once(
         read_later_at: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Enforce mode reads the events it released early when the loop comes round, or before the
-    next event that can decide the turn: a fault then stops the reading, and every byte still
+    """Enforce mode reads the events it released early at a look, or before the next event
+    that can decide the turn: a fault then stops the reading, and every byte still
     reaches the client once, the bytes of a cut event the framer was holding among them."""
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     body = b"".join(frames(envelope))
@@ -409,7 +409,8 @@ def test_enforcing_with_deferred_reads_sends_the_same_bytes_at_the_same_moments(
     """With ``defer``, enforce mode sends what it sends without it, chunk for chunk: an event
     that cannot decide the turn goes at once either way, read or not yet. Chunks are 40-byte
     pieces (0), or whole events, one or two at a time, which go without being cut into events
-    when none of them may decide the turn."""
+    when none of them may decide the turn: as one piece, where the framer would give one per
+    event, so the bytes of each call are compared."""
     envelope = load(path)
     profile = envelope["profile"]
     framings = PROFILES[profile].framings

@@ -95,7 +95,7 @@ class Profile:
     #: A regular expression (bytes) found in the JSON text of every event that carries the
     #: terminal evidence or ends the stream, unless the text spells it with ``\\u`` escapes:
     #: enforce mode releases an SSE event without a match (nor ``[DONE]``, nor such an escape)
-    #: before reading it, and reads it soon after with the events that came with it. Empty:
+    #: before reading it, and reads it later, before any event that can decide. Empty:
     #: every event is read before it goes.
     terminal_pattern: bytes = b""
     #: A copy of an event that carries the terminal evidence as the provider sends it when the
