@@ -54,7 +54,11 @@ class _HookError(Exception):
 
 def loads(text: str, limits: Limits = DEFAULT_LIMITS) -> Any:
     """Parse ``text`` as one strict JSON document; raise ``StrictJSONError`` otherwise."""
-    reader = _reader(limits)
+    # The live proxy parses every event with this: the steps a short event needs are written
+    # out here rather than called (a call costs about what one of them does).
+    reader = _READERS.get(id(limits))
+    if reader is None or reader.limits is not limits:
+        reader = _new_reader(limits)
     if len(text) > reader.size_by_count:  # a shorter text fits, even at 4 UTF-8 bytes a character
         _check_size(text, limits)
     value, end = _decode(text, reader)
@@ -63,19 +67,16 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS) -> Any:
         if after != len(text):
             raise StrictJSONError(Code.TRAILING_DATA, "more text follows a complete JSON value",
                                   after)
-    if _may_hold_surrogate(text) or (len(text) > limits.max_depth and
-                                     text.count("[") + text.count("{") > limits.max_depth):
+    # A lone surrogate needs a surrogate escape or a surrogate character in the text (substring
+    # and ASCII tests first: far cheaper than a regular expression over every character).
+    # Nesting deeper than the limit needs more ``[``/``{`` than the limit, and as many closing
+    # brackets after them, so the text that parsed is over twice the limit long.
+    if ("\\u" in text and _SURROGATE_ESCAPE.search(text) is not None) \
+            or (not text.isascii() and _SURROGATE.search(text) is not None) \
+            or (len(text) > reader.depth_by_length
+                and text.count("[") + text.count("{") > limits.max_depth):
         _walk(value, limits)
     return value
-
-
-def _may_hold_surrogate(text: str) -> bool:
-    """Whether a decoded string of ``text`` could hold a lone surrogate: only a surrogate
-    escape or a surrogate character in the text can put one there. (Substring and ASCII tests
-    first: they are far cheaper than a regular expression over every character.)"""
-    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
-        return True
-    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def loads_bytes(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
@@ -110,6 +111,8 @@ class _Reader:
         #: A text this short holds no integer literal that breaks ``max_number_chars`` or
         #: ``int()``'s digit limit, which is never below this threshold unless it is off.
         self.short = min(limits.max_number_chars, sys.int_info.str_digits_check_threshold)
+        #: A text up to this long that parsed nests no deeper than ``max_depth``.
+        self.depth_by_length = 2 * limits.max_depth
         self.hooked_scan = self._scanner(plain_ints=False)
         self.plain_scan = self._scanner(plain_ints=True)
 
@@ -127,12 +130,10 @@ class _Reader:
 _READERS: dict[int, _Reader] = {}
 
 
-def _reader(limits: Limits) -> _Reader:
-    reader = _READERS.get(id(limits))
-    if reader is None or reader.limits is not limits:
-        if len(_READERS) >= 16:  # callers use a handful of Limits; never grow without bound
-            _READERS.clear()
-        reader = _READERS[id(limits)] = _Reader(limits)
+def _new_reader(limits: Limits) -> _Reader:
+    if len(_READERS) >= 16:  # callers use a handful of Limits; never grow without bound
+        _READERS.clear()
+    reader = _READERS[id(limits)] = _Reader(limits)
     return reader
 
 
