@@ -158,12 +158,31 @@ class SSEDecoder:
         return events
 
     def _split_lf_lines(self, text: str) -> list[SSEEvent]:
-        """``_split_lines`` for text whose line ends are all LF, as nearly every provider sends:
-        one ``split`` instead of a regular expression, and data lines read here, not in
-        ``_interpret``. (No CR here, so no CRLF can be half seen.)"""
+        """``_split_lines`` for text whose line ends are all LF, as nearly every provider sends.
+        Between two blank lines the decoder is at the start of an event, and an event that is
+        one ``data`` line (what nearly every event is) is read whole, not line by line; the
+        rest goes through ``_lf_lines``. (No CR here, so no CRLF can be half seen.)"""
+        events: list[SSEEvent] = []
+        blocks = text.split("\n\n")
+        if len(blocks) == 1:
+            self._lf_lines(text, events)
+            return events
+        self._lf_lines(blocks[0] + "\n\n", events)
+        for block in blocks[1:-1]:
+            if block.startswith("data:") and "\n" not in block:
+                events.append(SSEEvent(block[6:] if block.startswith("data: ") else block[5:],
+                                       None, self._last_id))
+            else:
+                self._lf_lines(block + "\n\n", events)
+        self._lf_lines(blocks[-1], events)
+        return events
+
+    def _lf_lines(self, text: str, events: list[SSEEvent]) -> None:
+        """Each line of LF-only text interpreted, and the events it completes added to
+        ``events``: one ``split`` instead of a regular expression, and data lines read here,
+        not in ``_interpret``."""
         lines = text.split("\n")
         rest = lines.pop()  # the text after the last LF: the start of a line, or nothing
-        events: list[SSEEvent] = []
         if lines and self._partial:
             lines[0] = "".join(self._partial) + lines[0]
             self._partial.clear()
@@ -179,7 +198,6 @@ class SSEDecoder:
                 self._interpret(line)
         if rest:
             self._partial.append(rest)
-        return events
 
     def _interpret(self, line: str) -> SSEEvent | None:
         if not line:

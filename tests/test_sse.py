@@ -491,3 +491,34 @@ def test_a_stream_holding_half_a_character_would_end_incomplete() -> None:
 def test_a_bom_that_starts_a_later_feed_is_kept_as_text() -> None:
     events, _ = feed_pieces([b"data: a", "\ufeffb\n\n".encode()])
     assert events == [SSEEvent("a\ufeffb")]
+
+
+class _StepByStep(SSEDecoder):
+    """The decoder with all text read a line at a time by the regular expression, as text
+    that holds a CR is."""
+
+    def _split_lf_lines(self, text: str) -> list[SSEEvent]:
+        return self._split_lines(text, 0)
+
+
+_LF_LINES = ["data: x", "data:y", "data:  z", "data", "data:", ":c", "event: e", "event:",
+             "id: 1", "id:", "retry: 5", "retry: x", "x", " é", 'data: {"a": 1}']
+#: Lines, each followed by its LF, then up to two blank lines.
+_LF_BLOCKS = st.lists(st.tuples(st.lists(st.sampled_from(_LF_LINES), max_size=3),
+                                st.integers(0, 2)), max_size=12)
+
+
+@settings(max_examples=500)
+@given(blocks=_LF_BLOCKS, end=st.sampled_from(["", "data: w"]), data=st.data())
+def test_lf_only_text_gives_what_reading_it_a_line_at_a_time_gives(
+    blocks: list[tuple[list[str], int]], end: str, data: st.DataObject
+) -> None:
+    """Any LF-only text, cut anywhere: the events of each feed, the comments counted and
+    whether the stream ends incomplete are those of the step-by-step reading."""
+    body = ("".join("".join(line + "\n" for line in lines) + "\n" * blanks
+                    for lines, blanks in blocks) + end).encode()
+    pieces = split_at(body, data.draw(st.lists(st.integers(0, len(body)), max_size=8)))
+    fast, step = SSEDecoder(), _StepByStep()
+    for piece in pieces:
+        assert fast.feed(piece) == step.feed(piece)
+    assert (fast.comments, fast.incomplete) == (step.comments, step.incomplete)
