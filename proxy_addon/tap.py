@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import cast
 
 from callgate.reassemble import Code, Finding, Reassembler, Report
@@ -312,22 +312,27 @@ class StreamTap:
             self._broken = True
             self._on_failure(type(error).__name__)
 
-    def _read(self, events: list[object], at: float | None = None) -> list[object]:
+    def _read(self, events: Iterable[object], at: float | None = None) -> None:
         """Each event fed to the engine; its findings reported as they happen. ``at``: when the
-        chunks that completed them came (default: now)."""
+        chunks that completed them came (default: now). ``events`` parses each as it is taken:
+        the parsed events of a whole read, held at once, would outlive the garbage collector's
+        youngest generation and, promoted, make it sweep all of mitmproxy's objects."""
         now = time.monotonic() if at is None else at
         if self._started is None:
             self._started = now
-        self.event_times += [now - self._started] * len(events)
+        since, read = now - self._started, 0
         ends_stream, feed = self._profile.ends_stream, self.engine.feed
-        for event in events:
-            if ends_stream is not None and ends_stream(event):
-                self.end_marker_seen = True
-            for finding in feed(event):
-                self._on_finding(finding)
-        return events
+        try:
+            for event in events:
+                read += 1
+                if ends_stream is not None and ends_stream(event):
+                    self.end_marker_seen = True
+                for finding in feed(event):
+                    self._on_finding(finding)
+        finally:
+            self.event_times += [since] * read
 
-    def _chunk_events(self, data: bytes) -> list[object]:
+    def _chunk_events(self, data: bytes) -> Iterable[object]:
         """Observe mode: each event a chunk completes (empty: the body's end)."""
         if self.framing == SSE:
             return self._sse_events(data)
@@ -337,9 +342,9 @@ class StreamTap:
             texts = self._elements(self._framer.feed(data))
         else:
             texts = self._lines(self._framer.feed(data) if data else [self._framer.rest()])
-        return [event_value(text) for text in texts]
+        return map(event_value, texts)
 
-    def _block_events(self, block: bytes, *, tail: bool) -> list[object]:
+    def _block_events(self, block: bytes, *, tail: bool) -> Iterable[object]:
         """Enforce mode: the event in a whole block (a tail holds none, but for JSON lines the
         last line may lack its newline, and a cut message is read to say so)."""
         if self.framing == SSE:
@@ -350,12 +355,12 @@ class StreamTap:
             texts = self._elements([] if tail else [block])
         else:
             texts = self._lines([block])
-        return [event_value(text) for text in texts]
+        return map(event_value, texts)
 
-    def _messages(self, blocks: list[bytes]) -> list[object]:
+    def _messages(self, blocks: list[bytes]) -> Iterable[object]:
         from_message = self._profile.from_message
         assert from_message is not None, f"{self.profile} has no event-stream messages"
-        return [message_event(block, from_message) for block in blocks if block]
+        return (message_event(block, from_message) for block in blocks if block)
 
     def _elements(self, blocks: list[bytes]) -> list[str | bytes]:
         texts: list[str | bytes] = [element_text(block, not self._element_seen and i == 0)
@@ -376,9 +381,9 @@ class StreamTap:
     def _array_closed(self) -> bool:
         return self.framing == JSON_ARRAY and cast(ArrayFramer, self._framer).closed
 
-    def _sse_events(self, data: bytes) -> list[object]:
+    def _sse_events(self, data: bytes) -> Iterable[object]:
         if self._undecodable:
-            return []
+            return ()
         rest: str | None = None
         try:
             decoded = self._sse.feed(data) if data else self._sse.close()
@@ -389,15 +394,15 @@ class StreamTap:
             decoded, rest = split_at_bad_byte(b"".join(self.body), error.offset)
             decoded = decoded[self._sse_read:]
         self._sse_read += len(decoded)
-        events: list[object] = []
+        texts: list[str] = []
         for sse in decoded:
             if sse.data == _DONE:
                 self.end_marker_seen = True
             else:
-                events.append(event_value(sse.data))
+                texts.append(sse.data)
         if rest is not None:
-            events.append(event_value(rest))
-        return events
+            texts.append(rest)
+        return map(event_value, texts)
 
     def _route(self, block: bytes, *, tail: bool = False) -> list[bytes]:
         """Enforce mode: where one block goes now. A tail is held and goes out only on a pass,
@@ -410,7 +415,8 @@ class StreamTap:
             return [block]
         self._read_unread()  # the events before this one first
         ended_before = self.end_marker_seen
-        events = self._read(self._block_events(block, tail=tail))
+        events = list(self._block_events(block, tail=tail))
+        self._read(events)
         # The block with the end marker is held too: a stream that ends without the terminal
         # evidence must not tell the client it ended well (openai-python hands on its calls at
         # [DONE]). An array's end marker is its closing bracket, a tail, held already.
