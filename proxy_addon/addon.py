@@ -11,6 +11,7 @@ the whole response judges the turn and writes a redacted fixture off the event l
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import multiprocessing
 import os
@@ -93,6 +94,12 @@ class CallgateAddon:
                           "Largest body kept for mitmweb, in bytes; a longer one keeps its "
                           "head and tail.")
         webview.register()
+
+    def running(self) -> None:
+        # The tens of thousands of objects mitmproxy made starting up live as long as it does.
+        # Frozen, they are left out of the collector's full sweeps, which the containers a long
+        # stream's reading leaves set off: such a sweep stalled every stream for 55-60 ms.
+        gc.freeze()
 
     def configure(self, updated: set[str]) -> None:
         raw_writers = [name for name in ("save_stream_file", "hardump")

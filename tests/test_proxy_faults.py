@@ -570,6 +570,20 @@ def test_the_fixture_writer_runs_below_the_proxys_priority() -> None:
         writer.shutdown()
 
 
+def test_the_objects_mitmproxy_made_starting_up_are_frozen_once_it_runs() -> None:
+    """They are left out of the collector's full sweeps (see ``CallgateAddon.running``)."""
+    import gc
+
+    from callgate.proxy_addon.addon import CallgateAddon
+
+    assert gc.get_freeze_count() == 0
+    try:
+        CallgateAddon().running()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
 def test_a_turn_that_ends_just_before_shutdown_is_judged_and_recorded(tmp_path: Path) -> None:
     """The addon judges a flow right after its response hook; shutting down before that moment
     still judges it and writes its fixture."""
