@@ -8,11 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from callgate.reassemble import Code, Reassembler, check
+from callgate.reassemble.events import Event
 from callgate.reassemble.eventstream import decode
 from callgate.reassemble.profiles import PROFILES, profile_for, profile_of_events
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, function_tools, reason_replaced
+from callgate.reassemble.profiles.openai import ChatTranslator
 from callgate.reassemble.providers import provider_from_url
 from callgate.reassemble.sse import decode_all
 from tests.conftest import CONFORMANCE, load
@@ -475,3 +479,76 @@ def test_cohere_output_events_are_no_calls_and_an_unknown_type_is_unsupported() 
     [finding] = engine.feed({"type": "tool-call-pause", "index": 0})
     assert (finding.code, finding.message) == (
         Code.UNSUPPORTED_EVENT, "event type 'tool-call-pause' is not known")
+
+
+class _GeneralChat(ChatTranslator):
+    """The Chat translator without its short path for continuation chunks."""
+
+    def _continuation(self, raw: dict[str, object]) -> list[Event] | None:
+        return None
+
+
+_DELETE = object()
+_CHOICE, _DELTA = ("choices", 0), ("choices", 0, "delta")
+_ENTRY = ("choices", 0, "delta", "tool_calls", 0)
+_FUNCTION = (*_ENTRY, "function")
+#: Where a continuation chunk can differ, and how: (the path of a container, key, new value).
+_CHANGES = [
+    *(((), "object", value) for value in ("error", _DELETE)),
+    *(((), "error", value) for value in (None, "boom", {"message": "boom"})),
+    *(((), "choices", value) for value in ([], "x", {"a": 1}, _DELETE)),
+    *(((), "usage", value) for value in (None, {})),
+    *(((*_CHOICE[:1],), 1, value) for value in ({"index": 1, "delta": {}},)),
+    *((("choices",), 0, value) for value in ("x", None)),
+    *((_CHOICE, "index", value) for value in (1, -1, True, "0", 0.0, _DELETE)),
+    *((_CHOICE, "finish_reason", value) for value in ("stop", "tool_calls", _DELETE)),
+    *((_CHOICE, "message", value) for value in (None, {})),
+    *((_CHOICE, "delta", value) for value in (None, "x", _DELETE)),
+    *((_DELTA, "tool_calls", value) for value in (None, "x", [], {"a": 1}, _DELETE)),
+    *((_DELTA, "function_call", value) for value in (None, {"name": "f"})),
+    *((_DELTA, "content", value) for value in ("hi", None)),
+    *(((*_DELTA, "tool_calls"), 1, value) for value in ({"index": 1},)),
+    *((_ENTRY[:-1], 0, value) for value in ("x", None)),
+    *((_ENTRY, "index", value) for value in (0, 5, -1, True, "0", _DELETE)),
+    *((_ENTRY, "id", value) for value in (None, "", "call_0", "call_9")),
+    *((_ENTRY, "type", value) for value in (None, "", "function", "other")),
+    *((_ENTRY, "function", value) for value in (None, "x", _DELETE)),
+    *((_FUNCTION, "arguments", value) for value in (None, "", 1, ["x"], _DELETE)),
+    *((_FUNCTION, "name", value) for value in (None, "", "f")),
+]
+
+
+def _changed(chunk: Any, changes: list[tuple[tuple[Any, ...], Any, Any]]) -> Any:
+    """A copy of ``chunk`` with each change made where its container still is one."""
+    chunk = json.loads(json.dumps(chunk))
+    for path, key, value in changes:
+        container = chunk
+        try:
+            for step in path:
+                container = container[step]
+            if value is _DELETE:
+                del container[key]
+            elif isinstance(container, list):
+                container[key:key + 1] = [value]
+            else:
+                container[key] = value
+        except (KeyError, IndexError, TypeError):
+            continue
+    return chunk
+
+
+@settings(max_examples=1000, deadline=None)
+@given(changes=st.lists(st.lists(st.sampled_from(_CHANGES), max_size=2), min_size=1, max_size=3))
+def test_the_chat_short_path_reads_each_chunk_as_the_general_reading_does(
+        changes: list[list[tuple[tuple[Any, ...], Any, Any]]]) -> None:
+    """After two calls have started, continuation chunks each changed in up to two places: the
+    same events and the same state as without the short path."""
+    short, general = ChatTranslator(frozenset()), _GeneralChat(frozenset())
+    start = {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": slot, "id": f"call_{slot}", "type": "function",
+         "function": {"name": "f", "arguments": ""}} for slot in (0, 1)]}}]}
+    continuation = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {
+        "tool_calls": [{"index": 1, "function": {"arguments": "x"}}]}, "finish_reason": None}]}
+    for chunk in [start, *(_changed(continuation, some) for some in changes)]:
+        assert short.translate(chunk) == general.translate(chunk)
+        assert vars(short) == vars(general)

@@ -72,40 +72,32 @@ class ChatTranslator:
             events.extend(self._choice(choice, f"/choices/{position}", position))
         return events
 
-    def _continuation(self, raw: dict[str, object]) -> list[Event] | None:
+    def _continuation(self, raw: dict[str, Any]) -> list[Event] | None:
         """The chunk most streams are made of: one choice whose one tool-call entry adds
         argument text to a slot already seen, and nothing else that this profile reads. Gives
         exactly what the general reading gives for it, with a fraction of the steps; None for
-        any other chunk, which then takes the general reading."""
-        choices = raw.get("choices")
-        if type(choices) is not list or len(choices) != 1 or raw.get("error") is not None \
-                or raw.get("object") == "error":
+        any other chunk, which then takes the general reading. (Subscripts and unpacking, not
+        ``get`` and ``len``: a chunk whose shape differs fails on one and takes the general
+        reading; JSON values have no other ``[]``, ``in`` or ``get`` that could succeed.)"""
+        try:
+            (choice,) = raw["choices"]
+            delta = choice["delta"]
+            calls = delta.get("tool_calls")
+            if calls is None:  # a text chunk: no exception for the commonest other chunk
+                return None
+            (entry,) = calls
+            function = entry["function"]
+            arguments, index, slot = function["arguments"], choice["index"], entry["index"]
+        except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        choice = choices[0]
-        if type(choice) is not dict or choice.get("finish_reason") is not None \
-                or choice.get("message") is not None:
+        if type(arguments) is not str or type(index) is not int or type(slot) is not int \
+                or "error" in raw or raw.get("object") == "error" \
+                or choice.get("finish_reason") is not None or "message" in choice \
+                or "function_call" in delta or entry.get("id") is not None \
+                or entry.get("type") not in (None, "", "function") \
+                or function.get("name") is not None or (index, slot) not in self._seen:
             return None
-        index, delta = choice.get("index", 0), choice.get("delta")
-        if type(index) is not int or index < 0 or type(delta) is not dict \
-                or delta.get("function_call") is not None:
-            return None
-        calls = delta.get("tool_calls")
-        if type(calls) is not list or len(calls) != 1:
-            return None
-        entry = calls[0]
-        if type(entry) is not dict or entry.get("id") is not None \
-                or entry.get("type") not in (None, "", "function"):
-            return None
-        function, slot = entry.get("function"), entry.get("index")
-        if type(function) is not dict or type(slot) is not int or slot < 0 \
-                or function.get("name") is not None:
-            return None
-        arguments = function.get("arguments")
-        if arguments is not None and type(arguments) is not str:
-            return None
-        if (index, slot) not in self._seen:
-            return None
-        return [SlotDelta((index, slot), _CONTINUATION, arguments=arguments)]
+        return [SlotDelta((index, slot), _CONTINUATION, None, None, arguments)]
 
     @staticmethod
     def _stream_error(raw: Mapping[str, object]) -> Problem | None:
