@@ -484,7 +484,7 @@ def test_cohere_output_events_are_no_calls_and_an_unknown_type_is_unsupported() 
 class _GeneralChat(ChatTranslator):
     """The Chat translator without its short path for continuation chunks."""
 
-    def _continuation(self, raw: dict[str, object]) -> list[Event] | None:
+    def _continuation(self, raw: dict[str, Any]) -> list[Event] | None:
         return None
 
 
@@ -498,7 +498,7 @@ _CHANGES = [
     *(((), "error", value) for value in (None, "boom", {"message": "boom"})),
     *(((), "choices", value) for value in ([], "x", {"a": 1}, _DELETE)),
     *(((), "usage", value) for value in (None, {})),
-    *(((*_CHOICE[:1],), 1, value) for value in ({"index": 1, "delta": {}},)),
+    ((("choices",), 1, {"index": 1, "delta": {}})),
     *((("choices",), 0, value) for value in ("x", None)),
     *((_CHOICE, "index", value) for value in (1, -1, True, "0", 0.0, _DELETE)),
     *((_CHOICE, "finish_reason", value) for value in ("stop", "tool_calls", _DELETE)),
@@ -507,7 +507,7 @@ _CHANGES = [
     *((_DELTA, "tool_calls", value) for value in (None, "x", [], {"a": 1}, _DELETE)),
     *((_DELTA, "function_call", value) for value in (None, {"name": "f"})),
     *((_DELTA, "content", value) for value in ("hi", None)),
-    *(((*_DELTA, "tool_calls"), 1, value) for value in ({"index": 1},)),
+    (((*_DELTA, "tool_calls"), 1, {"index": 1})),
     *((_ENTRY[:-1], 0, value) for value in ("x", None)),
     *((_ENTRY, "index", value) for value in (0, 5, -1, True, "0", _DELETE)),
     *((_ENTRY, "id", value) for value in (None, "", "call_0", "call_9")),
@@ -521,7 +521,8 @@ _CHANGES = [
 def _changed(chunk: Any, changes: list[tuple[tuple[Any, ...], Any, Any]]) -> Any:
     """A copy of ``chunk`` with each change made where its container still is one."""
     chunk = json.loads(json.dumps(chunk))
-    for path, key, value in changes:
+    for path, key, change in changes:
+        value = change if change is _DELETE else json.loads(json.dumps(change))
         container = chunk
         try:
             for step in path:

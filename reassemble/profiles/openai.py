@@ -76,9 +76,10 @@ class ChatTranslator:
         """The chunk most streams are made of: one choice whose one tool-call entry adds
         argument text to a slot already seen, and nothing else that this profile reads. Gives
         exactly what the general reading gives for it, with a fraction of the steps; None for
-        any other chunk, which then takes the general reading. (Subscripts and unpacking, not
-        ``get`` and ``len``: a chunk whose shape differs fails on one and takes the general
-        reading; JSON values have no other ``[]``, ``in`` or ``get`` that could succeed.)"""
+        any other chunk, which then takes the general reading. (Subscripts and unpacking rather
+        than a ``get`` and a type or length test per step: of JSON's values only an object takes
+        a string subscript or has ``get``, so a chunk of any other shape fails on one of them,
+        or on unpacking exactly one item, and takes the general reading.)"""
         try:
             (choice,) = raw["choices"]
             delta = choice["delta"]
