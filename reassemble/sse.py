@@ -51,7 +51,7 @@ class SSEEvent(NamedTuple):
 
 
 #: Makes an ``SSEEvent`` from all four fields in order, as the named tuple's own ``_make`` does:
-#: its ``__new__`` is a Python function (keywords, defaults) that took twice as long, per event.
+#: its ``__new__`` is a Python function (keywords, defaults), 5,600 instructions against 2,100.
 _new_event = tuple.__new__
 
 
