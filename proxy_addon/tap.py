@@ -333,7 +333,8 @@ class StreamTap:
             self.event_times += [since] * read
 
     def _chunk_events(self, data: bytes) -> Iterable[object]:
-        """Observe mode: each event a chunk completes (empty: the body's end)."""
+        """Each event a chunk completes (empty: the body's end): observing, and the events
+        enforce mode released before reading them."""
         if self.framing == SSE:
             return self._sse_events(data)
         if self.framing == EVENTSTREAM:

@@ -3,6 +3,7 @@ and each fact agrees with the profile's own reader and its conformance fixtures.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -520,9 +521,9 @@ _CHANGES = [
 
 def _changed(chunk: Any, changes: list[tuple[tuple[Any, ...], Any, Any]]) -> Any:
     """A copy of ``chunk`` with each change made where its container still is one."""
-    chunk = json.loads(json.dumps(chunk))
+    chunk = copy.deepcopy(chunk)
     for path, key, change in changes:
-        value = change if change is _DELETE else json.loads(json.dumps(change))
+        value = change if change is _DELETE else copy.deepcopy(change)
         container = chunk
         try:
             for step in path:
