@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from callgate.reassemble import strict_json
 from callgate.reassemble.codes import Code
 from callgate.reassemble.limits import DOCUMENT_LIMITS, Limits
 from callgate.reassemble.strict_json import StrictJSONError, loads, loads_bytes
@@ -223,6 +224,24 @@ def test_an_integer_literal_at_max_number_chars_is_accepted() -> None:
 def test_an_integer_literal_over_max_number_chars_is_limit_exceeded() -> None:
     assert code_of("[" + "1" * 11 + "]", Limits(max_number_chars=10)) == Code.LIMIT_EXCEEDED
     assert code_of("-" + "1" * 10, Limits(max_number_chars=10)) == Code.LIMIT_EXCEEDED
+
+
+@settings(max_examples=500, deadline=None)
+@given(limit=st.integers(1, 12), extra=st.integers(-2, 2), sign=st.booleans(),
+       before=st.integers(0, 40), after=st.integers(0, 40), bare=st.booleans())
+def test_an_integer_literal_anywhere_in_a_long_text_is_held_to_max_number_chars(
+        limit: int, extra: int, sign: bool, before: int, after: int, bare: bool) -> None:
+    # Texts longer than the limit are looked at only at every limit-th character before the
+    # scanner converts integers itself: a literal at any offset must still be caught, the
+    # first character of the text included.
+    length = max(1, limit + extra)
+    literal = ("-" if sign else "") + "7" * (length - sign if length > sign else 1)
+    text = literal if bare else "[" + '"x",' * before + literal + ',"y"' * after + "]"
+    if len(literal) > limit:
+        assert code_of(text, Limits(max_number_chars=limit)) == Code.LIMIT_EXCEEDED
+    else:
+        value = loads(text, Limits(max_number_chars=limit))
+        assert (value if bare else value[before]) == int(literal)
 
 
 def test_a_float_literal_at_max_number_chars_is_accepted() -> None:
@@ -489,6 +508,27 @@ def test_depth_counts_nesting_not_brackets() -> None:
     assert loads(text) is not None
     with pytest.raises(StrictJSONError, match="nesting is deeper than 128"):
         loads('{"a":' * 128 + "[" + ",".join(["[]"] * 10) + "]" + "}" * 128)
+
+
+NESTED = st.recursive(st.integers(0, 1) | st.text("a\\", max_size=2),
+                      lambda children: st.lists(children, max_size=3)
+                      | st.dictionaries(st.text("ab", max_size=2), children, max_size=3),
+                      max_leaves=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=NESTED, depth=st.integers(1, 8))
+def test_the_depth_walk_over_containers_agrees_with_the_walk_over_every_value(
+        value: Any, depth: int) -> None:
+    limits = Limits(max_depth=depth)
+    verdicts = []
+    for walk in (strict_json._walk, strict_json._check_depth):
+        try:
+            walk(value, limits)
+            verdicts.append(None)
+        except StrictJSONError as error:
+            verdicts.append((error.code, error.message))
+    assert verdicts[0] == verdicts[1]
 
 
 def test_the_duplicate_named_is_the_name_that_repeats() -> None:
