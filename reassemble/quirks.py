@@ -114,5 +114,12 @@ def quirks_in_force(provider: str | None, allowed: Iterable[str] = ()) -> frozen
     unknown = sorted(allowed - QUIRKS.keys())
     if unknown:
         raise UsageError(f"unknown quirk {unknown[0]!r}; known: {', '.join(sorted(QUIRKS))}")
-    by_provider = {q.name for q in QUIRKS.values() if provider in q.providers}
-    return frozenset(by_provider | allowed)
+    by_provider = _BY_PROVIDER.get(provider, frozenset())
+    return by_provider | allowed if allowed else by_provider
+
+
+#: Each provider's quirks (every engine asks, once per turn).
+_BY_PROVIDER: dict[str | None, frozenset[str]] = {
+    provider: frozenset(q.name for q in QUIRKS.values() if provider in q.providers)
+    for provider in sorted({provider for q in QUIRKS.values() for provider in q.providers})
+}

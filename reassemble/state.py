@@ -33,11 +33,17 @@ class SlotState(Enum):
     #: A blocking finding on this slot; no later event can clear it.
     BLOCKED = "blocked"
 
+    # Members are singletons compared by identity, so identity hashes them; Enum's own hash is a
+    # Python method, and the engine looks a (state, input) pair up for almost every event.
+    __hash__ = object.__hash__
+
 
 class SlotInput(Enum):
     START = "start"
     DELTA = "delta"
     END = "end"
+
+    __hash__ = object.__hash__  # as SlotState's
 
 
 #: The states a provider's events move a slot through.

@@ -41,7 +41,7 @@ FIELDS: dict[str, Any] = {
                                         "calls": st.just([{"id": None, "name": "f",
                                                            "arguments": "{}"}])}),
         st.sampled_from(["", "status", "codes", "calls", "other"]),
-        st.sampled_from(["ok", 1, None, ["a", "a"], ["a", 1], [], "a",
+        st.sampled_from(["ok", 1, None, ["a", "a"], ["a", 1], [{}], [], "a",
                          [{"id": 1, "name": "f", "arguments": "{}"}],
                          [{"id": None, "name": "f"}],
                          [{"id": None, "name": "f", "arguments": None, "extra": 1}]]))
@@ -116,6 +116,7 @@ CORNERS = [
     *({**BASE, "expect": expect} for expect in [
         {"status": "pass"}, {"status": "ok"}, {"status": "pass", "codes": ["a", "a"]},
         {"status": "pass", "codes": ["a", 1]}, {"status": "pass", "codes": "a"},
+        {"status": "pass", "codes": [["a"], ["a"]]},
         {"status": "pass", "calls": [{"id": None, "name": "f", "arguments": "{}"}]},
         {"status": "pass", "calls": [{"id": 1, "name": "f", "arguments": "{}"}]},
         {"status": "pass", "calls": [{"id": None, "name": "f"}]},
