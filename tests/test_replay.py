@@ -230,7 +230,7 @@ def test_a_chunk_a_worker_took_and_died_with_is_judged_by_this_process(
 
     def one_chunk_then_die(chunks: list[list[Path]], counter: Any, writer: Any) -> None:
         index = runner._next_chunk(counter)
-        writer.send((index, [judge(path) for path in chunks[index]]))
+        writer.send((index, [runner._without_path(judge(path)) for path in chunks[index]]))
         runner._next_chunk(counter)
         os._exit(1)
 

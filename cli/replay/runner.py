@@ -11,8 +11,10 @@ cannot be used is an outcome with an ``error`` and never stops the others. The r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import multiprocessing
+import operator
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from multiprocessing import connection
@@ -123,6 +125,7 @@ class _Worker:
 
     def __init__(self, chunks: list[list[Path]], counter: Any, context: Any) -> None:
         self._done = False
+        self._chunks = chunks
         self._reader, writer = context.Pipe(duplex=False)
         self._process = context.Process(target=_judge_and_send, args=(chunks, counter, writer),
                                         daemon=True)
@@ -143,8 +146,9 @@ class _Worker:
                 if message is None:
                     self._done = True
                 else:
-                    index, outcomes = message
-                    judged[index] = outcomes
+                    index, judgments = message
+                    judged[index] = [Outcome(path, *judgment) for path, judgment
+                                     in zip(self._chunks[index], judgments, strict=True)]
             elif ready:  # ended without its end mark, every message read
                 self._done = True
             else:
@@ -160,10 +164,16 @@ class _Worker:
 
 def _judge_and_send(chunks: list[list[Path]], counter: Any,
                     writer: connection.Connection) -> None:
+    # Each outcome goes without its path, which this process has: a path costs more to unpickle
+    # (pathlib parses it again) than the rest of an outcome.
     while (index := _next_chunk(counter)) < len(chunks):
-        writer.send((index, [judge(path) for path in chunks[index]]))
+        writer.send((index, [_without_path(judge(path)) for path in chunks[index]]))
     writer.send(None)
     writer.close()
+
+
+#: An outcome's fields after ``fixture`` (its first), in order: ``Outcome(fixture, *these)``.
+_without_path = operator.attrgetter(*(field.name for field in dataclasses.fields(Outcome)[1:]))
 
 
 def update_expectations(outcomes: Iterable[Outcome]) -> list[Path]:
