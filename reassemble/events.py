@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.findings import Severity
+from callgate.reassemble.records import quick_init
 
 #: (choice index, slot index). Anthropic has one "choice", 0, and the content-block index as slot.
 SlotKey = tuple[int, int]
 
 
+@quick_init
 @dataclass(frozen=True)
 class SlotStarted:
     """A slot was opened: a tool call, or (``is_call=False``) some other content block."""
@@ -44,6 +46,7 @@ class SlotDelta:
     arguments: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class SlotEnded:
     """The provider ended one slot (Anthropic ``content_block_stop``)."""
@@ -52,6 +55,7 @@ class SlotEnded:
     pointer: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class TurnEnded:
     """The provider ended a choice (``finish_reason``) or the message (``stop_reason``)."""
@@ -61,6 +65,7 @@ class TurnEnded:
     pointer: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class ArgumentsStated:
     """A full copy of a call's arguments that the provider states besides the deltas (OpenAI
@@ -72,6 +77,7 @@ class ArgumentsStated:
     text: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class Problem:
     """Something the profile itself found while translating."""

@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from callgate.reassemble.codes import Code
+from callgate.reassemble.records import quick_init
 
 
 class Severity(StrEnum):
@@ -16,6 +17,7 @@ class Severity(StrEnum):
     TOLERATED = "tolerated"
 
 
+@quick_init
 @dataclass(frozen=True)
 class Finding:
     """One observation about the stream.

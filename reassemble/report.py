@@ -9,6 +9,7 @@ from typing import Any
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.findings import Finding
+from callgate.reassemble.records import quick_init
 from callgate.reassemble.state import SlotState
 
 REPORT_VERSION = 1
@@ -28,6 +29,7 @@ class Status(StrEnum):
 EXIT_CODES = {Status.PASS: 0, Status.FAIL: 1, Status.NOT_APPLICABLE: 2, Status.INVALID: 2}
 
 
+@quick_init
 @dataclass(frozen=True)
 class Call:
     choice: int
@@ -60,6 +62,7 @@ class Call:
         }
 
 
+@quick_init
 @dataclass(frozen=True)
 class Report:
     profile: str

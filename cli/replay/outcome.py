@@ -18,6 +18,7 @@ from callgate.cli.files import load_json
 from callgate.reassemble import Call, Report, Status, check
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.records import quick_init
 
 
 class Problem(NamedTuple):
@@ -30,6 +31,7 @@ class Problem(NamedTuple):
     shown_by_findings: bool = False
 
 
+@quick_init
 @dataclass(frozen=True)
 class Facts:
     """What reports need of a fixture besides its report. An outcome keeps these instead of the
@@ -50,6 +52,7 @@ class Facts:
                    len(stream) if isinstance(stream, list) else 0)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Outcome:
     """One fixture replayed. ``error`` is set (and ``facts``/``report`` are not) when the file

@@ -1,0 +1,116 @@
+"""``quick_init``: a frozen dataclass built by it behaves as one built by dataclasses."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from callgate.reassemble.records import quick_init
+
+
+@dataclass(frozen=True)
+class Plain:
+    code: str
+    count: int
+    note: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@quick_init
+@dataclass(frozen=True)
+class Quick:
+    code: str
+    count: int
+    note: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("a", 1), {}),
+    (("a", 1, "n"), {}),
+    (("a", 1, None, ["t"]), {}),
+    (("a",), {"count": 2}),
+    ((), {"code": "a", "count": 2, "tags": ["x"]}),
+    (("a", 1), {"note": "n"}),
+]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_the_same_arguments_make_the_same_record(args: tuple[Any, ...],
+                                                  kwargs: dict[str, Any]) -> None:
+    quick, plain = Quick(*args, **kwargs), Plain(*args, **kwargs)
+    assert repr(quick) == repr(plain).replace("Plain", "Quick")
+    assert dataclasses.astuple(quick) == dataclasses.astuple(plain)
+    assert quick == Quick(*args, **kwargs)
+    assert quick != Quick("other", 0)
+
+
+@pytest.mark.parametrize(("args", "kwargs"), [
+    (("a",), {}), (("a", 1, None, [], "extra"), {}), (("a", 1), {"colour": 1}),
+    (("a", 1), {"code": "b"}),
+])
+def test_wrong_arguments_raise_what_dataclasses_raises(args: tuple[Any, ...],
+                                                       kwargs: dict[str, Any]) -> None:
+    with pytest.raises(TypeError) as plain:
+        Plain(*args, **kwargs)
+    with pytest.raises(TypeError) as quick:
+        Quick(*args, **kwargs)
+    assert str(quick.value) == str(plain.value).replace("Plain", "Quick")
+
+
+def test_the_parameters_are_dataclasses_parameters() -> None:
+    def shape(cls: type) -> list[tuple[str, Any, bool]]:
+        return [(p.name, p.kind, p.default is inspect.Parameter.empty)
+                for p in inspect.signature(cls).parameters.values()]
+
+    assert shape(Quick) == shape(Plain)
+    assert Quick.__init__.__qualname__ == "Quick.__init__"
+
+
+def test_each_record_gets_a_fresh_default_from_the_factory() -> None:
+    first, second = Quick("a", 1), Quick("a", 1)
+    assert first.tags == [] and first.tags is not second.tags
+
+
+def test_the_record_stays_frozen_hashable_picklable_and_replaceable() -> None:
+    record = Quick("a", 1, "n", None)  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.code = "b"  # type: ignore[misc]
+    assert hash(record) == hash(Quick("a", 1, "n", None))  # type: ignore[arg-type]
+    assert pickle.loads(pickle.dumps(record)) == record
+    assert dataclasses.replace(record, count=2) == Quick("a", 2, "n", None)  # type: ignore[arg-type]
+
+
+def test_what_the_quick_init_would_not_honour_is_refused() -> None:
+    @dataclass
+    class Mutable:
+        code: str
+
+    @dataclass(frozen=True)
+    class Checked:
+        code: str
+
+        def __post_init__(self) -> None:
+            pass
+
+    @dataclass(frozen=True, slots=True)
+    class Slotted:
+        code: str
+
+    @dataclass(frozen=True, kw_only=True)
+    class KeywordOnly:
+        code: str
+
+    @dataclass(frozen=True)
+    class Derived:
+        code: str
+        size: int = field(init=False, default=0)
+
+    for cls in (Mutable, Checked, Slotted, KeywordOnly, Derived, int):
+        with pytest.raises(TypeError, match=cls.__name__):
+            quick_init(cls)
