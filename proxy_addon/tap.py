@@ -56,7 +56,7 @@ from callgate.reassemble.framing import (
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.base import Profile
 from callgate.reassemble.sse import SSEDecoder, SSEError, split_at_bad_byte
-from callgate.redact.body import event_value
+from callgate.redact.body import event_reader, event_value
 from callgate.redact.encoding import Decompressor
 
 _DONE = "[DONE]"
@@ -128,6 +128,7 @@ class StreamTap:
         self.report: Report | None = None
         self.framing = framing
         self._sse = SSEDecoder()
+        self._sse_value = event_reader(self._profile.names_proof)
         self._sse_read = 0  # SSE events the decoder gave so far, [DONE] among them
         # Enforce mode cuts the body into blocks with the framer and reads each block; observe
         # mode reads chunks as they come (a JSON array through the same framer).
@@ -403,7 +404,7 @@ class StreamTap:
                 texts.append(sse.data)
         if rest is not None:
             texts.append(rest)
-        return map(event_value, texts)
+        return map(self._sse_value, texts)
 
     def _route(self, block: bytes, *, tail: bool = False) -> list[bytes]:
         """Enforce mode: where one block goes now. A tail is held and goes out only on a pass,

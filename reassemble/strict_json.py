@@ -53,8 +53,12 @@ class _HookError(Exception):
         self.message = message
 
 
-def loads(text: str, limits: Limits = DEFAULT_LIMITS) -> Any:
-    """Parse ``text`` as one strict JSON document; raise ``StrictJSONError`` otherwise."""
+def loads(text: str, limits: Limits = DEFAULT_LIMITS, *, check_names: bool = True) -> Any:
+    """Parse ``text`` as one strict JSON document; raise ``StrictJSONError`` otherwise.
+    ``check_names=False`` leaves out one check, that no object repeats a member name (which
+    costs a Python call per object), for a caller that proves it otherwise: were a name
+    repeated, the value would keep its last member, as ``json.loads`` does, and what the
+    others held would go unchecked."""
     # The live proxy parses every event with this: the steps a short event needs are written
     # out here rather than called (a call costs about what one of them does).
     reader = _READERS.get(id(limits))
@@ -62,7 +66,7 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS) -> Any:
         reader = _new_reader(limits)
     if len(text) > reader.size_by_count:  # a shorter text fits, even at 4 UTF-8 bytes a character
         _check_size(text, limits)
-    value, end = _decode(text, reader)
+    value, end = _decode(text, reader, check_names)
     if end != len(text):
         after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if after != len(text):
@@ -103,8 +107,9 @@ _Scanner = Callable[[str, int], tuple[Any, int]]
 
 
 class _Reader:
-    """What parsing under one ``Limits`` needs, built once: the C scanner with every hook, and
-    one whose integers the scanner converts itself (see ``_decode``)."""
+    """What parsing under one ``Limits`` needs, built once: the C scanner with every hook, one
+    whose integers the scanner converts itself (see ``_decode``), and that one again without
+    the member-name check."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -117,10 +122,13 @@ class _Reader:
         self.depth_by_length = 2 * limits.max_depth
         self.hooked_scan = self._scanner(plain_ints=False)
         self.plain_scan = self._scanner(plain_ints=True)
+        #: ``plain_scan`` without the member-name check (``loads(check_names=False)``).
+        self.unnamed_scan = self._scanner(plain_ints=True, check_names=False)
 
-    def _scanner(self, *, plain_ints: bool) -> _Scanner:
+    def _scanner(self, *, plain_ints: bool, check_names: bool = True) -> _Scanner:
         decoder = json.JSONDecoder(
-            object_pairs_hook=_unique_object, parse_constant=_refuse_constant,
+            object_pairs_hook=_unique_object if check_names else None,
+            parse_constant=_refuse_constant,
             parse_float=_number_hook(self.limits, float),
             parse_int=None if plain_ints else _number_hook(self.limits, int))
         # The C scanner itself: JSONDecoder.raw_decode is a Python call around it.
@@ -153,7 +161,7 @@ _RUNS: dict[int, re.Pattern[str]] = {}
 _NUMBER_CHARACTER = re.compile("[-0-9]")
 
 
-def _decode(text: str, reader: _Reader) -> tuple[Any, int]:
+def _decode(text: str, reader: _Reader, check_names: bool = True) -> tuple[Any, int]:
     """The value and where it ends. With no integer literal that could break a limit, the
     scanner converts integers itself; floats always have the hook, since ``1e400`` is short
     and overflows."""
@@ -172,7 +180,9 @@ def _decode(text: str, reader: _Reader) -> tuple[Any, int]:
             or _NUMBER_CHARACTER.search(text[longest - 1::longest]) is None \
             or _long_number_run(longest).search(text) is None
     try:
-        return (reader.plain_scan if plain_ints else reader.hooked_scan)(text, start)
+        scan = reader.hooked_scan if not plain_ints else reader.plain_scan if check_names \
+            else reader.unnamed_scan
+        return scan(text, start)
     except _HookError as error:
         raise StrictJSONError(error.code, error.message) from None
     except StopIteration as error:  # no value where the text starts (raw_decode's message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,10 @@ from callgate.reassemble.events import Event
 from callgate.reassemble.eventstream import decode
 from callgate.reassemble.profiles import PROFILES, profile_for, profile_of_events
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, function_tools, reason_replaced
-from callgate.reassemble.profiles.openai import ChatTranslator
+from callgate.reassemble.profiles.openai import ChatTranslator, names_cannot_repeat
 from callgate.reassemble.providers import provider_from_url
 from callgate.reassemble.sse import decode_all
+from callgate.redact.body import event_reader, event_value
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import request_body
 
@@ -554,3 +556,52 @@ def test_the_chat_short_path_reads_each_chunk_as_the_general_reading_does(
     for chunk in [start, *(_changed(continuation, some) for some in changes)]:
         assert short.translate(chunk) == general.translate(chunk)
         assert vars(short) == vars(general)
+
+
+_MEMBER = re.compile(r'"(\w+)" ?:')
+
+
+@settings(max_examples=1000, deadline=None)
+@given(changes=st.lists(st.sampled_from(_CHANGES), max_size=2),
+       arguments=st.sampled_from(["x", ":", '{"a": 1', "\\u003a", "a\\\\u003a", ""]),
+       compact=st.booleans(), repeat=st.none() | st.integers(0, 20),
+       repeated=st.sampled_from([1, "x:y", None, {"k": 1}, "\\u003a"]),
+       colon_elsewhere=st.booleans())
+def test_a_chat_chunk_read_with_the_names_proof_is_what_the_full_parse_gives(
+        changes: list[tuple[tuple[Any, ...], Any, Any]], arguments: str, compact: bool,
+        repeat: int | None, repeated: Any, colon_elsewhere: bool) -> None:
+    """Continuation chunks and their neighbours (changed as in the test above), with colons and
+    ``\\u`` escapes in strings and now and then a member written twice: reading a chunk with the
+    proof gives the same value as the full strict parse, or the same text when that refuses it."""
+    chunk = _changed({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [
+        {"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": "x"}}]},
+         "finish_reason": None}]}, changes)
+    if colon_elsewhere and isinstance(chunk, dict):
+        chunk["model"] = "m:1"
+    text = json.dumps(chunk, separators=(",", ":") if compact else None)
+    text = text.replace('"arguments": "x"', f'"arguments": "{arguments}"').replace(
+        '"arguments":"x"', f'"arguments":"{arguments}"')
+    members = list(_MEMBER.finditer(text))
+    if repeat is not None and members:  # the same name once more, in the same object
+        member = members[repeat % len(members)]
+        text = (text[:member.start()] + f'"{member.group(1)}": {json.dumps(repeated)}, '
+                + text[member.start():])
+    read, full = event_reader(names_cannot_repeat)(text), event_value(text)
+    assert (type(read), read) == (type(full), full)
+
+
+@pytest.mark.parametrize(("text", "holds"), [
+    ('{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+     '"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"v\\": [1,"}}]},'
+     '"logprobs":null,"finish_reason":null}]}', True),
+    ('{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": '
+     '{"arguments": "1,"}}]}, "finish_reason": null}]}', True),
+    # A repeated name, a colon in another string, and a chunk of another shape: the full parse.
+    ('{"choices": [{"index": 0, "index": 0, "delta": {"tool_calls": [{"index": 0, "function": '
+     '{"arguments": "1,"}}]}}]}', False),
+    ('{"model": "m:1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, '
+     '"function": {"arguments": "1,"}}]}}]}', False),
+    ('{"choices": [{"index": 0, "delta": {"content": "a"}}]}', False),
+])
+def test_the_names_proof_holds_for_a_plain_arguments_chunk_only(text: str, holds: bool) -> None:
+    assert names_cannot_repeat(json.loads(text), text) is holds

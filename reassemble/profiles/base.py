@@ -101,6 +101,11 @@ class Profile:
     #: A copy of an event that carries the terminal evidence as the provider sends it when the
     #: output hit its token limit instead (None when this event states no reason).
     cut_short: Callable[[object], object | None] = _no_event
+    #: Given an event's value, parsed without the member-name check, and its JSON text (which
+    #: holds no ``\\u`` escape), whether the event's own shape proves that no object in the text
+    #: repeats a name; False sends the text to the full strict parse (``redact.body.event_reader``).
+    #: None: every event takes the full parse.
+    names_proof: Callable[[object, str], bool] | None = None
 
     # -- the request -------------------------------------------------------------------------
     #: URL path endings of the endpoints that stream this profile ("/chat/completions").

@@ -260,6 +260,31 @@ def _entries(holder: object, scope: tuple[object, ...], number: int) -> Iterator
             yield "stream", key, function, "arguments"
 
 
+def names_cannot_repeat(value: Any, text: str) -> bool:
+    """The ``names_proof`` of a chunk of one choice with one tool-call entry (most chunks of a
+    call's arguments): it holds when the text's ``:`` characters, less those in the arguments
+    string, are exactly the members of the chunk, its choice, delta, entry and function.
+
+    Why that proves it: outside strings, a ``:`` ends each member name written in the text, and
+    an object that repeats a name keeps fewer members than were written; inside strings, with
+    no ``\\u`` escape in the text, each ``:`` of the parsed arguments is one in the text. So the
+    text's ``:`` characters less the arguments' are at least the members written, which are at
+    least the members kept in all objects of the value, which are at least those of the five
+    objects. When the first equals the last, every object keeps every member written."""
+    try:
+        (choice,) = value["choices"]
+        delta = choice["delta"]
+        (entry,) = delta["tool_calls"]
+        function = entry["function"]
+        arguments = function["arguments"]
+        if type(arguments) is not str:
+            return False
+        return text.count(":") - arguments.count(":") == len(value) + len(choice) + len(delta) \
+            + len(entry) + len(function)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+
+
 #: What every Chat Completions server shares; Mistral's profile differs only in its translator.
 CHAT_WIRE: dict[str, Any] = {
     "stream_key": "chunks",
@@ -281,7 +306,9 @@ CHAT_WIRE: dict[str, Any] = {
     # OpenRouter restates the upstream's own reason as native_finish_reason.
     "structural_keys": frozenset({"finish_reason", "native_finish_reason"}),
     "fragments_restate_identity": True,
+    "names_proof": names_cannot_repeat,
 }
+
 
 PROFILE = Profile(
     name="openai",
