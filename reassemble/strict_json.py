@@ -177,7 +177,7 @@ def _decode(text: str, reader: _Reader, check_names: bool = True) -> tuple[Any, 
         # than that holds one of them, so when none of those few characters is a number
         # character there is no long run, and the whole text need not be searched.
         plain_ints = len(text) <= longest \
-            or _NUMBER_CHARACTER.search(text[longest - 1::longest]) is None \
+            or (longest > 0 and _NUMBER_CHARACTER.search(text[longest - 1::longest]) is None) \
             or _long_number_run(longest).search(text) is None
     try:
         scan = reader.hooked_scan if not plain_ints else reader.plain_scan if check_names \

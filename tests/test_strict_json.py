@@ -227,7 +227,7 @@ def test_an_integer_literal_over_max_number_chars_is_limit_exceeded() -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(limit=st.integers(1, 12), extra=st.integers(-2, 2), sign=st.booleans(),
+@given(limit=st.integers(0, 12), extra=st.integers(-2, 2), sign=st.booleans(),
        before=st.integers(0, 40), after=st.integers(0, 40), bare=st.booleans())
 def test_an_integer_literal_anywhere_in_a_long_text_is_held_to_max_number_chars(
         limit: int, extra: int, sign: bool, before: int, after: int, bare: bool) -> None:
