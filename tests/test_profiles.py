@@ -596,10 +596,14 @@ def test_a_chat_chunk_read_with_the_names_proof_is_what_the_full_parse_gives(
      '"logprobs":null,"finish_reason":null}]}', True),
     ('{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": '
      '{"arguments": "1,"}}]}, "finish_reason": null}]}', True),
-    # A repeated name, a colon in another string, and a chunk of another shape: the full parse.
+    # A model name with a colon is counted out, as the arguments are.
+    ('{"model": "qwen2.5:7b", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, '
+     '"function": {"arguments": "a:1"}}]}}]}', True),
+    # A repeated name, a colon in a string deeper down, and a chunk of another shape: the full
+    # parse.
     ('{"choices": [{"index": 0, "index": 0, "delta": {"tool_calls": [{"index": 0, "function": '
      '{"arguments": "1,"}}]}}]}', False),
-    ('{"model": "m:1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, '
+    ('{"choices": [{"index": 0, "delta": {"role": "a:b", "tool_calls": [{"index": 0, '
      '"function": {"arguments": "1,"}}]}}]}', False),
     ('{"choices": [{"index": 0, "delta": {"content": "a"}}]}', False),
 ])

@@ -263,12 +263,13 @@ def _entries(holder: object, scope: tuple[object, ...], number: int) -> Iterator
 def names_cannot_repeat(value: Any, text: str) -> bool:
     """The ``names_proof`` of a chunk of one choice with one tool-call entry (most chunks of a
     call's arguments): it holds when the text's ``:`` characters, less those in the arguments
-    string, are exactly the members of the chunk, its choice, delta, entry and function.
+    and in the chunk's own string members, are exactly the members of the chunk, its choice,
+    delta, entry and function.
 
     Why that proves it: outside strings, a ``:`` ends each member name written in the text, and
     an object that repeats a name keeps fewer members than were written; inside strings, with
-    no ``\\u`` escape in the text, each ``:`` of the parsed arguments is one in the text. So the
-    text's ``:`` characters less the arguments' are at least the members written, which are at
+    no ``\\u`` escape in the text, each ``:`` of a parsed string is one in the text. So the
+    text's ``:`` characters less those strings' are at least the members written, which are at
     least the members kept in all objects of the value, which are at least those of the five
     objects. When the first equals the last, every object keeps every member written."""
     try:
@@ -279,8 +280,11 @@ def names_cannot_repeat(value: Any, text: str) -> bool:
         arguments = function["arguments"]
         if type(arguments) is not str:
             return False
-        return text.count(":") - arguments.count(":") == len(value) + len(choice) + len(delta) \
-            + len(entry) + len(function)
+        # The chunk's own strings too: a server's model name may hold a colon ("qwen2.5:7b"),
+        # and without it every chunk of such a stream would be parsed twice.
+        colons = text.count(":") - arguments.count(":") \
+            - sum(field.count(":") for field in value.values() if type(field) is str)
+        return colons == len(value) + len(choice) + len(delta) + len(entry) + len(function)
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
 
