@@ -280,11 +280,15 @@ def names_cannot_repeat(value: Any, text: str) -> bool:
         arguments = function["arguments"]
         if type(arguments) is not str:
             return False
-        # The chunk's own strings too: a server's model name may hold a colon ("qwen2.5:7b"),
-        # and without it every chunk of such a stream would be parsed twice.
-        colons = text.count(":") - arguments.count(":") \
-            - sum(field.count(":") for field in value.values() if type(field) is str)
-        return colons == len(value) + len(choice) + len(delta) + len(entry) + len(function)
+        members = len(value) + len(choice) + len(delta) + len(entry) + len(function)
+        colons = text.count(":") - arguments.count(":")
+        if colons == members:
+            return True
+        # The chunk's own strings, looked at only now (most chunks have no colon there): a
+        # server's model name may hold one ("qwen2.5:7b"), and without this every chunk of such
+        # a stream would be parsed twice.
+        return colons - sum(field.count(":") for field in value.values()
+                            if type(field) is str) == members
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
 
