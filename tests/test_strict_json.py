@@ -306,6 +306,34 @@ def test_a_valid_surrogate_pair_escape_is_accepted_as_one_character() -> None:
     assert loads('{"\\uD83D\\uDE00": "\\uDBFF\\uDFFF"}') == {"\U0001f600": "\U0010ffff"}
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["\\\\", "\\ud83d", "\\uDE00", "\\u0041", "ud800", "a", "\\n"]),
+                max_size=8))
+def test_a_surrogate_escape_is_seen_only_where_its_backslash_is_not_itself_escaped(
+        pieces: list[str]) -> None:
+    # Escaped backslashes before "u" make the rest plain text: the value holds the letters. A
+    # real escape leaves a surrogate in the value, or pairs into a character past U+FFFF.
+    text = '"' + "".join(pieces) + '"'
+    value = json.loads(text)
+    assert strict_json._escapes_a_surrogate(text) == any(
+        character >= "\ud800" for character in value)
+    if any("\ud800" <= character <= "\udfff" for character in value):
+        assert code_of(text) == Code.INVALID_UNICODE
+    else:
+        assert loads(text) == value
+
+
+def test_an_escaped_emoji_in_argument_text_is_plain_text_and_not_walked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fixture holding argument text with an emoji escape: the document's string holds the
+    # six characters "\ud83d", which are no surrogate, and the value needs no walk.
+    walked: list[object] = []
+    monkeypatch.setattr(strict_json, "_walk", lambda value, limits: walked.append(value))
+    text = '{"partial_json": "{\\"mood\\": \\"\\\\ud83d\\\\ude00\\"}"}'
+    assert loads(text) == {"partial_json": '{"mood": "\\ud83d\\ude00"}'}
+    assert walked == []
+
+
 def test_a_byte_order_mark_is_not_json_text() -> None:
     assert code_of("\ufeff{}") == Code.INVALID_ARGUMENTS_JSON
     with pytest.raises(StrictJSONError) as caught:
