@@ -16,7 +16,8 @@ from callgate.reassemble.limits import DOCUMENT_LIMITS
 def load_json(path: Path) -> Any:
     """The strictly parsed JSON document in ``path`` (UTF-8, RFC 8259, no duplicate keys)."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as file:  # not Path.read_bytes: two Python calls fewer a fixture
+            data = file.read()
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror or error}", path) from None
     try:
@@ -41,31 +42,39 @@ def find_fixtures(paths: Sequence[Path]) -> list[Path]:
     ``*.exchange.json`` records skipped, links to folders not followed; a path may also be a
     file), sorted as paths sort and without repeats. A folder holding none stays in the list,
     so that replaying it reports the folder instead of silently judging nothing."""
-    found: set[str] = set()  # strings: hashing a Path costs more than the listing
+    # By the path's text (hashing a Path costs more than the listing), each Path built once.
+    found: dict[str, Path] = {}
     for path in paths:
         if not path.is_dir():
-            found.add(str(path))
+            found[str(path)] = path
             continue
-        found.update(_json_files(str(path)) or [str(path)])
-    return sorted(map(Path, found), key=_path_parts)
+        found.update(_json_files(path) or {str(path): path})
+    return sorted(found.values(), key=_path_parts)
 
 
-def _json_files(top: str) -> list[str]:
+def _json_files(top: Path) -> dict[str, Path]:
+    """The fixture files under ``top``, by the text of their ``Path``."""
     # os.scandir, not Path.rglob: the directory entries already say what is a file or a folder,
     # so a tree of 3,500 fixtures is listed in a quarter of the time (no stat per file, no
-    # pattern matching, no Path per hidden entry).
-    found = []
-    folders = [top]
+    # pattern matching, no Path per hidden entry). Each Path is its folder's joined with the
+    # name, which costs a third of parsing the whole text again.
+    found = {}
+    text = str(top)
+    # Listing "." gives "./a.json", which a Path spells "a.json": keyed as the Path spells it,
+    # a file named beside its folder is found once.
+    cut = 2 if text == "." else 0
+    folders = [(text, top)]
     while folders:
-        with os.scandir(folders.pop()) as entries:
+        folder, folder_path = folders.pop()
+        with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.name.startswith("."):
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    folders.append(entry.path)
+                    folders.append((entry.path, folder_path / entry.name))
                 elif entry.name.endswith(".json") and not entry.name.endswith(
                         EXCHANGE_SUFFIX) and entry.is_file():
-                    found.append(entry.path)
+                    found[entry.path[cut:]] = folder_path / entry.name
     return found
 
 

@@ -164,6 +164,17 @@ def test_fixtures_are_found_as_paths_sort_skipping_hidden_entries_and_folder_lin
     assert find_fixtures([root / "empty"]) == [root / "empty"]
 
 
+def test_a_file_named_beside_the_current_folder_is_found_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("x.json", "sub/y.json"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    found = find_fixtures([Path("."), Path("x.json"), Path("sub/y.json"), Path("sub")])
+    assert found == [Path("sub/y.json"), Path("x.json")]
+    assert [str(path) for path in found] == ["sub/y.json", "x.json"]
+
+
 def test_a_fixture_without_expect_that_fails_exits_1(folder: Path) -> None:
     edit(folder / REUSED, {"expect": None})
     code, out, _ = run([folder / REUSED], "json")
