@@ -108,11 +108,14 @@ def _problems(expect: Mapping[str, Any] | None, report: Report) -> list[Problem]
             return []
         return [Problem(f"no expect block, and the turn does not pass: {_verdict(report)}", "")]
     problems = []
-    if expect.get("status") != report.status.value:
+    status = report.status
+    if expect.get("status") != status:  # a str enum: equal to its value
         problems.append(Problem(f"status: expected {expect.get('status')}, got "
-                                f"{report.status.value}", "/expect/status"))
+                                f"{status.value}", "/expect/status"))
     if "codes" in expect:
-        problems += _code_problems(set(expect["codes"]), set(report.blocking_codes))
+        # Codes are str enums, equal to and hashed as their values: no ``.value`` a finding.
+        got: set[str] = {f.code for f in report.findings if f.blocking}
+        problems += _code_problems(set(expect["codes"]), got)
     if "calls" in expect:
         problems += _call_problems(expect["calls"], report.calls)
     return problems
