@@ -7,11 +7,12 @@ infinity), ``object_pairs_hook`` sees every object's members in order (duplicate
 The scanner, called as ``raw_decode`` calls it, plus a whitespace check separates trailing data
 from syntax errors. Lone surrogate escapes and nesting depth are checked after parsing, and
 only when the raw text could hold them: a lone surrogate needs a ``\\uD8..``-``\\uDF..`` escape
-(or a surrogate character) in the text, and then one iterative walk over every value checks
-both; nesting deeper than the limit needs more ``[``/``{`` than the limit, and then a walk over
-the containers alone, a level at a time, checks depth. The scanners are built once per
-``Limits`` and reused. No well-kept library rejects both duplicate names and lone surrogates,
-so this stays a thin layer over ``json`` rather than a parser of its own.
+whose backslash is not itself escaped (or a surrogate character) in the text, and then one
+iterative walk over every value checks both; nesting deeper than the limit needs more
+``[``/``{`` than the limit, and then a walk over the containers alone, a level at a time, checks
+depth. The scanners are built once per ``Limits`` and reused. No well-kept library rejects both
+duplicate names and lone surrogates, so this stays a thin layer over ``json`` rather than a
+parser of its own.
 """
 
 from __future__ import annotations
