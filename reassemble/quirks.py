@@ -110,17 +110,15 @@ def quirks_in_force(provider: str | None, allowed: Iterable[str] = ()) -> frozen
 
     Raises ``UsageError`` for an allowed name that is not a known quirk (a caller's mistake).
     """
-    if allowed == ():  # every engine that allows none by name: once a turn, so kept short
-        return _BY_PROVIDER.get(provider, _NONE)
+    by_provider = _BY_PROVIDER.get(provider, frozenset())
+    if not allowed:  # none allowed by name: every engine but a caller's, once a turn
+        return by_provider
     allowed = frozenset(allowed)
     unknown = sorted(allowed - QUIRKS.keys())
     if unknown:
         raise UsageError(f"unknown quirk {unknown[0]!r}; known: {', '.join(sorted(QUIRKS))}")
-    by_provider = _BY_PROVIDER.get(provider, _NONE)
-    return by_provider | allowed if allowed else by_provider
+    return by_provider | allowed
 
-
-_NONE: frozenset[str] = frozenset()
 
 #: Each provider's quirks (every engine asks, once per turn).
 _BY_PROVIDER: dict[str | None, frozenset[str]] = {

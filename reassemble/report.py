@@ -91,7 +91,8 @@ class Report:
     @property
     def blocking_codes(self) -> list[str]:
         """The distinct codes of blocking findings, sorted: what a fixture's ``expect`` pins."""
-        return sorted({f.code.value for f in self.findings if f.blocking})
+        # str() of a str enum is its value, without the ``value`` property's Python call.
+        return sorted({str(f.code) for f in self.findings if f.blocking})
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data. A lone surrogate (provider text a Python caller handed

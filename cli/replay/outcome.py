@@ -113,9 +113,7 @@ def _problems(expect: Mapping[str, Any] | None, report: Report) -> list[Problem]
         problems.append(Problem(f"status: expected {expect.get('status')}, got "
                                 f"{status.value}", "/expect/status"))
     if "codes" in expect:
-        # Codes are str enums, equal to and hashed as their values: no ``.value`` a finding.
-        got: set[str] = {f.code for f in report.findings if f.blocking}
-        problems += _code_problems(set(expect["codes"]), got)
+        problems += _code_problems(set(expect["codes"]), set(report.blocking_codes))
     if "calls" in expect:
         problems += _call_problems(expect["calls"], report.calls)
     return problems
