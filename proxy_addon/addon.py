@@ -37,7 +37,6 @@ from callgate.redact import (
     Exchange,
     NotApplicable,
     RedactionRefused,
-    fixture_bytes,
     fixture_name,
     redact_exchange,
     request_context,
@@ -311,9 +310,8 @@ def _write_fixture(exchange: Exchange, profile: str, provider: str | None, out: 
     ``verdict``: the live report, so the unredacted stream is not judged a second time."""
     redacted = redact_exchange(exchange, profile=profile, provider=provider, arguments=mode,
                                allow_verdict_change=allow, verdict=verdict)
-    data = fixture_bytes(redacted.envelope)
-    path = out / fixture_name(redacted.envelope, data)
-    write_atomic(path, data)
+    path = out / fixture_name(redacted.envelope, redacted.data)
+    write_atomic(path, redacted.data)
     return path, redacted.report, None if shown is None else b"".join(
         framed(redacted.envelope, shown))
 

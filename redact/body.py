@@ -35,7 +35,7 @@ def parse_stream_body(body: bytes, content_type: str | None, *,
     Raises ``NotApplicable``."""
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "text/event-stream":
-        return _sse(body)
+        return _sse(body, profile)
     if kind in ("application/x-ndjson", "application/jsonl", "application/json-lines") or (
             kind == "application/json" and profile is not None
             and framing_for(profile, kind) == NDJSON):
@@ -47,14 +47,17 @@ def parse_stream_body(body: bytes, content_type: str | None, *,
     raise NotApplicable(f"not streamed (content-type {kind or 'missing'})")
 
 
-def _sse(body: bytes) -> StreamBody:
+def _sse(body: bytes, profile: str | None) -> StreamBody:
+    # Read as the proxy reads each event live: the profile's proof spares most events the
+    # member-name check, and the values are the same either way (``event_reader``).
+    read = event_reader(PROFILES[profile].names_proof) if profile in PROFILES else event_value
     rest: list[object] = []
     try:
         decoded, incomplete = decode_all(body)
     except SSEError as error:  # the events before the bad byte, then the rest as one text event
         decoded, text = split_at_bad_byte(body, error.offset)
         incomplete, rest = True, [text]
-    events = [event_value(event.data) for event in decoded if event.data != "[DONE]"]
+    events = [read(event.data) for event in decoded if event.data != "[DONE]"]
     done = any(event.data == "[DONE]" for event in decoded)
     return StreamBody([*events, *rest], "sse", done, incomplete)
 

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from callgate.reassemble import check
 from callgate.reassemble.errors import InputError
+from callgate.reassemble.framing import SSE
+from callgate.reassemble.profiles import framed
 from callgate.redact import (
     ArgumentMode,
     Exchange,
@@ -288,6 +290,7 @@ def test_a_long_conversation_keeps_its_tool_schemas_and_a_malformed_tool_is_left
 
 SECRET_TEXT = st.sampled_from([
     "sk-proj-CANARYkey0123456789abcdef", 'se"cret\\value\n12', "Bearer\tabcdefghijklmnop",
+    "bearer abcdefghijklmnop", "ASIA0123456789ABCDEF", "github_pat_" + "b" * 22,
     "Bearer\x1cabcdefghijklmnop", "AIzaSyCANARY0123456789abcdefghijklmnop", "plain words",
     "ghp_" + "a" * 36, "eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl"])
 
@@ -311,7 +314,31 @@ def test_the_leak_search_over_the_written_text_finds_what_a_walk_over_strings_fi
 
     value, secrets = drawn
     needles = {form for secret in secrets for form in encodings(secret)}
-    assert find_leaks(value, secrets) == _leaks_at(json_strings(value), needles)
+    walked = _leaks_at(json_strings(value), needles)
+    assert find_leaks(value, secrets) == walked
+    # Searched in the text as a fixture lays it out, as the fixture writer hands it over.
+    indented = json.dumps(value, indent=2, ensure_ascii=False)
+    assert find_leaks(value, secrets, indented) == walked
+
+
+@pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
+def test_a_redacted_envelope_carries_the_bytes_a_fixture_of_it_stores(path: Path) -> None:
+    """What the leak gate searched is what is written: ``Redacted.data``."""
+    redacted = redact_envelope(load(path), pin_expectation=True)
+    assert redacted.data == fixture_bytes(redacted.envelope)
+
+
+@pytest.mark.parametrize("path", sorted((CONFORMANCE / "openai").glob("*.json")), ids=fixture_id)
+def test_an_sse_body_read_with_its_profile_has_the_events_read_without(path: Path) -> None:
+    """With a profile, events are read as the proxy reads them live (its proof that no member
+    name repeats, instead of the check per object): the values are the same, of the same
+    types, and an event that is not strict JSON stays its text."""
+    envelope = load(path)
+    body = b"".join(framed(envelope, SSE))
+    with_profile = parse_stream_body(body, "text/event-stream", profile="openai")
+    without = parse_stream_body(body, "text/event-stream")
+    assert with_profile == without
+    assert [type(e) for e in with_profile.events] == [type(e) for e in without.events]
 
 
 def test_keeping_arguments_keeps_only_argument_deltas_never_text_deltas() -> None:

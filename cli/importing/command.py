@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from callgate.cli.importing.read import Skipped, read_source
 from callgate.cli.output import error_line, line
@@ -21,8 +21,8 @@ from callgate.reassemble.profiles import PROFILES
 from callgate.redact import (
     ArgumentMode,
     NotApplicable,
+    Redacted,
     RedactionRefused,
-    fixture_bytes,
     fixture_name,
     redact_exchange,
 )
@@ -58,7 +58,7 @@ def run_import(sources: Sequence[Path], options: ImportOptions, out: TextIO, err
     if request_body is None:
         return 2
     tally = _Tally()
-    planned: list[tuple[str, dict[str, Any]]] = []
+    planned: list[tuple[str, Redacted]] = []
     for source in sources:
         try:
             items = read_source(source, request_body=request_body, url=options.url)
@@ -68,9 +68,9 @@ def run_import(sources: Sequence[Path], options: ImportOptions, out: TextIO, err
             continue
         for number, item in enumerate(items, 1):
             label = f"{source} #{number}"
-            envelope = _redact_one(label, item, options, out, err, tally)
-            if envelope is not None:
-                planned.append((label, envelope))
+            redacted = _redact_one(label, item, options, out, err, tally)
+            if redacted is not None:
+                planned.append((label, redacted))
     _write_all(planned, options, out, err, tally)
     return _exit_code(tally, err)
 
@@ -86,7 +86,7 @@ def _request_body(options: ImportOptions, err: TextIO) -> bytes | None:
 
 
 def _redact_one(label: str, item: Exchange | Skipped, options: ImportOptions, out: TextIO,
-                err: TextIO, tally: _Tally) -> dict[str, Any] | None:
+                err: TextIO, tally: _Tally) -> Redacted | None:
     if isinstance(item, Skipped):
         line(f"skipped {label} ({item.label}): {item.reason}", out)
         return None
@@ -101,22 +101,21 @@ def _redact_one(label: str, item: Exchange | Skipped, options: ImportOptions, ou
         error_line(f"refused {label}: {reason}", err)
         tally.refused += 1
         return None
-    return redacted.envelope
+    return redacted
 
 
-def _write_all(planned: list[tuple[str, dict[str, Any]]], options: ImportOptions, out: TextIO,
+def _write_all(planned: list[tuple[str, Redacted]], options: ImportOptions, out: TextIO,
                err: TextIO, tally: _Tally) -> None:
     if options.out is not None and len(planned) > 1:
         error_line(f"--out names one file but {len(planned)} fixtures were found; use --out-dir",
                    err)
         tally.refused += len(planned)
         return
-    for label, envelope in planned:
-        data = fixture_bytes(envelope)
-        path = options.out or options.out_dir / fixture_name(envelope, data)
-        write_atomic(path, data)
+    for label, redacted in planned:
+        path = options.out or options.out_dir / fixture_name(redacted.envelope, redacted.data)
+        write_atomic(path, redacted.data)
         tally.written += 1
-        expect = envelope["expect"]
+        expect = redacted.envelope["expect"]
         codes = ", ".join(expect["codes"]) or "-"
         line(f"imported {label} -> {path} ({expect['status']}: {codes})", out)
 
