@@ -45,17 +45,20 @@ def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode, *,
     keep = _enum_values(out.get("tool_schemas", {}))
     events = out.get(key, [])
     handled = _redact_arguments(out["profile"], events, arguments, keep)
-    ids = Pseudonyms()
-    text = _keep if keep_text else mask_text
-    out[key] = [_scrub(event, ids, handled, text) for event in events]
+    # The copy (or the caller's envelope, owned) is scrubbed where it lies: no second copy.
+    _scrub(events, Pseudonyms(), handled, _keep if keep_text else mask_text)
     return out
 
 
 def scrubbed(value: Any, *, keep_text: bool) -> Any:
     """A JSON value that is not a stream a profile reads (a whole completion, an embedding, an
     error) redacted as stream events are: ids to pseudonyms, free text masked unless
-    ``keep_text``, structure and numbers kept."""
-    return _scrub(value, Pseudonyms(), {}, _keep if keep_text else mask_text)
+    ``keep_text``, structure and numbers kept. Redacted in place: the caller owns ``value``."""
+    text = _keep if keep_text else mask_text
+    if isinstance(value, str):
+        return text(value)
+    _scrub(value, Pseudonyms(), {}, text)
+    return value
 
 
 def _keep(text: str) -> str:
@@ -152,29 +155,33 @@ def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, allow_nan=False)
 
 
-def _scrub(value: Any, ids: Callable[[str], str], handled: Handled,
-           text: Callable[[str], str], key: str = "") -> Any:
-    """Ids to pseudonyms, free text through ``text`` (masked, or kept), structure and numbers
-    kept. Argument fields were already handled and are left as they are."""
-    if isinstance(value, dict):
-        done = handled.get(id(value), ())
-        out = {}
-        for name, item in value.items():
+def _scrub(container: dict[str, Any] | list[Any], ids: Callable[[str], str], handled: Handled,
+           text: Callable[[str], str], key: str = "") -> None:
+    """In place: ids to pseudonyms, free text through ``text`` (masked, or kept), structure
+    and numbers kept. Argument fields were already handled and are left as they are. Depth
+    first in order, so that pseudonyms are numbered as the ids first appear."""
+    if isinstance(container, dict):
+        done = handled.get(id(container), ())
+        for name, item in container.items():
             kind = type(item)
-            # Numbers, booleans and null stay; by exact type first, as nearly every member of
-            # a stream event is one of these or a string (a subclass takes the long way).
+            # Numbers, booleans and null stay as they are; by exact type first, as nearly
+            # every member of a stream event is one of these or a string. Only a string is
+            # replaced (a value replaced under its own name does not disturb the iteration).
             if kind is int or kind is float or kind is bool or item is None or name in done:
-                out[name] = item
-            elif kind is str:
-                out[name] = _scrub_text(item, name, ids, text)
-            else:
-                out[name] = _scrub(item, ids, handled, text, name)
-        return out
-    if isinstance(value, list):
-        return [_scrub(item, ids, handled, text, key) for item in value]
-    if not isinstance(value, str):
-        return value
-    return _scrub_text(value, key, ids, text)
+                continue
+            if kind is str or isinstance(item, str):
+                container[name] = _scrub_text(item, name, ids, text)
+            elif isinstance(item, _CONTAINERS):
+                _scrub(item, ids, handled, text, name)
+        return
+    for index, item in enumerate(container):
+        if isinstance(item, str):
+            container[index] = _scrub_text(item, key, ids, text)
+        elif isinstance(item, _CONTAINERS):
+            _scrub(item, ids, handled, text, key)
+
+
+_CONTAINERS = (dict, list)
 
 
 def _scrub_text(value: str, key: str, ids: Callable[[str], str],
