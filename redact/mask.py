@@ -21,12 +21,24 @@ from collections.abc import Sequence
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = ("true", "false", "null", "NaN", "Infinity")
 _STRUCTURE = frozenset(' \t\n\r{}[]:,')
-_HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
 _ID_PREFIX = re.compile(r"^[A-Za-z]+[-_]")
+#: The rest of a string after its opening quote, through its closing quote. Possessive: a
+#: string never closed is one pass over the text, not a search backing up through it.
+_STRING_REST = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+#: A run of characters a string mask replaces: all but those ``_kept`` names.
+_MASKED_RUN = re.compile(r'[^/"\\\x00-\x1f\ud800-\udfff]+')
+#: In a string's body: a ``\u`` escape, another escape (or a backslash that ends the text),
+#: or a run of characters the mask replaces. Characters matched by none are kept.
+_STRING_PIECE = re.compile(r'\\u[0-9A-Fa-f]{4}|\\.?|[^/"\\\x00-\x1f\ud800-\udfff]+',
+                           re.DOTALL)
+
+# Strings are masked by the runs and escapes these patterns find, not character by character
+# in Python: a 10 KB argument text took 10 ms character by character, 1.3 ms by runs.
 
 
 def mask_text(text: str) -> str:
     """Every character but whitespace becomes ``x``."""
+    # Character by character: in prose the runs are words, and a call per word cost more.
     return "".join(c if c.isspace() else "x" for c in text)
 
 
@@ -81,15 +93,8 @@ def _mask_char(char: str) -> str:
 def _string_end(text: str, start: int) -> tuple[int, bool]:
     """(index just past the closing quote, True) of the string at ``start``, or (the text's end,
     False) when it is never closed."""
-    i = start + 1
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-        elif text[i] == '"':
-            return i + 1, True
-        else:
-            i += 1
-    return len(text), False
+    rest = _STRING_REST.match(text, start + 1)
+    return (rest.end(), True) if rest else (len(text), False)
 
 
 def _is_key(text: str, end: int) -> bool:
@@ -107,26 +112,17 @@ def _decoded(literal: str) -> str | None:
 
 def _mask_string(literal: str, closed: bool, mask: str) -> str:
     body_end = len(literal) - 1 if closed else len(literal)
-    out, i = ['"'], 1
-    while i < body_end:
-        piece = _mask_string_piece(literal, i, mask)
-        out.append(piece)
-        i += len(piece)
-    out.append(literal[body_end:])
-    return "".join(out)
 
+    def masked(piece: re.Match[str]) -> str:
+        """An escape or a run of the body, masked to the same length and shape."""
+        text = piece.group()
+        if text[0] != "\\":
+            return mask * len(text)
+        if len(text) == 6:  # \uXXXX
+            return text if _kept(chr(int(text[2:], 16))) else f"\\u{ord(mask):04x}"
+        return text  # \n, \" ... and broken escapes keep their shape
 
-def _mask_string_piece(literal: str, i: int, mask: str) -> str:
-    """One character or escape of a string body, masked to the same length and shape."""
-    char = literal[i]
-    if char != "\\":
-        return char if _kept(char) else mask
-    if literal[i + 1:i + 2] != "u":
-        return literal[i:i + 2]  # \n, \" ... and invalid escapes keep their shape
-    digits = literal[i + 2:i + 6]
-    if not _HEX4.fullmatch(digits):
-        return literal[i:i + 2]
-    return literal[i:i + 6] if _kept(chr(int(digits, 16))) else f"\\u{ord(mask):04x}"
+    return '"' + _STRING_PIECE.sub(masked, literal[1:body_end]) + literal[body_end:]
 
 
 def _kept(char: str) -> bool:
@@ -142,7 +138,8 @@ def mask_value(value: object, keep: frozenset[str] = frozenset(), mask: str = "x
     """Mask the strings of an already parsed argument value the way ``mask_arguments`` masks
     their JSON text: keys stay, string values become ``mask`` but for kept characters."""
     if isinstance(value, str):
-        return value if value in keep else "".join(c if _kept(c) else mask for c in value)
+        return value if value in keep else _MASKED_RUN.sub(lambda run: mask * len(run.group()),
+                                                           value)
     if isinstance(value, dict):
         return {key: mask_value(child, keep, mask) for key, child in value.items()}
     if isinstance(value, list):

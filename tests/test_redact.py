@@ -653,3 +653,76 @@ def test_vertex_argument_pieces_are_masked_keeping_enum_values_or_dropped() -> N
 
 def test_a_masked_argument_string_keeps_its_length_and_masks_spaces_too() -> None:
     assert mask_arguments(['{"city": "New York\\n"}']) == ['{"city": "xxxxxxxx\\n"}']
+
+
+# -- masks, by runs and escapes, hold to the character-by-character rule --------------------
+
+def _kept_by_rule(char: str) -> bool:
+    """The rule, as the docstring of ``_kept`` states it."""
+    return char in '/"\\' or ord(char) < 0x20 or 0xD800 <= ord(char) <= 0xDFFF
+
+
+def _string_masked_by_rule(literal: str, closed: bool, mask: str) -> str:
+    """A string token masked one character or escape at a time."""
+    body_end = len(literal) - 1 if closed else len(literal)
+    out, i = ['"'], 1
+    while i < body_end:
+        char = literal[i]
+        if char != "\\":
+            piece = char if _kept_by_rule(char) else mask
+            out.append(piece)
+            i += 1
+            continue
+        digits = literal[i + 2:i + 6]
+        if literal[i + 1:i + 2] == "u" and len(digits) == 4 and all(
+                d in "0123456789abcdefABCDEF" for d in digits):
+            out.append(literal[i:i + 6] if _kept_by_rule(chr(int(digits, 16)))
+                       else f"\\u{ord(mask):04x}")
+            i += 6
+        else:
+            out.append(literal[i:i + 2])
+            i += 2
+    return "".join(out) + literal[body_end:]
+
+
+def _string_end_by_rule(text: str, start: int) -> tuple[int, bool]:
+    i = start + 1
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == '"':
+            return i + 1, True
+        else:
+            i += 1
+    return len(text), False
+
+
+#: Text made of what string masking tells apart: escapes whole and broken, quotes, backslashes,
+#: control characters, surrogates, white space, letters of every plane.
+MASKING_TEXT = st.lists(st.sampled_from(
+    ["\\", '"', "\\u", "\\uD83D", "\\ude00", "\\u0041", "\\u001f", "\\u002F", "12", "ab", "\n",
+     "\x1c", " ", "\u2028", "\u00a0", "/", "\ud800", "é", "😀", "x"]) | st.text(max_size=3),
+    max_size=12).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(MASKING_TEXT, st.sampled_from("xy"))
+def test_a_string_is_masked_as_it_is_one_character_or_escape_at_a_time(
+        text: str, mask: str) -> None:
+    from callgate.redact.mask import _mask_string, _string_end
+
+    literal = '"' + text
+    end, closed = _string_end(literal, 0)
+    assert (end, closed) == _string_end_by_rule(literal, 0)
+    assert _mask_string(literal[:end], closed, mask) == _string_masked_by_rule(
+        literal[:end], closed, mask)
+
+
+@settings(max_examples=500, deadline=None)
+@given(MASKING_TEXT | st.text(), st.sampled_from("xy"))
+def test_free_text_and_parsed_strings_are_masked_character_for_character(
+        text: str, mask: str) -> None:
+    from callgate.redact.mask import mask_text, mask_value
+
+    assert mask_text(text) == "".join(c if c.isspace() else "x" for c in text)
+    assert mask_value(text, mask=mask) == "".join(c if _kept_by_rule(c) else mask for c in text)
