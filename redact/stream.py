@@ -57,8 +57,9 @@ def scrubbed(value: Any, *, keep_text: bool) -> Any:
     text = _keep if keep_text else mask_text
     if isinstance(value, str):
         return text(value)
-    _scrub(value, Pseudonyms(), {}, text)
-    return value
+    if isinstance(value, _CONTAINERS):
+        _scrub(value, Pseudonyms(), {}, text)
+    return value  # a number, a boolean or null stays
 
 
 def _keep(text: str) -> str:

@@ -118,6 +118,15 @@ def test_an_exchange_record_keeps_text_only_when_asked_and_never_a_credential() 
         exchange_record(exchange(leaking), shape, keep_text=True)
 
 
+@pytest.mark.parametrize(("body", "kept"), [(b"42", 42), (b"null", None), (b"true", True),
+                                            (b'"Sunny"', "xxxxx"), (b"[1, 2.5]", [1, 2.5])])
+def test_an_exchange_record_of_a_json_body_that_is_no_object_keeps_its_shape(
+        body: bytes, kept: object) -> None:
+    shape = {"route": "openai", "method": "POST", "path": "/v1/embeddings"}
+    assert exchange_record(exchange(body), shape)["response"] == {
+        "status": 200, "content_type": "application/json", "json": kept}
+
+
 def test_a_tape_refuses_what_it_does_not_hold_and_names_what_it_holds_next(
         tmp_path: Path) -> None:
     tape = Tape(tmp_path / "empty", RecordMode.NONE, "test_x")
