@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from callgate.reassemble import check
@@ -700,13 +700,15 @@ def _string_end_by_rule(text: str, start: int) -> tuple[int, bool]:
 #: Text made of what string masking tells apart: escapes whole and broken, quotes, backslashes,
 #: control characters, surrogates, white space, letters of every plane.
 MASKING_TEXT = st.lists(st.sampled_from(
-    ["\\", '"', "\\u", "\\uD83D", "\\ude00", "\\u0041", "\\u001f", "\\u002F", "12", "ab", "\n",
-     "\x1c", " ", "\u2028", "\u00a0", "/", "\ud800", "é", "😀", "x"]) | st.text(max_size=3),
+    ["\\", '"', "\\u", "\\\n", "\\uD83D", "\\ude00", "\\u0041", "\\u001f", "\\u002F", "12",
+     "ab", "\n", "\x1c", " ", "\u2028", "\u00a0", "/", "\ud800", "é", "😀", "x"])
+    | st.text(max_size=3),
     max_size=12).map("".join)
 
 
 @settings(max_examples=500, deadline=None)
 @given(MASKING_TEXT, st.sampled_from("xy"))
+@example('a\\\n"b', "x")  # a backslash escapes even a raw line break
 def test_a_string_is_masked_as_it_is_one_character_or_escape_at_a_time(
         text: str, mask: str) -> None:
     from callgate.redact.mask import _mask_string, _string_end
