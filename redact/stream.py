@@ -43,7 +43,7 @@ def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode, *,
     out["request"] = request_parameters(out.get("request", {}))
     key = PROFILES[out["profile"]].stream_key
     keep = _enum_values(out.get("tool_schemas", {}))
-    events = out.get(key, [])
+    events = out[key]  # every envelope has its stream (checked, or built so)
     handled = _redact_arguments(out["profile"], events, arguments, keep)
     # The copy (or the caller's envelope, owned) is scrubbed where it lies: no second copy.
     _scrub(events, Pseudonyms(), handled, _keep if keep_text else mask_text)
