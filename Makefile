@@ -15,7 +15,7 @@ PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
 
-.PHONY: demo test test-fast test-mitmproxy12 lint bench fuzz mutate soak load docs browser clean
+.PHONY: demo test test-fast test-mitmproxy12 lint bench instructions fuzz mutate soak load docs browser clean
 
 # callgate itself, with its test tools.
 $(STAMP): pyproject.toml
@@ -84,6 +84,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_floor.py
 	$(BIN)/python bench/bench_proxy.py
+
+# Instructions counted by callgrind (needs valgrind), which the machine's speed does not move:
+# the tap per event, the fixture writer per fixture, replay against its floor.
+instructions: $(STAMP)
+	$(BIN)/python bench/instructions.py
 
 # The fuzz tests at length (make test runs a slice): FUZZ_EXAMPLES each, from a seed it prints.
 FUZZ_EXAMPLES ?= 50000
