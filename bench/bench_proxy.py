@@ -45,25 +45,33 @@ PLAIN_SCRIPT = "def responseheaders(flow):\n    flow.response.stream = True\n"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def chat_chunk(entry: dict[str, object] | None, finish: str | None = None) -> bytes:
+    """One Chat Completions SSE event: a delta with one tool-call entry (or none), as the
+    benchmark's upstream sends it."""
+    delta = {"tool_calls": [entry]} if entry else {}
+    data = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1,
+            "model": "gpt-bench", "choices": [{"index": 0, "delta": delta,
+                                               "finish_reason": finish}]}
+    return f"data: {json.dumps(data)}\n\n".encode()
+
+
 def turn(events: int, seed: int) -> bytes:
     """An SSE body: two interleaved calls, ``events`` chunks in all, then ``[DONE]``. ``seed``
     is the first argument value, so that each turn's fixture differs (fixtures are named by
     their content)."""
-    def chunk(entry: dict[str, object] | None, finish: str | None = None) -> bytes:
-        delta = {"tool_calls": [entry]} if entry else {}
-        data = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1,
-                "model": "gpt-bench", "choices": [{"index": 0, "delta": delta,
-                                                   "finish_reason": finish}]}
-        return f"data: {json.dumps(data)}\n\n".encode()
-
-    body = [chunk({"index": i, "id": f"call_{i}", "type": "function",
-                   "function": {"name": "f", "arguments": f'{{"v":[{seed},'}}) for i in (0, 1)]
+    body = [chat_chunk({"index": i, "id": f"call_{i}", "type": "function",
+                        "function": {"name": "f", "arguments": f'{{"v":[{seed},'}}) for i in (0, 1)]
     fragments = events - 3
     for n in range(fragments):
         last = n >= fragments - 2
-        body.append(chunk({"index": n % 2, "function": {"arguments": f"{n}]}}" if last
-                                                        else f"{n},"}}))
-    return b"".join([*body, chunk(None, "tool_calls"), b"data: [DONE]\n\n"])
+        body.append(chat_chunk({"index": n % 2, "function": {"arguments": f"{n}]}}" if last
+                                                             else f"{n},"}}))
+    return b"".join([*body, chat_chunk(None, "tool_calls"), b"data: [DONE]\n\n"])
+
+
+def events_of(body: bytes) -> list[bytes]:
+    """A turn's SSE events, each with its blank line: what the upstream flushes one by one."""
+    return [event + b"\n\n" for event in body.split(b"\n\n")[:-1]]
 
 
 class Upstream(ThreadingHTTPServer):
@@ -108,8 +116,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         wait = self.server.stream_opened()
         try:
-            for n, event in enumerate(body.split(b"\n\n")[:-1]):
-                event += b"\n\n"
+            for n, event in enumerate(events_of(body)):
                 self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
                 self.wfile.flush()
                 if wait and n == 0 and self.server.gate is not None:

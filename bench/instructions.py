@@ -54,7 +54,7 @@ def tap(events: int, mode: str) -> None:
     """One turn through a tap as the addon builds it."""
     time.monotonic = lambda: 0.0  # every chunk came at one moment (see the docstring)
     body = bench_proxy.turn(LONG + 3, 7)
-    chunks = [event + b"\n\n" for event in body.split(b"\n\n")[:-1]]
+    chunks = bench_proxy.events_of(body)
     # Every turn ends as the long one does: each call's last fragment, the finish chunk, [DONE].
     assert tapped(chunks[:events] + chunks[-4:], enforce=mode == "enforce").exit_code == 0
 
@@ -85,15 +85,12 @@ def long_argument_turn() -> bytes:
     characters a chunk."""
     arguments = json.dumps({"path": "src/app.py",
                             "content": "def f(x):\n    return x * 2  # double it\n" * 250})
-    def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
-        data = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 1,
-                "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        return b"data: " + json.dumps(data).encode() + b"\n\n"
-    first = chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                   "function": {"name": "f", "arguments": ""}}]})
-    rest = [chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[i:i + 20]}}]})
+    first = bench_proxy.chat_chunk({"index": 0, "id": "call_1", "type": "function",
+                                    "function": {"name": "f", "arguments": ""}})
+    rest = [bench_proxy.chat_chunk({"index": 0, "function": {"arguments": arguments[i:i + 20]}})
             for i in range(0, len(arguments), 20)]
-    return b"".join([first, *rest, chunk({}, "tool_calls"), b"data: [DONE]\n\n"])
+    return b"".join([first, *rest, bench_proxy.chat_chunk(None, "tool_calls"),
+                     b"data: [DONE]\n\n"])
 
 
 def writer(events: int, times: int) -> None:
@@ -102,7 +99,7 @@ def writer(events: int, times: int) -> None:
     from callgate.redact import ArgumentMode, Exchange
 
     body = bench_proxy.turn(events, 7) if events else long_argument_turn()
-    chunks = [event + b"\n\n" for event in body.split(b"\n\n")[:-1]]
+    chunks = bench_proxy.events_of(body)
     exchange = Exchange("POST", "http://127.0.0.1:1/v1/chat/completions",
                         [("content-type", "application/json"),
                          ("authorization", "Bearer sk-abcdefghijklmnopqrstuvwxyz123456")],
