@@ -27,12 +27,22 @@ SCHEMAS = {"f": {"type": "object", "properties": {"items": {"type": "array"}}}, 
 
 def stream(events: int) -> list[dict[str, Any]]:
     """Two calls whose arguments are JSON arrays built one short fragment per chunk."""
+
     def chunk(entry: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
         delta = {"tool_calls": [entry]} if entry else {}
         return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
-    out = [chunk({"index": i, "id": f"call_{i}", "type": "function",
-                  "function": {"name": "fg"[i], "arguments": '{"items":['}}) for i in (0, 1)]
+    out = [
+        chunk(
+            {
+                "index": i,
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": "fg"[i], "arguments": '{"items":['},
+            }
+        )
+        for i in (0, 1)
+    ]
     body = events - 4
     for n in range(body):
         slot = n % 2
@@ -60,8 +70,9 @@ def run_naive(chunks: list[dict[str, Any]]) -> Any:
     return [json.loads(c["arguments"]) for c in calls.values()]
 
 
-def measure(fn: Callable[[list[dict[str, Any]]], Any], chunks: list[dict[str, Any]],
-            repeats: int = 3) -> tuple[float, int]:
+def measure(
+    fn: Callable[[list[dict[str, Any]]], Any], chunks: list[dict[str, Any]], repeats: int = 3
+) -> tuple[float, int]:
     best = float("inf")
     for _ in range(repeats):
         gc.collect()
@@ -76,14 +87,18 @@ def measure(fn: Callable[[list[dict[str, Any]]], Any], chunks: list[dict[str, An
 
 
 def main() -> None:
-    print(f"{'events':>8} {'callgate us/event':>18} {'baseline us/event':>18} {'ratio':>6} "
-          f"{'callgate peak KiB/event':>24}")
+    print(
+        f"{'events':>8} {'callgate us/event':>18} {'baseline us/event':>18} {'ratio':>6} "
+        f"{'callgate peak KiB/event':>24}"
+    )
     for size in SIZES:
         chunks = stream(size)
         ours, peak = measure(run_callgate, chunks)
         theirs, _ = measure(run_naive, chunks)
-        print(f"{size:>8} {ours / size * 1e6:>18.2f} {theirs / size * 1e6:>18.2f} "
-              f"{ours / theirs:>6.1f} {peak / size / 1024:>24.3f}")
+        print(
+            f"{size:>8} {ours / size * 1e6:>18.2f} {theirs / size * 1e6:>18.2f} "
+            f"{ours / theirs:>6.1f} {peak / size / 1024:>24.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -50,15 +50,30 @@ print(time.perf_counter() - start)
 
 def chunk(entry: dict[str, object] | None, finish: str | None = None) -> str:
     delta = {"tool_calls": [entry]} if entry else {}
-    return json.dumps({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
-                       "created": 1767225600, "model": "gpt-bench",
-                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    return json.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion.chunk",
+            "created": 1767225600,
+            "model": "gpt-bench",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+    )
 
 
 def stream(fragments: int) -> list[str]:
     """Each call's arguments are ``{"v":[0,1,...]}``, one number per fragment."""
-    texts = [chunk({"index": i, "id": f"call_{i}", "type": "function",
-                    "function": {"name": "f", "arguments": '{"v":['}}) for i in range(CALLS)]
+    texts = [
+        chunk(
+            {
+                "index": i,
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": "f", "arguments": '{"v":['},
+            }
+        )
+        for i in range(CALLS)
+    ]
     for n in range(fragments):
         piece = f"{n}," if n < fragments - 1 else f"{n}]}}"
         texts += [chunk({"index": i, "function": {"arguments": piece}}) for i in range(CALLS)]
@@ -82,8 +97,12 @@ def openai_python(texts: list[str]) -> float | None:
     with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
         json.dump(texts, file)
         file.flush()
-        done = subprocess.run([str(APPS_PYTHON), "-c", OPENAI_PYTHON, file.name],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [str(APPS_PYTHON), "-c", OPENAI_PYTHON, file.name],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     return float(done.stdout) if done.returncode == 0 else None
 
 
@@ -106,9 +125,12 @@ def main() -> None:
             strict_json.loads(text)
 
     base = best_of_three(floor)
-    rows = [("floor: json.loads", base), ("callgate: json.loads + feed", best_of_three(callgate)),
-            ("strict_json.loads", best_of_three(strict)),
-            ("openai-python accumulator", openai_python(texts))]
+    rows = [
+        ("floor: json.loads", base),
+        ("callgate: json.loads + feed", best_of_three(callgate)),
+        ("strict_json.loads", best_of_three(strict)),
+        ("openai-python accumulator", openai_python(texts)),
+    ]
     print(f"{CALLS} calls x {fragments} fragments = {len(texts)} chunks")
     print(f"{'':<30} {'us/chunk':>9} {'x floor':>8}")
     for name, seconds in rows:

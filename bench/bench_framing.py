@@ -32,9 +32,15 @@ PIECE = 1024
 
 def chunk(n: int) -> dict[str, object]:
     """A Gemini-shaped chunk whose text holds the characters the array framer looks at."""
-    return {"candidates": [{"content": {"parts": [{"text": f'part {n}: "[x]" {{y}} \\ '}],
-                                        "role": "model"}, "index": 0}],
-            "modelVersion": "gemini-2.5-flash"}
+    return {
+        "candidates": [
+            {
+                "content": {"parts": [{"text": f'part {n}: "[x]" {{y}} \\ '}], "role": "model"},
+                "index": 0,
+            }
+        ],
+        "modelVersion": "gemini-2.5-flash",
+    }
 
 
 def sse_body(events: int) -> bytes:
@@ -51,23 +57,23 @@ def lines_body(events: int) -> bytes:
 
 
 def messages_body(events: int) -> bytes:
-    return b"".join(event_message("chunk", json.dumps(chunk(n)).encode())
-                    for n in range(events))
+    return b"".join(event_message("chunk", json.dumps(chunk(n)).encode()) for n in range(events))
 
 
 def framed(make: Callable[[], Blocks]) -> Callable[[bytes], int]:
     def run(body: bytes) -> int:
         framer, count = make(), 0
         for start in range(0, len(body), PIECE):
-            count += len(framer.feed(body[start:start + PIECE]))
+            count += len(framer.feed(body[start : start + PIECE]))
         return count
+
     return run
 
 
 def framed_and_decoded(body: bytes) -> int:
     framer, count = MessageFramer(), 0
     for start in range(0, len(body), PIECE):
-        for block in framer.feed(body[start:start + PIECE]):
+        for block in framer.feed(body[start : start + PIECE]):
             decode(block)
             count += 1
     return count
@@ -102,18 +108,23 @@ def best_of(fn: Callable[[bytes], int], body: bytes, events: int, repeats: int =
 
 
 def main() -> None:
-    print(f"{'body':>6} {'events':>8} {'MiB':>7} {'framer us/event':>16} "
-          f"{'baseline us/event':>18} {'ratio':>6}")
+    print(
+        f"{'body':>6} {'events':>8} {'MiB':>7} {'framer us/event':>16} "
+        f"{'baseline us/event':>18} {'ratio':>6}"
+    )
     for name, make_body, framer, baseline in (
-            ("sse", sse_body, framed(EventFramer), split_sse),
-            ("array", array_body, framed(ArrayFramer), load_array),
-            ("lines", lines_body, framed(LineFramer), split_lines),
-            ("events", messages_body, framed_and_decoded, botocore_messages)):
+        ("sse", sse_body, framed(EventFramer), split_sse),
+        ("array", array_body, framed(ArrayFramer), load_array),
+        ("lines", lines_body, framed(LineFramer), split_lines),
+        ("events", messages_body, framed_and_decoded, botocore_messages),
+    ):
         for size in SIZES:
             body = make_body(size)
             ours, theirs = best_of(framer, body, size), best_of(baseline, body, size)
-            print(f"{name:>6} {size:>8} {len(body) / 2**20:>7.1f} {ours / size * 1e6:>16.2f} "
-                  f"{theirs / size * 1e6:>18.2f} {ours / theirs:>6.1f}")
+            print(
+                f"{name:>6} {size:>8} {len(body) / 2**20:>7.1f} {ours / size * 1e6:>16.2f} "
+                f"{theirs / size * 1e6:>18.2f} {ours / theirs:>6.1f}"
+            )
 
 
 if __name__ == "__main__":

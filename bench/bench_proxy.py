@@ -39,8 +39,18 @@ WORKLOADS = ((1, 100, 50), (1, 10, 2000), (20, 10, 50), (20, 1, 2000))
 #: Rounds per workload, the three setups alternated in each; the table gives medians.
 ROUNDS = 5
 #: The request's tools: the turns pass, so enforce mode releases them unchanged.
-TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {
-    "type": "object", "properties": {"v": {"type": "array", "items": {"type": "integer"}}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {"v": {"type": "array", "items": {"type": "integer"}}},
+            },
+        },
+    }
+]
 PLAIN_SCRIPT = "def responseheaders(flow):\n    flow.response.stream = True\n"
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -49,9 +59,13 @@ def chat_chunk(entry: dict[str, object] | None, finish: str | None = None) -> by
     """One Chat Completions SSE event: a delta with one tool-call entry (or none), as the
     benchmark's upstream sends it."""
     delta = {"tool_calls": [entry]} if entry else {}
-    data = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1,
-            "model": "gpt-bench", "choices": [{"index": 0, "delta": delta,
-                                               "finish_reason": finish}]}
+    data = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return f"data: {json.dumps(data)}\n\n".encode()
 
 
@@ -59,13 +73,23 @@ def turn(events: int, seed: int) -> bytes:
     """An SSE body: two interleaved calls, ``events`` chunks in all, then ``[DONE]``. ``seed``
     is the first argument value, so that each turn's fixture differs (fixtures are named by
     their content)."""
-    body = [chat_chunk({"index": i, "id": f"call_{i}", "type": "function",
-                        "function": {"name": "f", "arguments": f'{{"v":[{seed},'}}) for i in (0, 1)]
+    body = [
+        chat_chunk(
+            {
+                "index": i,
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": "f", "arguments": f'{{"v":[{seed},'},
+            }
+        )
+        for i in (0, 1)
+    ]
     fragments = events - 3
     for n in range(fragments):
         last = n >= fragments - 2
-        body.append(chat_chunk({"index": n % 2, "function": {"arguments": f"{n}]}}" if last
-                                                             else f"{n},"}}))
+        body.append(
+            chat_chunk({"index": n % 2, "function": {"arguments": f"{n}]}}" if last else f"{n},"}})
+        )
     return b"".join([*body, chat_chunk(None, "tool_calls"), b"data: [DONE]\n\n"])
 
 
@@ -131,23 +155,42 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def mitmdump(kind: str, upstream: str, folder: Path,
-             *options: str) -> tuple[subprocess.Popen[bytes], int]:
+def mitmdump(
+    kind: str, upstream: str, folder: Path, *options: str
+) -> tuple[subprocess.Popen[bytes], int]:
     """mitmdump in front of ``upstream``: ``plain``, or the addon in ``observe`` or ``enforce``
     mode; ``options`` are added to its command line."""
     port = free_port()
-    command = [str(BIN / "mitmdump"), "--mode", f"reverse:{upstream}", "--listen-host",
-               "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={folder / 'conf'}",
-               "--set", "flow_detail=0", "-q"]
+    command = [
+        str(BIN / "mitmdump"),
+        "--mode",
+        f"reverse:{upstream}",
+        "--listen-host",
+        "127.0.0.1",
+        "--listen-port",
+        str(port),
+        "--set",
+        f"confdir={folder / 'conf'}",
+        "--set",
+        "flow_detail=0",
+        "-q",
+    ]
     if kind == "plain":
         script = folder / "plain.py"
         script.write_text(PLAIN_SCRIPT)
         command += ["-s", str(script)]
     else:
-        addon = subprocess.run([str(BIN / "callgate"), "addon-path"], capture_output=True,
-                               text=True, check=True).stdout.strip()
-        command += ["-s", addon, "--set", f"callgate_out={folder / 'fixtures'}",
-                    "--set", f"callgate_enforce={'true' if kind == 'enforce' else 'false'}"]
+        addon = subprocess.run(
+            [str(BIN / "callgate"), "addon-path"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        command += [
+            "-s",
+            addon,
+            "--set",
+            f"callgate_out={folder / 'fixtures'}",
+            "--set",
+            f"callgate_enforce={'true' if kind == 'enforce' else 'false'}",
+        ]
     command += options
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if not wait_listening(port, lambda: process.poll() is None):
@@ -183,16 +226,20 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
-def client(port: int, name: str, seeds: range, events: int,
-           results: list[tuple[str, float, float]]) -> None:
+def client(
+    port: int, name: str, seeds: range, events: int, results: list[tuple[str, float, float]]
+) -> None:
     for seed in seeds:
         label = f"{name}-{seed}"
         expected = turn(events, seed)
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         start = time.perf_counter()
-        connection.request("POST", "/v1/chat/completions",
-                           json.dumps({"events": events, "seed": seed, "tools": TOOLS}),
-                           {"content-type": "application/json", "x-turn": label})
+        connection.request(
+            "POST",
+            "/v1/chat/completions",
+            json.dumps({"events": events, "seed": seed, "tools": TOOLS}),
+            {"content-type": "application/json", "x-turn": label},
+        )
         response = connection.getresponse()
         pieces, first = [], 0.0
         while piece := response.read1(65536):
@@ -219,8 +266,9 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def run(kind: str, upstream: Upstream, workload: tuple[int, int, int],
-        folder: Path) -> dict[str, float]:
+def run(
+    kind: str, upstream: Upstream, workload: tuple[int, int, int], folder: Path
+) -> dict[str, float]:
     clients, turns, events = workload
     process, port = mitmdump(kind, upstream.url, folder)
     try:
@@ -229,9 +277,13 @@ def run(kind: str, upstream: Upstream, workload: tuple[int, int, int],
         if kind != "plain":
             fixtures_written(folder / "fixtures", 1)
         before, before_tree = cpu_seconds(process.pid), tree_cpu_seconds(process.pid)
-        threads = [threading.Thread(target=client, args=(
-            port, f"c{n}", range(1 + n * turns, 1 + (n + 1) * turns), events, results))
-            for n in range(clients)]
+        threads = [
+            threading.Thread(
+                target=client,
+                args=(port, f"c{n}", range(1 + n * turns, 1 + (n + 1) * turns), events, results),
+            )
+            for n in range(clients)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -245,17 +297,22 @@ def run(kind: str, upstream: Upstream, workload: tuple[int, int, int],
         process.wait(30)
     lags = [last - upstream.last_byte[label] for label, _, last in results]
     firsts = [first for _, first, _ in results]
-    return {"cpu_per_1k": cpu / (clients * turns * events) * 1000,
-            "tree_per_1k": cpu_tree / (clients * turns * events) * 1000,
-            "ttfb_p50": statistics.median(firsts), "lag_p50": statistics.median(lags),
-            "lag_p95": percentile(lags, 0.95)}
+    return {
+        "cpu_per_1k": cpu / (clients * turns * events) * 1000,
+        "tree_per_1k": cpu_tree / (clients * turns * events) * 1000,
+        "ttfb_p50": statistics.median(firsts),
+        "lag_p50": statistics.median(lags),
+        "lag_p95": percentile(lags, 0.95),
+    }
 
 
 def rows(rounds: int = ROUNDS) -> Iterator[str]:
     upstream = Upstream()
-    yield (f"{'workload':<24} {'setup':<8} {'CPU ms/1k ev':>12} {'x plain':>8} "
-           f"{'+writer ms':>10} {'x plain':>8} "
-           f"{'TTFB p50 ms':>11} {'lag p50 ms':>10} {'lag p95 ms':>10}")
+    yield (
+        f"{'workload':<24} {'setup':<8} {'CPU ms/1k ev':>12} {'x plain':>8} "
+        f"{'+writer ms':>10} {'x plain':>8} "
+        f"{'TTFB p50 ms':>11} {'lag p50 ms':>10} {'lag p95 ms':>10}"
+    )
     kinds = ("plain", "observe", "enforce")
     for workload in WORKLOADS:
         clients, turns, events = workload
@@ -265,22 +322,31 @@ def rows(rounds: int = ROUNDS) -> Iterator[str]:
             for kind in kinds:
                 with tempfile.TemporaryDirectory() as folder:
                     runs[kind].append(run(kind, upstream, workload, Path(folder)))
-        medians = {kind: {key: statistics.median(figures[key] for figures in runs[kind])
-                          for key in runs[kind][0]} for kind in kinds}
+        medians = {
+            kind: {
+                key: statistics.median(figures[key] for figures in runs[kind])
+                for key in runs[kind][0]
+            }
+            for kind in kinds
+        }
         plain = medians["plain"]
         for kind in kinds:
             figures = medians[kind]
-            yield (f"{name:<24} {kind:<8} {figures['cpu_per_1k'] * 1000:>12.1f} "
-                   f"{figures['cpu_per_1k'] / plain['cpu_per_1k']:>8.2f} "
-                   f"{figures['tree_per_1k'] * 1000:>10.1f} "
-                   f"{figures['tree_per_1k'] / plain['tree_per_1k']:>8.2f} "
-                   f"{figures['ttfb_p50'] * 1000:>11.1f} {figures['lag_p50'] * 1000:>10.1f} "
-                   f"{figures['lag_p95'] * 1000:>10.1f}")
+            yield (
+                f"{name:<24} {kind:<8} {figures['cpu_per_1k'] * 1000:>12.1f} "
+                f"{figures['cpu_per_1k'] / plain['cpu_per_1k']:>8.2f} "
+                f"{figures['tree_per_1k'] * 1000:>10.1f} "
+                f"{figures['tree_per_1k'] / plain['tree_per_1k']:>8.2f} "
+                f"{figures['ttfb_p50'] * 1000:>11.1f} {figures['lag_p50'] * 1000:>10.1f} "
+                f"{figures['lag_p95'] * 1000:>10.1f}"
+            )
 
 
 def main() -> None:
-    print("clients x turns per client x events per turn; bodies byte-identical in every run; "
-          f"medians of {ROUNDS} alternated rounds")
+    print(
+        "clients x turns per client x events per turn; bodies byte-identical in every run; "
+        f"medians of {ROUNDS} alternated rounds"
+    )
     for row in rows():
         print(row, flush=True)
 

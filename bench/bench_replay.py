@@ -64,18 +64,37 @@ def main() -> None:
         for copy in range(COPIES):
             shutil.copytree(ROOT / "fixtures" / "conformance", root / f"copy{copy}")
         files = sorted(root.rglob("*.json"))
-        command = [str(Path(sys.executable).with_name("callgate")), "replay", str(root),
-                   "--report", "json", "--output", str(Path(folder) / "report.json")]
+        command = [
+            str(Path(sys.executable).with_name("callgate")),
+            "replay",
+            str(root),
+            "--report",
+            "json",
+            "--output",
+            str(Path(folder) / "report.json"),
+        ]
+
         def floor_run() -> None:
             for path in files:
                 json.loads(path.read_bytes())  # each value dropped, as a reader that moves on
 
         replay([root], 1)  # the first run compiles the tool schemas every later one reuses
-        names = ["floor: read + json.loads", "replay, 1 process", "replay, --jobs 2",
-                 "callgate replay (command)", "two replays at once"]
-        seconds = best_in_turn([floor_run, lambda: replay([root], 1), lambda: replay([root], 2),
-                                lambda: subprocess.run(command, check=False),
-                                lambda: at_once(lambda: replay([root], 1))])
+        names = [
+            "floor: read + json.loads",
+            "replay, 1 process",
+            "replay, --jobs 2",
+            "callgate replay (command)",
+            "two replays at once",
+        ]
+        seconds = best_in_turn(
+            [
+                floor_run,
+                lambda: replay([root], 1),
+                lambda: replay([root], 2),
+                lambda: subprocess.run(command, check=False),
+                lambda: at_once(lambda: replay([root], 1)),
+            ]
+        )
         rows = list(zip(names, seconds, strict=True))
         floor = seconds[0]
     print(f"{len(files)} fixtures")
@@ -83,8 +102,10 @@ def main() -> None:
     for name, seconds in rows[:4]:
         print(f"{name:<28} {seconds:>8.3f} {seconds / floor:>8.1f}")
     print(f"{rows[4][0]:<28} {rows[4][1]:>8.3f}")  # two runs' work: no ratio to one floor
-    print(f"--jobs 2 is {rows[1][1] / rows[2][1]:.2f}x as fast as 1 process; two replays at "
-          f"once ran at {2 * rows[1][1] / rows[4][1]:.2f}x the speed of one (the ceiling)")
+    print(
+        f"--jobs 2 is {rows[1][1] / rows[2][1]:.2f}x as fast as 1 process; two replays at "
+        f"once ran at {2 * rows[1][1] / rows[4][1]:.2f}x the speed of one (the ceiling)"
+    )
 
 
 if __name__ == "__main__":

@@ -45,9 +45,14 @@ SHORT, LONG = 500, 2500
 READ_EVERY = 400
 #: The writer's turns, by name: events in the benchmark's turn, or 0 for the long argument.
 WRITER_TURNS = {"50 events": 50, "2,000 events": 2000, "one 10.5 KB argument": 0}
-REQUEST = json.dumps({"model": "gpt-bench", "stream": True,
-                      "messages": [{"role": "user", "content": "hi"}],
-                      "tools": bench_proxy.TOOLS}).encode()
+REQUEST = json.dumps(
+    {
+        "model": "gpt-bench",
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": bench_proxy.TOOLS,
+    }
+).encode()
 
 
 def tap(events: int, mode: str) -> None:
@@ -69,8 +74,15 @@ def tapped(chunks: list[bytes], *, enforce: bool) -> Report:
     schemas, parameters = request_context(REQUEST, "openai")
     engine = Reassembler("openai", schemas, request=parameters, provider="openai")
     asked: list[Callable[[], object]] = []
-    stream = StreamTap(engine, "openai", "", enforce=enforce, on_finding=lambda finding: None,
-                       on_failure=lambda kind: None, defer=asked.append)
+    stream = StreamTap(
+        engine,
+        "openai",
+        "",
+        enforce=enforce,
+        on_finding=lambda finding: None,
+        on_failure=lambda kind: None,
+        defer=asked.append,
+    )
     for n, chunk in enumerate(chunks, 1):
         stream(chunk)
         if n % READ_EVERY == 0:
@@ -83,14 +95,17 @@ def tapped(chunks: list[bytes], *, enforce: bool) -> Report:
 def long_argument_turn() -> bytes:
     """A Chat Completions turn whose one call writes a file: 10.5 KB of arguments, 20
     characters a chunk."""
-    arguments = json.dumps({"path": "src/app.py",
-                            "content": "def f(x):\n    return x * 2  # double it\n" * 250})
-    first = bench_proxy.chat_chunk({"index": 0, "id": "call_1", "type": "function",
-                                    "function": {"name": "f", "arguments": ""}})
-    rest = [bench_proxy.chat_chunk({"index": 0, "function": {"arguments": arguments[i:i + 20]}})
-            for i in range(0, len(arguments), 20)]
-    return b"".join([first, *rest, bench_proxy.chat_chunk(None, "tool_calls"),
-                     b"data: [DONE]\n\n"])
+    arguments = json.dumps(
+        {"path": "src/app.py", "content": "def f(x):\n    return x * 2  # double it\n" * 250}
+    )
+    first = bench_proxy.chat_chunk(
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
+    )
+    rest = [
+        bench_proxy.chat_chunk({"index": 0, "function": {"arguments": arguments[i : i + 20]}})
+        for i in range(0, len(arguments), 20)
+    ]
+    return b"".join([first, *rest, bench_proxy.chat_chunk(None, "tool_calls"), b"data: [DONE]\n\n"])
 
 
 def writer(events: int, times: int) -> None:
@@ -100,16 +115,26 @@ def writer(events: int, times: int) -> None:
 
     body = bench_proxy.turn(events, 7) if events else long_argument_turn()
     chunks = bench_proxy.events_of(body)
-    exchange = Exchange("POST", "http://127.0.0.1:1/v1/chat/completions",
-                        [("content-type", "application/json"),
-                         ("authorization", "Bearer sk-abcdefghijklmnopqrstuvwxyz123456")],
-                        REQUEST, 200, [("content-type", "text/event-stream")], body,
-                        capture="proxy", event_times=[0.001 * n for n in range(len(chunks))])
+    exchange = Exchange(
+        "POST",
+        "http://127.0.0.1:1/v1/chat/completions",
+        [
+            ("content-type", "application/json"),
+            ("authorization", "Bearer sk-abcdefghijklmnopqrstuvwxyz123456"),
+        ],
+        REQUEST,
+        200,
+        [("content-type", "text/event-stream")],
+        body,
+        capture="proxy",
+        event_times=[0.001 * n for n in range(len(chunks))],
+    )
     verdict = tapped(chunks, enforce=False)
     with tempfile.TemporaryDirectory() as out:
         for _ in range(times):
-            _write_fixture(exchange, "openai", "openai", Path(out), ArgumentMode.MASK, False,
-                           None, verdict)
+            _write_fixture(
+                exchange, "openai", "openai", Path(out), ArgumentMode.MASK, False, None, verdict
+            )
 
 
 def replay(kind: str, passes: int) -> None:
@@ -127,10 +152,21 @@ def replay(kind: str, passes: int) -> None:
 
 def instructions(*arguments: str) -> int:
     """Instructions this script's child run with ``arguments`` executes, by callgrind."""
-    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                          sys.executable, __file__, "--child", *arguments],
-                         capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONHASHSEED": "0"})
+    run = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--child",
+            *arguments,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
     found = re.search(r"Collected : (\d+)", run.stderr)
     if found is None:
         raise RuntimeError(f"callgrind gave no count: {run.stderr[-500:]}")
@@ -138,8 +174,9 @@ def instructions(*arguments: str) -> int:
 
 
 def difference(kind: str, argument: str, small: int, large: int) -> int:
-    return (instructions(kind, argument, str(large))
-            - instructions(kind, argument, str(small))) // (large - small)
+    return (
+        instructions(kind, argument, str(large)) - instructions(kind, argument, str(small))
+    ) // (large - small)
 
 
 def child(kind: str, argument: str, amount: int) -> None:

@@ -75,31 +75,44 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder_name:
         folder = Path(folder_name)
         # Arguments kept, so that each fixture shows which turn it came from.
-        process, port = mitmdump("observe", upstream.url, folder, "--set",
-                                 "callgate_arguments=keep")
+        process, port = mitmdump(
+            "observe", upstream.url, folder, "--set", "callgate_arguments=keep"
+        )
         done = 0
         lock = threading.Lock()
         samples: list[dict[str, float]] = []
-        print(f"{TURNS} turns of {EVENTS} events from {CLIENTS} clients through one proxy; "
-              f"a sample every {SAMPLE} turns", flush=True)
-        print(f"{'turns':>6} {'proxy MB':>9} {'writer MB':>9} {'proxy fds':>9} {'writer fds':>10} "
-              f"{'CPU ms/turn':>11}", flush=True)
+        print(
+            f"{TURNS} turns of {EVENTS} events from {CLIENTS} clients through one proxy; "
+            f"a sample every {SAMPLE} turns",
+            flush=True,
+        )
+        print(
+            f"{'turns':>6} {'proxy MB':>9} {'writer MB':>9} {'proxy fds':>9} {'writer fds':>10} "
+            f"{'CPU ms/turn':>11}",
+            flush=True,
+        )
         cpu_before, turns_before = cpu_seconds(process.pid), 0
 
         def take_sample() -> None:
             nonlocal cpu_before, turns_before
             writers = children(process.pid)
             cpu = sum(cpu_seconds(pid) for pid in [process.pid, *writers])
-            sample = {"turns": done, "proxy_mb": resident_mb(process.pid),
-                      "writer_mb": sum(resident_mb(pid) for pid in writers),
-                      "proxy_fds": descriptors(process.pid),
-                      "writer_fds": sum(descriptors(pid) for pid in writers),
-                      "cpu_ms": (cpu - cpu_before) / max(1, done - turns_before) * 1000}
+            sample = {
+                "turns": done,
+                "proxy_mb": resident_mb(process.pid),
+                "writer_mb": sum(resident_mb(pid) for pid in writers),
+                "proxy_fds": descriptors(process.pid),
+                "writer_fds": sum(descriptors(pid) for pid in writers),
+                "cpu_ms": (cpu - cpu_before) / max(1, done - turns_before) * 1000,
+            }
             cpu_before, turns_before = cpu, done
             samples.append(sample)
-            print(f"{done:>6} {sample['proxy_mb']:>9.1f} {sample['writer_mb']:>9.1f} "
-                  f"{sample['proxy_fds']:>9.0f} {sample['writer_fds']:>10.0f} "
-                  f"{sample['cpu_ms']:>11.2f}", flush=True)
+            print(
+                f"{done:>6} {sample['proxy_mb']:>9.1f} {sample['writer_mb']:>9.1f} "
+                f"{sample['proxy_fds']:>9.0f} {sample['writer_fds']:>10.0f} "
+                f"{sample['cpu_ms']:>11.2f}",
+                flush=True,
+            )
 
         errors: list[str] = []
 
@@ -135,16 +148,26 @@ def main() -> int:
     lost = sorted(set(range(TURNS)) - set(seeds))
     doubled = len(seeds) - len(set(seeds))
     half = [s for s in samples if s["turns"] > TURNS / 2]
-    print(f"\n{TURNS} turns in {elapsed:.0f} s, at most {upstream.peak_streams} streams open at "
-          f"once; {len(seeds)} fixtures, {len(lost)} turns without one, {doubled} written twice")
-    for key, unit in (("proxy_mb", "MB"), ("writer_mb", "MB"), ("proxy_fds", "fds"),
-                      ("writer_fds", "fds")):
+    print(
+        f"\n{TURNS} turns in {elapsed:.0f} s, at most {upstream.peak_streams} streams open at "
+        f"once; {len(seeds)} fixtures, {len(lost)} turns without one, {doubled} written twice"
+    )
+    for key, unit in (
+        ("proxy_mb", "MB"),
+        ("writer_mb", "MB"),
+        ("proxy_fds", "fds"),
+        ("writer_fds", "fds"),
+    ):
         points = [(int(s["turns"]), s[key]) for s in half]
-        print(f"{key:<11} {half[0][key]:8.1f} -> {half[-1][key]:8.1f} {unit}; slope over the "
-              f"second half {slope(points):+.2f} {unit} per 1,000 turns")
+        print(
+            f"{key:<11} {half[0][key]:8.1f} -> {half[-1][key]:8.1f} {unit}; slope over the "
+            f"second half {slope(points):+.2f} {unit} per 1,000 turns"
+        )
     cpu = [s["cpu_ms"] for s in samples[1:]]
-    print(f"CPU per turn: first sample {samples[0]['cpu_ms']:.2f} ms, later min "
-          f"{min(cpu):.2f} / median {statistics.median(cpu):.2f} / max {max(cpu):.2f} ms")
+    print(
+        f"CPU per turn: first sample {samples[0]['cpu_ms']:.2f} ms, later min "
+        f"{min(cpu):.2f} / median {statistics.median(cpu):.2f} / max {max(cpu):.2f} ms"
+    )
     for error in errors:
         print(error)
     return 1 if lost or doubled or errors else 0

@@ -47,10 +47,13 @@ app = typer.Typer(
 @app.command("check")
 def check_command(
     fixtures: Annotated[list[Path], typer.Argument(help="Envelope JSON files to judge.")],
-    report: Annotated[ReportFormat, typer.Option(help="json: one report per line; text: "
-                                                 "a readable summary.")] = ReportFormat.json,
-    allow_quirk: Annotated[list[str] | None, typer.Option(
-        "--allow-quirk", help="Tolerate a named provider quirk (repeatable).")] = None,
+    report: Annotated[
+        ReportFormat, typer.Option(help="json: one report per line; text: a readable summary.")
+    ] = ReportFormat.json,
+    allow_quirk: Annotated[
+        list[str] | None,
+        typer.Option("--allow-quirk", help="Tolerate a named provider quirk (repeatable)."),
+    ] = None,
 ) -> None:
     """Judge each fixture: exit 0 pass, 1 block, 2 invalid input or no streamed tool call."""
     _exit(run_check, fixtures, report, allow_quirk or [], sys.stdout, sys.stderr)
@@ -58,61 +61,90 @@ def check_command(
 
 @app.command("import")
 def import_command(
-    sources: Annotated[list[Path], typer.Argument(
-        help="HAR files, mitmproxy flow files, VCR cassettes (.yaml), or raw bodies (.sse, "
-             ".jsonl, .json).")],
+    sources: Annotated[
+        list[Path],
+        typer.Argument(
+            help="HAR files, mitmproxy flow files, VCR cassettes (.yaml), or raw bodies (.sse, "
+            ".jsonl, .json)."
+        ),
+    ],
     out: Annotated[Path | None, typer.Option(help="Write the one fixture here.")] = None,
     out_dir: Annotated[Path, typer.Option(help="Write fixtures into this folder.")] = Path("."),
-    request: Annotated[Path | None, typer.Option(
-        help="The request body of a raw body (its tools become the schemas).")] = None,
-    profile: Annotated[str | None, typer.Option(
-        help=f"{', '.join(PROFILES)} (default: from the URL or the body).")] = None,
-    provider: Annotated[str | None, typer.Option(
-        help="Who served it, any name (default: from the host); selects quirks.")] = None,
+    request: Annotated[
+        Path | None,
+        typer.Option(help="The request body of a raw body (its tools become the schemas)."),
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option(help=f"{', '.join(PROFILES)} (default: from the URL or the body).")
+    ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(help="Who served it, any name (default: from the host); selects quirks."),
+    ] = None,
     url: Annotated[str | None, typer.Option(help="The request URL of a raw body.")] = None,
-    arguments: Annotated[ArgumentMode, typer.Option(
-        help="Tool-call arguments: mask string values, keep, or drop.")] = ArgumentMode.MASK,
-    allow_verdict_change: Annotated[bool, typer.Option(
-        help="Write even when redaction changes the verdict (recorded in meta).")] = False,
+    arguments: Annotated[
+        ArgumentMode, typer.Option(help="Tool-call arguments: mask string values, keep, or drop.")
+    ] = ArgumentMode.MASK,
+    allow_verdict_change: Annotated[
+        bool, typer.Option(help="Write even when redaction changes the verdict (recorded in meta).")
+    ] = False,
 ) -> None:
     """Turn recorded exchanges into redacted fixtures: prompts, credentials and output removed."""
     from callgate.cli.importing.command import ImportOptions, run_import
 
-    options = ImportOptions(out=out, out_dir=out_dir, request=request, profile=profile,
-                            provider=provider, url=url, arguments=arguments,
-                            allow_verdict_change=allow_verdict_change)
+    options = ImportOptions(
+        out=out,
+        out_dir=out_dir,
+        request=request,
+        profile=profile,
+        provider=provider,
+        url=url,
+        arguments=arguments,
+        allow_verdict_change=allow_verdict_change,
+    )
     _exit(run_import, sources, options, sys.stdout, sys.stderr)
 
 
 @app.command("replay")
 def replay_command(
     paths: Annotated[list[Path], typer.Argument(help="Fixture files or folders (recursive).")],
-    report: Annotated[ReplayFormat, typer.Option(
-        help="What to write: a table, JSON, JUnit XML, SARIF or an HTML page.")] = (
-        ReplayFormat.text),
+    report: Annotated[
+        ReplayFormat,
+        typer.Option(help="What to write: a table, JSON, JUnit XML, SARIF or an HTML page."),
+    ] = (ReplayFormat.text),
     output: Annotated[Path | None, typer.Option(help="Write the report to this file.")] = None,
     jobs: Annotated[int, typer.Option(min=1, help="Processes to judge fixtures with.")] = 1,
-    update_expectations: Annotated[bool, typer.Option(
-        help="Rewrite each fixture's expect block to what callgate now says.")] = False,
+    update_expectations: Annotated[
+        bool, typer.Option(help="Rewrite each fixture's expect block to what callgate now says.")
+    ] = False,
 ) -> None:
     """Check every fixture against its pinned expectation: exit 0 all held, 1 not, 2 unreadable."""
     from callgate.cli.replay.runner import run_replay
 
-    _exit(run_replay, paths, report.value, output, jobs, update_expectations, sys.stdout,
-          sys.stderr)
+    _exit(
+        run_replay, paths, report.value, output, jobs, update_expectations, sys.stdout, sys.stderr
+    )
 
 
 @app.command("diff")
 def diff_command(
     fixtures: Annotated[list[Path], typer.Argument(help="Envelope JSON files to diff.")],
-    adapter: Annotated[list[AdapterName], typer.Option(
-        help="The accumulator whose result to show beside callgate's (repeat for more).")],
-    python: Annotated[str | None, typer.Option(
-        help="An interpreter that has the adapter's library (default: this one).")] = None,
-    mutations: Annotated[bool, typer.Option(
-        help="Every fault and variation of one passing turn, as one table.")] = False,
-    report: Annotated[DiffReport, typer.Option(
-        help="With --mutations: the table as text, markdown or html.")] = DiffReport.text,
+    adapter: Annotated[
+        list[AdapterName],
+        typer.Option(
+            help="The accumulator whose result to show beside callgate's (repeat for more)."
+        ),
+    ],
+    python: Annotated[
+        str | None,
+        typer.Option(help="An interpreter that has the adapter's library (default: this one)."),
+    ] = None,
+    mutations: Annotated[
+        bool, typer.Option(help="Every fault and variation of one passing turn, as one table.")
+    ] = False,
+    report: Annotated[
+        DiffReport, typer.Option(help="With --mutations: the table as text, markdown or html.")
+    ] = DiffReport.text,
 ) -> None:
     """What a real accumulator hands a tool runner, beside callgate's verdict: exit 0 all agree,
     1 some disagree, 2 invalid input or adapter missing."""
@@ -122,14 +154,16 @@ def diff_command(
 
         if len(fixtures) != 1:
             _exit(_usage, "--mutations takes one fixture")
-        _exit(run_diff_mutations, fixtures[0], adapters, python, report.value, sys.stdout,
-              sys.stderr)
+        _exit(
+            run_diff_mutations, fixtures[0], adapters, python, report.value, sys.stdout, sys.stderr
+        )
     if report is not DiffReport.text:
         _exit(_usage, "--report markdown and html go with --mutations")
     from callgate.cli.diff.command import run_diff
 
-    _exit(lambda: max(run_diff(fixtures, name, python, sys.stdout, sys.stderr)
-                      for name in adapters))
+    _exit(
+        lambda: max(run_diff(fixtures, name, python, sys.stdout, sys.stderr) for name in adapters)
+    )
 
 
 @app.command("explain")
@@ -142,33 +176,56 @@ def explain_command(code: Annotated[str, typer.Argument(help="A finding code.")]
 
 @app.command("record")
 def record_command(
-    upstream: Annotated[str | None, typer.Option(
-        help="The API to forward to, e.g. https://api.openai.com (reverse mode).")] = None,
+    upstream: Annotated[
+        str | None,
+        typer.Option(help="The API to forward to, e.g. https://api.openai.com (reverse mode)."),
+    ] = None,
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on.")] = "127.0.0.1:8080",
     out: Annotated[Path, typer.Option(help="Folder for redacted fixtures.")] = Path(
-        "callgate-fixtures"),
+        "callgate-fixtures"
+    ),
     web: Annotated[bool, typer.Option(help="Run mitmweb (flows, live warnings) too.")] = False,
-    enforce: Annotated[bool, typer.Option(
-        help="Replace the terminal events of a failing turn by an error event.")] = False,
-    arguments: Annotated[ArgumentMode, typer.Option(
-        help="Tool-call arguments in fixtures.")] = ArgumentMode.MASK,
-    provider: Annotated[str | None, typer.Option(
-        help="Provider name (default: from the upstream host).")] = None,
-    mode: Annotated[ProxyMode, typer.Option(
-        help="reverse (set the app's base URL) or regular (HTTPS_PROXY, needs the CA).")] = (
-        ProxyMode.reverse),
-    allow_raw_dump: Annotated[bool, typer.Option(
-        help="Allow mitmproxy's own unredacted writers alongside.")] = False,
-    web_body: Annotated[WebBody, typer.Option(
-        help="With --web, the body mitmweb shows of a judged flow (memory only): the redacted "
-             "stream the fixture holds, the raw stream, or none.")] = WebBody.redacted,
+    enforce: Annotated[
+        bool, typer.Option(help="Replace the terminal events of a failing turn by an error event.")
+    ] = False,
+    arguments: Annotated[
+        ArgumentMode, typer.Option(help="Tool-call arguments in fixtures.")
+    ] = ArgumentMode.MASK,
+    provider: Annotated[
+        str | None, typer.Option(help="Provider name (default: from the upstream host).")
+    ] = None,
+    mode: Annotated[
+        ProxyMode,
+        typer.Option(
+            help="reverse (set the app's base URL) or regular (HTTPS_PROXY, needs the CA)."
+        ),
+    ] = (ProxyMode.reverse),
+    allow_raw_dump: Annotated[
+        bool, typer.Option(help="Allow mitmproxy's own unredacted writers alongside.")
+    ] = False,
+    web_body: Annotated[
+        WebBody,
+        typer.Option(
+            help="With --web, the body mitmweb shows of a judged flow (memory only): the redacted "
+            "stream the fixture holds, the raw stream, or none."
+        ),
+    ] = WebBody.redacted,
 ) -> None:
     """Record redacted fixtures from your app's traffic and flag failing streams live."""
     from callgate.cli.record import RecordOptions, run_record
 
-    options = RecordOptions(upstream=upstream, listen=listen, out=out, web=web, enforce=enforce,
-                            arguments=arguments.value, provider=provider, mode=mode,
-                            allow_raw_dump=allow_raw_dump, web_body=web_body.value)
+    options = RecordOptions(
+        upstream=upstream,
+        listen=listen,
+        out=out,
+        web=web,
+        enforce=enforce,
+        arguments=arguments.value,
+        provider=provider,
+        mode=mode,
+        allow_raw_dump=allow_raw_dump,
+        web_body=web_body.value,
+    )
     _exit(run_record, options)
 
 
@@ -176,11 +233,16 @@ def record_command(
 def serve_command(
     paths: Annotated[list[Path], typer.Argument(help="Fixture files or folders.")],
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on.")] = "127.0.0.1:8000",
-    timing: Annotated[str, typer.Option(
-        help="fast, recorded (the gaps captured by the proxy), or seconds between events.")] = (
-        "fast"),
-    mutate: Annotated[str | None, typer.Option(
-        help="Serve each fixture's variant of this kind (see callgate mutate).")] = None,
+    timing: Annotated[
+        str,
+        typer.Option(
+            help="fast, recorded (the gaps captured by the proxy), or seconds between events."
+        ),
+    ] = ("fast"),
+    mutate: Annotated[
+        str | None,
+        typer.Option(help="Serve each fixture's variant of this kind (see callgate mutate)."),
+    ] = None,
 ) -> None:
     """A fake provider on loopback that streams fixtures with each profile's real framing."""
     from callgate.cli.serve import run_serve
@@ -191,10 +253,15 @@ def serve_command(
 @app.command("mutate")
 def mutate_command(
     fixture: Annotated[Path, typer.Argument(help="A passing fixture (or tape turn).")],
-    kind: Annotated[list[str] | None, typer.Option(
-        "--kind", help="A kind of fault or variation (repeatable; default: every kind).")] = None,
-    out_dir: Annotated[Path | None, typer.Option(
-        help="Where the variants go (default: beside the fixture).")] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kind", help="A kind of fault or variation (repeatable; default: every kind)."
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option(help="Where the variants go (default: beside the fixture).")
+    ] = None,
 ) -> None:
     """Derive faults and harmless variations from a passing turn, each checked and pinned:
     <stem>.<kind>.json. Exit 0, 1 when a kind asked for by name could not apply."""

@@ -32,10 +32,12 @@ def run_explain(code: str, out: TextIO, err: TextIO) -> int:
 
 def explanation(code: Code, entry: Entry) -> str:
     """The text ``callgate explain`` prints for one code, ending with a newline."""
-    return (f"{code.value}\n\n"
-            f"Meaning: {entry.meaning}\n\n"
-            f"Typical causes: {entry.causes}\n\n"
-            f"Recovery: {entry.recovery}\n")
+    return (
+        f"{code.value}\n\n"
+        f"Meaning: {entry.meaning}\n\n"
+        f"Typical causes: {entry.causes}\n\n"
+        f"Recovery: {entry.recovery}\n"
+    )
 
 
 def _lookup(code: str) -> tuple[Code, Entry] | None:

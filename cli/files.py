@@ -72,8 +72,11 @@ def _json_files(top: Path) -> dict[str, Path]:
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     folders.append((entry.path, folder_path / entry.name))
-                elif entry.name.endswith(".json") and not entry.name.endswith(
-                        EXCHANGE_SUFFIX) and entry.is_file():
+                elif (
+                    entry.name.endswith(".json")
+                    and not entry.name.endswith(EXCHANGE_SUFFIX)
+                    and entry.is_file()
+                ):
                     found[entry.path[cut:]] = folder_path / entry.name
     return found
 

@@ -32,8 +32,9 @@ def listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def wait_listening(port: int, alive: Callable[[], bool] = lambda: True,
-                   timeout: float = 30) -> bool:
+def wait_listening(
+    port: int, alive: Callable[[], bool] = lambda: True, timeout: float = 30
+) -> bool:
     """Whether ``port`` starts listening within ``timeout`` seconds; gives up early once the
     process that should listen there is gone (``alive`` says so)."""
     deadline = time.monotonic() + timeout

@@ -20,8 +20,9 @@ from callgate.reassemble.mutations import KINDS, mutate
 from callgate.redact import fixture_bytes
 
 
-def run_mutate(fixture: Path, kinds: Sequence[str], out_dir: Path | None, out: TextIO,
-               err: TextIO) -> int:
+def run_mutate(
+    fixture: Path, kinds: Sequence[str], out_dir: Path | None, out: TextIO, err: TextIO
+) -> int:
     """Write each kind's variant of ``fixture``; 0, or 1 when a kind named in ``kinds`` could
     not apply (with every kind, those that cannot apply are only reported)."""
     if unknown := [k for k in kinds if k not in KINDS]:
@@ -29,8 +30,10 @@ def run_mutate(fixture: Path, kinds: Sequence[str], out_dir: Path | None, out: T
     envelope = load_envelope(fixture)
     verdict = check(envelope)
     if verdict.status is not Status.PASS:
-        raise NotApplicable(f"{fixture}: the turn does not pass ({verdict.status.value} "
-                            f"[{', '.join(verdict.blocking_codes)}]); mutate a passing turn")
+        raise NotApplicable(
+            f"{fixture}: the turn does not pass ({verdict.status.value} "
+            f"[{', '.join(verdict.blocking_codes)}]); mutate a passing turn"
+        )
     folder = out_dir or fixture.parent
     missed = False
     for name in kinds or list(KINDS):

@@ -22,11 +22,18 @@ from callgate.reassemble.errors import CallgateError
 ERROR_EXIT = 2
 
 
-def console(file: TextIO, *, width: int | None = None, terminal: bool | None = None,
-            soft_wrap: bool = True) -> Console:
+def console(
+    file: TextIO, *, width: int | None = None, terminal: bool | None = None, soft_wrap: bool = True
+) -> Console:
     """A console that prints text as given: no markup, no highlighting."""
-    return Console(file=file, width=width, force_terminal=terminal, markup=False,
-                   highlight=False, soft_wrap=soft_wrap)
+    return Console(
+        file=file,
+        width=width,
+        force_terminal=terminal,
+        markup=False,
+        highlight=False,
+        soft_wrap=soft_wrap,
+    )
 
 
 #: C0 controls but tab and newline, DEL and the C1 controls (ESC starts a terminal sequence; a
@@ -45,8 +52,14 @@ def safe(text: object, *, one_line: bool = False) -> str:
 def styled(*parts: str | tuple[str, str]) -> Text:
     """One line from plain strings and ``(text, style)`` pairs; the text is never markup and
     carries no control character."""
-    return Text.assemble(*(safe(part, one_line=True) if isinstance(part, str)
-                           else (safe(part[0], one_line=True), part[1]) for part in parts))
+    return Text.assemble(
+        *(
+            safe(part, one_line=True)
+            if isinstance(part, str)
+            else (safe(part[0], one_line=True), part[1])
+            for part in parts
+        )
+    )
 
 
 def line(text: str, file: TextIO) -> None:

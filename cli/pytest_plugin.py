@@ -48,27 +48,42 @@ class FixtureFailure(Exception):
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("callgate", "callgate fixture replay and tapes")
     group.addoption(
-        "--callgate", action="append", default=[], metavar="PATH", dest="callgate",
+        "--callgate",
+        action="append",
+        default=[],
+        metavar="PATH",
+        dest="callgate",
         help="Replay the callgate fixture envelopes (*.json) in PATH, a file or folder, as one "
-             "test each, checked against their pinned expect block. Repeatable.")
+        "test each, checked against their pinned expect block. Repeatable.",
+    )
     group.addoption(
-        "--callgate-record-mode", default=None, dest="callgate_record_mode",
-        choices=[mode.value for mode in RecordMode], metavar="MODE",
+        "--callgate-record-mode",
+        default=None,
+        dest="callgate_record_mode",
+        choices=[mode.value for mode in RecordMode],
+        metavar="MODE",
         help="How callgate_tape treats a test's tape: none (replay only, the default), once, "
-             "new_episodes or all. Wins over $CALLGATE_RECORD_MODE.")
+        "new_episodes or all. Wins over $CALLGATE_RECORD_MODE.",
+    )
     group.addoption(
-        "--callgate-upstream", action="append", default=[], metavar="NAME=URL",
+        "--callgate-upstream",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
         dest="callgate_upstream",
         help="Record route NAME (openai, anthropic, mistral, gemini) from URL instead of the "
-             "provider's public host. Repeatable.")
+        "provider's public host. Repeatable.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Check the ``--callgate`` paths and add them to what pytest collects."""
     config.addinivalue_line("markers", "callgate: a callgate fixture replayed by --callgate")
     config.addinivalue_line(
-        "markers", "callgate_tape(name=None, providers=None, redaction='replay', allow=(), "
-        "allow_unused=False): how callgate_tape records and replays this test")
+        "markers",
+        "callgate_tape(name=None, providers=None, redaction='replay', allow=(), "
+        "allow_unused=False): how callgate_tape records and replays this test",
+    )
     config.stash[_TAPE_OPTIONS] = _tape_options(config)
     roots = tuple(_absolute(config, raw) for raw in config.getoption("callgate"))
     if missing := [str(root) for root in roots if not root.exists()]:
@@ -140,8 +155,9 @@ class FixtureItem(pytest.Item):
         if outcome.problems:
             raise FixtureFailure([safe(problem, one_line=True) for problem in outcome.problems])
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: TracebackStyle | None = None) -> str | TerminalRepr:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, FixtureFailure):
             return "\n".join(excinfo.value.lines)
         return super().repr_failure(excinfo, style)
@@ -154,11 +170,15 @@ class FixtureItem(pytest.Item):
 
 
 def _tape_options(config: pytest.Config) -> tuple[RecordMode, dict[str, str]]:
-    raw = config.getoption("callgate_record_mode") or os.environ.get("CALLGATE_RECORD_MODE") \
+    raw = (
+        config.getoption("callgate_record_mode")
+        or os.environ.get("CALLGATE_RECORD_MODE")
         or RecordMode.NONE.value
+    )
     if raw not in RecordMode.__members__.values():
-        raise pytest.UsageError(f"CALLGATE_RECORD_MODE: {raw!r} is not one of "
-                                f"{', '.join(RecordMode)}")
+        raise pytest.UsageError(
+            f"CALLGATE_RECORD_MODE: {raw!r} is not one of {', '.join(RecordMode)}"
+        )
     upstreams = {}
     for item in config.getoption("callgate_upstream"):
         name, equals, url = item.partition("=")

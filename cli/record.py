@@ -68,16 +68,23 @@ def mitmproxy_options(options: RecordOptions) -> dict[str, Any]:
     """The mitmproxy options that ``record`` runs with (callgate's own are set after loading)."""
     host, port = split_listen(options.listen)
     mode = f"reverse:{options.upstream}" if options.mode is ProxyMode.reverse else "regular"
-    return {"mode": [mode], "listen_host": host, "listen_port": port,
-            "confdir": str(callgate_home() / "mitmproxy")}
+    return {
+        "mode": [mode],
+        "listen_host": host,
+        "listen_port": port,
+        "confdir": str(callgate_home() / "mitmproxy"),
+    }
 
 
 def callgate_options(options: RecordOptions) -> dict[str, Any]:
-    return {"callgate_out": str(options.out), "callgate_enforce": options.enforce,
-            "callgate_arguments": options.arguments,
-            "callgate_provider": options.provider or "",
-            "callgate_allow_raw_dump": options.allow_raw_dump,
-            "callgate_web_body": options.web_body}
+    return {
+        "callgate_out": str(options.out),
+        "callgate_enforce": options.enforce,
+        "callgate_arguments": options.arguments,
+        "callgate_provider": options.provider or "",
+        "callgate_allow_raw_dump": options.allow_raw_dump,
+        "callgate_web_body": options.web_body,
+    }
 
 
 def build_master(options: RecordOptions) -> Any:
@@ -92,8 +99,9 @@ def build_master(options: RecordOptions) -> Any:
         from mitmproxy.tools.web.master import WebMaster
 
         master = WebMaster(opts)
-        master.options.update(web_open_browser=False, web_port=options.web_port,
-                              web_columns=WEB_COLUMNS)
+        master.options.update(
+            web_open_browser=False, web_port=options.web_port, web_columns=WEB_COLUMNS
+        )
     else:
         from mitmproxy.tools.dump import DumpMaster
 
@@ -113,8 +121,11 @@ def run_record(options: RecordOptions) -> int:
         raise UsageError("--upstream is required in reverse mode")
     host, _ = split_listen(options.listen)
     if not is_loopback(host):
-        print(f"callgate: warning: listening on {host}, not loopback: anyone who can reach this "
-              "machine can use your API credentials through it", file=sys.stderr)
+        print(
+            f"callgate: warning: listening on {host}, not loopback: anyone who can reach this "
+            "machine can use your API credentials through it",
+            file=sys.stderr,
+        )
     try:
         import asyncio  # here, not at the top: the command line imports this module to start
 
@@ -129,12 +140,18 @@ async def _main(options: RecordOptions) -> int:
     except Exception as error:  # mitmproxy reports bad options as exceptions: one line
         return error_line(str(error), sys.stderr)
     host, port = split_listen(options.listen)
-    print(f"callgate record: proxy on http://{host}:{port} -> "
-          f"{options.upstream or 'any host (regular mode)'}", flush=True)
+    print(
+        f"callgate record: proxy on http://{host}:{port} -> "
+        f"{options.upstream or 'any host (regular mode)'}",
+        flush=True,
+    )
     print(f"callgate record: redacted fixtures go to {options.out.resolve()}", flush=True)
     if options.web:
-        print(f"callgate record: mitmweb on http://127.0.0.1:{options.web_port}/ (mitmproxy 12 "
-              "prints the address with its login token)", flush=True)
+        print(
+            f"callgate record: mitmweb on http://127.0.0.1:{options.web_port}/ (mitmproxy 12 "
+            "prints the address with its login token)",
+            flush=True,
+        )
     import asyncio
 
     loop = asyncio.get_running_loop()

@@ -85,8 +85,14 @@ class FakeProvider:
     """The server; ``url`` is its base URL. ``timing``: seconds between events (0 = fast) or
     ``"recorded"``."""
 
-    def __init__(self, fixtures: dict[str, dict[str, Any]], host: str = "127.0.0.1",
-                 port: int = 0, timing: float | str = 0.0, mutate: str | None = None) -> None:
+    def __init__(
+        self,
+        fixtures: dict[str, dict[str, Any]],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        timing: float | str = 0.0,
+        mutate: str | None = None,
+    ) -> None:
         if not fixtures:
             raise ValueError("no fixtures to serve")
         self.fixtures, self.timing, self.mutate = fixtures, timing, mutate
@@ -110,8 +116,14 @@ class FakeProvider:
         if header:
             return (header, self.fixtures[header]) if header in self.fixtures else None
         if path.startswith("/f/"):
-            name = next((n for n in sorted(self.fixtures, key=len, reverse=True)
-                         if path.startswith(f"/f/{n}/")), None)
+            name = next(
+                (
+                    n
+                    for n in sorted(self.fixtures, key=len, reverse=True)
+                    if path.startswith(f"/f/{n}/")
+                ),
+                None,
+            )
             return (name, self.fixtures[name]) if name else None
         with self._lock:
             name = self._order[self._turn % len(self._order)]
@@ -119,15 +131,21 @@ class FakeProvider:
         return name, self.fixtures[name]
 
 
-def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
-                  waits: Iterator[float] | None = None, *, abort_after: int = -1,
-                  gzip: bool = False) -> None:
+def send_envelope(
+    handler: BaseHTTPRequestHandler,
+    envelope: dict[str, Any],
+    waits: Iterator[float] | None = None,
+    *,
+    abort_after: int = -1,
+    gzip: bool = False,
+) -> None:
     """Answer ``handler``'s request with the envelope's stream in its profile's framing (Gemini's
     JSON array unless the request asked ``alt=sse``), chunked, one flush per event. ``waits``:
     seconds before each frame; ``abort_after``: cut the connection after that many frames."""
     url = urlsplit(handler.path)
-    framing = framing_of_request(envelope["profile"], url.path,
-                                 asks_sse=parse_qs(url.query).get("alt") == ["sse"])
+    framing = framing_of_request(
+        envelope["profile"], url.path, asks_sse=parse_qs(url.query).get("alt") == ["sse"]
+    )
     handler.send_response(200)
     # Gemini names the charset of its JSON array.
     charset = "; charset=UTF-8" if framing == JSON_ARRAY else ""
@@ -149,8 +167,11 @@ def send_envelope(handler: BaseHTTPRequestHandler, envelope: dict[str, Any],
             return
         if wait:
             time.sleep(wait)
-        data = compressor.compress(frame) + compressor.flush(zlib.Z_SYNC_FLUSH) \
-            if compressor else frame
+        data = (
+            compressor.compress(frame) + compressor.flush(zlib.Z_SYNC_FLUSH)
+            if compressor
+            else frame
+        )
         send_chunk(handler, data)
     if compressor:
         send_chunk(handler, compressor.flush())
@@ -163,8 +184,11 @@ def split_pieces(envelope: dict[str, Any]) -> list[int]:
     meta = envelope.get("meta")
     mutation = meta.get("mutation") if isinstance(meta, dict) else None
     pieces = mutation.get("pieces") if isinstance(mutation, dict) else None
-    if isinstance(pieces, list) and pieces and all(
-            type(size) is int and size > 0 for size in pieces):
+    if (
+        isinstance(pieces, list)
+        and pieces
+        and all(type(size) is int and size > 0 for size in pieces)
+    ):
         return pieces
     return []
 
@@ -175,7 +199,7 @@ def recut(data: bytes, sizes: list[int]) -> Iterator[bytes]:
     for size in cycle(sizes):
         if at >= len(data):
             return
-        yield data[at:at + size]
+        yield data[at : at + size]
         at += size
 
 
@@ -211,9 +235,13 @@ class _Handler(BaseHTTPRequestHandler):
             except (NotApplicable, KeyError) as refused:
                 self._error(422, f"{chosen[0]}: cannot serve {kind}: {refused}")
                 return
-        send_envelope(self, envelope, pauses(envelope, self.provider.timing),
-                      abort_after=int(self.headers.get("x-callgate-abort-after") or -1),
-                      gzip=self.headers.get("x-callgate-compress") == "gzip")
+        send_envelope(
+            self,
+            envelope,
+            pauses(envelope, self.provider.timing),
+            abort_after=int(self.headers.get("x-callgate-abort-after") or -1),
+            gzip=self.headers.get("x-callgate-compress") == "gzip",
+        )
 
     def _error(self, status: int, message: str) -> None:
         body = json.dumps({"error": {"message": message, "type": "callgate_serve"}}).encode()
@@ -249,8 +277,10 @@ def run_serve(paths: Sequence[Path], listen: str, timing: str, kind: str | None 
     host, port = split_listen(listen)
     fixtures = collect(paths)
     provider = FakeProvider(fixtures, host, port, pause, kind)
-    print(f"callgate serve: {len(fixtures)} fixtures on {provider.url} "
-          f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})")
+    print(
+        f"callgate serve: {len(fixtures)} fixtures on {provider.url} "
+        f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})"
+    )
     with contextlib.suppress(KeyboardInterrupt):
         provider.server.serve_forever()
     return 0

@@ -65,33 +65,69 @@ class CallgateAddon:
     def load(self, loader: Any) -> None:
         if log.level == logging.NOTSET:  # the root logger stops INFO; our per-turn lines are INFO
             log.setLevel(logging.INFO)
-        loader.add_option("callgate_out", str, "callgate-fixtures",
-                          "Folder where redacted fixtures are written.")
-        loader.add_option("callgate_arguments", str, "mask",
-                          "Tool-call arguments in fixtures: mask, keep or drop.",
-                          choices=[mode.value for mode in ArgumentMode])
-        loader.add_option("callgate_provider", str, "",
-                          "Provider name to assume (default: from the upstream host).")
-        loader.add_option("callgate_enforce", bool, False,
-                          "Hold terminal events until the verdict; replace them by an error "
-                          "event when the turn fails.")
-        loader.add_option("callgate_hosts", Sequence[str], [],
-                          "Only inspect these hosts (default: every known LLM endpoint).")
-        loader.add_option("callgate_allow_raw_dump", bool, False,
-                          "Allow mitmproxy's own unredacted writers (-w, hardump) alongside.")
-        loader.add_option("callgate_allow_verdict_change", bool, False,
-                          "Write fixtures even when redaction changes their verdict.")
-        loader.add_option("callgate_web_body", str, WebBody.redacted.value,
-                          "The body mitmweb shows of a judged flow, kept in memory only: the "
-                          "redacted stream the fixture holds, the raw stream, or none.",
-                          choices=[kind.value for kind in WebBody])
-        loader.add_option("callgate_max_body", int, 64 << 20,
-                          "Largest response body judged and recorded, in bytes once decoded; a "
-                          "longer one passes through (observe) or is cut with an error event "
-                          "(enforce), and is neither judged nor recorded.")
-        loader.add_option("callgate_web_body_max", int, 4 << 20,
-                          "Largest body kept for mitmweb, in bytes; a longer one keeps its "
-                          "head and tail.")
+        loader.add_option(
+            "callgate_out", str, "callgate-fixtures", "Folder where redacted fixtures are written."
+        )
+        loader.add_option(
+            "callgate_arguments",
+            str,
+            "mask",
+            "Tool-call arguments in fixtures: mask, keep or drop.",
+            choices=[mode.value for mode in ArgumentMode],
+        )
+        loader.add_option(
+            "callgate_provider",
+            str,
+            "",
+            "Provider name to assume (default: from the upstream host).",
+        )
+        loader.add_option(
+            "callgate_enforce",
+            bool,
+            False,
+            "Hold terminal events until the verdict; replace them by an error "
+            "event when the turn fails.",
+        )
+        loader.add_option(
+            "callgate_hosts",
+            Sequence[str],
+            [],
+            "Only inspect these hosts (default: every known LLM endpoint).",
+        )
+        loader.add_option(
+            "callgate_allow_raw_dump",
+            bool,
+            False,
+            "Allow mitmproxy's own unredacted writers (-w, hardump) alongside.",
+        )
+        loader.add_option(
+            "callgate_allow_verdict_change",
+            bool,
+            False,
+            "Write fixtures even when redaction changes their verdict.",
+        )
+        loader.add_option(
+            "callgate_web_body",
+            str,
+            WebBody.redacted.value,
+            "The body mitmweb shows of a judged flow, kept in memory only: the "
+            "redacted stream the fixture holds, the raw stream, or none.",
+            choices=[kind.value for kind in WebBody],
+        )
+        loader.add_option(
+            "callgate_max_body",
+            int,
+            64 << 20,
+            "Largest response body judged and recorded, in bytes once decoded; a "
+            "longer one passes through (observe) or is cut with an error event "
+            "(enforce), and is neither judged nor recorded.",
+        )
+        loader.add_option(
+            "callgate_web_body_max",
+            int,
+            4 << 20,
+            "Largest body kept for mitmweb, in bytes; a longer one keeps its head and tail.",
+        )
         webview.register()
 
     def running(self) -> None:
@@ -101,12 +137,14 @@ class CallgateAddon:
         gc.freeze()
 
     def configure(self, updated: set[str]) -> None:
-        raw_writers = [name for name in ("save_stream_file", "hardump")
-                       if getattr(ctx.options, name, None)]
+        raw_writers = [
+            name for name in ("save_stream_file", "hardump") if getattr(ctx.options, name, None)
+        ]
         if raw_writers and not ctx.options.callgate_allow_raw_dump:
             raise exceptions.OptionsError(
                 f"callgate: {' and '.join(raw_writers)} would write unredacted traffic to disk; "
-                "remove it or set callgate_allow_raw_dump=true")
+                "remove it or set callgate_allow_raw_dump=true"
+            )
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         capture = self._start(flow)
@@ -158,8 +196,10 @@ class CallgateAddon:
         not a fork of mitmproxy's threads."""
         if self._executor is None:
             self._executor = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("forkserver"),
-                initializer=_yield_to_the_stream)
+                max_workers=1,
+                mp_context=multiprocessing.get_context("forkserver"),
+                initializer=_yield_to_the_stream,
+            )
         return self._executor
 
     # -- the flow's life -------------------------------------------------------------------------
@@ -181,23 +221,34 @@ class CallgateAddon:
         framing = framing_for(profile, media_type)
         return None if framing is None else self._capture(flow, profile, provider, framing)
 
-    def _capture(self, flow: http.HTTPFlow, profile: str, provider: str | None,
-                 framing: str) -> _Capture | None:
+    def _capture(
+        self, flow: http.HTTPFlow, profile: str, provider: str | None, framing: str
+    ) -> _Capture | None:
         schemas, request = request_context(flow.request.get_content(strict=False) or b"", profile)
         engine = Reassembler(profile, schemas, request=request, provider=provider)
         encoding = flow.response.headers.get("content-encoding", "") if flow.response else ""
         try:
-            capture = _Capture(StreamTap(engine, profile, encoding,
-                                         enforce=ctx.options.callgate_enforce,
-                                         on_finding=lambda f: self._live(flow, f),
-                                         on_failure=lambda kind: self._broken(flow, kind),
-                                         framing=framing,
-                                         max_body=ctx.options.callgate_max_body,
-                                         defer=_soon(asyncio.get_running_loop())),
-                               provider)
+            capture = _Capture(
+                StreamTap(
+                    engine,
+                    profile,
+                    encoding,
+                    enforce=ctx.options.callgate_enforce,
+                    on_finding=lambda f: self._live(flow, f),
+                    on_failure=lambda kind: self._broken(flow, kind),
+                    framing=framing,
+                    max_body=ctx.options.callgate_max_body,
+                    defer=_soon(asyncio.get_running_loop()),
+                ),
+                provider,
+            )
         except CallgateError:  # an unknown content-encoding, or its decoder missing
-            log.warning("callgate: %s %s: content-encoding %r is not supported; not inspected",
-                        flow.id, _where(flow), encoding)
+            log.warning(
+                "callgate: %s %s: content-encoding %r is not supported; not inspected",
+                flow.id,
+                _where(flow),
+                encoding,
+            )
             return None
         return capture
 
@@ -209,13 +260,24 @@ class CallgateAddon:
         flow.marked = WARNING_MARK
         flow.comment = f"callgate: {finding.code.value} (stream still running)"
         where = "turn" if finding.slot is None else f"slot={finding.slot}"
-        log.warning("callgate: %s %s %s %s event=%s", flow.id, _where(flow),
-                    finding.code.value, where, finding.event)
+        log.warning(
+            "callgate: %s %s %s %s event=%s",
+            flow.id,
+            _where(flow),
+            finding.code.value,
+            where,
+            finding.event,
+        )
         ctx.master.addons.trigger(UpdateHook([flow]))
 
     def _broken(self, flow: http.HTTPFlow, kind: str) -> None:
-        log.error("callgate: %s %s: inspection stopped after an internal %s; the stream was "
-                  "passed through unchanged", flow.id, _where(flow), kind)
+        log.error(
+            "callgate: %s %s: inspection stopped after an internal %s; the stream was "
+            "passed through unchanged",
+            flow.id,
+            _where(flow),
+            kind,
+        )
 
     def _finish(self, flow: http.HTTPFlow, ended_cleanly: bool) -> None:
         self._finishing.pop(flow.id, None)
@@ -225,9 +287,13 @@ class CallgateAddon:
         if capture.tap.over_limit:
             flow.marked = FAIL_MARK
             flow.comment = "callgate: not judged (limit_exceeded)"
-            log.warning("callgate: %s %s: the body grew past %d bytes (callgate_max_body): not "
-                        "judged, no fixture written", flow.id, _where(flow),
-                        ctx.options.callgate_max_body)
+            log.warning(
+                "callgate: %s %s: the body grew past %d bytes (callgate_max_body): not "
+                "judged, no fixture written",
+                flow.id,
+                _where(flow),
+                ctx.options.callgate_max_body,
+            )
             ctx.master.addons.trigger(UpdateHook([flow]))
             return
         report = capture.tap.close()
@@ -245,20 +311,30 @@ class CallgateAddon:
         # The live report is the unredacted verdict, unless the tap broke and stopped reading.
         self._write_later(flow, exchange, capture, None if capture.tap.broken else report)
 
-    def _write_later(self, flow: http.HTTPFlow, exchange: Exchange, capture: _Capture,
-                     verdict: Report | None) -> None:
+    def _write_later(
+        self, flow: http.HTTPFlow, exchange: Exchange, capture: _Capture, verdict: Report | None
+    ) -> None:
         out = Path(ctx.options.callgate_out)
         mode = ArgumentMode(ctx.options.callgate_arguments)
         allow = ctx.options.callgate_allow_verdict_change
         shown = ctx.options.callgate_web_body == WebBody.redacted and _viewed()
-        future = self._writer().submit(_write_fixture, exchange, capture.tap.profile,
-                                       capture.provider, out, mode, allow,
-                                       capture.tap.framing if shown else None, verdict)
+        future = self._writer().submit(
+            _write_fixture,
+            exchange,
+            capture.tap.profile,
+            capture.provider,
+            out,
+            mode,
+            allow,
+            capture.tap.framing if shown else None,
+            verdict,
+        )
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         loop = asyncio.get_running_loop()
         future.add_done_callback(
-            lambda done: loop.call_soon_threadsafe(_report_written, flow, done))
+            lambda done: loop.call_soon_threadsafe(_report_written, flow, done)
+        )
 
 
 #: How long the tap's reads wait for the stream to pause (``StreamTap._look``): short enough that
@@ -293,40 +369,58 @@ def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchang
     response = flow.response
     assert response is not None
     return Exchange(
-        method=flow.request.method, url=flow.request.pretty_url,
+        method=flow.request.method,
+        url=flow.request.pretty_url,
         request_headers=[(k, v) for k, v in flow.request.headers.items(multi=True)],
         request_body=flow.request.get_content(strict=False) or b"",
         status=response.status_code,
         response_headers=[(k, v) for k, v in response.headers.items(multi=True)],
-        response_body=b"".join(capture.tap.body), complete=complete, capture="proxy",
-        error=flow.error.msg if flow.error else None, event_times=capture.tap.event_times)
+        response_body=b"".join(capture.tap.body),
+        complete=complete,
+        capture="proxy",
+        error=flow.error.msg if flow.error else None,
+        event_times=capture.tap.event_times,
+    )
 
 
-def _write_fixture(exchange: Exchange, profile: str, provider: str | None, out: Path,
-                   mode: ArgumentMode, allow: bool, shown: str | None,
-                   verdict: Report | None = None) -> tuple[Path, Report, bytes | None]:
+def _write_fixture(
+    exchange: Exchange,
+    profile: str,
+    provider: str | None,
+    out: Path,
+    mode: ArgumentMode,
+    allow: bool,
+    shown: str | None,
+    verdict: Report | None = None,
+) -> tuple[Path, Report, bytes | None]:
     """Runs in the writer process: the fixture's path, its report, and with ``shown`` (the
     response's framing) its stream framed as the provider framed it (the body mitmweb shows).
     ``verdict``: the live report, so the unredacted stream is not judged a second time."""
-    redacted = redact_exchange(exchange, profile=profile, provider=provider, arguments=mode,
-                               allow_verdict_change=allow, verdict=verdict)
+    redacted = redact_exchange(
+        exchange,
+        profile=profile,
+        provider=provider,
+        arguments=mode,
+        allow_verdict_change=allow,
+        verdict=verdict,
+    )
     path = out / fixture_name(redacted.envelope, redacted.data)
     write_atomic(path, redacted.data)
-    return path, redacted.report, None if shown is None else b"".join(
-        framed(redacted.envelope, shown))
+    return (
+        path,
+        redacted.report,
+        None if shown is None else b"".join(framed(redacted.envelope, shown)),
+    )
 
 
-def _report_written(flow: http.HTTPFlow,
-                    done: Future[tuple[Path, Report, bytes | None]]) -> None:
+def _report_written(flow: http.HTTPFlow, done: Future[tuple[Path, Report, bytes | None]]) -> None:
     error = done.exception()
     if isinstance(error, NotApplicable | RedactionRefused):
         log.warning("callgate: %s: no fixture written: %s", flow.id, error)
         _show_redacted_instead(flow, f"no redacted stream to show: {error}")
     elif error is not None:
-        log.error("callgate: %s: no fixture written: internal %s", flow.id,
-                  type(error).__name__)
-        _show_redacted_instead(flow, "no redacted stream to show: internal "
-                                     f"{type(error).__name__}")
+        log.error("callgate: %s: no fixture written: internal %s", flow.id, type(error).__name__)
+        _show_redacted_instead(flow, f"no redacted stream to show: internal {type(error).__name__}")
     else:
         path, report, shown = done.result()
         codes = ", ".join(report.blocking_codes) or "-"
@@ -347,4 +441,3 @@ def _show(flow: http.HTTPFlow, body: bytes, report: dict[str, Any]) -> None:
 def _show_redacted_instead(flow: http.HTTPFlow, why: str) -> None:
     if ctx.options.callgate_web_body == WebBody.redacted and _viewed():
         _show(flow, f": callgate: {why}\n".encode(), flow.metadata.get("callgate", {}))
-

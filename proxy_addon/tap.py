@@ -66,8 +66,9 @@ MAX_LOOKS = 50
 SAME_MOMENT = 0.001
 
 
-def blocked_event(profile: str, codes: list[str], framing: str = SSE,
-                  opens_array: bool = False) -> bytes:
+def blocked_event(
+    profile: str, codes: list[str], framing: str = SSE, opens_array: bool = False
+) -> bytes:
     """The profile's own error event, which makes the provider's SDK raise. In a JSON array it
     is the last element and closes the array (``opens_array``: nothing of it was sent yet)."""
     message = f"callgate blocked this turn: {', '.join(codes) or 'conformance failure'}"
@@ -106,11 +107,19 @@ class StreamTap:
     """The stream callable for one flow. ``on_finding`` is told every finding as it happens;
     ``on_failure`` once, if the pipeline itself breaks (with the exception's type name only)."""
 
-    def __init__(self, engine: Reassembler, profile: str, encoding: str, *, enforce: bool,
-                 on_finding: Callable[[Finding], None],
-                 on_failure: Callable[[str], None], framing: str = SSE,
-                 max_body: int = 64 << 20,
-                 defer: Callable[[Callable[[], None]], object] | None = None) -> None:
+    def __init__(
+        self,
+        engine: Reassembler,
+        profile: str,
+        encoding: str,
+        *,
+        enforce: bool,
+        on_finding: Callable[[Finding], None],
+        on_failure: Callable[[str], None],
+        framing: str = SSE,
+        max_body: int = 64 << 20,
+        defer: Callable[[Callable[[], None]], object] | None = None,
+    ) -> None:
         self.engine = engine
         self.max_body = max_body
         #: The decoded body grew past ``max_body``: it was let go, and the turn is not judged.
@@ -132,8 +141,11 @@ class StreamTap:
         self._sse_read = 0  # SSE events the decoder gave so far, [DONE] among them
         # Enforce mode cuts the body into blocks with the framer and reads each block; observe
         # mode reads chunks as they come (a JSON array through the same framer).
-        framers: dict[str, type[Blocks]] = {SSE: EventFramer, NDJSON: LineFramer,
-                                             EVENTSTREAM: MessageFramer}
+        framers: dict[str, type[Blocks]] = {
+            SSE: EventFramer,
+            NDJSON: LineFramer,
+            EVENTSTREAM: MessageFramer,
+        }
         self._framer = framers.get(framing, ArrayFramer)()
         self._element_seen = False  # JSON array, JSON lines: the first block was read
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
@@ -157,9 +169,11 @@ class StreamTap:
         self._looks = 0
         #: Enforce mode, given ``defer``: what an SSE event that may go before it is read must
         #: not hold (None: every event is read before it goes).
-        self._deciding = deciding_pattern(self._profile) if (
-            enforce and defer is not None and framing == SSE
-            and self._profile.terminal_pattern) else None
+        self._deciding = (
+            deciding_pattern(self._profile)
+            if (enforce and defer is not None and framing == SSE and self._profile.terminal_pattern)
+            else None
+        )
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
@@ -190,8 +204,11 @@ class StreamTap:
             return chunk
         # A chunk of whole events none of which may decide the turn goes as its events would,
         # one by one, without being cut into them.
-        if self._verdict is None and self._may_go_unread(decoded) \
-                and cast(EventFramer, self._framer).takes_whole(decoded):
+        if (
+            self._verdict is None
+            and self._may_go_unread(decoded)
+            and cast(EventFramer, self._framer).takes_whole(decoded)
+        ):
             self._release_unread(decoded)
             return [decoded]
         return self._enforce(decoded, end=not chunk)
@@ -200,7 +217,8 @@ class StreamTap:
         """Enforce mode, before the verdict: whether SSE events may go before they are read,
         told from their bytes (``may_decide``), with nothing held before them."""
         return self._deciding is not None and not (
-            self._held or self._undecodable or may_decide(data, self._deciding))
+            self._held or self._undecodable or may_decide(data, self._deciding)
+        )
 
     def _release_unread(self, data: bytes) -> None:
         self._sent += len(data)
@@ -236,8 +254,18 @@ class StreamTap:
             return [decoded] if self._verdict and decoded else []
         self._verdict, self._held = False, []
         # Whatever was released stays released; what was held and what follows never goes.
-        return [blocked_event(self.profile, [Code.LIMIT_EXCEEDED.value], self.framing,
-                              opens_array=self._sent == 0)] if first else []
+        return (
+            [
+                blocked_event(
+                    self.profile,
+                    [Code.LIMIT_EXCEEDED.value],
+                    self.framing,
+                    opens_array=self._sent == 0,
+                )
+            ]
+            if first
+            else []
+        )
 
     @property
     def broken(self) -> bool:
@@ -304,7 +332,7 @@ class StreamTap:
 
     def _unsent(self) -> bytes:
         """Enforce mode, once broken: every byte received and not sent yet, held or cut."""
-        unsent = b"".join(self.body)[self._sent:]
+        unsent = b"".join(self.body)[self._sent :]
         self._sent, self._held = self._kept, []
         return unsent
 
@@ -365,8 +393,9 @@ class StreamTap:
         return (message_event(block, from_message) for block in blocks if block)
 
     def _elements(self, blocks: list[bytes]) -> list[str | bytes]:
-        texts: list[str | bytes] = [element_text(block, not self._element_seen and i == 0)
-                                    for i, block in enumerate(blocks)]
+        texts: list[str | bytes] = [
+            element_text(block, not self._element_seen and i == 0) for i, block in enumerate(blocks)
+        ]
         self._element_seen = self._element_seen or bool(blocks)
         self.end_marker_seen = self._array_closed
         return texts
@@ -394,7 +423,7 @@ class StreamTap:
             # completed were lost with the error.
             self._undecodable = True
             decoded, rest = split_at_bad_byte(b"".join(self.body), error.offset)
-            decoded = decoded[self._sse_read:]
+            decoded = decoded[self._sse_read :]
         self._sse_read += len(decoded)
         texts: list[str] = []
         for sse in decoded:
@@ -423,8 +452,13 @@ class StreamTap:
         # evidence must not tell the client it ended well (openai-python hands on its calls at
         # [DONE]). An array's end marker is its closing bracket, a tail, held already.
         marks_end = self.end_marker_seen and not ended_before and self.framing != JSON_ARRAY
-        if tail or self._held or self._undecodable or marks_end or any(
-                map(self._profile.carries_terminal, events)):
+        if (
+            tail
+            or self._held
+            or self._undecodable
+            or marks_end
+            or any(map(self._profile.carries_terminal, events))
+        ):
             self._held.append(block)
             # ollama-python reads lines past the done line, boto3 messages past metadata: there
             # only the body's end decides.
@@ -440,6 +474,8 @@ class StreamTap:
         if self._verdict:
             self._sent += sum(map(len, held))
             return held
-        return [blocked_event(self.profile, report.blocking_codes, self.framing,
-                              opens_array=self._sent == 0)]
-
+        return [
+            blocked_event(
+                self.profile, report.blocking_codes, self.framing, opens_array=self._sent == 0
+            )
+        ]

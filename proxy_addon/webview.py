@@ -53,7 +53,7 @@ def bounded(body: bytes, limit: int) -> bytes:
     half = limit // 2
     left = len(body) - 2 * half
     note = f"\n: callgate left out {left} bytes of this stream here (limit {limit})\n\n"
-    return body[:half] + note.encode() + body[len(body) - half:]
+    return body[:half] + note.encode() + body[len(body) - half :]
 
 
 def event_texts(body: bytes, framing: str, profile: str | None = None) -> list[str]:
@@ -82,14 +82,17 @@ def render(report: Mapping[str, Any], body: bytes, framing: str) -> Iterator[Lin
     status = report.get("status", "?")
     verdict = "EXECUTABLE" if report.get("executable") else "BLOCKED"
     codes = sorted({f["code"] for f in report.get("findings", []) if f["severity"] == "blocking"})
-    yield [("header", f"callgate: {status} ({verdict})"),
-           ("text", f"  {report.get('profile')}/{report.get('provider') or '-'}"),
-           ("error" if codes else "text", f"  {', '.join(codes) or 'no blocking finding'}")]
+    yield [
+        ("header", f"callgate: {status} ({verdict})"),
+        ("text", f"  {report.get('profile')}/{report.get('provider') or '-'}"),
+        ("error" if codes else "text", f"  {', '.join(codes) or 'no blocking finding'}"),
+    ]
     yield from _calls(report.get("calls", []))
     yield from _findings(report.get("findings", []))
     yield [("header", "events")]
-    struck = {f["event"]: f["severity"] for f in report.get("findings", [])
-              if f.get("event") is not None}
+    struck = {
+        f["event"]: f["severity"] for f in report.get("findings", []) if f.get("event") is not None
+    }
     for number, text in enumerate(event_texts(body, framing, report.get("profile"))):
         severity = struck.get(number)
         style = "error" if severity == "blocking" else "warn" if severity else "text"
@@ -101,9 +104,14 @@ def _calls(calls: list[Mapping[str, Any]]) -> Iterator[Line]:
     yield [("header", f"calls ({len(calls)})")]
     for call in calls:
         arguments = call.get("arguments")
-        yield [("text", f"  slot {call.get('slot')}  {call.get('id') or '-'}  "
-                        f"{call.get('name') or '-'}  {call.get('state')}  "),
-               ("text", arguments if isinstance(arguments, str) else "-")]
+        yield [
+            (
+                "text",
+                f"  slot {call.get('slot')}  {call.get('id') or '-'}  "
+                f"{call.get('name') or '-'}  {call.get('state')}  ",
+            ),
+            ("text", arguments if isinstance(arguments, str) else "-"),
+        ]
 
 
 def _findings(findings: list[Mapping[str, Any]]) -> Iterator[Line]:
@@ -111,9 +119,14 @@ def _findings(findings: list[Mapping[str, Any]]) -> Iterator[Line]:
     for finding in findings:
         where = "turn" if finding.get("slot") is None else f"slot {finding['slot']}"
         style = "error" if finding.get("severity") == "blocking" else "warn"
-        yield [(style, f"  {finding['code']}"),
-               ("text", f"  {where}, event {finding.get('event')}: {finding.get('message')}"
-                        f"  (callgate explain {finding['code']})")]
+        yield [
+            (style, f"  {finding['code']}"),
+            (
+                "text",
+                f"  {where}, event {finding.get('event')}: {finding.get('message')}"
+                f"  (callgate explain {finding['code']})",
+            ),
+        ]
 
 
 def _plain(lines: Iterator[Line]) -> str:
@@ -131,8 +144,9 @@ def _framing(flow: Any, report: Mapping[str, Any]) -> str:
     response = getattr(flow, "response", None)
     kind = response.headers.get("content-type", "") if response is not None else ""
     profile = report.get("profile")
-    framing = framing_for(profile, kind.split(";")[0].strip().lower()) \
-        if profile in PROFILES else None
+    framing = (
+        framing_for(profile, kind.split(";")[0].strip().lower()) if profile in PROFILES else None
+    )
     return framing or SSE
 
 
@@ -176,8 +190,9 @@ def _legacy_view() -> Any:
         def __call__(self, data: bytes, *, flow: Any = None, **metadata: Any) -> Any:
             report = _judged(flow)
             if report is None:
-                return "callgate: not judged", iter([[("text", "callgate did not judge this "
-                                                                "flow")]])
+                return "callgate: not judged", iter(
+                    [[("text", "callgate did not judge this flow")]]
+                )
             return "callgate", render(report, data, _framing(flow, report))
 
         def render_priority(self, data: bytes, *, flow: Any = None, **metadata: Any) -> float:

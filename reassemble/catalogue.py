@@ -18,8 +18,10 @@ class Entry:
     recovery: str
 
 
-_QUARANTINE = ("Execute nothing from this turn; keep the redacted fixture and report the adapter "
-               "and provider versions.")
+_QUARANTINE = (
+    "Execute nothing from this turn; keep the redacted fixture and report the adapter "
+    "and provider versions."
+)
 
 CATALOGUE: dict[Code, Entry] = {
     Code.IDENTITY_COLLISION: Entry(
@@ -195,10 +197,22 @@ CATALOGUE: dict[Code, Entry] = {
 
 def markdown() -> str:
     """``docs/findings.md``: every code with its meaning, causes and recovery."""
-    lines = ["# Finding codes", "",
-             "Generated from `reassemble/catalogue.py`; `callgate explain CODE` prints the same "
-             "text. Codes are stable: they are never renamed.", ""]
+    lines = [
+        "# Finding codes",
+        "",
+        "Generated from `reassemble/catalogue.py`; `callgate explain CODE` prints the same "
+        "text. Codes are stable: they are never renamed.",
+        "",
+    ]
     for code, entry in CATALOGUE.items():
-        lines += [f"## `{code.value}`", "", f"**Meaning.** {entry.meaning}", "",
-                  f"**Typical causes.** {entry.causes}", "", f"**Recovery.** {entry.recovery}", ""]
+        lines += [
+            f"## `{code.value}`",
+            "",
+            f"**Meaning.** {entry.meaning}",
+            "",
+            f"**Typical causes.** {entry.causes}",
+            "",
+            f"**Recovery.** {entry.recovery}",
+            "",
+        ]
     return "\n".join(lines)

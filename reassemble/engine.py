@@ -173,21 +173,50 @@ class Reassembler:
 
     def _problem(self, event: Problem) -> None:
         """A profile's own finding; a blocking one about a started slot blocks that slot."""
-        self._add(event.code, event.message, event.pointer, event.choice, event.slot,
-                  event.severity, event.quirk)
-        slot = self._slots.get((event.choice, event.slot)) if event.choice is not None and \
-            event.slot is not None else None
+        self._add(
+            event.code,
+            event.message,
+            event.pointer,
+            event.choice,
+            event.slot,
+            event.severity,
+            event.quirk,
+        )
+        slot = (
+            self._slots.get((event.choice, event.slot))
+            if event.choice is not None and event.slot is not None
+            else None
+        )
         if slot is not None and event.severity is Severity.BLOCKING:
             slot.blocked = True
 
-    def _add(self, code: Code, message: str, pointer: str, choice: int | None = None,
-             slot: int | None = None, severity: Severity = Severity.BLOCKING,
-             quirk: str | None = None, *, path: str | None = None, event: int | None = None,
-             detail: dict[str, str] | None = None) -> Finding:
+    def _add(
+        self,
+        code: Code,
+        message: str,
+        pointer: str,
+        choice: int | None = None,
+        slot: int | None = None,
+        severity: Severity = Severity.BLOCKING,
+        quirk: str | None = None,
+        *,
+        path: str | None = None,
+        event: int | None = None,
+        detail: dict[str, str] | None = None,
+    ) -> Finding:
         if path is None:
             path = f"/{self._profile.stream_key}/{self._event}{pointer}"
-        finding = Finding(code, message, severity, choice, slot,
-                          self._event if event is None else event, path, quirk, detail or {})
+        finding = Finding(
+            code,
+            message,
+            severity,
+            choice,
+            slot,
+            self._event if event is None else event,
+            path,
+            quirk,
+            detail or {},
+        )
         self._findings.append(finding)
         return finding
 
@@ -199,8 +228,13 @@ class Reassembler:
         """Apply one lifecycle move from the table; False when the pair is a finding."""
         outcome = step(slot.lifecycle, move)
         if isinstance(outcome, Code):
-            self._block(slot, outcome, f"{_TABLE_MESSAGES[outcome]} (slot {slot.key[1]} was "
-                        f"{slot.lifecycle.value}, event was {move.value})", pointer)
+            self._block(
+                slot,
+                outcome,
+                f"{_TABLE_MESSAGES[outcome]} (slot {slot.key[1]} was "
+                f"{slot.lifecycle.value}, event was {move.value})",
+                pointer,
+            )
             return False
         slot.lifecycle = outcome
         if move is SlotInput.START:
@@ -230,9 +264,14 @@ class Reassembler:
 
     def _delta(self, event: SlotDelta) -> None:
         slot = self._slots.get(event.key)
-        if (slot is not None and slot.lifecycle is GROWING and slot.is_call
-                and event.call_id is None and event.name is None
-                and event.key[0] not in self._turns):
+        if (
+            slot is not None
+            and slot.lifecycle is GROWING
+            and slot.is_call
+            and event.call_id is None
+            and event.name is None
+            and event.key[0] not in self._turns
+        ):
             # A plain argument fragment for a call that is growing: what the general path below
             # does for it, without the steps that cannot change anything.
             if not slot.grew or slot.grew[-1] != self._event:
@@ -241,8 +280,9 @@ class Reassembler:
                 self._append(slot, event.arguments, event.pointer)
             return
         slot = self._slot(event.key, is_call=event.arguments is not None)
-        if self._turn_over(slot, event.pointer) or not self._move(slot, SlotInput.DELTA,
-                                                                   event.pointer):
+        if self._turn_over(slot, event.pointer) or not self._move(
+            slot, SlotInput.DELTA, event.pointer
+        ):
             return
         if slot.is_call:
             self._identify(slot, event.call_id, event.name, event.pointer)
@@ -269,15 +309,24 @@ class Reassembler:
             return
         current = slot.arguments if slot.arguments is not None else "".join(slot.fragments)
         if event.text != current:
-            self._block(slot, Code.ARGUMENT_MISMATCH, "a stated copy of the arguments differs "
-                        "from the streamed arguments", event.pointer)
+            self._block(
+                slot,
+                Code.ARGUMENT_MISMATCH,
+                "a stated copy of the arguments differs from the streamed arguments",
+                event.pointer,
+            )
 
     def _turn_over(self, slot: _Slot, pointer: str) -> bool:
         choice = slot.key[0]
         if choice not in self._turns:
             return False
-        self._block(slot, Code.DELTA_AFTER_TERMINAL, f"slot {slot.key[1]} received an event after "
-                    f"the turn ended with {self._turns[choice]!r}", pointer)
+        self._block(
+            slot,
+            Code.DELTA_AFTER_TERMINAL,
+            f"slot {slot.key[1]} received an event after "
+            f"the turn ended with {self._turns[choice]!r}",
+            pointer,
+        )
         return True
 
     def _identify(self, slot: _Slot, call_id: str | None, name: str | None, pointer: str) -> None:
@@ -293,14 +342,23 @@ class Reassembler:
             elif current != value and (attribute, value) not in slot.collisions:
                 slot.collisions.add((attribute, value))
                 label = "id" if attribute == "call_id" else "name"
-                self._block(slot, Code.IDENTITY_COLLISION, f"slot {slot.key[1]} has {label} "
-                            f"{current[:64]!r}; a later fragment says {value[:64]!r}", pointer)
+                self._block(
+                    slot,
+                    Code.IDENTITY_COLLISION,
+                    f"slot {slot.key[1]} has {label} "
+                    f"{current[:64]!r}; a later fragment says {value[:64]!r}",
+                    pointer,
+                )
 
     def _register_id(self, slot: _Slot, call_id: str, pointer: str) -> None:
         owner = self._ids.setdefault(call_id, slot.key)
         if owner != slot.key:
-            self._block(slot, Code.DUPLICATE_CALL_ID, f"call id {call_id[:64]!r} is also the id "
-                        f"of choice {owner[0]} slot {owner[1]}", pointer)
+            self._block(
+                slot,
+                Code.DUPLICATE_CALL_ID,
+                f"call id {call_id[:64]!r} is also the id of choice {owner[0]} slot {owner[1]}",
+                pointer,
+            )
 
     def _append(self, slot: _Slot, text: str, pointer: str) -> None:
         # surrogatepass: a lone surrogate (a Python caller can hand one over) counts as the 3
@@ -309,8 +367,12 @@ class Reassembler:
         if slot.size + size > self._limits.max_argument_bytes:
             slot.fragments.clear()
             slot.origins.clear()
-            self._block(slot, Code.LIMIT_EXCEEDED, "arguments exceed "
-                        f"{self._limits.max_argument_bytes} bytes", pointer)
+            self._block(
+                slot,
+                Code.LIMIT_EXCEEDED,
+                f"arguments exceed {self._limits.max_argument_bytes} bytes",
+                pointer,
+            )
             return
         slot.origins.append((slot.chars, self._event, pointer))
         slot.fragments.append(text)
@@ -332,46 +394,83 @@ class Reassembler:
         if calls:
             self._check_reason(choice, reason, event.pointer)
         elif reason in self._profile.call_reasons:
-            self._add(Code.TERMINAL_WITHOUT_CALL, f"the turn ended with {reason!r} but holds no "
-                      "tool call", event.pointer, choice)
+            self._add(
+                Code.TERMINAL_WITHOUT_CALL,
+                f"the turn ended with {reason!r} but holds no tool call",
+                event.pointer,
+                choice,
+            )
         if self._profile.turn_ends_slots:
             for slot in slots:
-                if self._move(slot, SlotInput.END, event.pointer) and slot.is_call and not (
-                        slot.blocked):
+                if (
+                    self._move(slot, SlotInput.END, event.pointer)
+                    and slot.is_call
+                    and not (slot.blocked)
+                ):
                     self._validate(slot, event.pointer)
 
     def _check_reason(self, choice: int, reason: str, pointer: str) -> None:
         if reason in self._accepted:
             return
         if reason == "stop" and "stop_finish_with_tool_calls" in self._quirks:
-            self._add(Code.WRONG_TERMINAL_REASON, "the turn made tool calls but ended with 'stop'",
-                      pointer, choice, severity=Severity.TOLERATED,
-                      quirk="stop_finish_with_tool_calls")
+            self._add(
+                Code.WRONG_TERMINAL_REASON,
+                "the turn made tool calls but ended with 'stop'",
+                pointer,
+                choice,
+                severity=Severity.TOLERATED,
+                quirk="stop_finish_with_tool_calls",
+            )
             return
         expected = " or ".join(repr(r) for r in sorted(self._accepted))
-        self._add(Code.WRONG_TERMINAL_REASON, f"the turn made tool calls but ended with "
-                  f"{reason[:40]!r}, not {expected}", pointer, choice)
+        self._add(
+            Code.WRONG_TERMINAL_REASON,
+            f"the turn made tool calls but ended with {reason[:40]!r}, not {expected}",
+            pointer,
+            choice,
+        )
 
     def _repeated_terminal(self, choice: int, reason: str, pointer: str) -> None:
         if reason == self._turns[choice] and "repeated_finish_chunk" in self._quirks:
-            self._add(Code.DUPLICATE_TERMINAL, f"the provider repeated the terminal {reason!r}",
-                      pointer, choice, severity=Severity.TOLERATED, quirk="repeated_finish_chunk")
+            self._add(
+                Code.DUPLICATE_TERMINAL,
+                f"the provider repeated the terminal {reason!r}",
+                pointer,
+                choice,
+                severity=Severity.TOLERATED,
+                quirk="repeated_finish_chunk",
+            )
             return
-        self._add(Code.DUPLICATE_TERMINAL, f"the turn already ended with {self._turns[choice]!r}; "
-                  f"a second terminal says {reason[:40]!r}", pointer, choice)
+        self._add(
+            Code.DUPLICATE_TERMINAL,
+            f"the turn already ended with {self._turns[choice]!r}; "
+            f"a second terminal says {reason[:40]!r}",
+            pointer,
+            choice,
+        )
 
     def _report_unfinished(self) -> None:
         pointer = f"/{self._profile.stream_key}"
         for slot in self._slots.values():
             if slot.is_call and slot.lifecycle is SlotState.ACCUMULATING:
-                self._block(slot, Code.MISSING_TERMINAL, f"the stream ended before slot "
-                            f"{slot.key[1]} was ended by the provider", "", path=pointer)
+                self._block(
+                    slot,
+                    Code.MISSING_TERMINAL,
+                    f"the stream ended before slot {slot.key[1]} was ended by the provider",
+                    "",
+                    path=pointer,
+                )
         open_choices = {key[0] for key in self._slots}
         if not self._turns and self._event >= 0:
             open_choices.add(0)
         for choice in sorted(open_choices - self._turns.keys()):
-            self._add(Code.MISSING_TERMINAL, f"the stream ended before the provider ended the "
-                      f"turn (choice {choice})", "", choice, path=pointer)
+            self._add(
+                Code.MISSING_TERMINAL,
+                f"the stream ended before the provider ended the turn (choice {choice})",
+                "",
+                choice,
+                path=pointer,
+            )
 
     # -- validation, once the provider ended the call --------------------------------------------
 
@@ -387,8 +486,14 @@ class Reassembler:
     def _check_identity_complete(self, slot: _Slot, pointer: str) -> None:
         if slot.call_id is None and self._profile.requires_call_id:
             if "missing_call_id" in self._quirks:
-                self._add(Code.MISSING_CALL_ID, "the call has no id", pointer, *slot.key,
-                          severity=Severity.TOLERATED, quirk="missing_call_id")
+                self._add(
+                    Code.MISSING_CALL_ID,
+                    "the call has no id",
+                    pointer,
+                    *slot.key,
+                    severity=Severity.TOLERATED,
+                    quirk="missing_call_id",
+                )
             else:
                 self._block(slot, Code.MISSING_CALL_ID, "the call ended without an id", pointer)
         if slot.name is None:
@@ -411,13 +516,23 @@ class Reassembler:
             parsed = strict_json.loads(slot.arguments, self._limits)
         except strict_json.StrictJSONError as error:
             event, where = self._origin(slot, error.position, pointer)
-            self._block(slot, error.code, f"arguments: {error.message}", where, event=event,
-                        path=f"/{self._profile.stream_key}/{event}{where}")
+            self._block(
+                slot,
+                error.code,
+                f"arguments: {error.message}",
+                where,
+                event=event,
+                path=f"/{self._profile.stream_key}/{event}{where}",
+            )
             return None
         slot.parsed = parsed
         if not isinstance(parsed, dict):
-            self._block(slot, Code.ARGUMENTS_NOT_OBJECT, f"arguments are a JSON "
-                        f"{_json_type(parsed)}, not an object", pointer)
+            self._block(
+                slot,
+                Code.ARGUMENTS_NOT_OBJECT,
+                f"arguments are a JSON {_json_type(parsed)}, not an object",
+                pointer,
+            )
             return None
         return parsed
 
@@ -435,8 +550,12 @@ class Reassembler:
         if not slot.fragments or stated is None or stated == {}:
             return
         if json.dumps(parsed, sort_keys=True) != json.dumps(stated, sort_keys=True):
-            self._block(slot, Code.ARGUMENT_MISMATCH, "the streamed arguments differ from the "
-                        "input the start event stated", pointer)
+            self._block(
+                slot,
+                Code.ARGUMENT_MISMATCH,
+                "the streamed arguments differ from the input the start event stated",
+                pointer,
+            )
 
     def _check_schema(self, slot: _Slot, parsed: dict[str, Any], pointer: str) -> None:
         name = slot.name
@@ -449,20 +568,41 @@ class Reassembler:
             self._compiled[name] = compiled_schema(self._tool_schemas[name])
         schema = self._compiled[name]
         if isinstance(schema, SchemaProblem):
-            self._block(slot, schema.code, f"tool {name[:64]!r}: {schema.message}", pointer,
-                        path=f"/tool_schemas/{_escape(name)}{schema.schema_path}")
+            self._block(
+                slot,
+                schema.code,
+                f"tool {name[:64]!r}: {schema.message}",
+                pointer,
+                path=f"/tool_schemas/{_escape(name)}{schema.schema_path}",
+            )
             return
         for violation in schema.violations(parsed):
-            self._block(slot, Code.SCHEMA_VIOLATION, f"{violation.keyword!r} fails at "
-                        f"{violation.instance_path or '(root)'}: {violation.message}", pointer,
-                        detail={"keyword": violation.keyword,
-                                "argument_path": violation.instance_path,
-                                "schema_path": violation.schema_path})
+            self._block(
+                slot,
+                Code.SCHEMA_VIOLATION,
+                f"{violation.keyword!r} fails at "
+                f"{violation.instance_path or '(root)'}: {violation.message}",
+                pointer,
+                detail={
+                    "keyword": violation.keyword,
+                    "argument_path": violation.instance_path,
+                    "schema_path": violation.schema_path,
+                },
+            )
 
     def _call(self, slot: _Slot) -> Call:
-        codes = tuple(f.code for f in self._findings
-                      if (f.choice, f.slot) == slot.key)
+        codes = tuple(f.code for f in self._findings if (f.choice, f.slot) == slot.key)
         arguments = slot.arguments if slot.arguments is not None else "".join(slot.fragments)
-        return Call(slot.key[0], slot.key[1], slot.call_id, slot.name, arguments, slot.parsed,
-                    slot_state(slot.lifecycle, slot.blocked, slot.validated), codes,
-                    slot.opened, tuple(slot.grew), slot.ended)
+        return Call(
+            slot.key[0],
+            slot.key[1],
+            slot.call_id,
+            slot.name,
+            arguments,
+            slot.parsed,
+            slot_state(slot.lifecycle, slot.blocked, slot.validated),
+            codes,
+            slot.opened,
+            tuple(slot.grew),
+            slot.ended,
+        )

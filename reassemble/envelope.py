@@ -65,8 +65,7 @@ def _envelope_schema() -> dict[str, Any]:
                 "additionalProperties": False,
                 "properties": {
                     "status": {"enum": [s.value for s in Status]},
-                    "codes": {"type": "array", "items": {"type": "string"},
-                              "uniqueItems": True},
+                    "codes": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
                     "calls": {
                         "type": "array",
                         "items": {
@@ -98,8 +97,15 @@ _TOP_KEYS = frozenset(ENVELOPE_SCHEMA["properties"])
 _EXPECT_KEYS = frozenset(ENVELOPE_SCHEMA["$defs"]["expect"]["properties"])
 _CALL_KEYS = frozenset({"id", "name", "arguments"})
 _STATUSES = frozenset(status.value for status in Status)
-_TYPED = {"description": str, "provider": str, "request": dict, "meta": dict, "chunks": list,
-          "events": list, "tool_schemas": dict}
+_TYPED = {
+    "description": str,
+    "provider": str,
+    "request": dict,
+    "meta": dict,
+    "chunks": list,
+    "events": list,
+    "tool_schemas": dict,
+}
 
 
 def _plainly_valid(document: object) -> bool:
@@ -109,8 +115,11 @@ def _plainly_valid(document: object) -> bool:
     if not isinstance(document, dict) or not _TOP_KEYS.issuperset(document):
         return False
     profile = document.get("profile")
-    if not isinstance(profile, str) or profile not in PROFILES \
-            or PROFILES[profile].stream_key not in document:
+    if (
+        not isinstance(profile, str)
+        or profile not in PROFILES
+        or PROFILES[profile].stream_key not in document
+    ):
         return False
     for key, value in document.items():  # loops, not generators: this runs once per fixture
         kind = _TYPED.get(key)

@@ -67,7 +67,7 @@ class MessageFramer(Blocks):
         # Whole messages were taken from the front of the buffer: the next one starts at 0.
         cuts, at = [], 0
         while not self.broken and len(self._buffer) - at >= 4:
-            total = int.from_bytes(self._buffer[at:at + 4], "big")
+            total = int.from_bytes(self._buffer[at : at + 4], "big")
             if not PRELUDE + CRC <= total <= MAX_MESSAGE:
                 self.broken = True
             elif len(self._buffer) - at >= total:
@@ -100,8 +100,8 @@ def decode(data: bytes) -> Message:
         raise EventStreamError("message CRC mismatch")
     if PRELUDE + headers_length > total - CRC:
         raise EventStreamError("headers run past the message")
-    headers = _headers(data[PRELUDE:PRELUDE + headers_length])
-    return Message(headers, data[PRELUDE + headers_length:-CRC])
+    headers = _headers(data[PRELUDE : PRELUDE + headers_length])
+    return Message(headers, data[PRELUDE + headers_length : -CRC])
 
 
 _FIXED = {2: ">b", 3: ">h", 4: ">i", 5: ">q", 8: ">q"}
@@ -113,7 +113,7 @@ def _headers(data: bytes) -> dict[str, HeaderValue]:
     try:
         while at < len(data):
             size = data[at]
-            name = data[at + 1:at + 1 + size].decode()
+            name = data[at + 1 : at + 1 + size].decode()
             at += 1 + size
             kind = data[at]
             at += 1
@@ -122,11 +122,11 @@ def _headers(data: bytes) -> dict[str, HeaderValue]:
                 value = kind == 0
             elif kind in _FIXED:
                 width = struct.calcsize(_FIXED[kind])
-                (value,) = struct.unpack(_FIXED[kind], data[at:at + width])
+                (value,) = struct.unpack(_FIXED[kind], data[at : at + width])
                 at += width
             elif kind in (6, 7):
-                (length,) = struct.unpack(">H", data[at:at + 2])
-                raw = data[at + 2:at + 2 + length]
+                (length,) = struct.unpack(">H", data[at : at + 2])
+                raw = data[at + 2 : at + 2 + length]
                 if len(raw) != length:
                     raise EventStreamError("a header value runs past the headers")
                 value = raw.decode() if kind == 7 else raw
@@ -134,7 +134,7 @@ def _headers(data: bytes) -> dict[str, HeaderValue]:
             elif kind == 9:
                 if at + 16 > len(data):
                     raise EventStreamError("a header value runs past the headers")
-                value = uuid.UUID(bytes=data[at:at + 16])
+                value = uuid.UUID(bytes=data[at : at + 16])
                 at += 16
             else:
                 raise EventStreamError(f"header type {kind} is not known")
@@ -147,9 +147,13 @@ def _headers(data: bytes) -> dict[str, HeaderValue]:
 def encode(headers: dict[str, str], payload: bytes) -> bytes:
     """One message with string headers, as Bedrock sends them."""
     packed = b"".join(
-        bytes([len(name.encode())]) + name.encode() + b"\x07"
-        + struct.pack(">H", len(value.encode())) + value.encode()
-        for name, value in headers.items())
+        bytes([len(name.encode())])
+        + name.encode()
+        + b"\x07"
+        + struct.pack(">H", len(value.encode()))
+        + value.encode()
+        for name, value in headers.items()
+    )
     total = PRELUDE + len(packed) + len(payload) + CRC
     prelude = struct.pack(">II", total, len(packed))
     prelude += struct.pack(">I", zlib.crc32(prelude))
@@ -158,13 +162,21 @@ def encode(headers: dict[str, str], payload: bytes) -> bytes:
 
 
 def event_message(event_type: str, payload: bytes) -> bytes:
-    return encode({":event-type": event_type, ":content-type": "application/json",
-                   ":message-type": "event"}, payload)
+    return encode(
+        {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"},
+        payload,
+    )
 
 
 def exception_message(exception_type: str, payload: bytes) -> bytes:
-    return encode({":exception-type": exception_type, ":content-type": "application/json",
-                   ":message-type": "exception"}, payload)
+    return encode(
+        {
+            ":exception-type": exception_type,
+            ":content-type": "application/json",
+            ":message-type": "exception",
+        },
+        payload,
+    )
 
 
 def message_event(data: bytes, from_message: Callable[[Message], object]) -> object:
@@ -177,8 +189,9 @@ def message_event(data: bytes, from_message: Callable[[Message], object]) -> obj
         return f"event-stream message not read: {error}"
 
 
-def body_events(body: bytes,
-                from_message: Callable[[Message], object]) -> tuple[list[object], bool]:
+def body_events(
+    body: bytes, from_message: Callable[[Message], object]
+) -> tuple[list[object], bool]:
     """The events of a whole body of messages, and whether it ends inside one (then its last
     event is the text saying why, as ``message_event`` gives it)."""
     framer = MessageFramer()
@@ -195,8 +208,10 @@ def failure(message: Message) -> tuple[str, object] | None:
     if kind == "exception":
         return message.header(":exception-type"), payload_value(message.payload)
     if kind == "error":
-        return (message.header(":error-code") or "error",
-                {"message": message.header(":error-message")})
+        return (
+            message.header(":error-code") or "error",
+            {"message": message.header(":error-message")},
+        )
     return None
 
 

@@ -24,9 +24,12 @@ from abc import ABC, abstractmethod
 #: newline-delimited JSON, AWS event-stream messages (``eventstream.MessageFramer``).
 SSE, JSON_ARRAY, NDJSON, EVENTSTREAM = "sse", "json-array", "ndjson", "eventstream"
 #: The media types each framing is served with; NDJSON servers also say ``application/json``.
-MEDIA_TYPES = {SSE: ("text/event-stream",), JSON_ARRAY: ("application/json",),
-               NDJSON: ("application/x-ndjson", "application/json"),
-               EVENTSTREAM: ("application/vnd.amazon.eventstream",)}
+MEDIA_TYPES = {
+    SSE: ("text/event-stream",),
+    JSON_ARRAY: ("application/json",),
+    NDJSON: ("application/x-ndjson", "application/json"),
+    EVENTSTREAM: ("application/vnd.amazon.eventstream",),
+}
 
 
 class Blocks(ABC):

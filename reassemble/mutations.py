@@ -30,6 +30,7 @@ from callgate.reassemble.report import Report, Status
 @dataclass(frozen=True)
 class Source:
     """What the engine said of the passing turn a variant is made from, and its tools."""
+
     report: Report
     tool_schemas: Mapping[str, Any]
 
@@ -60,20 +61,23 @@ def _terminal_at(profile: Profile, events: list[Any]) -> list[int]:
 
 def _truncate(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     ends = _terminal_at(profile, events)
-    return events[:ends[0]] if ends else "no event carries the terminal evidence"
+    return events[: ends[0]] if ends else "no event carries the terminal evidence"
 
 
 def _drop_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     ends = set(_terminal_at(profile, events))
-    return [e for n, e in enumerate(events) if n not in ends] if ends else \
-        "no event carries the terminal evidence"
+    return (
+        [e for n, e in enumerate(events) if n not in ends]
+        if ends
+        else "no event carries the terminal evidence"
+    )
 
 
 def _duplicate_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     ends = _terminal_at(profile, events)
     if not ends:
         return "no event carries the terminal evidence"
-    return [*events[:ends[0] + 1], copy.deepcopy(events[ends[0]]), *events[ends[0] + 1:]]
+    return [*events[: ends[0] + 1], copy.deepcopy(events[ends[0]]), *events[ends[0] + 1 :]]
 
 
 def _delta_after_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
@@ -84,7 +88,7 @@ def _delta_after_terminal(profile: Profile, events: list[Any], source: Source) -
     last = [n for n in range(ends[0]) if holders[n]]
     if not last:
         return "no argument fragment comes before the terminal evidence"
-    return [*events[:ends[0] + 1], copy.deepcopy(events[last[-1]]), *events[ends[0] + 1:]]
+    return [*events[: ends[0] + 1], copy.deepcopy(events[last[-1]]), *events[ends[0] + 1 :]]
 
 
 def _streams(profile: Profile, events: list[Any]) -> dict[object, list[tuple[dict[str, Any], str]]]:
@@ -157,20 +161,21 @@ def _wrong_terminal(profile: Profile, events: list[Any], source: Source) -> list
     for n in ends:
         cut = profile.cut_short(events[n])
         if cut is not None:
-            return [*events[:n], cut, *events[n + 1:]]
-    return "no event states why the output ended" if ends else \
-        "no event carries the terminal evidence"
+            return [*events[:n], cut, *events[n + 1 :]]
+    return (
+        "no event states why the output ended" if ends else "no event carries the terminal evidence"
+    )
 
 
 def _provider_error(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
-    fragments = [n for n, holds in enumerate(_keys_by_event(profile, events, ("stream",)))
-                 if holds]
+    fragments = [n for n, holds in enumerate(_keys_by_event(profile, events, ("stream",))) if holds]
     ends = _terminal_at(profile, events)
     at = fragments[0] + 1 if fragments else ends[0] if ends else None
     if at is None:
         return "no argument fragment and no terminal evidence to stop before"
-    error = profile.error_body("Overloaded (a provider error made by callgate mutate)",
-                               ["overloaded"])
+    error = profile.error_body(
+        "Overloaded (a provider error made by callgate mutate)", ["overloaded"]
+    )
     return [*events[:at], error]
 
 
@@ -183,8 +188,11 @@ _CHOICE_FIELDS = frozenset({"delta", "message", "finish_reason"})
 
 
 def _reuse_slot(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
-    pairs = [(a, b) for a, b in zip(source.report.calls, source.report.calls[1:], strict=False)
-             if a.choice == b.choice]
+    pairs = [
+        (a, b)
+        for a, b in zip(source.report.calls, source.report.calls[1:], strict=False)
+        if a.choice == b.choice
+    ]
     if not pairs:
         return "no second call in the first call's choice to move onto its slot"
     first, second = pairs[0]
@@ -248,7 +256,7 @@ def _wrong_value(schema: object, arguments: object) -> tuple[str, object] | None
     if not (isinstance(schema, dict) and isinstance(arguments, dict)):
         return None
     properties = schema.get("properties")
-    for name, declared in (properties.items() if isinstance(properties, dict) else ()):
+    for name, declared in properties.items() if isinstance(properties, dict) else ():
         kind = declared.get("type") if isinstance(declared, dict) else None
         wrong = _WRONG.get(kind.lower()) if isinstance(kind, str) else None
         if name in arguments and wrong is not None:
@@ -256,9 +264,14 @@ def _wrong_value(schema: object, arguments: object) -> tuple[str, object] | None
     return None
 
 
-_WRONG: dict[str, object] = {"string": 12345, "number": "12345", "integer": "12345",
-                             "boolean": "yes", "array": {"not": "an array"},
-                             "object": ["not", "an", "object"]}
+_WRONG: dict[str, object] = {
+    "string": 12345,
+    "number": "12345",
+    "integer": "12345",
+    "boolean": "yes",
+    "array": {"not": "an array"},
+    "object": ["not", "an", "object"],
+}
 
 
 def _site_key(sites: list[Any], call: Any) -> object:
@@ -290,13 +303,16 @@ def _objects(value: object) -> list[dict[str, Any]]:
     return found
 
 
-def _keys_by_event(profile: Profile, events: list[Any],
-                   kinds: tuple[str, ...] = ("stream", "copy")) -> list[set[object]]:
+def _keys_by_event(
+    profile: Profile, events: list[Any], kinds: tuple[str, ...] = ("stream", "copy")
+) -> list[set[object]]:
     """For each event, the calls (argument site keys) it holds a site of: streamed fragments,
     and with ``copy`` the texts that restate them."""
-    holders = {id(container): key for kind, key, container, field
-               in profile.argument_sites(events) if kind in kinds
-               and (kind != "stream" or isinstance(container.get(field), str))}
+    holders = {
+        id(container): key
+        for kind, key, container, field in profile.argument_sites(events)
+        if kind in kinds and (kind != "stream" or isinstance(container.get(field), str))
+    }
     return [{holders[id(d)] for d in _objects(event) if id(d) in holders} for event in events]
 
 
@@ -311,20 +327,28 @@ def _interleave(profile: Profile, events: list[Any], source: Source) -> list[Any
     if max(first) > min(second):
         return "the first two calls already take turns"
     places = sorted(first + second)
-    order = [n for pair in zip(first + [-1] * len(second), second + [-1] * len(first),
-                               strict=True) for n in pair if n >= 0]
+    order = [
+        n
+        for pair in zip(first + [-1] * len(second), second + [-1] * len(first), strict=True)
+        for n in pair
+        if n >= 0
+    ]
     out = list(events)
     for place, taken in zip(places, order, strict=True):
         out[place] = events[taken]
         # Events numbered in stream order (OpenAI Responses) keep the numbers of their places.
-        if isinstance(events[place], dict) and "sequence_number" in events[place] \
-                and isinstance(events[taken], dict):
+        if (
+            isinstance(events[place], dict)
+            and "sequence_number" in events[place]
+            and isinstance(events[taken], dict)
+        ):
             out[place] = {**events[taken], "sequence_number": events[place]["sequence_number"]}
     return out
 
 
-def _events_of(profile: Profile, events: list[Any], owners: list[set[object]],
-               key: object) -> list[int]:
+def _events_of(
+    profile: Profile, events: list[Any], owners: list[set[object]], key: object
+) -> list[int]:
     """The events that hold only ``key``'s arguments; the one right before them that opens the
     call without holding any (Bedrock's ``contentBlockStart``); and those right after its last
     one that hold no call's and open none (a block's end), up to the terminal evidence."""
@@ -335,49 +359,66 @@ def _events_of(profile: Profile, events: list[Any], owners: list[set[object]],
     if before >= 0 and not owners[before] and _opens_call(profile, events[before]):
         own.insert(0, before)
     after = own[-1] + 1
-    while after < len(events) and not owners[after] \
-            and not profile.carries_terminal(events[after]) \
-            and not _opens_call(profile, events[after]):
+    while (
+        after < len(events)
+        and not owners[after]
+        and not profile.carries_terminal(events[after])
+        and not _opens_call(profile, events[after])
+    ):
         own.append(after)
         after += 1
     return own
 
 
 def _opens_call(profile: Profile, event: Any) -> bool:
-    return any(isinstance(e, SlotStarted) and e.is_call
-               for e in profile.translator(frozenset(), {}).translate(event))
+    return any(
+        isinstance(e, SlotStarted) and e.is_call
+        for e in profile.translator(frozenset(), {}).translate(event)
+    )
 
 
-def _chat_entries(profile: Profile, events: list[Any]) -> list[tuple[object, dict[str, Any],
-                                                                      dict[str, Any]]]:
+def _chat_entries(
+    profile: Profile, events: list[Any]
+) -> list[tuple[object, dict[str, Any], dict[str, Any]]]:
     """(call key, entry, function) of every streamed fragment in a Chat-shaped call entry
     (``{"index", "id", "function": {"name", "arguments"}}``), the only shape whose fragments
     may carry the call's identity again."""
-    parents = {id(value): d for d in _objects(events) for value in d.values()
-               if isinstance(value, dict)}
+    parents = {
+        id(value): d for d in _objects(events) for value in d.values() if isinstance(value, dict)
+    }
     found = []
     for kind, key, container, field in profile.argument_sites(events):
         entry = parents.get(id(container))
-        if kind == "stream" and field == "arguments" and entry is not None \
-                and entry.get("function") is container and "index" in entry:
+        if (
+            kind == "stream"
+            and field == "arguments"
+            and entry is not None
+            and entry.get("function") is container
+            and "index" in entry
+        ):
             found.append((key, entry, container))
     return found
 
 
-_NO_ENTRIES = ("no argument fragment sits in an indexed Chat Completions call entry, the one "
-               "place where a fragment can state its call's identity again")
+_NO_ENTRIES = (
+    "no argument fragment sits in an indexed Chat Completions call entry, the one "
+    "place where a fragment can state its call's identity again"
+)
 
 
-def _each_chat_call(profile: Profile, events: list[Any],
-                    change: Callable[[list[Any]], bool], none: str) -> list[Any] | str:
+def _each_chat_call(
+    profile: Profile, events: list[Any], change: Callable[[list[Any]], bool], none: str
+) -> list[Any] | str:
     """A copy of ``events`` with ``change`` applied to each call's Chat entries (in stream
     order); ``none`` when it changed no call."""
     events = copy.deepcopy(events)
     entries = _chat_entries(profile, events)
     if not entries:
         return _NO_ENTRIES
-    changed = [change([e for e in entries if e[0] == key])
-               for key in dict.fromkeys(k for k, _, _ in entries)]
+    changed = [
+        change([e for e in entries if e[0] == key])
+        for key in dict.fromkeys(k for k, _, _ in entries)
+    ]
     return events if any(changed) else none
 
 
@@ -391,8 +432,9 @@ def _repeat_identity(profile: Profile, events: list[Any], source: Source) -> lis
             entry["id"], function["name"] = ids[0], names[0]
         return True
 
-    return _each_chat_call(profile, events, repeat,
-                           "no call has a second fragment to repeat its identity on")
+    return _each_chat_call(
+        profile, events, repeat, "no call has a second fragment to repeat its identity on"
+    )
 
 
 def _delayed_identity(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
@@ -404,8 +446,9 @@ def _delayed_identity(profile: Profile, events: list[Any], source: Source) -> li
         first.pop("type", None)
         return True
 
-    return _each_chat_call(profile, events, delay,
-                           "no call has a second fragment to move its identity to")
+    return _each_chat_call(
+        profile, events, delay, "no call has a second fragment to move its identity to"
+    )
 
 
 #: How ``split_events`` re-cuts the framed stream (bytes per piece, in turn): small and odd,
@@ -428,55 +471,124 @@ def _no_slot_field(profile: Profile) -> bool:
 def _identity_once(profile: Profile) -> bool:
     return not profile.fragments_restate_identity
 
-KINDS: dict[str, Kind] = {kind.name: kind for kind in (
-    Kind("truncate", Code.MISSING_TERMINAL,
-         "the stream stops before the event that carries the terminal evidence", _truncate),
-    Kind("drop_terminal", Code.MISSING_TERMINAL,
-         "every event that carries the terminal evidence is left out", _drop_terminal),
-    Kind("duplicate_terminal", Code.DUPLICATE_TERMINAL,
-         "the first event that carries the terminal evidence comes twice", _duplicate_terminal),
-    Kind("delta_after_terminal", Code.DELTA_AFTER_TERMINAL,
-         "the last argument fragment comes again after the terminal evidence",
-         _delta_after_terminal, _whole_calls),
-    Kind("wrong_terminal", Code.WRONG_TERMINAL_REASON,
-         "the turn ends as if the output hit the token limit", _wrong_terminal),
-    Kind("reuse_slot", Code.IDENTITY_COLLISION,
-         "the second call comes on the first call's slot, with its own id", _reuse_slot,
-         _no_slot_field),
-    Kind("drop_id", Code.MISSING_CALL_ID, "the first call's id is left out", _drop_id,
-         _whole_calls),
-    Kind("corrupt_arguments", Code.INVALID_ARGUMENTS_JSON,
-         "the first call's argument text gets a second opening brace", _corrupt_arguments,
-         _whole_calls),
-    Kind("schema_violation", Code.SCHEMA_VIOLATION,
-         "an argument gets a value of another type than its schema declares",
-         _schema_violation),
-    Kind("provider_error", Code.STREAM_ERROR,
-         "the provider's own error event after the first argument fragment, and nothing after "
-         "it", _provider_error),
-    Kind("resplit", None, "each call's argument text cut one character later", _resplit,
-         _whole_calls),
-    Kind("interleave", None, "the first two calls' events take turns", _interleave),
-    Kind("empty_deltas", None, "an empty copy after every argument fragment", _empty_deltas,
-         _whole_calls),
-    Kind("repeat_identity", None,
-         "every fragment of a call repeats its id and name", _repeat_identity,
-         _identity_once),
-    Kind("delayed_identity", None,
-         "each call's id and name come with its second fragment, not its first",
-         _delayed_identity, _identity_once),
-    Kind("split_events", None, "the same events, sent in pieces of 1 to 13 bytes "
-         "(callgate serve re-cuts the framed stream; the events do not change)",
-         _split_events),
-)}
+
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind(
+            "truncate",
+            Code.MISSING_TERMINAL,
+            "the stream stops before the event that carries the terminal evidence",
+            _truncate,
+        ),
+        Kind(
+            "drop_terminal",
+            Code.MISSING_TERMINAL,
+            "every event that carries the terminal evidence is left out",
+            _drop_terminal,
+        ),
+        Kind(
+            "duplicate_terminal",
+            Code.DUPLICATE_TERMINAL,
+            "the first event that carries the terminal evidence comes twice",
+            _duplicate_terminal,
+        ),
+        Kind(
+            "delta_after_terminal",
+            Code.DELTA_AFTER_TERMINAL,
+            "the last argument fragment comes again after the terminal evidence",
+            _delta_after_terminal,
+            _whole_calls,
+        ),
+        Kind(
+            "wrong_terminal",
+            Code.WRONG_TERMINAL_REASON,
+            "the turn ends as if the output hit the token limit",
+            _wrong_terminal,
+        ),
+        Kind(
+            "reuse_slot",
+            Code.IDENTITY_COLLISION,
+            "the second call comes on the first call's slot, with its own id",
+            _reuse_slot,
+            _no_slot_field,
+        ),
+        Kind(
+            "drop_id",
+            Code.MISSING_CALL_ID,
+            "the first call's id is left out",
+            _drop_id,
+            _whole_calls,
+        ),
+        Kind(
+            "corrupt_arguments",
+            Code.INVALID_ARGUMENTS_JSON,
+            "the first call's argument text gets a second opening brace",
+            _corrupt_arguments,
+            _whole_calls,
+        ),
+        Kind(
+            "schema_violation",
+            Code.SCHEMA_VIOLATION,
+            "an argument gets a value of another type than its schema declares",
+            _schema_violation,
+        ),
+        Kind(
+            "provider_error",
+            Code.STREAM_ERROR,
+            "the provider's own error event after the first argument fragment, and nothing after "
+            "it",
+            _provider_error,
+        ),
+        Kind(
+            "resplit",
+            None,
+            "each call's argument text cut one character later",
+            _resplit,
+            _whole_calls,
+        ),
+        Kind("interleave", None, "the first two calls' events take turns", _interleave),
+        Kind(
+            "empty_deltas",
+            None,
+            "an empty copy after every argument fragment",
+            _empty_deltas,
+            _whole_calls,
+        ),
+        Kind(
+            "repeat_identity",
+            None,
+            "every fragment of a call repeats its id and name",
+            _repeat_identity,
+            _identity_once,
+        ),
+        Kind(
+            "delayed_identity",
+            None,
+            "each call's id and name come with its second fragment, not its first",
+            _delayed_identity,
+            _identity_once,
+        ),
+        Kind(
+            "split_events",
+            None,
+            "the same events, sent in pieces of 1 to 13 bytes "
+            "(callgate serve re-cuts the framed stream; the events do not change)",
+            _split_events,
+        ),
+    )
+}
 
 
 def mutations(blocking: bool | None = None, profile: str | None = None) -> list[str]:
     """The kinds' names: all, the faults (``blocking=True``) or the variations (``False``);
     with ``profile``, only those its turns can take (whether one turn can, ``mutate`` says)."""
-    return [name for name, kind in KINDS.items()
-            if (blocking is None or kind.blocking == blocking)
-            and (profile is None or not kind.never(PROFILES[profile]))]
+    return [
+        name
+        for name, kind in KINDS.items()
+        if (blocking is None or kind.blocking == blocking)
+        and (profile is None or not kind.never(PROFILES[profile]))
+    ]
 
 
 def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dict[str, Any]:
@@ -487,11 +599,16 @@ def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dic
     kind = KINDS[kind_name]
     before = check(envelope)
     if before.status is not Status.PASS:
-        raise NotApplicable(f"the source does not pass ({before.status.value} "
-                            f"[{', '.join(before.blocking_codes)}]): mutate a passing turn")
+        raise NotApplicable(
+            f"the source does not pass ({before.status.value} "
+            f"[{', '.join(before.blocking_codes)}]): mutate a passing turn"
+        )
     profile = PROFILES[envelope["profile"]]
-    made = kind.make(profile, list(envelope[profile.stream_key]),
-                     Source(before, envelope.get("tool_schemas") or {}))
+    made = kind.make(
+        profile,
+        list(envelope[profile.stream_key]),
+        Source(before, envelope.get("tool_schemas") or {}),
+    )
     if isinstance(made, str):
         raise NotApplicable(f"{kind.name}: {made}")
     variant = {key: copy.deepcopy(value) for key, value in envelope.items() if key != "expect"}
@@ -511,7 +628,11 @@ def _require(kind: Kind, before: Report, after: Report) -> None:
     if kind.code is not None and kind.code.value not in after.blocking_codes:
         raise NotApplicable(f"{kind.name}: the variant gives {said}, not {kind.code.value}")
     calls = [(c.id, c.name, c.arguments) for c in before.calls]
-    if kind.code is None and (after.status is not Status.PASS
-                              or [(c.id, c.name, c.arguments) for c in after.calls] != calls):
-        raise NotApplicable(f"{kind.name}: the variant gives {said} with other calls; a "
-                            "variation must pass with the same calls")
+    if kind.code is None and (
+        after.status is not Status.PASS
+        or [(c.id, c.name, c.arguments) for c in after.calls] != calls
+    ):
+        raise NotApplicable(
+            f"{kind.name}: the variant gives {said} with other calls; a "
+            "variation must pass with the same calls"
+        )

@@ -54,8 +54,15 @@ def provider_from_url(url: str) -> str | None:
         return "ollama"
     if host.startswith("bedrock-runtime") and host.endswith(".amazonaws.com"):
         return "bedrock"  # bedrock-runtime.<region>.amazonaws.com, and its -fips hosts
-    return next((name for suffix, name in _HOSTS if host == suffix.lstrip(".")
-                 or host.endswith(suffix if suffix.startswith(".") else "." + suffix)), None)
+    return next(
+        (
+            name
+            for suffix, name in _HOSTS
+            if host == suffix.lstrip(".")
+            or host.endswith(suffix if suffix.startswith(".") else "." + suffix)
+        ),
+        None,
+    )
 
 
 @dataclass(frozen=True)
@@ -101,12 +108,30 @@ def _ollama_error(status: int, message: str) -> dict[str, Any]:
 # GOOGLE_API_KEY; mistralai reads no base URL variable (``Mistral(server_url=...)``);
 # ollama-python reads OLLAMA_HOST (ollama/_client.py) and a local Ollama takes no key.
 SDK_ROUTES: tuple[SdkRoute, ...] = (
-    SdkRoute("openai", "https://api.openai.com", ("OPENAI_BASE_URL", "OPENAI_API_BASE"), "/v1",
-             ("OPENAI_API_KEY",), _openai_error),
-    SdkRoute("anthropic", "https://api.anthropic.com", ("ANTHROPIC_BASE_URL",), "",
-             ("ANTHROPIC_API_KEY",), _anthropic_error),
+    SdkRoute(
+        "openai",
+        "https://api.openai.com",
+        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        "/v1",
+        ("OPENAI_API_KEY",),
+        _openai_error,
+    ),
+    SdkRoute(
+        "anthropic",
+        "https://api.anthropic.com",
+        ("ANTHROPIC_BASE_URL",),
+        "",
+        ("ANTHROPIC_API_KEY",),
+        _anthropic_error,
+    ),
     SdkRoute("mistral", "https://api.mistral.ai", (), "", ("MISTRAL_API_KEY",), _openai_error),
-    SdkRoute("gemini", "https://generativelanguage.googleapis.com", ("GOOGLE_GEMINI_BASE_URL",),
-             "", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), _google_error),
+    SdkRoute(
+        "gemini",
+        "https://generativelanguage.googleapis.com",
+        ("GOOGLE_GEMINI_BASE_URL",),
+        "",
+        ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        _google_error,
+    ),
     SdkRoute("ollama", "http://localhost:11434", ("OLLAMA_HOST",), "", (), _ollama_error),
 )

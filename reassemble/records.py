@@ -28,9 +28,17 @@ def quick_init(cls: type[_Record]) -> type[_Record]:
     if params is None or not params.frozen:
         raise TypeError(f"{cls.__name__} is not a frozen dataclass")
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__ \
-            or any(not field.init or field.kw_only or field.name.startswith("_")
-                   or field.name in ("self", "members") for field in fields):
+    if (
+        hasattr(cls, "__post_init__")
+        or "__slots__" in cls.__dict__
+        or any(
+            not field.init
+            or field.kw_only
+            or field.name.startswith("_")
+            or field.name in ("self", "members")
+            for field in fields
+        )
+    ):
         raise TypeError(f"{cls.__name__} needs dataclasses' own __init__")
     namespace: dict[str, Any] = {"_unset": _UNSET}
     parameters, factories = [], []
@@ -41,15 +49,21 @@ def quick_init(cls: type[_Record]) -> type[_Record]:
         elif field.default_factory is not dataclasses.MISSING:
             namespace[f"_factory_{field.name}"] = field.default_factory
             parameters.append(f"{field.name}=_unset")
-            factories.append(f"    if {field.name} is _unset:\n"
-                             f"        {field.name} = _factory_{field.name}()\n")
+            factories.append(
+                f"    if {field.name} is _unset:\n        {field.name} = _factory_{field.name}()\n"
+            )
         else:
             parameters.append(field.name)
     # Generated as dataclasses generates its own: a function with these exact parameters. Each
     # field goes straight into the instance's dictionary, which its __setattr__ never sees.
     stores = "".join(f"    members[{field.name!r}] = {field.name}\n" for field in fields)
-    exec(f"def __init__(self, {', '.join(parameters)}):\n"
-         + "".join(factories) + "    members = self.__dict__\n" + stores, namespace)
+    exec(
+        f"def __init__(self, {', '.join(parameters)}):\n"
+        + "".join(factories)
+        + "    members = self.__dict__\n"
+        + stores,
+        namespace,
+    )
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__

@@ -98,16 +98,18 @@ class Report:
         """The report as JSON-ready data. A lone surrogate (provider text a Python caller handed
         over) becomes U+FFFD: no JSON text can carry one strictly, and the report must be strict
         JSON wherever it goes."""
-        report: dict[str, Any] = _without_lone_surrogates({
-            "report_version": REPORT_VERSION,
-            "status": self.status.value,
-            "applicable": self.applicable,
-            "executable": self.executable,
-            "profile": self.profile,
-            "provider": self.provider,
-            "calls": [call.to_dict() for call in self.calls],
-            "findings": [finding.to_dict() for finding in self.findings],
-        })
+        report: dict[str, Any] = _without_lone_surrogates(
+            {
+                "report_version": REPORT_VERSION,
+                "status": self.status.value,
+                "applicable": self.applicable,
+                "executable": self.executable,
+                "profile": self.profile,
+                "provider": self.provider,
+                "calls": [call.to_dict() for call in self.calls],
+                "findings": [finding.to_dict() for finding in self.findings],
+            }
+        )
         return report
 
 

@@ -38,32 +38,101 @@ MAX_MESSAGE_CHARS = 200
 
 # `discriminator` is the OpenAPI annotation Pydantic puts next to `oneOf`. It asserts nothing
 # here: the `oneOf` beside it does all the validating.
-_ANNOTATIONS = frozenset({
-    "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
-    "$comment", "contentMediaType", "contentEncoding", "contentSchema", "discriminator"})
-_SHARED = frozenset({
-    "$ref", "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-    "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
-    "uniqueItems", "maxProperties", "minProperties", "required", "format", "properties",
-    "patternProperties", "additionalProperties", "propertyNames", "items", "contains",
-    "allOf", "anyOf", "oneOf", "not", "if", "then", "else"})
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$comment",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+        "discriminator",
+    }
+)
+_SHARED = frozenset(
+    {
+        "$ref",
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "format",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "propertyNames",
+        "items",
+        "contains",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+    }
+)
 DRAFT7_KEYWORDS = _SHARED | _ANNOTATIONS | {"definitions", "additionalItems", "dependencies"}
-DRAFT202012_KEYWORDS = _SHARED | _ANNOTATIONS | {
-    "$defs", "prefixItems", "dependentSchemas", "dependentRequired", "unevaluatedProperties",
-    "unevaluatedItems", "minContains", "maxContains"}
+DRAFT202012_KEYWORDS = (
+    _SHARED
+    | _ANNOTATIONS
+    | {
+        "$defs",
+        "prefixItems",
+        "dependentSchemas",
+        "dependentRequired",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "minContains",
+        "maxContains",
+    }
+)
 # Draft 7 ignores every sibling of `$ref`; only these may stand there without being lost.
 _DRAFT7_REF_SIBLINGS = _ANNOTATIONS | {"$ref", "definitions", "$schema"}
 
 # Where subschemas sit. Everything else (enum, const, default, examples, required...) is data.
-_MAP_POSITIONS = frozenset({
-    "properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"})
+_MAP_POSITIONS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
 _LIST_POSITIONS = frozenset({"items", "prefixItems", "allOf", "anyOf", "oneOf"})
-_SINGLE_POSITIONS = frozenset({
-    "items", "additionalItems", "not", "if", "then", "else", "contains", "propertyNames",
-    "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "contentSchema"})
+_SINGLE_POSITIONS = frozenset(
+    {
+        "items",
+        "additionalItems",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "propertyNames",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "contentSchema",
+    }
+)
 # Applicators that evaluate the same instance: a $ref loop through only these never ends.
-_SAME_INSTANCE = frozenset({
-    "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies"})
+_SAME_INSTANCE = frozenset(
+    {"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies"}
+)
 
 
 @dataclass(frozen=True)
@@ -109,8 +178,10 @@ _SLOW_FORMATS = frozenset({"iri", "iri-reference"})
 def _format_checker(base: Any) -> FormatChecker:
     checker = FormatChecker(formats=())
     checker.checkers = {
-        name: check for name, check in base.FORMAT_CHECKER.checkers.items()
-        if name not in _SLOW_FORMATS}
+        name: check
+        for name, check in base.FORMAT_CHECKER.checkers.items()
+        if name not in _SLOW_FORMATS
+    }
     # jsonschema expects only re.error, but re.compile on model-written text can also overflow
     # ("a{4294967296}") or recurse ("((((..."): either would crash instead of failing.
     checker.checks("regex", raises=(re.error, OverflowError, RecursionError))(_compiles)
@@ -162,16 +233,25 @@ class _Dialect:
     @classmethod
     def of(cls, name: str, base: Any, keywords: frozenset[str], *keeps_false: str) -> _Dialect:
         validator_class = jsonschema_validators.extend(
-            base, {"multipleOf": _multiple_of, "uniqueItems": _unique_items})
-        return cls(name, base, keywords, frozenset(keeps_false), validator_class,
-                   _format_checker(base))
+            base, {"multipleOf": _multiple_of, "uniqueItems": _unique_items}
+        )
+        return cls(
+            name, base, keywords, frozenset(keeps_false), validator_class, _format_checker(base)
+        )
 
 
-_DRAFT7 = _Dialect.of("draft-07", Draft7Validator, DRAFT7_KEYWORDS,
-                      "additionalProperties", "additionalItems")
-_DRAFT202012 = _Dialect.of("2020-12", Draft202012Validator, DRAFT202012_KEYWORDS,
-                           "additionalProperties", "items", "unevaluatedProperties",
-                           "unevaluatedItems")
+_DRAFT7 = _Dialect.of(
+    "draft-07", Draft7Validator, DRAFT7_KEYWORDS, "additionalProperties", "additionalItems"
+)
+_DRAFT202012 = _Dialect.of(
+    "2020-12",
+    Draft202012Validator,
+    DRAFT202012_KEYWORDS,
+    "additionalProperties",
+    "items",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+)
 _DIALECTS = {
     "https://json-schema.org/draft-07/schema": _DRAFT7,
     "https://json-schema.org/draft/2020-12/schema": _DRAFT202012,
@@ -206,8 +286,11 @@ def _dialect_of(schema: object) -> _Dialect:
         normal = re.sub(r"^http://", "https://", uri.removesuffix("#"))
         if normal in _DIALECTS:
             return _DIALECTS[normal]
-    raise _Reject(Code.UNSUPPORTED_SCHEMA_KEYWORD, "/$schema",
-                  f"$schema {uri!r}: only draft-07 and 2020-12 are supported")
+    raise _Reject(
+        Code.UNSUPPORTED_SCHEMA_KEYWORD,
+        "/$schema",
+        f"$schema {uri!r}: only draft-07 and 2020-12 are supported",
+    )
 
 
 class _Walk:
@@ -253,8 +336,9 @@ class _Walk:
             keep = key in self.dialect.keeps_false
             node[key] = self._child(value, here, owner, same, keep)
 
-    def _child(self, node: object, pointer: str, owner: str, same: bool,
-               keep_false: bool = False) -> object:
+    def _child(
+        self, node: object, pointer: str, owner: str, same: bool, keep_false: bool = False
+    ) -> object:
         if same:
             self.edges[owner].append(pointer)
         return self.visit(node, pointer, keep_false)
@@ -262,11 +346,15 @@ class _Walk:
     def _allow(self, node: dict[str, Any], key: str, owner: str, here: str) -> None:
         unsupported = Code.UNSUPPORTED_SCHEMA_KEYWORD
         if key not in self.dialect.keywords and not (key == "$schema" and owner == ""):
-            raise _Reject(unsupported, here, f"keyword {key!r} is not supported in "
-                          f"{self.dialect.name} schemas")
+            raise _Reject(
+                unsupported,
+                here,
+                f"keyword {key!r} is not supported in {self.dialect.name} schemas",
+            )
         if self.dialect is _DRAFT7 and "$ref" in node and key not in _DRAFT7_REF_SIBLINGS:
-            raise _Reject(unsupported, here, f"draft-07 ignores {key!r} next to $ref; "
-                          "wrap the $ref in allOf")
+            raise _Reject(
+                unsupported, here, f"draft-07 ignores {key!r} next to $ref; wrap the $ref in allOf"
+            )
         if key == "format" and node[key] not in self.dialect.formats.checkers:
             raise _Reject(unsupported, here, f"format {node[key]!r} cannot be checked")
 
@@ -276,21 +364,29 @@ class _Walk:
             self.edges[owner].append(target)
         for (here, owner, ref), target in zip(self.refs, targets, strict=True):
             if self._reaches(target, owner):
-                raise _Reject(Code.INVALID_SCHEMA, here, f"$ref {ref!r} loops back to the same "
-                              "instance without descending, so validation would never end")
+                raise _Reject(
+                    Code.INVALID_SCHEMA,
+                    here,
+                    f"$ref {ref!r} loops back to the same "
+                    "instance without descending, so validation would never end",
+                )
 
     def _target(self, here: str, ref: str) -> str:
         if ref != "#" and not ref.startswith("#/"):
-            raise _Reject(Code.UNSUPPORTED_SCHEMA_KEYWORD, here, f"$ref {ref!r}: only '#' and "
-                          "'#/...' pointers into this schema are supported")
+            raise _Reject(
+                Code.UNSUPPORTED_SCHEMA_KEYWORD,
+                here,
+                f"$ref {ref!r}: only '#' and '#/...' pointers into this schema are supported",
+            )
         # RFC 6901 in a URI fragment: percent-decode, split, then ~1 -> / before ~0 -> ~. The
         # walk indexed every subschema by its canonical pointer, so resolving is a lookup, and a
         # pointer into data (enum, default, the `properties` map itself) resolves to nothing.
         tokens = [t.replace("~1", "/").replace("~0", "~") for t in unquote(ref[1:]).split("/")]
         target = _pointer(tokens[1:])
         if target not in self.edges:
-            raise _Reject(Code.INVALID_SCHEMA, here, f"$ref {ref!r} does not resolve to a "
-                          "subschema")
+            raise _Reject(
+                Code.INVALID_SCHEMA, here, f"$ref {ref!r} does not resolve to a subschema"
+            )
         return target
 
     def _reaches(self, start: str, goal: str) -> bool:
@@ -311,7 +407,8 @@ class ToolSchema:
 
     def __init__(self, document: object, dialect: _Dialect, walk: _Walk) -> None:
         self._validator = dialect.validator_class(
-            document, format_checker=dialect.formats, registry=_OFFLINE)
+            document, format_checker=dialect.formats, registry=_OFFLINE
+        )
         self._locations = walk.locations
         self._false_nodes = frozenset(walk.false_nodes)
         self._plainly_fits = accepting(document)
@@ -337,8 +434,9 @@ class ToolSchema:
             schema_path = _pointer(error.absolute_schema_path)
         else:
             schema_path = owner if keyword == "false" else f"{owner}/{_escape(keyword)}"
-        return Violation(keyword, _pointer(error.absolute_path), schema_path,
-                         message[:MAX_MESSAGE_CHARS])
+        return Violation(
+            keyword, _pointer(error.absolute_path), schema_path, message[:MAX_MESSAGE_CHARS]
+        )
 
 
 def compile_schema(schema: object) -> ToolSchema | SchemaProblem:

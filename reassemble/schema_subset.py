@@ -22,8 +22,18 @@ from typing import Any
 Accepts = Callable[[Any], bool]
 
 #: Keywords that assert nothing (draft-07 and 2020-12 alike).
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated",
-                          "readOnly", "writeOnly", "$comment"})
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$comment",
+    }
+)
 #: The types JSON parsing produces. Every test here is by exact type, so ``bool`` is no ``int``.
 _JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
 
@@ -111,30 +121,36 @@ def _const(member: object, schema: dict[str, Any]) -> Accepts | None:
 def _of_kind(kinds: tuple[type, ...], test: Accepts) -> Accepts:
     """``test`` for values of ``kinds``; other JSON values pass (the keyword does not apply to
     them), anything else is left to jsonschema."""
+
     def check(value: Any) -> bool:
         kind = type(value)
         return test(value) if kind in kinds else kind in _JSON_TYPES
+
     return check
 
 
 _NUMBERS = (int, float)
 
 
-def _bound(compare: Callable[[Any, Any], bool]) -> Callable[[object, dict[str, Any]],
-                                                            Accepts | None]:
+def _bound(
+    compare: Callable[[Any, Any], bool],
+) -> Callable[[object, dict[str, Any]], Accepts | None]:
     def build(limit: object, schema: dict[str, Any]) -> Accepts | None:
         if type(limit) not in _NUMBERS:
             return None
         return _of_kind(_NUMBERS, lambda value: compare(value, limit))
+
     return build
 
 
-def _size(kinds: tuple[type, ...], compare: Callable[[int, int], bool]) -> Callable[
-        [object, dict[str, Any]], Accepts | None]:
+def _size(
+    kinds: tuple[type, ...], compare: Callable[[int, int], bool]
+) -> Callable[[object, dict[str, Any]], Accepts | None]:
     def build(limit: object, schema: dict[str, Any]) -> Accepts | None:
         if type(limit) is not int:  # 1.0 is allowed there, and rare: jsonschema decides
             return None
         return _of_kind(kinds, lambda value: compare(len(value), limit))
+
     return build
 
 
@@ -151,8 +167,9 @@ def _properties(properties: object, schema: dict[str, Any]) -> Accepts | None:
     if not checks:
         return _anything
     pairs = list(checks.items())
-    return _of_kind((dict,), lambda value: all(
-        check(value[name]) for name, check in pairs if name in value))
+    return _of_kind(
+        (dict,), lambda value: all(check(value[name]) for name, check in pairs if name in value)
+    )
 
 
 def _required(names: object, schema: dict[str, Any]) -> Accepts | None:
@@ -170,8 +187,9 @@ def _additional_properties(subschema: object, schema: dict[str, Any]) -> Accepts
     check = _subschema(subschema)
     if check is None or check is _anything:
         return check
-    return _of_kind((dict,), lambda value: all(
-        check(item) for name, item in value.items() if name not in known))
+    return _of_kind(
+        (dict,), lambda value: all(check(item) for name, item in value.items() if name not in known)
+    )
 
 
 def _items(subschema: object, schema: dict[str, Any]) -> Accepts | None:

@@ -175,9 +175,17 @@ class SSEDecoder:
         self._lf_lines(blocks[0] + "\n\n", events)
         for block in blocks[1:-1]:
             if block.startswith("data:") and "\n" not in block:
-                events.append(_new_event(SSEEvent, (
-                    block[6:] if block.startswith("data: ") else block[5:], None,
-                    self._last_id, None)))
+                events.append(
+                    _new_event(
+                        SSEEvent,
+                        (
+                            block[6:] if block.startswith("data: ") else block[5:],
+                            None,
+                            self._last_id,
+                            None,
+                        ),
+                    )
+                )
             else:
                 self._lf_lines(block + "\n\n", events)
         self._lf_lines(blocks[-1], events)

@@ -71,17 +71,20 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS, *, check_names: bool = Tru
     if end != len(text):
         after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if after != len(text):
-            raise StrictJSONError(Code.TRAILING_DATA, "more text follows a complete JSON value",
-                                  after)
+            raise StrictJSONError(
+                Code.TRAILING_DATA, "more text follows a complete JSON value", after
+            )
     # A lone surrogate needs a surrogate escape or a surrogate character in the text (substring
     # and ASCII tests first: far cheaper than a regular expression over every character).
     # Nesting deeper than the limit needs more ``[``/``{`` than the limit, and as many closing
     # brackets after them, so the text that parsed is over twice the limit long.
-    if ("\\u" in text and _escapes_a_surrogate(text)) \
-            or (not text.isascii() and _SURROGATE.search(text) is not None):
+    if ("\\u" in text and _escapes_a_surrogate(text)) or (
+        not text.isascii() and _SURROGATE.search(text) is not None
+    ):
         _walk(value, limits)
-    elif len(text) > reader.depth_by_length \
-            and text.count("[") + text.count("{") > limits.max_depth:
+    elif (
+        len(text) > reader.depth_by_length and text.count("[") + text.count("{") > limits.max_depth
+    ):
         _check_depth(value, limits)
     return value
 
@@ -91,8 +94,9 @@ def loads_bytes(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise StrictJSONError(Code.INVALID_UNICODE, f"not UTF-8: {error.reason} at byte "
-                              f"{error.start}", error.start) from None
+        raise StrictJSONError(
+            Code.INVALID_UNICODE, f"not UTF-8: {error.reason} at byte {error.start}", error.start
+        ) from None
     return loads(text, limits)
 
 
@@ -111,10 +115,13 @@ def _escapes_a_surrogate(text: str) -> bool:
 
 def _check_size(text: str, limits: Limits) -> None:
     # Characters are 1 to 4 UTF-8 bytes: encode only when the count cannot decide.
-    if len(text) > limits.max_argument_bytes \
-            or len(text.encode("utf-8", "surrogatepass")) > limits.max_argument_bytes:
-        raise StrictJSONError(Code.LIMIT_EXCEEDED, "text is longer than "
-                              f"{limits.max_argument_bytes} bytes")
+    if (
+        len(text) > limits.max_argument_bytes
+        or len(text.encode("utf-8", "surrogatepass")) > limits.max_argument_bytes
+    ):
+        raise StrictJSONError(
+            Code.LIMIT_EXCEEDED, f"text is longer than {limits.max_argument_bytes} bytes"
+        )
 
 
 _Scanner = Callable[[str, int], tuple[Any, int]]
@@ -144,7 +151,8 @@ class _Reader:
             object_pairs_hook=_unique_object if check_names else None,
             parse_constant=_refuse_constant,
             parse_float=_number_hook(self.limits, float),
-            parse_int=None if plain_ints else _number_hook(self.limits, int))
+            parse_int=None if plain_ints else _number_hook(self.limits, int),
+        )
         # The C scanner itself: JSONDecoder.raw_decode is a Python call around it.
         return cast(_Scanner, decoder.scan_once)  # type: ignore[attr-defined]
 
@@ -193,12 +201,19 @@ def _decode(text: str, reader: _Reader, check_names: bool = True) -> tuple[Any, 
         # characters in a row there is no long run, and the whole text need not be searched.
         # (Four, not one: a single digit at one of those positions is common in any text.)
         step = (longest + 1) // _SAMPLED_RUN_LENGTH
-        plain_ints = len(text) <= longest \
-            or (step > 0 and _SAMPLED_RUN.search(text[step - 1::step]) is None) \
+        plain_ints = (
+            len(text) <= longest
+            or (step > 0 and _SAMPLED_RUN.search(text[step - 1 :: step]) is None)
             or _long_number_run(longest).search(text) is None
+        )
     try:
-        scan = reader.hooked_scan if not plain_ints else reader.plain_scan if check_names \
+        scan = (
+            reader.hooked_scan
+            if not plain_ints
+            else reader.plain_scan
+            if check_names
             else reader.unnamed_scan
+        )
         return scan(text, start)
     except _HookError as error:
         raise StrictJSONError(error.code, error.message) from None
@@ -207,13 +222,17 @@ def _decode(text: str, reader: _Reader, check_names: bool = True) -> tuple[Any, 
     except json.JSONDecodeError as error:
         raise _invalid(text, error.msg, error.pos) from None
     except RecursionError:
-        raise StrictJSONError(Code.LIMIT_EXCEEDED, "nesting is deeper than "
-                              f"{reader.limits.max_depth}") from None
+        raise StrictJSONError(
+            Code.LIMIT_EXCEEDED, f"nesting is deeper than {reader.limits.max_depth}"
+        ) from None
 
 
 def _invalid(text: str, message: str, position: int) -> StrictJSONError:
-    return StrictJSONError(Code.INVALID_ARGUMENTS_JSON, "empty text"
-                           if not text.strip(_JSON_WHITESPACE) else message, position)
+    return StrictJSONError(
+        Code.INVALID_ARGUMENTS_JSON,
+        "empty text" if not text.strip(_JSON_WHITESPACE) else message,
+        position,
+    )
 
 
 def _int_digit_limit() -> float:
@@ -237,14 +256,17 @@ def _refuse_constant(name: str) -> Any:
 def _number_hook(limits: Limits, kind: type[int] | type[float]) -> Any:
     def convert(literal: str) -> int | float:
         if len(literal) > limits.max_number_chars:
-            raise _HookError(Code.LIMIT_EXCEEDED, "a number literal is longer than "
-                             f"{limits.max_number_chars} characters")
+            raise _HookError(
+                Code.LIMIT_EXCEEDED,
+                f"a number literal is longer than {limits.max_number_chars} characters",
+            )
         try:
             value = kind(literal)
         except ValueError:
             # int's own digit limit (sys.set_int_max_str_digits) when max_number_chars is above it.
-            raise _HookError(Code.LIMIT_EXCEEDED, "a number literal is longer than this "
-                             "interpreter converts") from None
+            raise _HookError(
+                Code.LIMIT_EXCEEDED, "a number literal is longer than this interpreter converts"
+            ) from None
         if isinstance(value, float) and math.isinf(value):
             raise _HookError(Code.NON_FINITE_NUMBER, f"{literal[:40]} overflows to infinity")
         return value
@@ -261,8 +283,9 @@ def _walk(value: Any, limits: Limits) -> None:
             _check_string(item)
         elif isinstance(item, dict | list):
             if depth > limits.max_depth:
-                raise StrictJSONError(Code.LIMIT_EXCEEDED, "nesting is deeper than "
-                                      f"{limits.max_depth}")
+                raise StrictJSONError(
+                    Code.LIMIT_EXCEEDED, f"nesting is deeper than {limits.max_depth}"
+                )
             if isinstance(item, dict):
                 stack.extend((key, depth) for key in item)
                 stack.extend((child, depth + 1) for child in item.values())
@@ -281,8 +304,11 @@ def _check_depth(value: Any, limits: Limits) -> None:
             raise StrictJSONError(Code.LIMIT_EXCEEDED, f"nesting is deeper than {limits.max_depth}")
         below: list[Any] = []
         for container in level:
-            below += [child for child in (container.values() if type(container) is dict
-                                          else container) if type(child) in (dict, list)]
+            below += [
+                child
+                for child in (container.values() if type(container) is dict else container)
+                if type(child) in (dict, list)
+            ]
         level = below
 
 

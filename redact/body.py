@@ -27,8 +27,9 @@ class StreamBody:
     incomplete: bool = False
 
 
-def parse_stream_body(body: bytes, content_type: str | None, *,
-                      profile: str | None = None) -> StreamBody:
+def parse_stream_body(
+    body: bytes, content_type: str | None, *, profile: str | None = None
+) -> StreamBody:
     """Split ``body`` into events by its content type (``text/event-stream``,
     ``application/x-ndjson``, ``application/json``: a JSON array, or JSON lines when
     ``profile`` streams those; ``application/vnd.amazon.eventstream``, read by ``profile``).
@@ -37,8 +38,8 @@ def parse_stream_body(body: bytes, content_type: str | None, *,
     if kind == "text/event-stream":
         return _sse(body, profile)
     if kind in ("application/x-ndjson", "application/jsonl", "application/json-lines") or (
-            kind == "application/json" and profile is not None
-            and framing_for(profile, kind) == NDJSON):
+        kind == "application/json" and profile is not None and framing_for(profile, kind) == NDJSON
+    ):
         return _json_lines(body)
     if kind == MEDIA_TYPES[EVENTSTREAM][0]:
         return _event_stream(body, profile)
@@ -112,8 +113,11 @@ def event_value(text: str | bytes) -> object:
     """One event's JSON value; text that is not strict JSON stays a string, so the engine sees
     (and reports) it instead of it vanishing."""
     try:
-        return strict_json.loads(text, DOCUMENT_LIMITS) if isinstance(text, str) \
+        return (
+            strict_json.loads(text, DOCUMENT_LIMITS)
+            if isinstance(text, str)
             else strict_json.loads_bytes(text, DOCUMENT_LIMITS)
+        )
     except strict_json.StrictJSONError:
         return text if isinstance(text, str) else text.decode("utf-8", "replace")
 

@@ -19,8 +19,9 @@ def _brotli() -> Callable[[bytes], bytes]:
     try:
         import brotli
     except ImportError:
-        raise SetupError("content-encoding br needs the brotli package "
-                           "(pip install brotli, or callgate[proxy])") from None
+        raise SetupError(
+            "content-encoding br needs the brotli package (pip install brotli, or callgate[proxy])"
+        ) from None
     return brotli.Decompressor().process  # type: ignore[no-any-return]
 
 
@@ -40,8 +41,10 @@ def _zstd() -> Callable[[bytes], bytes]:
     try:
         import zstandard  # mitmproxy 11
     except ImportError:
-        raise SetupError("content-encoding zstd needs the backports.zstd package "
-                           "(pip install backports.zstd, or callgate[proxy])") from None
+        raise SetupError(
+            "content-encoding zstd needs the backports.zstd package "
+            "(pip install backports.zstd, or callgate[proxy])"
+        ) from None
     return zstandard.ZstdDecompressor().decompressobj().decompress
 
 

@@ -36,23 +36,40 @@ PATTERNS: dict[str, re.Pattern[str]] = {
 #: pattern at every character (over 2x slower on a 2,000-event fixture). ``[Bb]`` is left off the
 #: bearer pattern for the same reason: what follows it still finds every bearer token, and a
 #: hit is only a reason to walk the strings, which the exact patterns then judge.
-_SCREENS = tuple(re.compile(
-    pattern.pattern.replace("[Bb]earer", "earer")
-    .replace("\\s+", r"(?:\s|\\[bfnrt]|\\u00[01][0-9a-fA-F])+"))
-    for pattern in PATTERNS.values())
+_SCREENS = tuple(
+    re.compile(
+        pattern.pattern.replace("[Bb]earer", "earer").replace(
+            "\\s+", r"(?:\s|\\[bfnrt]|\\u00[01][0-9a-fA-F])+"
+        )
+    )
+    for pattern in PATTERNS.values()
+)
 #: Values shorter than this are too common ("gzip", "true") to be told apart from secrets.
 MIN_SECRET_CHARS = 8
 #: Headers whose values are never secrets, so they are not searched for.
-_HARMLESS_HEADERS = frozenset({
-    "content-type", "content-length", "accept", "accept-encoding", "connection", "host",
-    "user-agent", "transfer-encoding", "date", "cache-control", "te", *VERSION_HEADERS,
-})
+_HARMLESS_HEADERS = frozenset(
+    {
+        "content-type",
+        "content-length",
+        "accept",
+        "accept-encoding",
+        "connection",
+        "host",
+        "user-agent",
+        "transfer-encoding",
+        "date",
+        "cache-control",
+        "te",
+        *VERSION_HEADERS,
+    }
+)
 #: The OpenAI and Anthropic SDKs' version and platform headers (x-stainless-os, ...).
 _HARMLESS_PREFIX = "x-stainless-"
 
 
 _CREDENTIAL_NAME = re.compile(
-    r"auth|key|token|secret|cookie|session|passw|signature|credential|organi[sz]ation|project")
+    r"auth|key|token|secret|cookie|session|passw|signature|credential|organi[sz]ation|project"
+)
 #: A value shaped like a token: long, no spaces, letters and digits both.
 _TOKEN_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_\-.+/=:~]{16,}")
 
@@ -97,7 +114,7 @@ def encodings(secret: str) -> set[str]:
         encoded = base64.b64encode(b"\0" * shift + raw).decode()
         # Characters holding only the secret's own bits: from ceil(8*shift/6) up to the last
         # character that ends inside it.
-        stable = encoded[-(-8 * shift // 6):(8 * (shift + len(raw))) // 6]
+        stable = encoded[-(-8 * shift // 6) : (8 * (shift + len(raw))) // 6]
         if len(stable) >= MIN_SECRET_CHARS:
             forms.add(stable)
             forms.add(stable.replace("+", "-").replace("/", "_"))
@@ -119,8 +136,9 @@ def find_leaks(value: object, secrets: Iterable[str], text: str | None = None) -
     if text is None:
         text = json.dumps(value, ensure_ascii=False, check_circular=False)
     escaped = {json.dumps(form, ensure_ascii=False)[1:-1] for form in needles}
-    if not any(form in text for form in needles | escaped) \
-            and not any(screen.search(text) for screen in _SCREENS):
+    if not any(form in text for form in needles | escaped) and not any(
+        screen.search(text) for screen in _SCREENS
+    ):
         return []
     return _leaks_at(json_strings(value), needles)
 
@@ -129,8 +147,9 @@ def _leaks_at(strings: Iterable[tuple[str, str]], needles: set[str]) -> list[Lea
     leaks = []
     for path, text in strings:
         hit = "credential-from-exchange" if any(form in text for form in needles) else None
-        hit = hit or next((name for name, pattern in PATTERNS.items() if pattern.search(text)),
-                          None)
+        hit = hit or next(
+            (name for name, pattern in PATTERNS.items() if pattern.search(text)), None
+        )
         if hit:
             leaks.append(Leak(path, hit))
     return leaks

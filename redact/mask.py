@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = ("true", "false", "null", "NaN", "Infinity")
-_STRUCTURE = frozenset(' \t\n\r{}[]:,')
+_STRUCTURE = frozenset(" \t\n\r{}[]:,")
 _ID_PREFIX = re.compile(r"^[A-Za-z]+[-_]")
 #: The rest of a string after its opening quote, through its closing quote. Possessive: a
 #: string never closed is one pass over the text, not a search backing up through it.
@@ -31,7 +31,7 @@ _MASKED = r'[^/"\\\x00-\x1f\ud800-\udfff]+'
 _MASKED_RUN = re.compile(_MASKED)
 #: In a string's body: a ``\u`` escape, another escape (or a backslash that ends the text),
 #: or a run of characters the mask replaces. Characters matched by none are kept.
-_STRING_PIECE = re.compile(r'\\u[0-9A-Fa-f]{4}|\\.?|' + _MASKED, re.DOTALL)
+_STRING_PIECE = re.compile(r"\\u[0-9A-Fa-f]{4}|\\.?|" + _MASKED, re.DOTALL)
 
 # Strings are masked by the runs and escapes these patterns find, not character by character
 # in Python: a 10 KB argument text took 10 ms character by character, 1.3 ms by runs.
@@ -43,14 +43,15 @@ def mask_text(text: str) -> str:
     return "".join(c if c.isspace() else "x" for c in text)
 
 
-def mask_arguments(fragments: Sequence[str], keep: frozenset[str] = frozenset(),
-                   mask: str = "x") -> list[str]:
+def mask_arguments(
+    fragments: Sequence[str], keep: frozenset[str] = frozenset(), mask: str = "x"
+) -> list[str]:
     """Mask one call's argument fragments as one text; string values in ``keep`` stay. String
     characters become ``mask``."""
     masked = _mask_json_text("".join(fragments), keep, mask)
     out, position = [], 0
     for fragment in fragments:
-        out.append(masked[position:position + len(fragment)])
+        out.append(masked[position : position + len(fragment)])
         position += len(fragment)
     return out
 
@@ -99,7 +100,7 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
 
 
 def _is_key(text: str, end: int) -> bool:
-    rest = text[end:end + 64].lstrip(" \t\n\r")
+    rest = text[end : end + 64].lstrip(" \t\n\r")
     return rest.startswith(":")
 
 
@@ -139,8 +140,9 @@ def mask_value(value: object, keep: frozenset[str] = frozenset(), mask: str = "x
     """Mask the strings of an already parsed argument value the way ``mask_arguments`` masks
     their JSON text: keys stay, string values become ``mask`` but for kept characters."""
     if isinstance(value, str):
-        return value if value in keep else _MASKED_RUN.sub(lambda run: mask * len(run.group()),
-                                                           value)
+        return (
+            value if value in keep else _MASKED_RUN.sub(lambda run: mask * len(run.group()), value)
+        )
     if isinstance(value, dict):
         return {key: mask_value(child, keep, mask) for key, child in value.items()}
     if isinstance(value, list):

@@ -45,8 +45,14 @@ from callgate.redact.stream import (
 
 POLICY = {"name": "callgate-default", "version": 1}
 #: Headers kept (into ``meta.headers``) because they pin versions and hold no secret.
-KEPT_HEADERS = ("content-type", *VERSION_HEADERS, "x-stainless-package-version",
-                "x-stainless-lang", "x-stainless-runtime", "x-stainless-runtime-version")
+KEPT_HEADERS = (
+    "content-type",
+    *VERSION_HEADERS,
+    "x-stainless-package-version",
+    "x-stainless-lang",
+    "x-stainless-runtime",
+    "x-stainless-runtime-version",
+)
 #: One JSON value on one line, by the C encoder (``json.dumps`` with options builds an encoder
 #: per call). Values read from JSON hold no cycle, so none is looked for (a third of the time).
 _ONE_LINE = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
@@ -61,10 +67,16 @@ class Redacted:
     data: bytes
 
 
-def redact_exchange(exchange: Exchange, *, profile: str | None = None,
-                    provider: str | None = None, arguments: ArgumentMode = ArgumentMode.MASK,
-                    allow_verdict_change: bool = False, keep_text: bool = False,
-                    verdict: Report | None = None) -> Redacted:
+def redact_exchange(
+    exchange: Exchange,
+    *,
+    profile: str | None = None,
+    provider: str | None = None,
+    arguments: ArgumentMode = ArgumentMode.MASK,
+    allow_verdict_change: bool = False,
+    keep_text: bool = False,
+    verdict: Report | None = None,
+) -> Redacted:
     """The safe envelope for one exchange. ``keep_text`` keeps the model's free text (for
     tapes, which replay it to the app). ``verdict`` is the report the unredacted stream already
     got (the proxy judges it as it passes): the verdict gate compares with it instead of
@@ -78,24 +90,51 @@ def redact_exchange(exchange: Exchange, *, profile: str | None = None,
     request = request_json(exchange.request_body)
     envelope = _raw_envelope(profile, provider, request, body)
     envelope["meta"] = _meta(exchange, request, body, provider, keep_text)
-    return _redacted(envelope, arguments, allow_verdict_change, secrets_of(exchange),
-                     pin_expectation=True, owned=True, keep_text=keep_text, before=verdict)
+    return _redacted(
+        envelope,
+        arguments,
+        allow_verdict_change,
+        secrets_of(exchange),
+        pin_expectation=True,
+        owned=True,
+        keep_text=keep_text,
+        before=verdict,
+    )
 
 
-def redact_envelope(envelope: Mapping[str, Any], *, arguments: ArgumentMode = ArgumentMode.MASK,
-                    allow_verdict_change: bool = False, secrets: Collection[str] = (),
-                    pin_expectation: bool = False) -> Redacted:
+def redact_envelope(
+    envelope: Mapping[str, Any],
+    *,
+    arguments: ArgumentMode = ArgumentMode.MASK,
+    allow_verdict_change: bool = False,
+    secrets: Collection[str] = (),
+    pin_expectation: bool = False,
+) -> Redacted:
     """Redact an envelope's stream and request; idempotent. ``secrets`` are credential values
     from the capture that must not remain; ``pin_expectation`` writes the redacted verdict into
     ``expect``. Raises ``RedactionRefused`` when the verdict would change (unless allowed) or a
     secret remains, and ``callgate.reassemble.EnvelopeError`` for a non-envelope."""
-    return _redacted(envelope, arguments, allow_verdict_change, secrets,
-                     pin_expectation=pin_expectation, owned=False)
+    return _redacted(
+        envelope,
+        arguments,
+        allow_verdict_change,
+        secrets,
+        pin_expectation=pin_expectation,
+        owned=False,
+    )
 
 
-def _redacted(envelope: Mapping[str, Any], arguments: ArgumentMode, allow_verdict_change: bool,
-              secrets: Collection[str], *, pin_expectation: bool, owned: bool,
-              keep_text: bool = False, before: Report | None = None) -> Redacted:
+def _redacted(
+    envelope: Mapping[str, Any],
+    arguments: ArgumentMode,
+    allow_verdict_change: bool,
+    secrets: Collection[str],
+    *,
+    pin_expectation: bool,
+    owned: bool,
+    keep_text: bool = False,
+    before: Report | None = None,
+) -> Redacted:
     before = check(envelope) if before is None else before
     out = redacted_copy(envelope, arguments, owned=owned, keep_text=keep_text)
     after = check(out)
@@ -105,14 +144,21 @@ def _redacted(envelope: Mapping[str, Any], arguments: ArgumentMode, allow_verdic
     redaction = out.setdefault("meta", {}).setdefault("redaction", {})
     # A verdict changed by an earlier pass stays changed: re-redacting must not launder it.
     preserved = preserved and redaction.get("verdict_preserved", True)
-    redaction.update({"policy": POLICY["name"], "policy_version": POLICY["version"],
-                      "arguments": arguments.value, "verdict_preserved": preserved})
+    redaction.update(
+        {
+            "policy": POLICY["name"],
+            "policy_version": POLICY["version"],
+            "arguments": arguments.value,
+            "verdict_preserved": preserved,
+        }
+    )
     if keep_text:
         redaction["text"] = "keep"
     if not preserved:
         redaction["verdict_changed"] = True
-        redaction.setdefault("original_verdict", {"status": before.status.value,
-                                                  "codes": before.blocking_codes})
+        redaction.setdefault(
+            "original_verdict", {"status": before.status.value, "codes": before.blocking_codes}
+        )
     if pin_expectation:
         out["expect"] = {"status": after.status.value, "codes": after.blocking_codes}
     text = _fixture_text(out)
@@ -125,27 +171,45 @@ def _verdict(report: Report) -> tuple[str, list[str]]:
 
 
 def _change_message(before: Report, after: Report) -> str:
-    gained = sorted({(f.choice, f.slot, f.code.value, f.detail.get("keyword", ""))
-                     for f in after.findings if f.blocking}
-                    - {(f.choice, f.slot, f.code.value, f.detail.get("keyword", ""))
-                       for f in before.findings if f.blocking})
+    gained = sorted(
+        {
+            (f.choice, f.slot, f.code.value, f.detail.get("keyword", ""))
+            for f in after.findings
+            if f.blocking
+        }
+        - {
+            (f.choice, f.slot, f.code.value, f.detail.get("keyword", ""))
+            for f in before.findings
+            if f.blocking
+        }
+    )
     lost = sorted(set(before.blocking_codes) - set(after.blocking_codes))
-    where = "; ".join(f"choice {c} slot {s}: {code}{' (' + k + ')' if k else ''}"
-                      for c, s, code, k in gained[:3]) or f"lost {', '.join(lost)}"
-    return (f"masking would change the verdict ({before.status.value} -> "
-            f"{after.status.value}): {where}; use --arguments keep, or --allow-verdict-change")
+    where = (
+        "; ".join(
+            f"choice {c} slot {s}: {code}{' (' + k + ')' if k else ''}"
+            for c, s, code, k in gained[:3]
+        )
+        or f"lost {', '.join(lost)}"
+    )
+    return (
+        f"masking would change the verdict ({before.status.value} -> "
+        f"{after.status.value}): {where}; use --arguments keep, or --allow-verdict-change"
+    )
 
 
-def refuse_leaks(document: Mapping[str, Any], secrets: Collection[str],
-                 text: str | None = None) -> None:
+def refuse_leaks(
+    document: Mapping[str, Any], secrets: Collection[str], text: str | None = None
+) -> None:
     """The last gate before anything is written: ``RedactionRefused`` naming the first place
     where a credential from ``secrets``, or a known credential format, remains. ``text``: the
     document as it will be written (see ``find_leaks``), searched instead of writing it again."""
     leaks = find_leaks(document, secrets, text)
     if leaks:
         first = leaks[0]
-        raise RedactionRefused(f"a secret would be written at {first.path} (caught by "
-                               f"{first.caught_by}); nothing was written")
+        raise RedactionRefused(
+            f"a secret would be written at {first.path} (caught by "
+            f"{first.caught_by}); nothing was written"
+        )
 
 
 # -- the exchange ------------------------------------------------------------------------------
@@ -156,8 +220,9 @@ def _stream_body(exchange: Exchange, profile: str | None) -> StreamBody:
         raise NotApplicable(f"method {exchange.method} is not a model call")
     if not 200 <= exchange.status < 300:
         raise NotApplicable(f"HTTP status {exchange.status}")
-    return parse_stream_body(exchange.response_body,
-                             exchange.header("content-type", response=True), profile=profile)
+    return parse_stream_body(
+        exchange.response_body, exchange.header("content-type", response=True), profile=profile
+    )
 
 
 def request_json(body: bytes) -> dict[str, Any]:
@@ -169,11 +234,14 @@ def request_json(body: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _raw_envelope(profile: str, provider: str | None, request: Mapping[str, Any],
-                  body: StreamBody) -> dict[str, Any]:
+def _raw_envelope(
+    profile: str, provider: str | None, request: Mapping[str, Any], body: StreamBody
+) -> dict[str, Any]:
     envelope: dict[str, Any] = {
         "description": f"Captured {profile} stream" + (f" from {provider}" if provider else ""),
-        "envelope_version": 1, "profile": profile}
+        "envelope_version": 1,
+        "profile": profile,
+    }
     if provider:
         envelope["provider"] = provider
     envelope["tool_schemas"] = tool_schemas(request, profile)
@@ -234,25 +302,40 @@ def _list(value: object) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-def _meta(exchange: Exchange, request: Mapping[str, Any], body: StreamBody,
-          provider: str | None, keep_text: bool) -> dict[str, Any]:
+def _meta(
+    exchange: Exchange,
+    request: Mapping[str, Any],
+    body: StreamBody,
+    provider: str | None,
+    keep_text: bool,
+) -> dict[str, Any]:
     tools = [_function(t).get("name") for t in _list(request.get("tools"))]
     roles = Counter(str(m.get("role")) for m in _list(request.get("messages")))
     meta: dict[str, Any] = {
-        "capture": exchange.capture, "provider": provider, "model": request.get("model"),
-        "endpoint": urlsplit(exchange.url).path, "sdk": _sdk(exchange),
-        "headers": _kept_headers(exchange), "tools": [t for t in tools if isinstance(t, str)],
+        "capture": exchange.capture,
+        "provider": provider,
+        "model": request.get("model"),
+        "endpoint": urlsplit(exchange.url).path,
+        "sdk": _sdk(exchange),
+        "headers": _kept_headers(exchange),
+        "tools": [t for t in tools if isinstance(t, str)],
         "parallel_tool_calls": request.get("parallel_tool_calls"),
         "messages_by_role": dict(sorted(roles.items())),
-        "stream": {"framing": body.framing, "events": len(body.events), "done": body.done,
-                   "incomplete_event": body.incomplete, "complete": exchange.complete},
+        "stream": {
+            "framing": body.framing,
+            "events": len(body.events),
+            "done": body.done,
+            "incomplete_event": body.incomplete,
+            "complete": exchange.complete,
+        },
         "redaction": {"removed": sorted(_removed(exchange, request, keep_text))},
     }
     if exchange.event_times and len(exchange.event_times) == len(body.events):
         meta["stream"]["event_times_ms"] = [round(t * 1000) for t in exchange.event_times]
     if exchange.error:
-        meta["stream"]["error"] = "client disconnected" if "client" in exchange.error.lower() \
-            else "upstream error"
+        meta["stream"]["error"] = (
+            "client disconnected" if "client" in exchange.error.lower() else "upstream error"
+        )
     return meta
 
 
@@ -268,8 +351,9 @@ def _sdk(exchange: Exchange) -> dict[str, str]:
 
 
 def _kept_headers(exchange: Exchange) -> dict[str, str]:
-    kept = {name: value[:80] for name in KEPT_HEADERS
-            if (value := exchange.header(name)) is not None}
+    kept = {
+        name: value[:80] for name in KEPT_HEADERS if (value := exchange.header(name)) is not None
+    }
     response_type = exchange.header("content-type", response=True)
     if response_type:
         kept["response-content-type"] = response_type[:80]
@@ -281,6 +365,7 @@ def _removed(exchange: Exchange, request: Mapping[str, Any], keep_text: bool) ->
     if urlsplit(exchange.url).query:
         removed.add("query_string")
     # Everything but the kept parameters and the tools: prompts, instructions, user ids, ...
-    removed |= {f"request.{key}" for key in request
-                if key not in REQUEST_PARAMETERS and key != "tools"}
+    removed |= {
+        f"request.{key}" for key in request if key not in REQUEST_PARAMETERS and key != "tools"
+    }
     return removed

@@ -24,8 +24,9 @@ from callgate.redact.stream import scrubbed
 RECORD_VERSION = 1
 
 
-def exchange_record(exchange: Exchange, request_shape: Mapping[str, Any], *,
-                    keep_text: bool = False) -> dict[str, Any]:
+def exchange_record(
+    exchange: Exchange, request_shape: Mapping[str, Any], *, keep_text: bool = False
+) -> dict[str, Any]:
     """The record of ``exchange``. Raises ``RedactionRefused`` when a credential from the
     exchange, or a known credential format, would remain."""
     content_type = exchange.header("content-type", response=True) or ""
@@ -42,10 +43,13 @@ def exchange_record(exchange: Exchange, request_shape: Mapping[str, Any], *,
             response["text"] = text if keep_text else mask_text(text)
     else:
         response["json"] = scrubbed(value, keep_text=keep_text)
-    record = {"tape_record": RECORD_VERSION,
-              "description": f"{exchange.method} {request_shape.get('path', '')}: HTTP "
-                             f"{exchange.status}, not a stream callgate judges",
-              "request": dict(request_shape), "response": response,
-              "redaction": {"text": "keep" if keep_text else "mask"}}
+    record = {
+        "tape_record": RECORD_VERSION,
+        "description": f"{exchange.method} {request_shape.get('path', '')}: HTTP "
+        f"{exchange.status}, not a stream callgate judges",
+        "request": dict(request_shape),
+        "response": response,
+        "redaction": {"text": "keep" if keep_text else "mask"},
+    }
     refuse_leaks(record, secrets_of(exchange))
     return record

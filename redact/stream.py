@@ -18,8 +18,17 @@ from callgate.reassemble.profiles.base import ArgumentSite
 from callgate.redact.mask import Pseudonyms, mask_arguments, mask_text, mask_value
 
 #: Request parameters that pin behaviour and hold no prompt.
-REQUEST_PARAMETERS = ("model", "tool_choice", "parallel_tool_calls", "n", "stream",
-                      "stream_options", "max_tokens", "max_completion_tokens", "temperature")
+REQUEST_PARAMETERS = (
+    "model",
+    "tool_choice",
+    "parallel_tool_calls",
+    "n",
+    "stream",
+    "stream_options",
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+)
 
 
 class ArgumentMode(StrEnum):
@@ -33,8 +42,9 @@ def request_parameters(request: Mapping[str, Any]) -> dict[str, Any]:
     return {key: request[key] for key in REQUEST_PARAMETERS if key in request}
 
 
-def redacted_copy(envelope: Mapping[str, Any], arguments: ArgumentMode, *,
-                  owned: bool, keep_text: bool) -> dict[str, Any]:
+def redacted_copy(
+    envelope: Mapping[str, Any], arguments: ArgumentMode, *, owned: bool, keep_text: bool
+) -> dict[str, Any]:
     """The envelope with its stream redacted and its request cut to ``REQUEST_PARAMETERS``.
     Argument fields are masked in place, so the envelope is copied first unless the caller
     ``owned`` it (built it for this and will not look at it again). ``keep_text`` keeps the
@@ -74,8 +84,11 @@ def _enum_values(schemas: object) -> frozenset[str]:
         node = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
-                values = value if key == "enum" and isinstance(value, list) else (
-                    [value] if key == "const" else [])
+                values = (
+                    value
+                    if key == "enum" and isinstance(value, list)
+                    else ([value] if key == "const" else [])
+                )
                 found.update(v for v in values if isinstance(v, str))
                 stack.append(value)
         elif isinstance(node, list):
@@ -90,8 +103,9 @@ ArgumentRef = tuple[dict[str, Any], str]
 Handled = dict[int, set[str]]
 
 
-def _redact_arguments(profile: str, events: list[Any], mode: ArgumentMode,
-                      keep: frozenset[str]) -> Handled:
+def _redact_arguments(
+    profile: str, events: list[Any], mode: ArgumentMode, keep: frozenset[str]
+) -> Handled:
     """Mask argument fields in place, per the mode. Returns the fields that hold arguments, by
     container, which the generic scrub then leaves alone."""
     found = list(PROFILES[profile].argument_sites(events))
@@ -100,8 +114,10 @@ def _redact_arguments(profile: str, events: list[Any], mode: ArgumentMode,
         for kind, key, container, field in found:
             if kind == "stream":
                 streams.setdefault(key, []).append((container, field))
-        references = {key: "".join(c[f] for c, f in refs if isinstance(c[f], str))
-                      for key, refs in streams.items()}
+        references = {
+            key: "".join(c[f] for c, f in refs if isinstance(c[f], str))
+            for key, refs in streams.items()
+        }
         for refs in streams.values():
             _mask_stream(refs, mode, keep)
         _mask_copies(found, references, mode, keep)
@@ -113,14 +129,21 @@ def _redact_arguments(profile: str, events: list[Any], mode: ArgumentMode,
 
 def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str]) -> None:
     texts = [(c, f) for c, f in refs if isinstance(c[f], str)]
-    masked = mask_arguments([c[f] for c, f in texts], keep) if mode is ArgumentMode.MASK \
+    masked = (
+        mask_arguments([c[f] for c, f in texts], keep)
+        if mode is ArgumentMode.MASK
         else ["" for _ in texts]
+    )
     for (container, field), text in zip(texts, masked, strict=True):
         container[field] = text
 
 
-def _mask_copies(found: list[ArgumentSite], references: dict[object, str], mode: ArgumentMode,
-                 keep: frozenset[str]) -> None:
+def _mask_copies(
+    found: list[ArgumentSite],
+    references: dict[object, str],
+    mode: ArgumentMode,
+    keep: frozenset[str],
+) -> None:
     """Each copy masked alone. A copy that differs from its call's streamed text (or, when
     nothing streamed, from the call's first copy) is masked with another letter: one letter
     for both could make them equal and hide ``argument_mismatch``."""
@@ -131,8 +154,9 @@ def _mask_copies(found: list[ArgumentSite], references: dict[object, str], mode:
             continue
         if kind != "copy":
             continue
-        reference = references.setdefault(key, value if isinstance(value, str) else
-                                          _canonical(value))
+        reference = references.setdefault(
+            key, value if isinstance(value, str) else _canonical(value)
+        )
         mask = "x" if _same_arguments(value, reference) else "y"
         if mode is not ArgumentMode.MASK:
             container[field] = "" if isinstance(value, str) else {}
@@ -156,8 +180,13 @@ def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, allow_nan=False)
 
 
-def _scrub(container: dict[str, Any] | list[Any], ids: Callable[[str], str], handled: Handled,
-           text: Callable[[str], str], key: str = "") -> None:
+def _scrub(
+    container: dict[str, Any] | list[Any],
+    ids: Callable[[str], str],
+    handled: Handled,
+    text: Callable[[str], str],
+    key: str = "",
+) -> None:
     """In place: ids to pseudonyms, free text through ``text`` (masked, or kept), structure
     and numbers kept. Argument fields were already handled and are left as they are. Depth
     first in order, so that pseudonyms are numbered as the ids first appear."""
@@ -185,8 +214,7 @@ def _scrub(container: dict[str, Any] | list[Any], ids: Callable[[str], str], han
 _CONTAINERS = (dict, list)
 
 
-def _scrub_text(value: str, key: str, ids: Callable[[str], str],
-                text: Callable[[str], str]) -> str:
+def _scrub_text(value: str, key: str, ids: Callable[[str], str], text: Callable[[str], str]) -> str:
     if key == "id" or key.endswith(("_id", "Id")):
         return ids(value)
     return value if key in ALL_STRUCTURAL_KEYS else text(value)

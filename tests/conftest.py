@@ -28,8 +28,12 @@ def load(path: Path) -> dict[str, Any]:
 def gemini_chunk(call: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
     """A Gemini chunk of one candidate holding ``call`` as its one functionCall part (none when
     None), with ``finish`` as its finishReason."""
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": (
-        [{"functionCall": call}] if call is not None else [])}}
+    candidate: dict[str, Any] = {
+        "content": {
+            "role": "model",
+            "parts": ([{"functionCall": call}] if call is not None else []),
+        }
+    }
     if finish:
         candidate["finishReason"] = finish
     return {"candidates": [candidate]}

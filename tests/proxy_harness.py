@@ -66,12 +66,17 @@ class Proxy:
         from mitmproxy.tools.web.master import WebMaster
 
         self._loop = asyncio.get_running_loop()
-        opts = options.Options(mode=[f"reverse:{self._upstream}"], listen_host="127.0.0.1",
-                               listen_port=self.port, confdir=str(self.out.parent / "confdir"))
+        opts = options.Options(
+            mode=[f"reverse:{self._upstream}"],
+            listen_host="127.0.0.1",
+            listen_port=self.port,
+            confdir=str(self.out.parent / "confdir"),
+        )
         if self.web:
             self.master = WebMaster(opts, with_termlog=False)
-            self.master.options.update(web_open_browser=False, web_port=self.web_port,
-                                       web_columns=WEB_COLUMNS)
+            self.master.options.update(
+                web_open_browser=False, web_port=self.web_port, web_columns=WEB_COLUMNS
+            )
             if "web_password" in self.master.options:  # mitmproxy 12 asks for a token
                 self.master.options.update(web_password="callgate-test-token")
                 self.web_url += "?token=callgate-test-token"
@@ -97,17 +102,37 @@ class Proxy:
         done.wait(10)
 
 
-def start_record(callgate: Path, upstream: str, out: Path, home: Path,
-                 ) -> tuple[subprocess.Popen[str], int]:
+def start_record(
+    callgate: Path,
+    upstream: str,
+    out: Path,
+    home: Path,
+) -> tuple[subprocess.Popen[str], int]:
     """``callgate record`` as a user runs it, in reverse mode to ``upstream`` on a free port,
     with its own ``CALLGATE_HOME`` and ``HOME`` under ``home``; returns once it listens."""
     port = free_port()
-    env = {**os.environ, "CALLGATE_HOME": str(home / "callgate"), "PYTHONUNBUFFERED": "1",
-           "HOME": str(home / "user")}
+    env = {
+        **os.environ,
+        "CALLGATE_HOME": str(home / "callgate"),
+        "PYTHONUNBUFFERED": "1",
+        "HOME": str(home / "user"),
+    }
     process = subprocess.Popen(
-        [str(callgate), "record", "--upstream", upstream, "--listen", f"127.0.0.1:{port}",
-         "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        [
+            str(callgate),
+            "record",
+            "--upstream",
+            upstream,
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     if not wait_listening(port, lambda: process.poll() is None):
         process.kill()
         raise AssertionError(f"record did not start: {process.communicate()[0]}")
@@ -128,8 +153,9 @@ def fixtures_in(folder: Path, count: int, timeout: float = 20) -> list[dict[str,
 
 def request_body(name: str) -> bytes:
     """The request an app would send for conformance fixture ``name``: its tools and parameters."""
-    return request_body_of(json.loads((ROOT / "fixtures" / "conformance" / f"{name}.json")
-                                      .read_text()))
+    return request_body_of(
+        json.loads((ROOT / "fixtures" / "conformance" / f"{name}.json").read_text())
+    )
 
 
 def request_body_of(envelope: dict[str, Any]) -> bytes:
@@ -138,20 +164,39 @@ def request_body_of(envelope: dict[str, Any]) -> bytes:
     if envelope["profile"] == "anthropic":
         tools: list[Any] = [{"name": n, "input_schema": s} for n, s in schemas.items()]
     elif envelope["profile"] == "gemini":
-        tools = [{"functionDeclarations": [{"name": n, "parametersJsonSchema": s}
-                                           for n, s in schemas.items()]}]
+        tools = [
+            {
+                "functionDeclarations": [
+                    {"name": n, "parametersJsonSchema": s} for n, s in schemas.items()
+                ]
+            }
+        ]
     elif envelope["profile"] == "openai-responses":
         tools = [{"type": "function", "name": n, "parameters": s} for n, s in schemas.items()]
     elif envelope["profile"] == "bedrock-converse":
-        return json.dumps({"messages": [{"role": "user", "content": [{"text": "hi"}]}],
-                           "toolConfig": {"tools": [{"toolSpec": {
-                               "name": n, "inputSchema": {"json": s}}}
-                               for n, s in schemas.items()]}}).encode()
+        return json.dumps(
+            {
+                "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                "toolConfig": {
+                    "tools": [
+                        {"toolSpec": {"name": n, "inputSchema": {"json": s}}}
+                        for n, s in schemas.items()
+                    ]
+                },
+            }
+        ).encode()
     else:
-        tools = [{"type": "function", "function": {"name": n, "parameters": s}}
-                 for n, s in schemas.items()]
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}],
-            "tools": tools, **envelope.get("request", {})}
+        tools = [
+            {"type": "function", "function": {"name": n, "parameters": s}}
+            for n, s in schemas.items()
+        ]
+    body = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": tools,
+        **envelope.get("request", {}),
+    }
     return json.dumps(body).encode()
 
 
@@ -163,22 +208,26 @@ def tools_file(name: str, folder: Path) -> str:
     return str(path)
 
 
-def post(base: str, path: str, body: bytes = b"{}", headers: dict[str, str] | None = None,
-         ) -> tuple[int, dict[str, str], bytes]:
+def post(
+    base: str,
+    path: str,
+    body: bytes = b"{}",
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
     """One POST with http.client: the raw body bytes (chunked framing removed, nothing
     decompressed) and the response headers."""
     host, port = base.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
-    connection.request("POST", path, body, {"content-type": "application/json",
-                                            **(headers or {})})
+    connection.request("POST", path, body, {"content-type": "application/json", **(headers or {})})
     response = connection.getresponse()
     data = response.read()
     connection.close()
     return response.status, {k.lower(): v for k, v in response.getheaders()}, data
 
 
-def read_events(base: str, path: str, stop_after: int | None = None,
-                headers: dict[str, str] | None = None) -> Iterator[tuple[float, bytes]]:
+def read_events(
+    base: str, path: str, stop_after: int | None = None, headers: dict[str, str] | None = None
+) -> Iterator[tuple[float, bytes]]:
     """Each SSE event block as it arrives, with its arrival time; stop (and hang up) after
     ``stop_after`` events."""
     host, port = base.removeprefix("http://").split(":")
@@ -186,8 +235,12 @@ def read_events(base: str, path: str, stop_after: int | None = None,
     start = time.monotonic()
     name = path.split("/f/", 1)[1].rsplit("/v1/", 1)[0]
     known = (ROOT / "fixtures" / "conformance" / f"{name}.json").is_file()
-    connection.request("POST", path, request_body(name) if known else b"{}",
-                       {"content-type": "application/json", **(headers or {})})
+    connection.request(
+        "POST",
+        path,
+        request_body(name) if known else b"{}",
+        {"content-type": "application/json", **(headers or {})},
+    )
     response = connection.getresponse()
     block, count = b"", 0
     while line := response.readline():
@@ -204,8 +257,13 @@ def read_events(base: str, path: str, stop_after: int | None = None,
 
 def run_app(sdk: str, base_url: str, *args: str) -> dict[str, Any]:
     """Run the SDK app once; its JSON report."""
-    done = subprocess.run([str(APPS_PYTHON), str(CLIENT), sdk, base_url, *args],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [str(APPS_PYTHON), str(CLIENT), sdk, base_url, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result

@@ -38,8 +38,10 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]
-                                + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([base] if base else [])
+                )
             for alias in node.names:
                 targets.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
     return {t for t in targets if t in known and t != name}
@@ -104,9 +106,13 @@ def test_the_cycle_finder_finds_a_circle() -> None:
 
 def test_dependencies_point_one_way() -> None:
     backwards = sorted(
-        (source, target) for source, targets in graph().items() for target in targets
-        if part(source) and part(target)
-        and LAYERS.index(part(target) or "") < LAYERS.index(part(source) or ""))
+        (source, target)
+        for source, targets in graph().items()
+        for target in targets
+        if part(source)
+        and part(target)
+        and LAYERS.index(part(target) or "") < LAYERS.index(part(source) or "")
+    )
     assert backwards == []
 
 
@@ -145,5 +151,8 @@ def test_no_provider_is_named_outside_the_registry() -> None:
 
 def test_the_name_check_sees_a_provider_name() -> None:
     tree = ast.parse('profile = "gemini"')
-    assert [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
-            and n.value in provider_names()] == ["gemini"]
+    assert [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and n.value in provider_names()
+    ] == ["gemini"]

@@ -28,7 +28,8 @@ def test_a_valid_fixture_exits_0_with_its_exact_call() -> None:
     assert code == 0
     assert (report["status"], report["executable"], report["fixture"]) == ("pass", True, str(GOOD))
     assert [(c["id"], c["name"], c["arguments"]) for c in report["calls"]] == [
-        ("call_w1", "get_weather", '{"city":"Paris","unit":"c"}')]
+        ("call_w1", "get_weather", '{"city":"Paris","unit":"c"}')
+    ]
 
 
 def test_a_reused_slot_exits_1_with_identity_collision() -> None:
@@ -41,7 +42,10 @@ def test_a_reused_slot_exits_1_with_identity_collision() -> None:
 def test_a_text_only_stream_exits_2_not_applicable() -> None:
     code, out, _ = invoke(str(TEXT))
     assert (code, json.loads(out)["status"], json.loads(out)["applicable"]) == (
-        2, "not_applicable", False)
+        2,
+        "not_applicable",
+        False,
+    )
 
 
 def test_several_fixtures_give_one_line_each_and_the_worst_exit() -> None:
@@ -57,8 +61,9 @@ def test_text_report_names_the_verdict_and_the_finding() -> None:
 
 
 def test_allow_quirk_tolerates_a_repeated_finish(tmp_path: Path) -> None:
-    envelope = json.loads((CONFORMANCE / "openai" /
-                           "quirk_repeated_finish_openrouter.json").read_text())
+    envelope = json.loads(
+        (CONFORMANCE / "openai" / "quirk_repeated_finish_openrouter.json").read_text()
+    )
     del envelope["provider"]
     path = tmp_path / "repeat.json"
     path.write_text(json.dumps(envelope))
@@ -72,18 +77,22 @@ def test_an_unknown_quirk_name_is_one_line_and_exit_2() -> None:
     assert err.startswith("callgate: unknown quirk 'be_nice'") and err.count("\n") == 1
 
 
-@pytest.mark.parametrize(("content", "problem"), [
-    (b"\xff\xfe{}", "not strict JSON (invalid_unicode)"),
-    (b'{"profile": "openai", "profile": "anthropic", "chunks": []}', "duplicate_key"),
-    (b'{"profile": "openai", "chunks": [NaN]}', "non_finite_number"),
-    (b'{"profile": "openai", "chunks": []', "not strict JSON (invalid_arguments_json)"),
-    (b'{"profile": "acme-chat", "chunks": []}', "not a callgate envelope: at /profile"),
-    (b'{"profile": "anthropic", "chunks": []}', "'events' is a required property"),
-    (b'{"profile": "openai", "chunks": [], "tool_schema": {}}', "Additional properties"),
-    (b'[]', "not a callgate envelope: at (root)"),
-])
-def test_bad_input_is_one_line_naming_the_file_and_exit_2(tmp_path: Path, content: bytes,
-                                                          problem: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"\xff\xfe{}", "not strict JSON (invalid_unicode)"),
+        (b'{"profile": "openai", "profile": "anthropic", "chunks": []}', "duplicate_key"),
+        (b'{"profile": "openai", "chunks": [NaN]}', "non_finite_number"),
+        (b'{"profile": "openai", "chunks": []', "not strict JSON (invalid_arguments_json)"),
+        (b'{"profile": "acme-chat", "chunks": []}', "not a callgate envelope: at /profile"),
+        (b'{"profile": "anthropic", "chunks": []}', "'events' is a required property"),
+        (b'{"profile": "openai", "chunks": [], "tool_schema": {}}', "Additional properties"),
+        (b"[]", "not a callgate envelope: at (root)"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_file_and_exit_2(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(content)
     code, out, err = invoke(str(path))
@@ -99,18 +108,23 @@ def test_a_missing_file_is_one_line_and_the_rest_still_run(tmp_path: Path) -> No
     assert json.loads(out)["status"] == "pass"
 
 
-@pytest.mark.parametrize("command", [["serve", str(CONFORMANCE)],
-                                     ["record", "--upstream", "http://127.0.0.1:9"]])
+@pytest.mark.parametrize(
+    "command", [["serve", str(CONFORMANCE)], ["record", "--upstream", "http://127.0.0.1:9"]]
+)
 @pytest.mark.parametrize("listen", ["127.0.0.1:abc", "[::1]:70000", "localhost:"])
 def test_a_bad_listen_address_is_one_line_and_exit_2(command: list[str], listen: str) -> None:
     result = runner.invoke(app, [*command, "--listen", listen])
     assert (result.exit_code, result.stdout, result.stderr) == (
-        2, "", f"callgate: --listen takes HOST:PORT, not {listen!r}\n")
+        2,
+        "",
+        f"callgate: --listen takes HOST:PORT, not {listen!r}\n",
+    )
 
 
 @pytest.mark.parametrize("hostile", ["[/x]", "[bold]loud[/bold]", "[link=file:///etc]y[/link]"])
-def test_fixture_text_that_looks_like_markup_is_printed_as_it_is(hostile: str,
-                                                                  tmp_path: Path) -> None:
+def test_fixture_text_that_looks_like_markup_is_printed_as_it_is(
+    hostile: str, tmp_path: Path
+) -> None:
     envelope = json.loads(GOOD.read_text())
     envelope["provider"] = hostile
     for chunk in envelope["chunks"]:
@@ -135,7 +149,8 @@ ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x9b31m"
 
 
 def test_control_characters_from_a_fixture_or_a_file_name_never_reach_the_terminal(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     envelope = json.loads(GOOD.read_text())
     envelope["provider"] = ESCAPES
     good = tmp_path / "good.json"
@@ -147,6 +162,8 @@ def test_control_characters_from_a_fixture_or_a_file_name_never_reach_the_termin
     for text in (out, err, replayed.stdout, replayed.stderr):
         assert not any((ord(c) < 32 and c not in "\n") or 0x7F <= ord(c) <= 0x9F for c in text)
     assert code == 2 and "openai/\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m  pass" in out
-    assert err == (f"callgate: {tmp_path}/bad\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m.json: not strict "
-                   "JSON (invalid_arguments_json): Expecting property name enclosed in double "
-                   "quotes\n")
+    assert err == (
+        f"callgate: {tmp_path}/bad\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m.json: not strict "
+        "JSON (invalid_arguments_json): Expecting property name enclosed in double "
+        "quotes\n"
+    )

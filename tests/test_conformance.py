@@ -21,8 +21,12 @@ def summary(report: Report) -> tuple[str, list[str], list[tuple[Any, ...]]]:
 
 
 def feed_one_at_a_time(envelope: dict[str, Any]) -> tuple[Report, list[str]]:
-    reassembler = Reassembler(envelope["profile"], envelope.get("tool_schemas"),
-                              request=envelope.get("request"), provider=envelope.get("provider"))
+    reassembler = Reassembler(
+        envelope["profile"],
+        envelope.get("tool_schemas"),
+        request=envelope.get("request"),
+        provider=envelope.get("provider"),
+    )
     live: list[str] = []
     for raw in envelope[PROFILES[envelope["profile"]].stream_key]:
         live.extend(f.code.value for f in reassembler.feed(raw))
@@ -54,8 +58,9 @@ def resplit_gemini(chunk: Any) -> list[Any]:
     for part in parts:
         call = part.get("functionCall") if isinstance(part, dict) else None
         if isinstance(call, dict) and isinstance(call.get("partialArgs"), list):
-            call["partialArgs"] = [half for piece in call["partialArgs"]
-                                   for half in _halve_piece(piece)]
+            call["partialArgs"] = [
+                half for piece in call["partialArgs"] for half in _halve_piece(piece)
+            ]
     calls = [part for part in parts if isinstance(part, dict) and "functionCall" in part]
     if len(calls) < 2 or len(calls) != len(parts):
         return [chunk]
@@ -74,8 +79,10 @@ def _halve_piece(piece: Any) -> list[Any]:
     if not isinstance(text, str) or len(text) < 2:
         return [piece]
     half = len(text) // 2
-    return [{**piece, "stringValue": text[:half], "willContinue": True},
-            {**piece, "stringValue": text[half:]}]
+    return [
+        {**piece, "stringValue": text[:half], "willContinue": True},
+        {**piece, "stringValue": text[half:]},
+    ]
 
 
 def resplit_anthropic(event: Any) -> list[Any]:
@@ -84,19 +91,24 @@ def resplit_anthropic(event: Any) -> list[Any]:
     if event.get("type") != "content_block_delta" or not isinstance(text, str) or len(text) < 2:
         return [event]
     head, tail = copy.deepcopy(event), copy.deepcopy(event)
-    head["delta"]["partial_json"], tail["delta"]["partial_json"] = text[:len(text) // 2], text[
-        len(text) // 2:]
+    head["delta"]["partial_json"], tail["delta"]["partial_json"] = (
+        text[: len(text) // 2],
+        text[len(text) // 2 :],
+    )
     return [head, tail]
 
 
 def resplit_cohere(event: Any) -> list[Any]:
-    function = (((event.get("delta") or {}).get("message") or {}).get("tool_calls") or {}).get(
-        "function") if isinstance(event, dict) else None
+    function = (
+        (((event.get("delta") or {}).get("message") or {}).get("tool_calls") or {}).get("function")
+        if isinstance(event, dict)
+        else None
+    )
     text = function.get("arguments") if isinstance(function, dict) else None
     if event.get("type") != "tool-call-delta" or not isinstance(text, str) or len(text) < 2:
         return [event]
     head, tail = copy.deepcopy(event), copy.deepcopy(event)
-    for half, part in ((head, text[:len(text) // 2]), (tail, text[len(text) // 2:])):
+    for half, part in ((head, text[: len(text) // 2]), (tail, text[len(text) // 2 :])):
         half["delta"]["message"]["tool_calls"]["function"]["arguments"] = part
     return [head, tail]
 
@@ -107,7 +119,7 @@ def resplit_bedrock(event: Any) -> list[Any]:
     if not isinstance(text, str) or len(text) < 2:
         return [event]
     head, tail = copy.deepcopy(event), copy.deepcopy(event)
-    for half, part in ((head, text[:len(text) // 2]), (tail, text[len(text) // 2:])):
+    for half, part in ((head, text[: len(text) // 2]), (tail, text[len(text) // 2 :])):
         half["contentBlockDelta"]["delta"]["toolUse"]["input"] = part
     return [head, tail]
 
@@ -124,8 +136,11 @@ def resplit_ollama(chunk: Any) -> list[Any]:
         single = copy.deepcopy(chunk)
         single["message"]["tool_calls"] = [call]
         if number < len(calls) - 1:
-            single = {key: value for key, value in single.items()
-                      if key in ("model", "created_at", "message")} | {"done": False}
+            single = {
+                key: value
+                for key, value in single.items()
+                if key in ("model", "created_at", "message")
+            } | {"done": False}
         spread.append(single)
     return spread
 
@@ -137,10 +152,15 @@ def resplit_responses(events: list[Any]) -> list[Any]:
     for event in events:
         text = event.get("delta") if isinstance(event, dict) else None
         pieces = [event]
-        if event.get("type") == "response.function_call_arguments.delta" and isinstance(
-                text, str) and len(text) > 1:
-            pieces = [dict(event, delta=text[:len(text) // 2]),
-                      dict(event, delta=text[len(text) // 2:])]
+        if (
+            event.get("type") == "response.function_call_arguments.delta"
+            and isinstance(text, str)
+            and len(text) > 1
+        ):
+            pieces = [
+                dict(event, delta=text[: len(text) // 2]),
+                dict(event, delta=text[len(text) // 2 :]),
+            ]
         for offset, piece in enumerate(pieces):
             if isinstance(piece.get("sequence_number"), int):
                 piece["sequence_number"] += shift + offset
@@ -186,7 +206,8 @@ def test_fixture_gives_its_pinned_verdict(path: Path) -> None:
     assert report.blocking_codes == sorted(expect["codes"])
     if "calls" in expect:
         assert [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in report.calls] == (
-            expect["calls"])
+            expect["calls"]
+        )
     assert report.exit_code == {"pass": 0, "fail": 1}.get(expect["status"], 2)
 
 
@@ -196,7 +217,7 @@ def test_fixture_fed_one_event_at_a_time_gives_the_same_report(path: Path) -> No
     whole = check(envelope)
     report, live = feed_one_at_a_time(envelope)
     assert report.to_dict() == whole.to_dict()
-    close_only = [f.code.value for f in whole.findings][len(live):]
+    close_only = [f.code.value for f in whole.findings][len(live) :]
     assert [f.code.value for f in whole.findings] == live + close_only
 
 
@@ -204,13 +225,21 @@ def has_argument_text(envelope: dict[str, Any]) -> bool:
     """Whether some call's arguments grew in an event after its start: there is text a
     re-splitter can cut. (A call that arrives whole, as Mistral's index-less calls and Gemini's
     ``args`` objects do, has none.)"""
-    return any(len(call.arguments or "") > 2 and any(e != call.opened for e in call.grew)
-               for call in check(envelope).calls)
+    return any(
+        len(call.arguments or "") > 2 and any(e != call.opened for e in call.grew)
+        for call in check(envelope).calls
+    )
 
 
-RESPLITTERS = {"openai": resplit_chat, "mistral": resplit_chat, "anthropic": resplit_anthropic,
-               "gemini": resplit_gemini, "cohere": resplit_cohere, "ollama": resplit_ollama,
-               "bedrock-converse": resplit_bedrock}
+RESPLITTERS = {
+    "openai": resplit_chat,
+    "mistral": resplit_chat,
+    "anthropic": resplit_anthropic,
+    "gemini": resplit_gemini,
+    "cohere": resplit_cohere,
+    "ollama": resplit_ollama,
+    "bedrock-converse": resplit_bedrock,
+}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)
@@ -234,8 +263,9 @@ def test_every_fixture_says_what_it_shows_first() -> None:
         assert next(iter(load(path))) == "description", path
 
 
-@pytest.mark.parametrize("path", [p for p in FIXTURES if load(p)["expect"]["status"] == "pass"],
-                         ids=fixture_id)
+@pytest.mark.parametrize(
+    "path", [p for p in FIXTURES if load(p)["expect"]["status"] == "pass"], ids=fixture_id
+)
 def test_enforce_mode_holds_back_exactly_what_the_verdict_needs(path: Path) -> None:
     """A proxy in enforce mode holds every event from the first that carries terminal evidence:
     the turn must not pass without it, and that event is not earlier than the last call's start
@@ -248,6 +278,11 @@ def test_enforce_mode_holds_back_exactly_what_the_verdict_needs(path: Path) -> N
     assert first >= max(opened)
     cut = check({**envelope, profile.stream_key: stream[:first]})
     # The end is missing; when the calls came with the finish, the cut holds no call at all.
-    expected = ("fail", ["missing_terminal"]) if min(opened) < first else \
-        ("invalid", ["missing_terminal"]) if first > 0 else ("not_applicable", [])
+    expected = (
+        ("fail", ["missing_terminal"])
+        if min(opened) < first
+        else ("invalid", ["missing_terminal"])
+        if first > 0
+        else ("not_applicable", [])
+    )
     assert (cut.status.value, cut.blocking_codes) == expected

@@ -33,8 +33,13 @@ from tests.conftest import SHARED_CORPUS, deciding
 pytestmark = pytest.mark.corpus
 
 REAL = SHARED_CORPUS / "real"
-PROFILE_BY_PROVIDER = {"anthropic": "anthropic", "anthropic-vertex": "anthropic",
-                       "mistral": "mistral", "gemini": "gemini", "gemini-vertex": "gemini"}
+PROFILE_BY_PROVIDER = {
+    "anthropic": "anthropic",
+    "anthropic-vertex": "anthropic",
+    "mistral": "mistral",
+    "gemini": "gemini",
+    "gemini-vertex": "gemini",
+}
 
 # file -> (status, blocking codes, tolerated quirks). Why each block is right:
 #  - anthropic max-tokens fixture: stop_reason max_tokens cut the input mid-string and the
@@ -68,7 +73,10 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "cerebras/chat-cerebras-qwen3-coder-2-calls-one-delta-fantasy.sse": ("pass", [], []),
     "anthropic/messages-text-then-tool-sdk-fixture.sse": ("pass", [], []),
     "anthropic/messages-tool-cut-by-max-tokens-sdk-fixture.sse": (
-        "fail", ["missing_terminal", "wrong_terminal_reason"], []),
+        "fail",
+        ["missing_terminal", "wrong_terminal_reason"],
+        [],
+    ),
     "anthropic/messages-haiku45-single-sdk-snapshot.sse": ("pass", [], []),
     "anthropic/messages-two-tool-use-llm-anthropic.sse": ("pass", [], []),
     "anthropic/messages-thinking-then-tool-llm-anthropic.sse": ("pass", [], []),
@@ -89,7 +97,10 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "mistral/chat-mistral-small-vercel.jsonl": ("pass", [], []),
     "mistral/chat-mistral-endpoint-glm-incremental-vercel.jsonl": ("pass", [], []),
     "gemini-openai-compat/chat-gemini-openai-compat-magentic.sse": (
-        "pass", [], ["missing_call_id", "missing_tool_call_index"]),
+        "pass",
+        [],
+        ["missing_call_id", "missing_tool_call_index"],
+    ),
     "groq/chat-groq-kimi-k2-parallel-fantasy.sse": ("pass", [], []),
     "groq/chat-groq-reasoning-then-call-pydantic-ai.sse": ("pass", [], []),
     "groq/chat-groq-llama33-vercel.jsonl": ("pass", [], []),
@@ -102,19 +113,31 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "openrouter/chat-openrouter-novita-kimi-k2-variant-c-llm.sse": ("pass", [], []),
     "openrouter/chat-openrouter-text-then-tool-magentic.sse": ("pass", [], []),
     "openrouter/chat-openrouter-anthropic-parallel-fantasy.sse": (
-        "pass", [], ["repeated_finish_chunk"]),
+        "pass",
+        [],
+        ["repeated_finish_chunk"],
+    ),
     "openrouter/chat-openrouter-kimi-reasoning-parallel-fantasy.sse": (
-        "pass", [], ["repeated_finish_chunk"]),
+        "pass",
+        [],
+        ["repeated_finish_chunk"],
+    ),
     "vercel-ai-gateway/chat-vercel-gateway-claude-parallel-fantasy.sse": ("pass", [], []),
     "vercel-ai-gateway/chat-vercel-gateway-gpt5-fantasy.sse": ("pass", [], []),
     "huggingface-router/chat-hf-router-kimi-k2-parallel-fantasy.sse": ("pass", [], []),
     "llamacpp/chat-llamacpp-gpt-oss-fantasy.sse": ("pass", [], []),
     "ollama/chat-ollama-openai-compat-magentic.sse": (
-        "fail", ["schema_violation"], ["missing_tool_call_index"]),
+        "fail",
+        ["schema_violation"],
+        ["missing_tool_call_index"],
+    ),
     "avian/chat-avian-kimi-parallel-fantasy.sse": ("pass", [], ["repeated_finish_chunk"]),
     "alibaba-dashscope/chat-alibaba-qwen3-max-vercel.jsonl": ("pass", [], []),
     "writer/chat-writer-palmyra-x4-7-calls-openllmetry.sse": (
-        "pass", [], ["choice_message_mirror"]),
+        "pass",
+        [],
+        ["choice_message_mirror"],
+    ),
     "tgi/chat-tgi-llama31-tool-choice.json": ("fail", ["missing_terminal"], []),
     "openai/responses-gpt4o-single-pydantic-ai.sse": ("pass", [], []),
     "openai/responses-gpt4o-parallel-fantasy.sse": ("pass", [], []),
@@ -124,8 +147,17 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "openai/responses-single-llm.sse": ("pass", [], []),
     "openai/responses-parallel-mirascope.sse": ("pass", [], []),
     "openai/responses-3-calls-reasoning-vercel.jsonl": (
-        "fail", ["argument_mismatch", "delta_after_terminal", "duplicate_terminal", "event_gap",
-                 "identity_collision", "unsupported_event"], []),
+        "fail",
+        [
+            "argument_mismatch",
+            "delta_after_terminal",
+            "duplicate_terminal",
+            "event_gap",
+            "identity_collision",
+            "unsupported_event",
+        ],
+        [],
+    ),
     "azure-openai/responses-azure-gpt5-mini-fantasy.sse": ("pass", [], []),
     "deepseek/responses-deepseek-function-tool.sse": ("pass", [], []),
     "bedrock-mantle/responses-bedrock-mantle-reused-ids.sse": ("pass", [], []),
@@ -145,7 +177,10 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "gemini-vertex/vertex-gemini-partialargs-nested-vercel.jsonl": ("pass", [], []),
     "cohere/cohere-v2-command-r-2-calls-openllmetry.sse": ("pass", [], []),
     "cohere/cohere-v2-command-r-tool-plan-then-call-langchain-cohere.sse": (
-        "fail", ["invalid_schema"], []),
+        "fail",
+        ["invalid_schema"],
+        [],
+    ),
     "cohere/cohere-v2-no-arg-tool-empty-args-vercel.jsonl": ("pass", [], []),
     "cohere/cohere-v2-parallel-2-calls-tool-plan-vercel.jsonl": ("pass", [], []),
     "ollama/ollama-cloud-gpt-oss-20b-thinking-then-tool-fantasy.ndjson": ("pass", [], []),
@@ -156,12 +191,17 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
     "bedrock-converse/converse-claude3-sonnet-text-then-tool-openllmetry.b64": ("pass", [], []),
     "bedrock-converse/converse-nova-micro-single-pydantic-ai.b64": ("pass", [], []),
     "bedrock-converse/converse-claude3-haiku-tool-only-openinference.b64": ("pass", [], []),
-    "bedrock-converse/converse-kimi-k2-thinking-reasoning-then-tool-vercel.jsonl": (
-        "pass", [], []),
+    "bedrock-converse/converse-kimi-k2-thinking-reasoning-then-tool-vercel.jsonl": ("pass", [], []),
     "bedrock-converse/converse-kimi-k2-thinking-think-text-then-tool-vercel.jsonl": (
-        "pass", [], []),
+        "pass",
+        [],
+        [],
+    ),
     "bedrock-converse/converse-kimi-k2-tool-call-leaked-as-text-end-turn-vercel.jsonl": (
-        "not_applicable", [], []),
+        "not_applicable",
+        [],
+        [],
+    ),
     "bedrock-converse/converse-titan-max-tokens-otel.b64": ("not_applicable", [], []),
     "bedrock-converse/converse-invalid-model-400-otel.json": ("refused", [], []),
     "bedrock-invoke/invoke-claude-haiku45-single-fantasy.b64": ("pass", [], []),
@@ -173,8 +213,16 @@ EXPECTED: dict[str, tuple[str, list[str], list[str]]] = {
 
 
 # The APIs the profiles read today, and those whose streams wait for a profile of their own.
-READ_APIS = {"chat.completions", "messages", "generateContent", "responses", "v2/chat",
-             "api/chat", "converse-stream", "invoke-with-response-stream"}
+READ_APIS = {
+    "chat.completions",
+    "messages",
+    "generateContent",
+    "responses",
+    "v2/chat",
+    "api/chat",
+    "converse-stream",
+    "invoke-with-response-stream",
+}
 UNREAD_APIS: set[str] = set()
 #: The provider name import is given, where the index names the API instead.
 PROVIDER_NAMES = {"bedrock-converse": "bedrock", "bedrock-invoke": "bedrock"}
@@ -234,8 +282,9 @@ def schemas_and_request(path: Path, events: list[Any]) -> tuple[dict[str, Any], 
     schemas.update(declaration_schemas(body.get("tools")))  # Gemini functionDeclarations
     for tool in (body.get("toolConfig") or {}).get("tools") or []:  # Bedrock Converse
         schemas[tool["toolSpec"]["name"]] = tool["toolSpec"]["inputSchema"]["json"]
-    request = {k: body[k] for k in ("model", "tool_choice", "parallel_tool_calls", "n")
-               if k in body}
+    request = {
+        k: body[k] for k in ("model", "tool_choice", "parallel_tool_calls", "n") if k in body
+    }
     return schemas, request
 
 
@@ -274,13 +323,28 @@ def accept_all_request(profile: str, names: list[str]) -> dict[str, Any]:
     if profile == "openai-responses":
         return {"tools": [{"type": "function", "name": name, "parameters": {}} for name in names]}
     if profile == "gemini":
-        return {"tools": [{"functionDeclarations": [
-            {"name": name, "parametersJsonSchema": {}} for name in names]}]}
+        return {
+            "tools": [
+                {
+                    "functionDeclarations": [
+                        {"name": name, "parametersJsonSchema": {}} for name in names
+                    ]
+                }
+            ]
+        }
     if profile == "bedrock-converse":
-        return {"toolConfig": {"tools": [{"toolSpec": {"name": name, "inputSchema": {
-            "json": {}}}} for name in names]}}
-    return {"tools": [{"type": "function", "function": {"name": name, "parameters": {}}}
-                      for name in names]}
+        return {
+            "toolConfig": {
+                "tools": [
+                    {"toolSpec": {"name": name, "inputSchema": {"json": {}}}} for name in names
+                ]
+            }
+        }
+    return {
+        "tools": [
+            {"type": "function", "function": {"name": name, "parameters": {}}} for name in names
+        ]
+    }
 
 
 ROWS = index_rows()
@@ -288,9 +352,14 @@ runner = CliRunner()
 
 
 def profile_of(row: dict[str, str]) -> str:
-    by_api = {"responses": "openai-responses", "generateContent": "gemini", "v2/chat": "cohere",
-              "api/chat": "ollama", "converse-stream": "bedrock-converse",
-              "invoke-with-response-stream": "anthropic"}
+    by_api = {
+        "responses": "openai-responses",
+        "generateContent": "gemini",
+        "v2/chat": "cohere",
+        "api/chat": "ollama",
+        "converse-stream": "bedrock-converse",
+        "invoke-with-response-stream": "anthropic",
+    }
     return by_api.get(row["api"]) or PROFILE_BY_PROVIDER.get(row["provider"], "openai")
 
 
@@ -308,17 +377,30 @@ def test_every_corpus_row_is_read_or_known_to_wait_for_its_profile() -> None:
     assert unknown == {}
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if EXPECTED[r["file"]][0] == "refused"],
-                         ids=lambda r: r["file"])
+@pytest.mark.parametrize(
+    "row", [r for r in ROWS if EXPECTED[r["file"]][0] == "refused"], ids=lambda r: r["file"]
+)
 def test_an_error_body_recorded_instead_of_a_stream_is_refused_with_one_line(
-        row: dict[str, str], tmp_path: Path) -> None:
+    row: dict[str, str], tmp_path: Path
+) -> None:
     path = REAL / row["file"]
-    imported = runner.invoke(app, ["import", str(path), "--profile", profile_of(row),
-                                   "--provider", provider_of(row), "--out",
-                                   str(tmp_path / "fixture.json")])
+    imported = runner.invoke(
+        app,
+        [
+            "import",
+            str(path),
+            "--profile",
+            profile_of(row),
+            "--provider",
+            provider_of(row),
+            "--out",
+            str(tmp_path / "fixture.json"),
+        ],
+    )
     assert imported.exit_code == 2 and imported.stdout == ""
-    assert imported.stderr == (f"callgate: {path}: a .json body must be a JSON array of chunks, "
-                               "not an object\n")
+    assert imported.stderr == (
+        f"callgate: {path}: a .json body must be a JSON array of chunks, not an object\n"
+    )
     assert not (tmp_path / "fixture.json").exists()
 
 
@@ -335,14 +417,19 @@ def test_real_stream_gets_the_careful_verdict(row: dict[str, str]) -> None:
     events = body_events(path)
     schemas, request = schemas_and_request(path, events)
     profile = profile_of(row)
-    envelope = {"profile": profile, "provider": provider_of(row), "tool_schemas": schemas,
-                "request": request,
-                PROFILES[profile].stream_key: events}
+    envelope = {
+        "profile": profile,
+        "provider": provider_of(row),
+        "tool_schemas": schemas,
+        "request": request,
+        PROFILES[profile].stream_key: events,
+    }
     report = check(envelope)
     tolerated = sorted({f.quirk for f in report.findings if f.quirk})
     status, codes, quirks = EXPECTED[row["file"]]
-    assert (report.status.value, report.blocking_codes, tolerated) == (status, codes, quirks), (
-        [f.to_dict() for f in report.findings])
+    assert (report.status.value, report.blocking_codes, tolerated) == (status, codes, quirks), [
+        f.to_dict() for f in report.findings
+    ]
 
 
 @pytest.mark.parametrize("row", STREAMS, ids=lambda r: r["file"])
@@ -359,23 +446,39 @@ def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path:
         request.write_text(json.dumps(accept_all_request(profile_of(row), names)))
     out = tmp_path / "fixture.json"
     profile = profile_of(row)
-    imported = runner.invoke(app, ["import", str(body), "--request", str(request), "--profile",
-                                   profile, "--provider", provider_of(row), "--out", str(out)])
+    imported = runner.invoke(
+        app,
+        [
+            "import",
+            str(body),
+            "--request",
+            str(request),
+            "--profile",
+            profile,
+            "--provider",
+            provider_of(row),
+            "--out",
+            str(out),
+        ],
+    )
     assert imported.exit_code == 0, imported.stdout + imported.stderr
     checked = runner.invoke(app, ["check", str(out)])
     report = json.loads(checked.stdout)
     status, codes, quirks = EXPECTED[row["file"]]
     tolerated = sorted({f["quirk"] for f in report["findings"] if "quirk" in f})
-    assert (report["status"], sorted({f["code"] for f in report["findings"]
-                                       if f["severity"] == "blocking"}), tolerated) == (
-        status, codes, quirks)
+    assert (
+        report["status"],
+        sorted({f["code"] for f in report["findings"] if f["severity"] == "blocking"}),
+        tolerated,
+    ) == (status, codes, quirks)
     assert checked.exit_code == {"pass": 0, "fail": 1, "not_applicable": 2}[status]
     assert out.stat().st_mode & 0o777 == 0o600
 
 
 #: The SSE streams of the profiles whose events enforce mode may release before reading them.
-RELEASING_STREAMS = [r for r in STREAMS if r["file"].endswith(".sse")
-                     and PROFILES[profile_of(r)].terminal_pattern]
+RELEASING_STREAMS = [
+    r for r in STREAMS if r["file"].endswith(".sse") and PROFILES[profile_of(r)].terminal_pattern
+]
 
 
 def blocks_of(row: dict[str, str]) -> list[bytes]:
@@ -385,7 +488,8 @@ def blocks_of(row: dict[str, str]) -> list[bytes]:
 
 @pytest.mark.parametrize("row", RELEASING_STREAMS, ids=lambda r: r["file"])
 def test_enforce_mode_reads_each_real_event_that_can_decide_the_turn_before_it_goes(
-        row: dict[str, str]) -> None:
+    row: dict[str, str],
+) -> None:
     """The bytes of every real event that carries the terminal evidence or ends the stream, and
     of ``[DONE]``, match the profile's deciding pattern, as the provider spaced and ordered
     them."""
@@ -402,6 +506,10 @@ def test_enforce_mode_releases_most_real_events_before_reading_them() -> None:
     or not, that tells. (91% of the corpus's 1,336 SSE events go before they are read.)"""
     if not RELEASING_STREAMS:
         pytest.skip("shared corpus not present")
-    released = [not may_decide(block, deciding_pattern(PROFILES[profile_of(row)]))
-                for row in RELEASING_STREAMS for block in blocks_of(row) if decode_all(block)[0]]
+    released = [
+        not may_decide(block, deciding_pattern(PROFILES[profile_of(row)]))
+        for row in RELEASING_STREAMS
+        for block in blocks_of(row)
+        if decode_all(block)[0]
+    ]
     assert sum(released) > 0.85 * len(released)

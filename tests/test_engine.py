@@ -20,8 +20,9 @@ def chunk(*entries: dict[str, Any], finish: str | None = None, choice: int = 0) 
     return {"choices": [{"index": choice, "delta": delta, "finish_reason": finish}]}
 
 
-def entry(index: int, arguments: str, call_id: str | None = None,
-          name: str | None = None) -> dict[str, Any]:
+def entry(
+    index: int, arguments: str, call_id: str | None = None, name: str | None = None
+) -> dict[str, Any]:
     function: dict[str, Any] = {"arguments": arguments}
     if name is not None:
         function["name"] = name
@@ -40,7 +41,8 @@ def test_feed_returns_the_collision_at_the_event_that_causes_it() -> None:
     assert engine.feed(chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather"))) == []
     findings = engine.feed(chunk(entry(0, "", "call_B", "get_weather")))
     assert [(f.code, f.slot, f.event, f.path) for f in findings] == [
-        (Code.IDENTITY_COLLISION, 0, 1, "/chunks/1/choices/0/delta/tool_calls/0")]
+        (Code.IDENTITY_COLLISION, 0, 1, "/chunks/1/choices/0/delta/tool_calls/0")
+    ]
 
 
 def test_parseable_arguments_are_not_validated_before_the_finish_reason() -> None:
@@ -71,7 +73,12 @@ def test_a_valid_call_is_validated_with_exact_arguments() -> None:
     assert report.executable
     call = report.calls[0]
     assert (call.id, call.name, call.arguments, call.parsed_arguments, call.state) == (
-        "call_A", "get_weather", '{"city": "Oslo"}', {"city": "Oslo"}, SlotState.VALIDATED)
+        "call_A",
+        "get_weather",
+        '{"city": "Oslo"}',
+        {"city": "Oslo"},
+        SlotState.VALIDATED,
+    )
     assert report.to_dict()["calls"][0]["state"] == "validated"
     assert report.to_dict()["calls"][0]["events"] == {"opened": 0, "grew": [0, 1], "ended": 2}
 
@@ -83,7 +90,10 @@ def test_fragments_that_restate_the_calls_identity_each_count_as_growth() -> Non
         engine.feed(chunk(entry(0, part, "call_A", "get_weather")))
     engine.feed(chunk(finish="tool_calls"))
     assert engine.close().to_dict()["calls"][0]["events"] == {
-        "opened": 0, "grew": [0, 1, 2, 3], "ended": 4}
+        "opened": 0,
+        "grew": [0, 1, 2, 3],
+        "ended": 4,
+    }
 
 
 def test_a_fragment_that_also_carries_a_legacy_function_call_reports_it() -> None:
@@ -92,15 +102,20 @@ def test_a_fragment_that_also_carries_a_legacy_function_call_reports_it() -> Non
     fragment = chunk(entry(0, ' "Oslo"}'))
     fragment["choices"][0]["delta"]["function_call"] = {"arguments": "{}"}
     assert [(f.code, f.path) for f in engine.feed(fragment)] == [
-        (Code.UNSUPPORTED_EVENT, "/chunks/1/choices/0/delta/function_call")]
+        (Code.UNSUPPORTED_EVENT, "/chunks/1/choices/0/delta/function_call")
+    ]
 
 
 def test_a_call_entry_whose_function_is_not_an_object_is_unsupported_there() -> None:
     engine = openai()
     findings = engine.feed(chunk({"index": 0, "id": "call_A", "function": "get_weather"}))
     assert [(f.code, f.message, f.path) for f in findings] == [
-        (Code.UNSUPPORTED_EVENT, "function is not an object",
-         "/chunks/0/choices/0/delta/tool_calls/0/function")]
+        (
+            Code.UNSUPPORTED_EVENT,
+            "function is not an object",
+            "/chunks/0/choices/0/delta/tool_calls/0/function",
+        )
+    ]
 
 
 def test_a_second_terminal_names_both_reasons_the_second_clipped_at_40_characters() -> None:
@@ -110,12 +125,12 @@ def test_a_second_terminal_names_both_reasons_the_second_clipped_at_40_character
     [finding] = engine.feed(chunk(finish="x" * 50))
     assert (finding.code, finding.message) == (
         Code.DUPLICATE_TERMINAL,
-        f"the turn already ended with 'tool_calls'; a second terminal says {'x' * 40!r}")
+        f"the turn already ended with 'tool_calls'; a second terminal says {'x' * 40!r}",
+    )
 
 
 def test_argument_limit_blocks_without_keeping_the_text() -> None:
-    engine = Reassembler("openai", {"get_weather": WEATHER},
-                         limits=Limits(max_argument_bytes=16))
+    engine = Reassembler("openai", {"get_weather": WEATHER}, limits=Limits(max_argument_bytes=16))
     engine.feed(chunk(entry(0, '{"city":"Osl', "call_A", "get_weather")))
     findings = engine.feed(chunk(entry(0, 'o, Norway"}')))
     assert [f.code for f in findings] == [Code.LIMIT_EXCEEDED]
@@ -130,11 +145,15 @@ def test_multibyte_text_counts_in_utf8_bytes_against_the_limit() -> None:
 
 
 def test_allowing_a_quirk_by_name_tolerates_and_reports_it() -> None:
-    stream = [chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather")),
-              chunk(finish="tool_calls"), chunk(finish="tool_calls")]
+    stream = [
+        chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather")),
+        chunk(finish="tool_calls"),
+        chunk(finish="tool_calls"),
+    ]
     strict = openai()
-    lenient = Reassembler("openai", {"get_weather": WEATHER},
-                          allow_quirks=["repeated_finish_chunk"])
+    lenient = Reassembler(
+        "openai", {"get_weather": WEATHER}, allow_quirks=["repeated_finish_chunk"]
+    )
     for raw in stream:
         strict.feed(raw)
         lenient.feed(raw)
@@ -142,7 +161,8 @@ def test_allowing_a_quirk_by_name_tolerates_and_reports_it() -> None:
     report = lenient.close()
     assert report.status is Status.PASS
     assert [(f.code, f.severity, f.quirk) for f in report.findings] == [
-        (Code.DUPLICATE_TERMINAL, Severity.TOLERATED, "repeated_finish_chunk")]
+        (Code.DUPLICATE_TERMINAL, Severity.TOLERATED, "repeated_finish_chunk")
+    ]
 
 
 def test_a_repeated_finish_with_a_different_reason_is_not_the_quirk() -> None:
@@ -154,10 +174,16 @@ def test_a_repeated_finish_with_a_different_reason_is_not_the_quirk() -> None:
 
 
 def test_quirks_apply_only_to_the_providers_that_have_them() -> None:
-    stream = [chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather")),
-              chunk(finish="tool_calls"), chunk(finish="tool_calls")]
-    for provider, status in (("openrouter", Status.PASS), ("openai", Status.FAIL), (None,
-                                                                                   Status.FAIL)):
+    stream = [
+        chunk(entry(0, '{"city":"Oslo"}', "call_A", "get_weather")),
+        chunk(finish="tool_calls"),
+        chunk(finish="tool_calls"),
+    ]
+    for provider, status in (
+        ("openrouter", Status.PASS),
+        ("openai", Status.FAIL),
+        (None, Status.FAIL),
+    ):
         engine = Reassembler("openai", {"get_weather": WEATHER}, provider=provider)
         for raw in stream:
             engine.feed(raw)
@@ -209,8 +235,10 @@ def test_unsupported_schema_keyword_points_into_the_tool_schema() -> None:
     engine = Reassembler("openai", {"get/weather": {"type": "object", "requird": ["city"]}})
     engine.feed(chunk(entry(0, '{"city":"Oslo"}', "call_A", "get/weather"), finish="tool_calls"))
     finding = engine.close().findings[0]
-    assert (finding.code, finding.path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
-                                            "/tool_schemas/get~1weather/requird")
+    assert (finding.code, finding.path) == (
+        Code.UNSUPPORTED_SCHEMA_KEYWORD,
+        "/tool_schemas/get~1weather/requird",
+    )
 
 
 def test_the_table_has_a_row_for_every_lifecycle_state_and_input() -> None:
@@ -219,15 +247,35 @@ def test_the_table_has_a_row_for_every_lifecycle_state_and_input() -> None:
 
 def test_blocked_is_permanent_and_later_violations_are_still_reported() -> None:
     engine = Reassembler("anthropic", {"get_weather": WEATHER})
-    engine.feed({"type": "content_block_start", "index": 0,
-                 "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
-                                   "input": {}}})
-    engine.feed({"type": "content_block_delta", "index": 0,
-                 "delta": {"type": "input_json_delta", "partial_json": '{"city":'}})
+    engine.feed(
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {},
+            },
+        }
+    )
+    engine.feed(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"city":'},
+        }
+    )
     assert [f.code for f in engine.feed({"type": "content_block_stop", "index": 0})] == [
-        Code.INVALID_ARGUMENTS_JSON]
-    late = engine.feed({"type": "content_block_delta", "index": 0,
-                        "delta": {"type": "input_json_delta", "partial_json": '"Oslo"}'}})
+        Code.INVALID_ARGUMENTS_JSON
+    ]
+    late = engine.feed(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '"Oslo"}'},
+        }
+    )
     assert [f.code for f in late] == [Code.DELTA_AFTER_TERMINAL]
     engine.feed({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
     assert engine.close().calls[0].state is SlotState.BLOCKED
@@ -235,11 +283,25 @@ def test_blocked_is_permanent_and_later_violations_are_still_reported() -> None:
 
 def test_anthropic_tool_use_left_open_at_message_delta_is_missing_its_terminal() -> None:
     engine = Reassembler("anthropic", {"get_weather": WEATHER})
-    engine.feed({"type": "content_block_start", "index": 0,
-                 "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
-                                   "input": {}}})
-    engine.feed({"type": "content_block_delta", "index": 0,
-                 "delta": {"type": "input_json_delta", "partial_json": '{"city":"Oslo"}'}})
+    engine.feed(
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {},
+            },
+        }
+    )
+    engine.feed(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"city":"Oslo"}'},
+        }
+    )
     engine.feed({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
     report = engine.close()
     assert report.blocking_codes == ["missing_terminal"]
@@ -248,23 +310,40 @@ def test_anthropic_tool_use_left_open_at_message_delta_is_missing_its_terminal()
 
 def test_a_blocking_profile_finding_about_a_started_slot_blocks_that_slot() -> None:
     engine = Reassembler("anthropic", {"get_weather": WEATHER})
-    engine.feed({"type": "content_block_start", "index": 0,
-                 "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
-                                   "input": {}}})
-    findings = engine.feed({"type": "content_block_delta", "index": 0,
-                            "delta": {"type": "text_delta", "text": "hi"}})
+    engine.feed(
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {},
+            },
+        }
+    )
+    findings = engine.feed(
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}}
+    )
     assert [(f.code, f.slot) for f in findings] == [(Code.UNSUPPORTED_EVENT, 0)]
-    engine.feed({"type": "content_block_delta", "index": 0,
-                 "delta": {"type": "input_json_delta", "partial_json": '{"city":"Oslo"}'}})
+    engine.feed(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"city":"Oslo"}'},
+        }
+    )
     engine.feed({"type": "content_block_stop", "index": 0})
     engine.feed({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
     report = engine.close()
     assert report.calls[0].state is SlotState.BLOCKED and report.blocking_codes == [
-        "unsupported_event"]
+        "unsupported_event"
+    ]
 
 
-@pytest.mark.parametrize("profile", ["anthropic", "gemini", "mistral", "openai",
-                                     "openai-responses"])
+@pytest.mark.parametrize(
+    "profile", ["anthropic", "gemini", "mistral", "openai", "openai-responses"]
+)
 def test_a_lone_surrogate_handed_over_from_python_is_invalid_unicode(profile: str) -> None:
     """``json.loads`` accepts a lone surrogate escape, so a Python caller can hand one over; the
     size check used to raise ``UnicodeEncodeError`` on it."""
@@ -296,9 +375,14 @@ def test_each_finding_names_the_choice_and_slot_of_the_call_it_is_about() -> Non
     engine.feed(chunk(finish="tool_calls", choice=1))
     report = engine.close()
     assert [(f.code, f.choice, f.slot) for f in report.findings if f.blocking] == [
-        (Code.INVALID_ARGUMENTS_JSON, 1, 1), (Code.SCHEMA_VIOLATION, 1, 2)]
+        (Code.INVALID_ARGUMENTS_JSON, 1, 1),
+        (Code.SCHEMA_VIOLATION, 1, 2),
+    ]
     assert [(c.choice, c.slot, c.state) for c in report.calls] == [
-        (1, 0, SlotState.VALIDATED), (1, 1, SlotState.BLOCKED), (1, 2, SlotState.BLOCKED)]
+        (1, 0, SlotState.VALIDATED),
+        (1, 1, SlotState.BLOCKED),
+        (1, 2, SlotState.BLOCKED),
+    ]
 
 
 def test_a_report_as_data_is_version_1_with_every_field_in_place() -> None:
@@ -307,65 +391,94 @@ def test_a_report_as_data_is_version_1_with_every_field_in_place() -> None:
     engine.feed(chunk(finish="tool_calls"))
     data = engine.close().to_dict()
     assert data == {
-        "report_version": 1, "status": "pass", "applicable": True, "executable": True,
-        "profile": "openai", "provider": None, "findings": [],
-        "calls": [data["calls"][0]]}
-    assert {key: data["calls"][0][key] for key in ("choice", "slot", "id", "name", "arguments")} \
-        == {"choice": 0, "slot": 0, "id": "call_a", "name": "get_weather",
-            "arguments": '{"city":"Oslo"}'}
+        "report_version": 1,
+        "status": "pass",
+        "applicable": True,
+        "executable": True,
+        "profile": "openai",
+        "provider": None,
+        "findings": [],
+        "calls": [data["calls"][0]],
+    }
+    assert {
+        key: data["calls"][0][key] for key in ("choice", "slot", "id", "name", "arguments")
+    } == {
+        "choice": 0,
+        "slot": 0,
+        "id": "call_a",
+        "name": "get_weather",
+        "arguments": '{"city":"Oslo"}',
+    }
 
 
 def test_stated_input_alone_becomes_its_json_text_in_order_and_unescaped() -> None:
     engine = Reassembler("anthropic", {"get_weather": {"type": "object"}})
     for event in [
-            {"type": "message_start", "message": {"id": "m", "content": []}},
-            {"type": "content_block_start", "index": 0, "content_block": {
-                "type": "tool_use", "id": "toolu_a", "name": "get_weather",
-                "input": {"unit": "c", "city": "Zürich ☀", "days": [1, 2.5]}}},
-            {"type": "content_block_stop", "index": 0},
-            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
-            {"type": "message_stop"}]:
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {
+                "type": "tool_use",
+                "id": "toolu_a",
+                "name": "get_weather",
+                "input": {"unit": "c", "city": "Zürich ☀", "days": [1, 2.5]},
+            },
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+    ]:
         engine.feed(event)
     report = engine.close()
     assert report.status is Status.PASS
     assert [call.arguments for call in report.calls] == [
-        '{"unit":"c","city":"Zürich ☀","days":[1,2.5]}']
+        '{"unit":"c","city":"Zürich ☀","days":[1,2.5]}'
+    ]
 
 
 def test_a_block_started_again_after_its_stop_is_a_duplicate_start_of_that_block() -> None:
-    events = json.loads((CONFORMANCE / "anthropic" / "valid_fragmented.json").read_text())[
-        "events"]
+    events = json.loads((CONFORMANCE / "anthropic" / "valid_fragmented.json").read_text())["events"]
     events.insert(10, events[1])  # content_block_start of block 0 again, after its stop
     engine = Reassembler("anthropic", {"get_weather": {"type": "object"}})
     for event in events:
         engine.feed(event)
     report = engine.close()
     assert [(f.code, f.slot, f.event, f.path) for f in report.findings if f.blocking] == [
-        (Code.DUPLICATE_START, 0, 10, "/events/10/content_block")]
+        (Code.DUPLICATE_START, 0, 10, "/events/10/content_block")
+    ]
 
 
 def stated(value: object) -> Reassembler:
     """An Anthropic turn whose one call's input is only stated, as ``value``."""
     engine = Reassembler("anthropic", {"f": {"type": "object"}})
     for event in [
-            {"type": "message_start", "message": {"id": "m", "content": []}},
-            {"type": "content_block_start", "index": 0, "content_block": {
-                "type": "tool_use", "id": "t", "name": "f", "input": value}},
-            {"type": "content_block_stop", "index": 0},
-            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
-            {"type": "message_stop"}]:
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": value},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+    ]:
         engine.feed(event)
     return engine
 
 
-@pytest.mark.parametrize(("value", "code"), [
-    ({"x": float("nan")}, Code.NON_FINITE_NUMBER),
-    ({"x": float("inf")}, Code.NON_FINITE_NUMBER),
-    ({"x": {1, 2}}, Code.INVALID_ARGUMENTS_JSON),
-    ({"x": b"bytes"}, Code.INVALID_ARGUMENTS_JSON),
-])
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        ({"x": float("nan")}, Code.NON_FINITE_NUMBER),
+        ({"x": float("inf")}, Code.NON_FINITE_NUMBER),
+        ({"x": {1, 2}}, Code.INVALID_ARGUMENTS_JSON),
+        ({"x": b"bytes"}, Code.INVALID_ARGUMENTS_JSON),
+    ],
+)
 def test_stated_input_json_cannot_hold_blocks_the_call_and_never_raises(
-        value: object, code: Code) -> None:
+    value: object, code: Code
+) -> None:
     assert stated(value).close().blocking_codes == [code.value]
 
 
@@ -386,7 +499,9 @@ def test_an_entry_without_a_function_object_opens_its_call_and_later_entries_fil
     engine.feed(chunk(finish="tool_calls"))
     report = engine.close()
     assert (report.status, [(c.id, c.name, c.arguments) for c in report.calls]) == (
-        Status.PASS, [("call_a", "get_weather", '{"city":"Oslo"}')])
+        Status.PASS,
+        [("call_a", "get_weather", '{"city":"Oslo"}')],
+    )
 
 
 def test_of_several_unknown_quirks_the_first_by_name_is_named() -> None:
@@ -400,7 +515,9 @@ def test_a_violation_of_the_whole_arguments_object_is_located_at_the_root() -> N
     engine.feed(chunk(finish="tool_calls"))
     [finding] = engine.close().findings
     assert (finding.code, finding.message) == (
-        Code.SCHEMA_VIOLATION, "'required' fails at (root): 'city' is a required property")
+        Code.SCHEMA_VIOLATION,
+        "'required' fails at (root): 'city' is a required property",
+    )
 
 
 def test_a_name_changed_mid_call_quotes_both_names_clipped_to_64_characters() -> None:
@@ -421,30 +538,64 @@ def run_chat(chunks: list[dict[str, Any]], provider: str | None = None) -> Any:
 
 
 def test_writers_mirrored_message_is_tolerated_once_and_only_when_equal_to_the_delta() -> None:
-    call = {"tool_calls": [{"index": 0, "id": "a", "type": "function",
-                            "function": {"name": "get_weather", "arguments": "{}"}}]}
-    mirrored = [{"choices": [{"index": 0, "delta": call, "message": call}]},
-                {"choices": [{"index": 0, "delta": {}, "message": {},
-                              "finish_reason": "tool_calls"}]}]
+    call = {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "a",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": "{}"},
+            }
+        ]
+    }
+    mirrored = [
+        {"choices": [{"index": 0, "delta": call, "message": call}]},
+        {"choices": [{"index": 0, "delta": {}, "message": {}, "finish_reason": "tool_calls"}]},
+    ]
     report = run_chat(mirrored, "writer")
-    assert (report.status, [(f.code, f.severity, f.path, f.choice, f.quirk)
-                            for f in report.findings]) == (Status.PASS, [
-        (Code.UNSUPPORTED_EVENT, Severity.TOLERATED, "/chunks/0/choices/0/message", 0,
-         "choice_message_mirror")])
+    assert (
+        report.status,
+        [(f.code, f.severity, f.path, f.choice, f.quirk) for f in report.findings],
+    ) == (
+        Status.PASS,
+        [
+            (
+                Code.UNSUPPORTED_EVENT,
+                Severity.TOLERATED,
+                "/chunks/0/choices/0/message",
+                0,
+                "choice_message_mirror",
+            )
+        ],
+    )
     mirrored[1]["choices"][0]["message"] = {"role": "assistant"}  # no longer the delta
     assert [(f.code, f.severity, f.path) for f in run_chat(mirrored, "writer").findings] == [
         (Code.UNSUPPORTED_EVENT, Severity.TOLERATED, "/chunks/0/choices/0/message"),
-        (Code.UNSUPPORTED_EVENT, Severity.BLOCKING, "/chunks/1/choices/0/message")]
+        (Code.UNSUPPORTED_EVENT, Severity.BLOCKING, "/chunks/1/choices/0/message"),
+    ]
 
 
 def test_tool_calls_that_are_no_list_and_a_long_tool_type_are_pointed_at() -> None:
     not_a_list = run_chat([{"choices": [{"index": 0, "delta": {"tool_calls": "x"}}]}])
-    typed = run_chat([{"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "a", "type": "t" * 100}]}}]}])
+    typed = run_chat(
+        [
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"tool_calls": [{"index": 0, "id": "a", "type": "t" * 100}]},
+                    }
+                ]
+            }
+        ]
+    )
     assert [(f.path, f.message) for f in [not_a_list.findings[0], typed.findings[0]]] == [
         ("/chunks/0/choices/0/delta/tool_calls", "tool_calls is not a list"),
-        ("/chunks/0/choices/0/delta/tool_calls/0/type",
-         f"tool call type {'t' * 40!r} is not reassembled")]
+        (
+            "/chunks/0/choices/0/delta/tool_calls/0/type",
+            f"tool call type {'t' * 40!r} is not reassembled",
+        ),
+    ]
 
 
 def test_a_problem_of_the_whole_text_points_at_the_calls_first_fragment() -> None:
@@ -455,18 +606,21 @@ def test_a_problem_of_the_whole_text_points_at_the_calls_first_fragment() -> Non
     engine.feed(chunk(entry(0, '"\\ud800"}')))
     engine.feed(chunk(finish="tool_calls"))
     assert [(f.code, f.event, f.path) for f in engine.close().findings] == [
-        (Code.INVALID_UNICODE, 0, "/chunks/0/choices/0/delta/tool_calls/0/function/arguments")]
+        (Code.INVALID_UNICODE, 0, "/chunks/0/choices/0/delta/tool_calls/0/function/arguments")
+    ]
 
 
 def test_a_stop_after_calls_is_tolerated_and_reported_when_the_quirk_is_allowed() -> None:
-    engine = Reassembler("openai", {"get_weather": {"type": "object"}},
-                         allow_quirks=["stop_finish_with_tool_calls"])
+    engine = Reassembler(
+        "openai", {"get_weather": {"type": "object"}}, allow_quirks=["stop_finish_with_tool_calls"]
+    )
     engine.feed(chunk(entry(0, "{}", "call_a", "get_weather")))
     engine.feed(chunk(finish="stop"))
     report = engine.close()
     assert (report.status, [(f.code, f.severity, f.quirk) for f in report.findings]) == (
-        Status.PASS, [(Code.WRONG_TERMINAL_REASON, Severity.TOLERATED,
-                       "stop_finish_with_tool_calls")])
+        Status.PASS,
+        [(Code.WRONG_TERMINAL_REASON, Severity.TOLERATED, "stop_finish_with_tool_calls")],
+    )
 
 
 def test_an_error_keeps_its_problem_and_source_apart() -> None:
@@ -476,14 +630,27 @@ def test_an_error_keeps_its_problem_and_source_apart() -> None:
 
     error = InputError("not strict JSON", Path("a.json"))
     assert (str(error), error.problem, error.source) == (
-        "a.json: not strict JSON", "not strict JSON", Path("a.json"))
+        "a.json: not strict JSON",
+        "not strict JSON",
+        Path("a.json"),
+    )
 
 
-@pytest.mark.parametrize(("arguments", "said"), [
-    ("true", "boolean"), ("false", "boolean"), ("null", "null"), ("[1]", "array"),
-    ('"x"', "string"), ("1", "number"), ("1.5", "number")])
-def test_arguments_that_are_not_an_object_are_named_by_their_json_type(arguments: str,
-                                                                       said: str) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ("true", "boolean"),
+        ("false", "boolean"),
+        ("null", "null"),
+        ("[1]", "array"),
+        ('"x"', "string"),
+        ("1", "number"),
+        ("1.5", "number"),
+    ],
+)
+def test_arguments_that_are_not_an_object_are_named_by_their_json_type(
+    arguments: str, said: str
+) -> None:
     engine = openai()
     engine.feed(chunk(entry(0, arguments, "call_A", "get_weather")))
     engine.feed(chunk(finish="tool_calls"))
@@ -499,8 +666,12 @@ def test_a_long_tool_name_is_cut_to_64_characters_in_messages() -> None:
     unknown = Reassembler("openai", {})
     unknown.feed(chunk(entry(0, "{}", "call_A", name)))
     unknown.feed(chunk(finish="tool_calls"))
-    said = [f.message for report in (engine.close(), unknown.close()) for f in report.findings
-            if f.code in (Code.INVALID_SCHEMA, Code.UNKNOWN_TOOL)]
+    said = [
+        f.message
+        for report in (engine.close(), unknown.close())
+        for f in report.findings
+        if f.code in (Code.INVALID_SCHEMA, Code.UNKNOWN_TOOL)
+    ]
     assert len(said) == 2
     cut = repr("t" * 64)
     assert said[0].startswith(f"tool {cut}: ") and said[1] == f"no schema for tool {cut}"
@@ -513,17 +684,23 @@ def test_a_tolerated_finding_names_its_quirk_in_the_report_and_others_have_none(
     report = check(load(CONFORMANCE / "openai" / "quirk_ollama_missing_index_and_stop.json"))
     assert [(f["code"], f.get("quirk")) for f in report.to_dict()["findings"]] == [
         ("invalid_slot", "missing_tool_call_index"),
-        ("wrong_terminal_reason", "stop_finish_with_tool_calls")]
+        ("wrong_terminal_reason", "stop_finish_with_tool_calls"),
+    ]
     plain = check(load(CONFORMANCE / "openai" / "truncated.json")).to_dict()["findings"]
     assert plain and all("quirk" not in f for f in plain)
 
 
-@pytest.mark.parametrize(("stated", "streamed"), [
-    ({"unit": "c", "city": "Oslo"}, '{"city":"Oslo","unit":"c"}'),
-    ({"unit": "c", "city": "Oslo"}, '{"unit":"c","city":"Oslo"}'),
-    ({"city": "Oslo", "unit": "c"}, '{"unit":"c","city":"Oslo"}')])
+@pytest.mark.parametrize(
+    ("stated", "streamed"),
+    [
+        ({"unit": "c", "city": "Oslo"}, '{"city":"Oslo","unit":"c"}'),
+        ({"unit": "c", "city": "Oslo"}, '{"unit":"c","city":"Oslo"}'),
+        ({"city": "Oslo", "unit": "c"}, '{"unit":"c","city":"Oslo"}'),
+    ],
+)
 def test_stated_input_and_streamed_arguments_are_compared_whatever_their_key_order(
-        stated: dict[str, str], streamed: str) -> None:
+    stated: dict[str, str], streamed: str
+) -> None:
     from callgate.reassemble import check
     from tests.conftest import load
 

@@ -20,31 +20,51 @@ from tests.conftest import conformance_fixtures, load
 
 ANY_JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.text(max_size=4),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=4), children, max_size=3), max_leaves=6)
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3)
+    ),
+    max_leaves=6,
+)
 #: Values for each field: mostly right, sometimes of another type, close to the boundary.
 FIELDS: dict[str, Any] = {
     "profile": st.sampled_from([*PROFILES, "acme-chat", ""]) | ANY_JSON,
     "envelope_version": st.sampled_from([1, 1.0, 2, True, "1", 0]),
     "description": st.text(max_size=4) | ANY_JSON,
     "provider": st.text(max_size=4) | ANY_JSON,
-    "tool_schemas": st.dictionaries(st.text(max_size=3), st.booleans() | st.just({})
-                                    | ANY_JSON, max_size=3) | ANY_JSON,
+    "tool_schemas": st.dictionaries(
+        st.text(max_size=3), st.booleans() | st.just({}) | ANY_JSON, max_size=3
+    )
+    | ANY_JSON,
     "request": st.just({}) | ANY_JSON,
     "chunks": st.lists(ANY_JSON, max_size=2) | ANY_JSON,
     "events": st.lists(ANY_JSON, max_size=2) | ANY_JSON,
     "meta": st.just({"k": 1}) | ANY_JSON,
     "expect": st.builds(
         lambda valid, key, value: {**valid, key: value} if key else valid,
-        st.fixed_dictionaries({"status": st.sampled_from(["pass", "fail"])},
-                              optional={"codes": st.just(["a", "b"]),
-                                        "calls": st.just([{"id": None, "name": "f",
-                                                           "arguments": "{}"}])}),
+        st.fixed_dictionaries(
+            {"status": st.sampled_from(["pass", "fail"])},
+            optional={
+                "codes": st.just(["a", "b"]),
+                "calls": st.just([{"id": None, "name": "f", "arguments": "{}"}]),
+            },
+        ),
         st.sampled_from(["", "status", "codes", "calls", "other"]),
-        st.sampled_from(["ok", 1, None, ["a", "a"], ["a", 1], [{}], [], "a",
-                         [{"id": 1, "name": "f", "arguments": "{}"}],
-                         [{"id": None, "name": "f"}],
-                         [{"id": None, "name": "f", "arguments": None, "extra": 1}]]))
+        st.sampled_from(
+            [
+                "ok",
+                1,
+                None,
+                ["a", "a"],
+                ["a", 1],
+                [{}],
+                [],
+                "a",
+                [{"id": 1, "name": "f", "arguments": "{}"}],
+                [{"id": None, "name": "f"}],
+                [{"id": None, "name": "f", "arguments": None, "extra": 1}],
+            ]
+        ),
+    )
     | ANY_JSON,
     "unknown_key": ANY_JSON,
 }
@@ -52,17 +72,25 @@ VALID_FIELDS: dict[str, Any] = {
     "envelope_version": st.sampled_from([1, 1.0]),
     "description": st.text(max_size=4),
     "provider": st.text(max_size=4),
-    "tool_schemas": st.dictionaries(st.text(max_size=3), st.booleans() | st.just({}),
-                                    max_size=3),
+    "tool_schemas": st.dictionaries(st.text(max_size=3), st.booleans() | st.just({}), max_size=3),
     "request": st.just({"n": 1}),
     "meta": st.just({}),
     "expect": st.fixed_dictionaries(
         {"status": st.sampled_from(["pass", "fail", "invalid", "not_applicable"])},
-        optional={"codes": st.lists(st.sampled_from(["a", "b"]), unique=True, max_size=2),
-                  "calls": st.lists(st.fixed_dictionaries(
-                      {"id": st.none() | st.text(max_size=2),
-                       "name": st.none() | st.text(max_size=2),
-                       "arguments": st.none() | st.text(max_size=2)}), max_size=2)}),
+        optional={
+            "codes": st.lists(st.sampled_from(["a", "b"]), unique=True, max_size=2),
+            "calls": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "id": st.none() | st.text(max_size=2),
+                        "name": st.none() | st.text(max_size=2),
+                        "arguments": st.none() | st.text(max_size=2),
+                    }
+                ),
+                max_size=2,
+            ),
+        },
+    ),
 }
 
 
@@ -73,8 +101,10 @@ def documents(draw: st.DrawFn) -> object:
     if draw(st.integers(0, 9)) == 0:
         return draw(ANY_JSON)
     profile = draw(st.sampled_from(sorted(PROFILES)))
-    document = {"profile": profile,
-                PROFILES[profile].stream_key: draw(st.lists(ANY_JSON, max_size=2))}
+    document = {
+        "profile": profile,
+        PROFILES[profile].stream_key: draw(st.lists(ANY_JSON, max_size=2)),
+    }
     document.update(draw(st.fixed_dictionaries({}, optional=VALID_FIELDS)))
     if draw(st.booleans()):
         key = draw(st.sampled_from(sorted(FIELDS)))
@@ -94,13 +124,23 @@ def test_every_bundled_fixture_is_read_directly() -> None:
     assert all(_plainly_valid(load(path)) for path in conformance_fixtures())
 
 
-@pytest.mark.parametrize(("document", "line"), [
-    ({"profile": "openai"}, "not a callgate envelope: at (root): 'chunks' is a required property"),
-    ({"profile": "openai", "chunks": [], "envelope_version": True},
-     "not a callgate envelope: at /envelope_version: 1 was expected"),
-    ({"profile": "openai", "chunks": [], "expect": {"status": "pass", "codes": ["a", "a"]}},
-     "not a callgate envelope: at /expect/codes: ['a', 'a'] has non-unique elements"),
-])
+@pytest.mark.parametrize(
+    ("document", "line"),
+    [
+        (
+            {"profile": "openai"},
+            "not a callgate envelope: at (root): 'chunks' is a required property",
+        ),
+        (
+            {"profile": "openai", "chunks": [], "envelope_version": True},
+            "not a callgate envelope: at /envelope_version: 1 was expected",
+        ),
+        (
+            {"profile": "openai", "chunks": [], "expect": {"status": "pass", "codes": ["a", "a"]}},
+            "not a callgate envelope: at /expect/codes: ['a', 'a'] has non-unique elements",
+        ),
+    ],
+)
 def test_a_bad_envelope_is_one_line_naming_where(document: object, line: str) -> None:
     with pytest.raises(EnvelopeError) as raised:
         validate_envelope(document)
@@ -109,19 +149,34 @@ def test_a_bad_envelope_is_one_line_naming_where(document: object, line: str) ->
 
 BASE = {"profile": "openai", "chunks": []}
 CORNERS = [
-    BASE, {**BASE, "envelope_version": 1.0}, {**BASE, "envelope_version": True},
-    {**BASE, "envelope_version": 2}, {"profile": "anthropic", "chunks": []},
-    {**BASE, "profile": "acme-chat"}, {**BASE, "tool_schemas": {"f": True, "g": {}}},
-    {**BASE, "tool_schemas": {"f": 1}}, {**BASE, "tool_schemas": []}, {**BASE, "other": 1},
-    *({**BASE, "expect": expect} for expect in [
-        {"status": "pass"}, {"status": "ok"}, {"status": "pass", "codes": ["a", "a"]},
-        {"status": "pass", "codes": ["a", 1]}, {"status": "pass", "codes": "a"},
-        {"status": "pass", "codes": [["a"], ["a"]]},
-        {"status": "pass", "calls": [{"id": None, "name": "f", "arguments": "{}"}]},
-        {"status": "pass", "calls": [{"id": 1, "name": "f", "arguments": "{}"}]},
-        {"status": "pass", "calls": [{"id": None, "name": "f"}]},
-        {"status": "pass", "calls": [{"id": None, "name": "f", "arguments": "", "x": 1}]},
-        {"status": "pass", "other": 1}, {"codes": []}, "pass"]),
+    BASE,
+    {**BASE, "envelope_version": 1.0},
+    {**BASE, "envelope_version": True},
+    {**BASE, "envelope_version": 2},
+    {"profile": "anthropic", "chunks": []},
+    {**BASE, "profile": "acme-chat"},
+    {**BASE, "tool_schemas": {"f": True, "g": {}}},
+    {**BASE, "tool_schemas": {"f": 1}},
+    {**BASE, "tool_schemas": []},
+    {**BASE, "other": 1},
+    *(
+        {**BASE, "expect": expect}
+        for expect in [
+            {"status": "pass"},
+            {"status": "ok"},
+            {"status": "pass", "codes": ["a", "a"]},
+            {"status": "pass", "codes": ["a", 1]},
+            {"status": "pass", "codes": "a"},
+            {"status": "pass", "codes": [["a"], ["a"]]},
+            {"status": "pass", "calls": [{"id": None, "name": "f", "arguments": "{}"}]},
+            {"status": "pass", "calls": [{"id": 1, "name": "f", "arguments": "{}"}]},
+            {"status": "pass", "calls": [{"id": None, "name": "f"}]},
+            {"status": "pass", "calls": [{"id": None, "name": "f", "arguments": "", "x": 1}]},
+            {"status": "pass", "other": 1},
+            {"codes": []},
+            "pass",
+        ]
+    ),
 ]
 
 
@@ -132,7 +187,8 @@ def test_the_direct_reading_agrees_with_jsonschema_at_each_corner(document: obje
 
 @pytest.mark.parametrize("length", [200, 201])
 def test_the_schema_message_is_kept_whole_up_to_200_characters_and_clipped_after(
-        length: int) -> None:
+    length: int,
+) -> None:
     tail = " is not one of ['anthropic', 'bedrock-converse', 'cohere', 'gemini', 'mistral', "
     tail += "'ollama', 'openai', 'openai-responses']"
     profile = "p" * (length - len(tail) - 2)  # repr adds the quotes

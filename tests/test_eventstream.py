@@ -32,9 +32,11 @@ from callgate.reassemble.profiles.bedrock_converse import from_message
 from tests.conftest import CONFORMANCE, SHARED_CORPUS, load
 
 _NAMES = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8).filter(
-    lambda name: len(name.encode()) < 256)
-_HEADERS = st.dictionaries(_NAMES, st.text(st.characters(blacklist_categories=("Cs",)),
-                                           max_size=20), max_size=4)
+    lambda name: len(name.encode()) < 256
+)
+_HEADERS = st.dictionaries(
+    _NAMES, st.text(st.characters(blacklist_categories=("Cs",)), max_size=20), max_size=4
+)
 
 
 def botocore_messages(body: bytes) -> list[tuple[dict[str, object], bytes]]:
@@ -43,10 +45,13 @@ def botocore_messages(body: bytes) -> list[tuple[dict[str, object], bytes]]:
     return [(message.headers, message.payload) for message in buffer]
 
 
-@given(st.lists(st.tuples(_HEADERS, st.binary(max_size=64)), max_size=4),
-       st.lists(st.integers(min_value=0), max_size=12))
+@given(
+    st.lists(st.tuples(_HEADERS, st.binary(max_size=64)), max_size=4),
+    st.lists(st.integers(min_value=0), max_size=12),
+)
 def test_messages_decode_as_botocore_reads_them_whatever_the_chunking(
-        messages: list[tuple[dict[str, str], bytes]], cuts: list[int]) -> None:
+    messages: list[tuple[dict[str, str], bytes]], cuts: list[int]
+) -> None:
     body = b"".join(encode(headers, payload) for headers, payload in messages)
     framer = MessageFramer()
     edges = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
@@ -58,16 +63,25 @@ def test_messages_decode_as_botocore_reads_them_whatever_the_chunking(
 
 def typed_message() -> bytes:
     """A message with a header of every type, packed by hand."""
+
     def header(name: str, kind: int, value: bytes) -> bytes:
         return bytes([len(name)]) + name.encode() + bytes([kind]) + value
 
     # Every header with a value has another after it, so that each value's width is read.
-    headers = b"".join([
-        header("u", 9, uuid.UUID(int=7).bytes), header("m", 8, struct.pack(">q", 1700000000000)),
-        header("w", 7, b"\x00\x02hi"), header("y", 6, b"\x00\x03abc"),
-        header("l", 5, struct.pack(">q", -(1 << 40))), header("i", 4, struct.pack(">i", 70000)),
-        header("s", 3, struct.pack(">h", -300)), header("b", 2, struct.pack(">b", -2)),
-        header("f", 1, b""), header("t", 0, b"")])
+    headers = b"".join(
+        [
+            header("u", 9, uuid.UUID(int=7).bytes),
+            header("m", 8, struct.pack(">q", 1700000000000)),
+            header("w", 7, b"\x00\x02hi"),
+            header("y", 6, b"\x00\x03abc"),
+            header("l", 5, struct.pack(">q", -(1 << 40))),
+            header("i", 4, struct.pack(">i", 70000)),
+            header("s", 3, struct.pack(">h", -300)),
+            header("b", 2, struct.pack(">b", -2)),
+            header("f", 1, b""),
+            header("t", 0, b""),
+        ]
+    )
     payload = b'{"a":1}'
     total = 12 + len(headers) + len(payload) + 4
     prelude = struct.pack(">II", total, len(headers))
@@ -78,20 +92,33 @@ def typed_message() -> bytes:
 
 def test_every_header_type_reads_as_botocore_reads_it() -> None:
     message = decode(typed_message())
-    assert message.headers == {"t": True, "f": False, "b": -2, "s": -300, "i": 70000,
-                               "l": -(1 << 40), "y": b"abc", "w": "hi", "m": 1700000000000,
-                               "u": uuid.UUID(int=7)}
-    (headers, payload), = botocore_messages(typed_message())
+    assert message.headers == {
+        "t": True,
+        "f": False,
+        "b": -2,
+        "s": -300,
+        "i": 70000,
+        "l": -(1 << 40),
+        "y": b"abc",
+        "w": "hi",
+        "m": 1700000000000,
+        "u": uuid.UUID(int=7),
+    }
+    ((headers, payload),) = botocore_messages(typed_message())
     assert {k: v for k, v in message.headers.items() if k not in ("m", "u")} == {
-        k: v for k, v in headers.items() if k not in ("m", "u")}
+        k: v for k, v in headers.items() if k not in ("m", "u")
+    }
     assert (headers["u"], message.payload) == (uuid.UUID(int=7).bytes, payload)
 
 
-@pytest.mark.parametrize(("position", "problem"), [
-    (9, "prelude CRC mismatch"),  # a byte of the prelude's CRC
-    (-6, "message CRC mismatch"),  # a byte of the payload
-    (-1, "message CRC mismatch"),  # a byte of the message CRC
-])
+@pytest.mark.parametrize(
+    ("position", "problem"),
+    [
+        (9, "prelude CRC mismatch"),  # a byte of the prelude's CRC
+        (-6, "message CRC mismatch"),  # a byte of the payload
+        (-1, "message CRC mismatch"),  # a byte of the message CRC
+    ],
+)
 def test_a_bad_crc_is_refused_as_botocore_refuses_it(position: int, problem: str) -> None:
     data = bytearray(encode({":event-type": "chunk"}, b'{"bytes":"e30="}'))
     data[position] ^= 0x01
@@ -102,11 +129,14 @@ def test_a_bad_crc_is_refused_as_botocore_refuses_it(position: int, problem: str
     assert message_event(bytes(data), from_message) == f"event-stream message not read: {problem}"
 
 
-@pytest.mark.parametrize(("data", "problem"), [
-    (b"\x00\x00\x00\x10", "4 bytes is shorter than a message"),
-    (encode({}, b"")[:10], "10 bytes is shorter than a message"),
-    (encode({}, b"x")[:-1], "prelude says 17 bytes, the message has 16"),
-])
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (b"\x00\x00\x00\x10", "4 bytes is shorter than a message"),
+        (encode({}, b"")[:10], "10 bytes is shorter than a message"),
+        (encode({}, b"x")[:-1], "prelude says 17 bytes, the message has 16"),
+    ],
+)
 def test_a_cut_message_is_refused_in_a_few_words(data: bytes, problem: str) -> None:
     with pytest.raises(EventStreamError, match=problem):
         decode(data)
@@ -117,16 +147,20 @@ def prelude(total: int, crc_delta: int = 0) -> bytes:
     return lengths + struct.pack(">I", zlib.crc32(lengths) ^ crc_delta) + b"\x00" * 8
 
 
-@pytest.mark.parametrize(("data", "starts"), [
-    (prelude(16), True),
-    (prelude(MAX_MESSAGE), True),  # botocore's limits: 24 MiB of payload, 128 KiB of headers
-    (prelude(MAX_MESSAGE + 1), False),
-    (prelude(15), False),  # its CRC holds, but no message is that short
-    (prelude(16, crc_delta=1), False),  # a length a message can have, but the CRC is wrong
-    (prelude(16)[:15], False),
-])
+@pytest.mark.parametrize(
+    ("data", "starts"),
+    [
+        (prelude(16), True),
+        (prelude(MAX_MESSAGE), True),  # botocore's limits: 24 MiB of payload, 128 KiB of headers
+        (prelude(MAX_MESSAGE + 1), False),
+        (prelude(15), False),  # its CRC holds, but no message is that short
+        (prelude(16, crc_delta=1), False),  # a length a message can have, but the CRC is wrong
+        (prelude(16)[:15], False),
+    ],
+)
 def test_a_body_starts_a_message_only_with_a_whole_prelude_whose_crc_and_length_hold(
-        data: bytes, starts: bool) -> None:
+    data: bytes, starts: bool
+) -> None:
     assert starts_a_message(data) is starts
 
 
@@ -144,17 +178,21 @@ def test_a_length_no_message_can_have_stops_the_framer_and_keeps_every_byte() ->
     assert MAX_MESSAGE == 12 + 128 * 1024 + 24 * 1024 * 1024 + 4
 
 
-@pytest.mark.parametrize("path", sorted((CONFORMANCE / "bedrock-converse").glob("*.json")),
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted((CONFORMANCE / "bedrock-converse").glob("*.json")), ids=lambda p: p.stem
+)
 def test_converse_fixtures_go_out_as_messages_that_read_back_as_their_events(path: Path) -> None:
     envelope = load(path)
     body = b"".join(frames(envelope))
     # botocore reads each message as the event it was written from, and so does callgate.
-    read = [{headers.get(":exception-type") or headers[":event-type"]: json.loads(payload)}
-            for headers, payload in botocore_messages(body)]
+    read = [
+        {headers.get(":exception-type") or headers[":event-type"]: json.loads(payload)}
+        for headers, payload in botocore_messages(body)
+    ]
     assert read == envelope["events"]
-    assert [message_event(block, from_message) for block in MessageFramer().feed(body)] == \
-        envelope["events"]
+    assert [message_event(block, from_message) for block in MessageFramer().feed(body)] == envelope[
+        "events"
+    ]
 
 
 def test_anthropic_events_go_out_as_base64_chunks_and_an_error_as_an_exception() -> None:
@@ -164,20 +202,29 @@ def test_anthropic_events_go_out_as_base64_chunks_and_an_error_as_an_exception()
     assert [h[":event-type"] for h, _ in messages] == ["chunk"] * len(envelope["events"])
     error = PROFILES["anthropic"].error_body("callgate blocked this turn: x", ["x"])
     assert PROFILES["anthropic"].to_message is not None
-    (headers, payload), = botocore_messages(PROFILES["anthropic"].to_message(error))
+    ((headers, payload),) = botocore_messages(PROFILES["anthropic"].to_message(error))
     assert (headers[":message-type"], headers[":exception-type"], payload) == (
-        "exception", "modelStreamErrorException", b'{"message": "callgate blocked this turn: x"}')
-    assert from_invoke_message(Message(headers, payload)) == {"type": "error", "error": {
-        "type": "modelStreamErrorException", "message": "callgate blocked this turn: x"}}
+        "exception",
+        "modelStreamErrorException",
+        b'{"message": "callgate blocked this turn: x"}',
+    )
+    assert from_invoke_message(Message(headers, payload)) == {
+        "type": "error",
+        "error": {"type": "modelStreamErrorException", "message": "callgate blocked this turn: x"},
+    }
 
 
-@pytest.mark.parametrize(("payload", "event"), [
-    (b'{"bytes": "not base64!"}', "a chunk whose bytes are not base64"),
-    (b'{"p": "abc"}', "a chunk without bytes"),
-    (b'{"bytes": "' + base64.b64encode(b"{oops") + b'"}', "{oops"),
-])
+@pytest.mark.parametrize(
+    ("payload", "event"),
+    [
+        (b'{"bytes": "not base64!"}', "a chunk whose bytes are not base64"),
+        (b'{"p": "abc"}', "a chunk without bytes"),
+        (b'{"bytes": "' + base64.b64encode(b"{oops") + b'"}', "{oops"),
+    ],
+)
 def test_a_chunk_that_holds_no_anthropic_event_is_text_for_the_engine_to_report(
-        payload: bytes, event: str) -> None:
+    payload: bytes, event: str
+) -> None:
     message = decode(encode({":event-type": "chunk", ":message-type": "event"}, payload))
     assert from_invoke_message(message) == event
 
@@ -196,8 +243,14 @@ def test_recorded_bedrock_bodies_read_as_botocore_reads_them(path: Path) -> None
 
 
 def test_an_error_message_is_read_by_both_bedrock_readers_as_a_failure_with_its_code() -> None:
-    message = decode(encode({":message-type": "error", ":error-code": "InternalFailure",
-                             ":error-message": "boom"}, b""))
+    message = decode(
+        encode(
+            {":message-type": "error", ":error-code": "InternalFailure", ":error-message": "boom"},
+            b"",
+        )
+    )
     assert from_message(message) == {"InternalFailure": {"message": "boom"}}
-    assert from_invoke_message(message) == {"type": "error", "error": {
-        "type": "InternalFailure", "message": "boom"}}
+    assert from_invoke_message(message) == {
+        "type": "error",
+        "error": {"type": "InternalFailure", "message": "boom"},
+    }

@@ -20,9 +20,13 @@ def explain(code: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize("code", list(Code), ids=str)
 def test_every_code_explains_with_its_catalogue_entry_verbatim_and_exit_0(code: Code) -> None:
     entry = CATALOGUE[code]
-    assert explain(code.value) == (0, f"{code.value}\n\nMeaning: {entry.meaning}\n\n"
-                                   f"Typical causes: {entry.causes}\n\nRecovery: "
-                                   f"{entry.recovery}\n", "")
+    assert explain(code.value) == (
+        0,
+        f"{code.value}\n\nMeaning: {entry.meaning}\n\n"
+        f"Typical causes: {entry.causes}\n\nRecovery: "
+        f"{entry.recovery}\n",
+        "",
+    )
 
 
 @pytest.mark.parametrize("code", ["no_such_code", "IDENTITY_COLLISION"])

@@ -45,12 +45,54 @@ from tests.conftest import CONFORMANCE, SHARED_CORPUS, conformance_fixtures, loa
 #: Examples per fuzz test: a slice in ``make test``, many in ``make fuzz``.
 EXAMPLES = int(os.environ.get("CALLGATE_FUZZ_EXAMPLES", "1000"))
 FIXTURES = [load(path) for path in conformance_fixtures()]
-SHAPES: list[object] = [None, True, False, 0, -1, 2**70, 1.5, float("inf"), float("nan"), "",
-                        "x", "\ud800", [], {}, [1], {"a": 1}, "tool_calls", "tool_use", "STOP",
-                        "completed", {"index": 0}, -0.0, 1e308, "[/x]", "\x1b[2J"]
-NAMES = ["index", "id", "type", "name", "arguments", "delta", "choices", "finish_reason",
-         "content_block", "partial_json", "output_index", "item", "candidates", "functionCall",
-         "partialArgs", "jsonPath", "stop_reason", "error", "sequence_number"]
+SHAPES: list[object] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**70,
+    1.5,
+    float("inf"),
+    float("nan"),
+    "",
+    "x",
+    "\ud800",
+    [],
+    {},
+    [1],
+    {"a": 1},
+    "tool_calls",
+    "tool_use",
+    "STOP",
+    "completed",
+    {"index": 0},
+    -0.0,
+    1e308,
+    "[/x]",
+    "\x1b[2J",
+]
+NAMES = [
+    "index",
+    "id",
+    "type",
+    "name",
+    "arguments",
+    "delta",
+    "choices",
+    "finish_reason",
+    "content_block",
+    "partial_json",
+    "output_index",
+    "item",
+    "candidates",
+    "functionCall",
+    "partialArgs",
+    "jsonPath",
+    "stop_reason",
+    "error",
+    "sequence_number",
+]
 
 
 def mutate(value: Any, draw: st.DrawFn) -> None:
@@ -104,7 +146,8 @@ def with_lone_surrogate_id() -> dict[str, Any]:
 @example(with_lone_surrogate_id())
 @given(mutated_fixtures())
 def test_any_mutated_stream_gets_a_strict_json_report_or_an_envelope_error(
-        envelope: dict[str, Any]) -> None:
+    envelope: dict[str, Any],
+) -> None:
     try:
         report = check(envelope)
     except EnvelopeError:
@@ -129,8 +172,11 @@ def masked_sites(envelope: dict[str, Any]) -> list[tuple[tuple[Any, ...], list[i
             for n, (b, a) in enumerate(zip(before, after, strict=True)):
                 walk(b, a, (*path, n))
         elif isinstance(before, str) and isinstance(after, str) and before != after:
-            letters = [n for n, char in enumerate(before) if char.isascii() and char.isalpha()
-                       and (n >= len(after) or after[n] != char)]
+            letters = [
+                n
+                for n, char in enumerate(before)
+                if char.isascii() and char.isalpha() and (n >= len(after) or after[n] != char)
+            ]
             if letters:
                 sites.append((path, letters))
 
@@ -139,8 +185,9 @@ def masked_sites(envelope: dict[str, Any]) -> list[tuple[tuple[Any, ...], list[i
 
 
 SITES = [masked_sites(envelope) for envelope in FIXTURES]
-CANARY = st.text("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", min_size=16,
-                 max_size=24).map(lambda s: "Cy" + s)
+CANARY = st.text("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", min_size=16, max_size=24).map(
+    lambda s: "Cy" + s
+)
 
 
 def planted_form(canary: str, how: str) -> str:
@@ -160,8 +207,9 @@ def planted_canaries(draw: st.DrawFn) -> tuple[dict[str, Any], list[str]]:
     for _ in range(draw(st.integers(1, 3))):
         path, letters = draw(st.sampled_from(SITES[n]))
         canary = draw(CANARY)
-        form = planted_form(canary, draw(st.sampled_from(["plain", "url", "b64-0", "b64-1",
-                                                          "b64-2"])))
+        form = planted_form(
+            canary, draw(st.sampled_from(["plain", "url", "b64-0", "b64-1", "b64-2"]))
+        )
         holder = envelope
         for step in path[:-1]:
             holder = holder[step]
@@ -180,7 +228,8 @@ def planted_canaries(draw: st.DrawFn) -> tuple[dict[str, Any], list[str]]:
 @settings(max_examples=max(200, EXAMPLES // 5), deadline=None)
 @given(planted_canaries())
 def test_no_planted_canary_survives_redaction_and_the_verdict_never_changes_silently(
-        drawn: tuple[dict[str, Any], list[str]]) -> None:
+    drawn: tuple[dict[str, Any], list[str]],
+) -> None:
     envelope, canaries = drawn
     planted = check(envelope)
     try:
@@ -188,19 +237,39 @@ def test_no_planted_canary_survives_redaction_and_the_verdict_never_changes_sile
     except RedactionRefused as refused:
         assert "verdict" in str(refused)
         return
-    for text in (json.dumps(redacted.envelope), json.dumps(redacted.envelope,
-                                                           ensure_ascii=False)):
+    for text in (json.dumps(redacted.envelope), json.dumps(redacted.envelope, ensure_ascii=False)):
         for canary in canaries:
             assert not [form for form in encodings(canary) if form in text], canary
     assert (redacted.report.status, redacted.report.blocking_codes) == (
-        planted.status, planted.blocking_codes)
+        planted.status,
+        planted.blocking_codes,
+    )
 
 
-RECORDINGS = sorted(path for path in (SHARED_CORPUS / "real").rglob("*")
-                    if path.suffix in (".sse", ".jsonl", ".json") and ".request." not in path.name
-                    and "decoded" not in path.name) if (SHARED_CORPUS / "real").is_dir() else []
-INSERTS = [b"\xff", b"\x00", b"\r", b"\n\n", b"{", b'"', b"data: ", b"[", b"\xed\xa0\x80",
-           b"event: x\n", b"[DONE]"]
+RECORDINGS = (
+    sorted(
+        path
+        for path in (SHARED_CORPUS / "real").rglob("*")
+        if path.suffix in (".sse", ".jsonl", ".json")
+        and ".request." not in path.name
+        and "decoded" not in path.name
+    )
+    if (SHARED_CORPUS / "real").is_dir()
+    else []
+)
+INSERTS = [
+    b"\xff",
+    b"\x00",
+    b"\r",
+    b"\n\n",
+    b"{",
+    b'"',
+    b"data: ",
+    b"[",
+    b"\xed\xa0\x80",
+    b"event: x\n",
+    b"[DONE]",
+]
 
 
 @st.composite
@@ -217,20 +286,24 @@ def mutated_recordings(draw: st.DrawFn) -> tuple[Path, bytes]:
         elif action == "cut":
             del data[at:]
         elif action == "repeat":
-            data[at:at] = data[at:at + draw(st.integers(1, 200))]
+            data[at:at] = data[at : at + draw(st.integers(1, 200))]
         elif action == "delete":
-            del data[at:at + draw(st.integers(1, 50))]
+            del data[at : at + draw(st.integers(1, 50))]
         else:
             data[at:at] = draw(st.sampled_from(INSERTS))
     return source, bytes(data)
 
 
 @pytest.mark.corpus
-@settings(max_examples=max(50, EXAMPLES // 10), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=max(50, EXAMPLES // 10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(drawn=mutated_recordings())
 def test_a_mutated_recording_imports_or_is_refused_with_one_line_per_problem(
-        drawn: tuple[Path, bytes], tmp_path_factory: pytest.TempPathFactory) -> None:
+    drawn: tuple[Path, bytes], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     if not RECORDINGS:
         pytest.skip("shared corpus not present")
     source, data = drawn
@@ -238,8 +311,7 @@ def test_a_mutated_recording_imports_or_is_refused_with_one_line_per_problem(
     recording = folder / f"recording{source.suffix}"
     recording.write_bytes(data)
     out, err = io.StringIO(), io.StringIO()
-    code = run_import([recording], ImportOptions(out_dir=folder / "fx", provider="fuzz"), out,
-                      err)
+    code = run_import([recording], ImportOptions(out_dir=folder / "fx", provider="fuzz"), out, err)
     assert code in (0, 1, 2)
     assert all(line.startswith("callgate: ") for line in err.getvalue().splitlines())
     written = sorted((folder / "fx").glob("*")) if (folder / "fx").exists() else []

@@ -20,8 +20,10 @@ from callgate.cli.replay.reports.html_report import LABEL_W, PAD, PLOT_MAX, rend
 from callgate.reassemble import check
 from tests.conftest import CONFORMANCE, conformance_fixtures
 
-MARKER = re.compile(r'<path class="finding (blocking|tolerated)" data-code="([a-z_]+)" '
-                    r'fill="(#[0-9a-f]{6})"[^>]*><title>([^<]*)</title>')
+MARKER = re.compile(
+    r'<path class="finding (blocking|tolerated)" data-code="([a-z_]+)" '
+    r'fill="(#[0-9a-f]{6})"[^>]*><title>([^<]*)</title>'
+)
 LANE = re.compile(r'<g class="lane" data-lane="([^"]*)">')
 RED, AMBER = (0xF0, 0x3E, 0x3E), (0xF5, 0x9F, 0x00)
 
@@ -50,39 +52,63 @@ def timeline(html: str) -> str:
 
 def openai_envelope(name: str, description: str, events: int = 3) -> dict[str, Any]:
     """One call of tool ``name`` whose arguments grow over ``events`` chunks, then the finish."""
+
     def chunk(entry: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"choices": [{"index": 0, "delta": {"tool_calls": [entry]},
-                             "finish_reason": finish}]}
-    first = chunk({"index": 0, "id": "call_1", "type": "function",
-                   "function": {"name": name, "arguments": '{"q":"'}})
+        return {
+            "choices": [{"index": 0, "delta": {"tool_calls": [entry]}, "finish_reason": finish}]
+        }
+
+    first = chunk(
+        {
+            "index": 0,
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": name, "arguments": '{"q":"'},
+        }
+    )
     middle = [chunk({"index": 0, "function": {"arguments": "x"}}) for _ in range(events - 2)]
     last = chunk({"index": 0, "function": {"arguments": '"}'}}, "tool_calls")
-    return {"description": description, "profile": "openai",
-            "tool_schemas": {"search": {"type": "object"}}, "chunks": [first, *middle, last]}
+    return {
+        "description": description,
+        "profile": "openai",
+        "tool_schemas": {"search": {"type": "object"}},
+        "chunks": [first, *middle, last],
+    }
 
 
 def test_the_summary_counts_held_not_held_and_unreadable(tmp_path: Path) -> None:
     corrupt = tmp_path / "corrupt.json"
     corrupt.write_text('{"profile": ', encoding="utf-8")
-    html = render_html([judged(CONFORMANCE / "openai" / "valid_fragmented.json"),
-                        judged(CONFORMANCE / "openai" / "truncated.json", ["status: x != y"]),
-                        judged(corrupt)])
+    html = render_html(
+        [
+            judged(CONFORMANCE / "openai" / "valid_fragmented.json"),
+            judged(CONFORMANCE / "openai" / "truncated.json", ["status: x != y"]),
+            judged(corrupt),
+        ]
+    )
     assert re.findall(r'<div class="count ([a-z-]+)"><b>(\d+)</b>', html) == [
-        ("held", "1"), ("not-held", "1"), ("unreadable", "1")]
+        ("held", "1"),
+        ("not-held", "1"),
+        ("unreadable", "1"),
+    ]
     assert "status: x != y" in html
     assert "not strict JSON (invalid_arguments_json)" in html and f"<code>{corrupt}</code>" in html
 
 
-@pytest.mark.parametrize(("name", "lanes"), [
-    ("openai/reused_index_new_id.json", ["choice 0 slot 0"]),
-    ("anthropic/stream_error.json", ["choice 0 slot 0", "turn"]),
-    ("anthropic/valid_interleaved_blocks.json", ["choice 0 slot 0", "choice 0 slot 1"]),
-    ("anthropic/unknown_block_type.json", ["choice 0 slot 0", "choice 0 slot 1"]),
-    ("openai/valid_two_choices.json", ["choice 0 slot 0", "choice 1 slot 0"]),
-    ("openai/invalid_slot_string_index.json", ["turn"]),
-])
+@pytest.mark.parametrize(
+    ("name", "lanes"),
+    [
+        ("openai/reused_index_new_id.json", ["choice 0 slot 0"]),
+        ("anthropic/stream_error.json", ["choice 0 slot 0", "turn"]),
+        ("anthropic/valid_interleaved_blocks.json", ["choice 0 slot 0", "choice 0 slot 1"]),
+        ("anthropic/unknown_block_type.json", ["choice 0 slot 0", "choice 0 slot 1"]),
+        ("openai/valid_two_choices.json", ["choice 0 slot 0", "choice 1 slot 0"]),
+        ("openai/invalid_slot_string_index.json", ["turn"]),
+    ],
+)
 def test_each_slot_gets_a_lane_and_slotless_findings_share_a_turn_lane(
-        name: str, lanes: list[str]) -> None:
+    name: str, lanes: list[str]
+) -> None:
     assert LANE.findall(page(name)) == lanes
 
 
@@ -92,20 +118,24 @@ def test_a_lane_is_labelled_with_choice_slot_and_tool_name() -> None:
     assert labels == ["choice 0 slot 0: get_weather", "choice 0 slot 1: search"]
 
 
-@pytest.mark.parametrize("path", conformance_fixtures(),
-                         ids=lambda p: str(p.relative_to(CONFORMANCE)))
+@pytest.mark.parametrize(
+    "path", conformance_fixtures(), ids=lambda p: str(p.relative_to(CONFORMANCE))
+)
 def test_every_finding_has_a_marker_with_its_code_and_message_as_tooltip(path: Path) -> None:
     result = judge(path)
     assert result.report is not None and result.held
     markers = MARKER.findall(render_html([result]))
     assert len(markers) == len(result.report.findings)
-    for (severity, code, _, tip), finding in zip(markers, sorted(
-            result.report.findings, key=lambda f: (f.slot is None, f.choice or 0, f.slot or 0)),
-            strict=True):
+    for (severity, code, _, tip), finding in zip(
+        markers,
+        sorted(result.report.findings, key=lambda f: (f.slot is None, f.choice or 0, f.slot or 0)),
+        strict=True,
+    ):
         assert (severity, code) == (finding.severity.value, finding.code.value)
         at = "the end of the stream" if finding.event is None else f"event {finding.event}"
-        assert tip == html.escape(f"{finding.code.value} ({finding.severity.value}) at {at}: "
-                                  f"{finding.message}")
+        assert tip == html.escape(
+            f"{finding.code.value} ({finding.severity.value}) at {at}: {finding.message}"
+        )
 
 
 def test_blocking_markers_are_red_and_tolerated_ones_amber() -> None:
@@ -132,8 +162,10 @@ def test_a_slot_that_ended_is_a_solid_bar_with_a_tick_where_it_grew() -> None:
 
 def test_the_x_axis_runs_over_every_event_of_the_stream() -> None:
     envelope = load_envelope(CONFORMANCE / "anthropic" / "valid_interleaved_blocks.json")
-    ticks = re.findall(r'<text class="tick"[^>]*>(\d+)</text>',
-                       timeline(page("anthropic/valid_interleaved_blocks.json")))
+    ticks = re.findall(
+        r'<text class="tick"[^>]*>(\d+)</text>',
+        timeline(page("anthropic/valid_interleaved_blocks.json")),
+    )
     assert [int(t) for t in ticks] == list(range(len(envelope["events"])))
 
 
@@ -174,17 +206,30 @@ def test_a_stream_without_slots_or_findings_draws_no_timeline() -> None:
 # -- in a real browser ---------------------------------------------------------------------------
 
 CHROMIUM = shutil.which("chromium")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
-                                    "(make test installs Debian's chromium package)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (make test installs Debian's chromium package)",
+)
 
 
 def chromium(tmp_path: Path, html: str, *args: str) -> subprocess.CompletedProcess[bytes]:
     report = tmp_path / "report.html"
     report.write_text(html, encoding="utf-8")
-    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-               "--no-first-run", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
-               "--window-size=1200,900", *args, report.as_uri()]
+    command = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1200,900",
+        *args,
+        report.as_uri(),
+    ]
     return subprocess.run(command, capture_output=True, timeout=120, check=True)
 
 
@@ -192,9 +237,9 @@ def png_rows(data: bytes) -> tuple[int, int, int, list[bytes]]:
     """Width, height, bytes per pixel and unfiltered rows of an 8-bit non-interlaced PNG."""
     pos, chunks = 8, dict[bytes, bytes]()
     while pos < len(data):
-        (size,) = struct.unpack(">I", data[pos:pos + 4])
-        kind = data[pos + 4:pos + 8]
-        chunks[kind] = chunks.get(kind, b"") + data[pos + 8:pos + 8 + size]
+        (size,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        chunks[kind] = chunks.get(kind, b"") + data[pos + 8 : pos + 8 + size]
         pos += 12 + size
     header, idat = chunks[b"IHDR"], chunks[b"IDAT"]
     width, height, depth, colour = struct.unpack(">IIBB", header[:10])
@@ -203,8 +248,9 @@ def png_rows(data: bytes) -> tuple[int, int, int, list[bytes]]:
     raw, stride, rows = zlib.decompress(idat), width * bpp, [bytearray(width * bpp)]
     for y in range(height):
         start = y * (stride + 1)
-        rows.append(unfilter(raw[start], bytearray(raw[start + 1:start + 1 + stride]), rows[-1],
-                             bpp))
+        rows.append(
+            unfilter(raw[start], bytearray(raw[start + 1 : start + 1 + stride]), rows[-1], bpp)
+        )
     return width, height, bpp, [bytes(row) for row in rows[1:]]
 
 
@@ -213,14 +259,15 @@ def unfilter(kind: int, row: bytearray, prev: bytearray, bpp: int) -> bytearray:
         a, b = row[i - bpp] if i >= bpp else 0, prev[i]
         c = prev[i - bpp] if i >= bpp else 0
         p = a + b - c
-        paeth = a if abs(p - a) <= min(abs(p - b), abs(p - c)) else b if abs(p - b) <= abs(
-            p - c) else c
+        paeth = (
+            a if abs(p - a) <= min(abs(p - b), abs(p - c)) else b if abs(p - b) <= abs(p - c) else c
+        )
         row[i] = (row[i] + (0, a, b, (a + b) // 2, paeth)[kind]) & 255
     return row
 
 
 def count_colour(rows: list[bytes], bpp: int, rgb: tuple[int, int, int]) -> int:
-    return sum(row[i:i + 3] == bytes(rgb) for row in rows for i in range(0, len(row), bpp))
+    return sum(row[i : i + 3] == bytes(rgb) for row in rows for i in range(0, len(row), bpp))
 
 
 @pytest.mark.browser
@@ -235,12 +282,17 @@ def test_chromium_has_the_lanes_and_markers_in_its_rendered_dom(tmp_path: Path) 
 
 @pytest.mark.browser
 @needs_chromium
-@pytest.mark.parametrize(("name", "colour", "markers"), [
-    ("anthropic/stream_error.json", RED, 3),
-    ("openai/quirk_ollama_missing_index_and_stop.json", AMBER, 2),
-], ids=["blocking-red", "tolerated-amber"])
+@pytest.mark.parametrize(
+    ("name", "colour", "markers"),
+    [
+        ("anthropic/stream_error.json", RED, 3),
+        ("openai/quirk_ollama_missing_index_and_stop.json", AMBER, 2),
+    ],
+    ids=["blocking-red", "tolerated-amber"],
+)
 def test_chromium_screenshot_shows_each_marker_in_its_colour(
-        tmp_path: Path, name: str, colour: tuple[int, int, int], markers: int) -> None:
+    tmp_path: Path, name: str, colour: tuple[int, int, int], markers: int
+) -> None:
     chromium(tmp_path, page(name), f"--screenshot={tmp_path / 'report.png'}")
     width, height, bpp, rows = png_rows((tmp_path / "report.png").read_bytes())
     assert (width, height) == (1200, 900)

@@ -21,31 +21,77 @@ from tests.proxy_harness import request_body_of
 runner = CliRunner()
 KEY = "sk-proj-" + "Zq7" * 16
 QUERY_KEY = "AIza" + "Yx9" * 12
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
-REQUEST = json.dumps({"model": "gpt-4o-mini", "stream": True, "tools": TOOLS, "messages": [
-    {"role": "user", "content": "What is the weather in Lisbon?"}]}).encode()
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+REQUEST = json.dumps(
+    {
+        "model": "gpt-4o-mini",
+        "stream": True,
+        "tools": TOOLS,
+        "messages": [{"role": "user", "content": "What is the weather in Lisbon?"}],
+    }
+).encode()
 
 
 def sse_body(*arguments: str, finish: str | None = "tool_calls") -> bytes:
-    chunks = [{"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_1", "type": "function",
-         "function": {"name": "get_weather", "arguments": ""}}]}}]}]
-    chunks += [{"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "function": {"arguments": a}}]}}]} for a in arguments]
+    chunks = [
+        {
+            "id": "chatcmpl-1",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "get_weather", "arguments": ""},
+                            }
+                        ]
+                    },
+                }
+            ],
+        }
+    ]
+    chunks += [
+        {
+            "id": "chatcmpl-1",
+            "choices": [
+                {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": a}}]}}
+            ],
+        }
+        for a in arguments
+    ]
     if finish:
-        chunks.append({"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {},
-                                                        "finish_reason": finish}]})
+        chunks.append(
+            {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+        )
     return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
 
 
 def flow(body: bytes, query: str = "") -> http.HTTPFlow:
-    request = tutils.treq(method=b"POST", host="api.openai.com", port=443, scheme=b"https",
-                          path=f"/v1/chat/completions{query}".encode(), content=REQUEST,
-                          headers=http.Headers(authorization=f"Bearer {KEY}",
-                                               content_type="application/json"))
-    response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"),
-                            content=body)
+    request = tutils.treq(
+        method=b"POST",
+        host="api.openai.com",
+        port=443,
+        scheme=b"https",
+        path=f"/v1/chat/completions{query}".encode(),
+        content=REQUEST,
+        headers=http.Headers(authorization=f"Bearer {KEY}", content_type="application/json"),
+    )
+    response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=body)
     return tflow.tflow(req=request, resp=response)
 
 
@@ -56,8 +102,10 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 def test_a_har_exported_by_mitmproxy_becomes_safe_fixtures(tmp_path: Path) -> None:
     har = tmp_path / "session.har"
-    flows = [flow(sse_body('{"city":', '"Lisbon"}')),
-             flow(sse_body('{"city":"Li', finish=None), f"?key={QUERY_KEY}")]
+    flows = [
+        flow(sse_body('{"city":', '"Lisbon"}')),
+        flow(sse_body('{"city":"Li', finish=None), f"?key={QUERY_KEY}"),
+    ]
     har.write_text(json.dumps(SaveHar().make_har(flows)))
     code, out, err = invoke(str(har), "--out-dir", str(tmp_path / "fx"))
     assert (code, err) == (0, "")
@@ -66,7 +114,9 @@ def test_a_har_exported_by_mitmproxy_becomes_safe_fixtures(tmp_path: Path) -> No
     assert lines[0].endswith("(pass: -)") and lines[1].endswith("(fail: missing_terminal)")
     files = sorted((tmp_path / "fx").iterdir())
     assert [f.name.startswith("openai-openai-") and f.suffix == ".json" for f in files] == [
-        True, True]
+        True,
+        True,
+    ]
     for path in files:
         assert path.stat().st_mode & 0o777 == 0o600
         text = path.read_text()
@@ -78,12 +128,24 @@ def test_the_scripted_raw_body_form_works(tmp_path: Path) -> None:
     body, request, out = tmp_path / "b.sse", tmp_path / "r.json", tmp_path / "o.json"
     body.write_bytes(sse_body('{"city":"Porto"}'))
     request.write_bytes(REQUEST)
-    code, stdout, _ = invoke(str(body), "--request", str(request), "--profile", "openai",
-                             "--provider", "groq", "--out", str(out))
+    code, stdout, _ = invoke(
+        str(body),
+        "--request",
+        str(request),
+        "--profile",
+        "openai",
+        "--provider",
+        "groq",
+        "--out",
+        str(out),
+    )
     assert code == 0 and stdout.endswith(f"-> {out} (pass: -)\n")
     envelope = json.loads(out.read_text())
     assert (envelope["profile"], envelope["provider"], list(envelope["tool_schemas"])) == (
-        "openai", "groq", ["get_weather"])
+        "openai",
+        "groq",
+        ["get_weather"],
+    )
     checked = runner.invoke(app, ["check", str(out)])
     assert checked.exit_code == 0
 
@@ -92,7 +154,10 @@ def test_out_with_several_fixtures_writes_nothing(tmp_path: Path) -> None:
     har = tmp_path / "two.har"
     har.write_text(json.dumps(SaveHar().make_har([flow(sse_body("{}")), flow(sse_body("{}"))])))
     assert invoke(str(har), "--out", str(tmp_path / "one.json")) == (
-        1, "", "callgate: --out names one file but 2 fixtures were found; use --out-dir\n")
+        1,
+        "",
+        "callgate: --out names one file but 2 fixtures were found; use --out-dir\n",
+    )
     assert not (tmp_path / "one.json").exists()
 
 
@@ -105,12 +170,19 @@ def test_bad_inputs_are_one_line_each_and_never_a_traceback(tmp_path: Path) -> N
     not_sse.write_text("hello world\n")
     good = tmp_path / "good.sse"
     good.write_bytes(sse_body('{"city":"Faro"}'))
-    code, out, err = invoke(str(truncated), str(not_cassette), str(not_sse), str(good),
-                            "--profile", "openai", "--out-dir", str(tmp_path / "fx"))
+    code, out, err = invoke(
+        str(truncated),
+        str(not_cassette),
+        str(not_sse),
+        str(good),
+        "--profile",
+        "openai",
+        "--out-dir",
+        str(tmp_path / "fx"),
+    )
     assert code == 2
     problems = err.splitlines()
-    assert [p.split(": ")[1] for p in problems] == [str(truncated), str(not_cassette),
-                                                     str(not_sse)]
+    assert [p.split(": ")[1] for p in problems] == [str(truncated), str(not_cassette), str(not_sse)]
     assert "Traceback" not in err and len(problems) == 3
     assert "imported" in out and len(list((tmp_path / "fx").iterdir())) == 1
 
@@ -121,71 +193,125 @@ def test_a_non_streamed_exchange_is_skipped_with_its_reason(tmp_path: Path) -> N
     plain.response.headers["content-type"] = "application/json"
     har.write_text(json.dumps(SaveHar().make_har([plain])))
     assert invoke(str(har), "--out-dir", str(tmp_path)) == (
-        1, f"skipped {har} #1 (entry 1): not a streamed response (content-type "
-           "application/json)\n",
-        "callgate: nothing to import: no streamed tool-call exchange was found\n")
+        1,
+        f"skipped {har} #1 (entry 1): not a streamed response (content-type application/json)\n",
+        "callgate: nothing to import: no streamed tool-call exchange was found\n",
+    )
 
 
 def test_an_unknown_profile_is_one_line_and_exit_2(tmp_path: Path) -> None:
     body = tmp_path / "b.sse"
     body.write_bytes(sse_body("{}"))
     assert invoke(str(body), "--profile", "acme-chat") == (
-        2, "", f"callgate: unknown profile 'acme-chat'; known: {', '.join(sorted(PROFILES))}\n")
+        2,
+        "",
+        f"callgate: unknown profile 'acme-chat'; known: {', '.join(sorted(PROFILES))}\n",
+    )
 
 
 def bedrock_flow(name: str, endpoint: str) -> http.HTTPFlow:
     envelope = load(CONFORMANCE / f"{name}.json")
     request = tutils.treq(
-        method=b"POST", host="bedrock-runtime.us-east-1.amazonaws.com", port=443,
-        scheme=b"https", path=f"/model/anthropic.claude-3-haiku-20240307-v1%3A0/{endpoint}"
-        .encode(), content=request_body_of(envelope),
-        headers=http.Headers(authorization="AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/x",
-                             content_type="application/json"))
-    response = tutils.tresp(headers=http.Headers(
-        content_type="application/vnd.amazon.eventstream"),
-        content=b"".join(framed(envelope, EVENTSTREAM)))
+        method=b"POST",
+        host="bedrock-runtime.us-east-1.amazonaws.com",
+        port=443,
+        scheme=b"https",
+        path=f"/model/anthropic.claude-3-haiku-20240307-v1%3A0/{endpoint}".encode(),
+        content=request_body_of(envelope),
+        headers=http.Headers(
+            authorization="AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/x",
+            content_type="application/json",
+        ),
+    )
+    response = tutils.tresp(
+        headers=http.Headers(content_type="application/vnd.amazon.eventstream"),
+        content=b"".join(framed(envelope, EVENTSTREAM)),
+    )
     return tflow.tflow(req=request, resp=response)
 
 
 def test_bedrock_event_streams_import_from_a_har_and_as_raw_bodies(tmp_path: Path) -> None:
     converse, invoke_name = "bedrock-converse/valid_parallel_calls", "anthropic/valid_fragmented"
     har = tmp_path / "bedrock.har"
-    har.write_text(json.dumps(SaveHar().make_har([
-        bedrock_flow(converse, "converse-stream"),
-        bedrock_flow(invoke_name, "invoke-with-response-stream")])))
+    har.write_text(
+        json.dumps(
+            SaveHar().make_har(
+                [
+                    bedrock_flow(converse, "converse-stream"),
+                    bedrock_flow(invoke_name, "invoke-with-response-stream"),
+                ]
+            )
+        )
+    )
     code, out, err = invoke(str(har), "--out-dir", str(tmp_path / "fx"))
     assert (code, err) == (0, "")
     written = [json.loads(p.read_text()) for p in sorted((tmp_path / "fx").glob("*.json"))]
-    assert sorted((f["profile"], f["provider"], f["meta"]["stream"]["framing"],
-                   f["expect"]["status"]) for f in written) == [
+    assert sorted(
+        (f["profile"], f["provider"], f["meta"]["stream"]["framing"], f["expect"]["status"])
+        for f in written
+    ) == [
         ("anthropic", "bedrock", "eventstream", "pass"),
-        ("bedrock-converse", "bedrock", "eventstream", "pass")]
+        ("bedrock-converse", "bedrock", "eventstream", "pass"),
+    ]
     for fixture in written:
         name = converse if fixture["profile"] == "bedrock-converse" else invoke_name
-        assert fixture["events"] == redact_envelope(load(CONFORMANCE / f"{name}.json"),
-                                                    secrets=()).envelope["events"]
+        assert (
+            fixture["events"]
+            == redact_envelope(load(CONFORMANCE / f"{name}.json"), secrets=()).envelope["events"]
+        )
     # The same body in a VCR cassette (bytes: !!binary), as a raw file, and as a raw file known
     # by its first prelude.
     body = b"".join(framed(load(CONFORMANCE / f"{converse}.json"), EVENTSTREAM))
-    url = ("https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku-"
-           "20240307-v1%3A0/converse-stream")
-    (tmp_path / "bedrock.yaml").write_text(yaml.safe_dump({"interactions": [{
-        "request": {"method": "POST", "uri": url, "headers": {},
-                    "body": request_body_of(load(CONFORMANCE / f"{converse}.json")).decode()},
-        "response": {"status": {"code": 200, "message": "OK"}, "body": {"string": body},
-                     "headers": {"Content-Type": ["application/vnd.amazon.eventstream"]}}}]}))
+    url = (
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku-"
+        "20240307-v1%3A0/converse-stream"
+    )
+    (tmp_path / "bedrock.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "interactions": [
+                    {
+                        "request": {
+                            "method": "POST",
+                            "uri": url,
+                            "headers": {},
+                            "body": request_body_of(
+                                load(CONFORMANCE / f"{converse}.json")
+                            ).decode(),
+                        },
+                        "response": {
+                            "status": {"code": 200, "message": "OK"},
+                            "body": {"string": body},
+                            "headers": {"Content-Type": ["application/vnd.amazon.eventstream"]},
+                        },
+                    }
+                ]
+            }
+        )
+    )
     code, out, err = invoke(str(tmp_path / "bedrock.yaml"), "--out-dir", str(tmp_path / "vcr"))
     assert (code, err) == (0, "")
-    fixture, = [json.loads(p.read_text()) for p in (tmp_path / "vcr").glob("*.json")]
+    (fixture,) = [json.loads(p.read_text()) for p in (tmp_path / "vcr").glob("*.json")]
     assert (fixture["profile"], fixture["provider"], fixture["expect"]["status"]) == (
-        "bedrock-converse", "bedrock", "pass")
+        "bedrock-converse",
+        "bedrock",
+        "pass",
+    )
     request = tmp_path / "request.json"
     request.write_bytes(request_body_of(load(CONFORMANCE / f"{converse}.json")))
     for file_name in ("turn.eventstream", "turn"):
         (tmp_path / file_name).write_bytes(body)
-        code, out, err = invoke(str(tmp_path / file_name), "--request", str(request),
-                                "--profile", "bedrock-converse", "--provider", "bedrock",
-                                "--out", str(tmp_path / f"{file_name}.json"))
+        code, out, err = invoke(
+            str(tmp_path / file_name),
+            "--request",
+            str(request),
+            "--profile",
+            "bedrock-converse",
+            "--provider",
+            "bedrock",
+            "--out",
+            str(tmp_path / f"{file_name}.json"),
+        )
         assert (code, err) == (0, ""), out
         fixture = json.loads((tmp_path / f"{file_name}.json").read_text())
         assert fixture["expect"] == {"status": "pass", "codes": []}

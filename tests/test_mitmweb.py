@@ -29,21 +29,36 @@ pytestmark = [pytest.mark.proxy, pytest.mark.browser]
 
 BIN = Path(sys.executable).parent
 CHROMIUM = shutil.which("chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--virtual-time-budget=4000", "--window-size=1400,400"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=4000",
+    "--window-size=1400,400",
+]
 
 
 def browse(url: str, profile: Path, *extra: str) -> str:
     assert CHROMIUM is not None
-    done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *extra, url],
-                          capture_output=True, text=True, timeout=90, check=False)
+    done = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *extra, url],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
     return done.stdout
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
 def test_mitmweb_shows_the_live_warning_then_the_verdict_on_a_failing_flow(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="callgate")
     name = "openai/reused_index_new_id"
     # Six chunks 2 s apart: the collision comes at 4 s and the end at 12 s, which leaves the
@@ -51,8 +66,9 @@ def test_mitmweb_shows_the_live_warning_then_the_verdict_on_a_failing_flow(
     upstream = fake_provider(timing=2.0)
     try:
         with Proxy(upstream.url, tmp_path / "fixtures", web=True) as proxy:
-            request = threading.Thread(target=post, args=(
-                proxy.url, f"/f/{name}/v1/chat/completions", request_body(name)))
+            request = threading.Thread(
+                target=post, args=(proxy.url, f"/f/{name}/v1/chat/completions", request_body(name))
+            )
             request.start()
             wait_for_log(caplog, "identity_collision slot=")  # the live warning
             ui = proxy.web_url
@@ -81,8 +97,9 @@ OUTPUT_CANARY, ARGUMENT_CANARY = "CANARYoutputtext", "CANARYargument"
 
 def api(proxy: Proxy, path: str) -> tuple[int, bytes]:
     """GET mitmweb's own API (mitmproxy 12 wants its token; 11 ignores the header)."""
-    request = urllib.request.Request(f"http://127.0.0.1:{proxy.web_port}{path}",
-                                     headers={"Authorization": f"Bearer {WEB_TOKEN}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{proxy.web_port}{path}", headers={"Authorization": f"Bearer {WEB_TOKEN}"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.read()
@@ -102,8 +119,9 @@ def canary_envelope() -> dict[str, object]:
     """A passing turn whose output text and arguments hold canaries."""
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     chunks = envelope["chunks"]
-    chunks.insert(0, {"choices": [{"index": 0, "delta": {"content": OUTPUT_CANARY},
-                                   "finish_reason": None}]})
+    chunks.insert(
+        0, {"choices": [{"index": 0, "delta": {"content": OUTPUT_CANARY}, "finish_reason": None}]}
+    )
     for choice in (choice for chunk in chunks for choice in chunk["choices"]):
         for call in choice["delta"].get("tool_calls", []):
             arguments = call["function"].get("arguments", "")
@@ -118,7 +136,8 @@ def flow_ids(proxy: Proxy) -> dict[str, str]:
 
 
 def test_mitmweb_shows_the_redacted_stream_and_the_callgate_view_of_each_judged_flow(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="callgate")
     fixtures = collect([CONFORMANCE])
     fixtures["canary"] = canary_envelope()
@@ -131,16 +150,29 @@ def test_mitmweb_shows_the_redacted_stream_and_the_callgate_view_of_each_judged_
             wait_for_log(caplog, " fail -> ")
             wait_for_log(caplog, " pass -> ")
             ids = flow_ids(proxy)
-            shown = {name: api(proxy, f"/flows/{ids[f'/f/{name}/v1/chat/completions']}"
-                                      "/response/content.data") for name in turns}
-            views = {name: api(proxy, f"/flows/{ids[f'/f/{name}/v1/chat/completions']}"
-                                      "/response/content/callgate.json") for name in turns}
+            shown = {
+                name: api(
+                    proxy, f"/flows/{ids[f'/f/{name}/v1/chat/completions']}/response/content.data"
+                )
+                for name in turns
+            }
+            views = {
+                name: api(
+                    proxy,
+                    f"/flows/{ids[f'/f/{name}/v1/chat/completions']}"
+                    "/response/content/callgate.json",
+                )
+                for name in turns
+            }
             proxy.set(callgate_web_body="raw")
             raw_path = "/f/canary/v1/chat/completions?raw"
             raw_body = post(proxy.url, raw_path, request_body_of(fixtures["canary"]))[2]
             wait_for_log(caplog, " pass -> ", count=2)
-            raw_shown = api(proxy, f"/flows/{flow_ids(proxy)['/f/canary/v1/chat/completions?raw']}"
-                                   "/response/content.data")
+            raw_shown = api(
+                proxy,
+                f"/flows/{flow_ids(proxy)['/f/canary/v1/chat/completions?raw']}"
+                "/response/content.data",
+            )
     finally:
         upstream.close()
     written = [json.loads(path.read_text()) for path in sorted((tmp_path / "fx").glob("*.json"))]
@@ -161,7 +193,8 @@ def test_mitmweb_shows_the_redacted_stream_and_the_callgate_view_of_each_judged_
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
 def test_the_response_tab_of_a_failing_flow_shows_the_callgate_view(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="callgate")
     name = "openai/reused_index_new_id"
     upstream = fake_provider()
@@ -183,7 +216,8 @@ def test_the_response_tab_of_a_failing_flow_shows_the_callgate_view(
 
 
 def test_a_long_stream_keeps_only_its_head_and_tail_for_mitmweb(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="callgate")
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     first, *rest = envelope["chunks"]
@@ -192,8 +226,13 @@ def test_a_long_stream_keeps_only_its_head_and_tail_for_mitmweb(
     upstream = FakeProvider({"long": envelope}).start()
     limit = 64 << 10
     try:
-        with Proxy(upstream.url, tmp_path / "fx", web=True, callgate_web_body="raw",
-                   callgate_web_body_max=limit) as proxy:
+        with Proxy(
+            upstream.url,
+            tmp_path / "fx",
+            web=True,
+            callgate_web_body="raw",
+            callgate_web_body_max=limit,
+        ) as proxy:
             body = post(proxy.url, "/f/long/v1/chat/completions", request_body_of(envelope))[2]
             wait_for_log(caplog, " pass -> ")
             flow = flow_ids(proxy)["/f/long/v1/chat/completions"]
@@ -203,7 +242,7 @@ def test_a_long_stream_keeps_only_its_head_and_tail_for_mitmweb(
     left = len(body) - limit
     note = f"\n: callgate left out {left} bytes of this stream here (limit {limit})\n\n".encode()
     assert len(body) > 50_000_000 and status == 200
-    assert shown == body[:limit // 2] + note + body[-(limit // 2):]
+    assert shown == body[: limit // 2] + note + body[-(limit // 2) :]
 
 
 TMUX = shutil.which("tmux")
@@ -213,8 +252,12 @@ def pane_shows(session: str, text: str, timeout: float = 30) -> str:
     """Poll the tmux pane until ``text`` is on it; return the pane."""
     deadline = time.monotonic() + timeout
     while True:
-        pane = subprocess.run(["tmux", "capture-pane", "-t", session, "-p"], capture_output=True,
-                              text=True, check=False).stdout
+        pane = subprocess.run(
+            ["tmux", "capture-pane", "-t", session, "-p"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
         if text in pane or time.monotonic() > deadline:
             return pane
         time.sleep(0.2)
@@ -225,12 +268,18 @@ def test_the_mitmproxy_console_shows_the_callgate_view_of_a_failing_flow(tmp_pat
     """The console in a real terminal: tmux runs mitmproxy, keys open the flow's response."""
     name = "openai/reused_index_new_id"
     upstream, port, session = fake_provider(), free_port(), f"callgate-{free_port()}"
-    addon = Path(subprocess.run([str(BIN / "callgate"), "addon-path"], capture_output=True,
-                                text=True, check=True).stdout.strip())
-    command = (f"{BIN / 'mitmproxy'} -s {addon} --mode reverse:{upstream.url} --listen-port "
-               f"{port} --set confdir={tmp_path / 'conf'} --set callgate_out={tmp_path / 'fx'}")
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "45",
-                    command], check=True)
+    addon = Path(
+        subprocess.run(
+            [str(BIN / "callgate"), "addon-path"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    command = (
+        f"{BIN / 'mitmproxy'} -s {addon} --mode reverse:{upstream.url} --listen-port "
+        f"{port} --set confdir={tmp_path / 'conf'} --set callgate_out={tmp_path / 'fx'}"
+    )
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "45", command], check=True
+    )
     try:
         assert wait_listening(port), pane_shows(session, "never")
         post(f"http://127.0.0.1:{port}", f"/f/{name}/v1/chat/completions", request_body(name))

@@ -68,7 +68,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["delta_after_terminal", "duplicate_terminal"],
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes "
-            "before the terminal evidence",
+        "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no field of the events names the calls' slots",
         "drop_id": "drop_id: the variant gives fail [invalid_slot], not missing_call_id",
@@ -142,7 +142,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes "
-            "before the terminal evidence",
+        "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
@@ -161,7 +161,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "drop_terminal": ["missing_terminal"],
         "duplicate_terminal": ["duplicate_terminal", "invalid_slot"],
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes "
-            "before the terminal evidence",
+        "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
@@ -187,8 +187,11 @@ def test_each_kind_makes_its_pinned_verdict_or_says_why_not(name: str) -> None:
             got[kind] = mutate(envelope, kind, name)["expect"]["codes"]
         except NotApplicable as skipped:
             expected = EXPECTED[name][kind]
-            got[kind] = expected if isinstance(expected, str) and str(skipped).startswith(
-                expected) else str(skipped)
+            got[kind] = (
+                expected
+                if isinstance(expected, str) and str(skipped).startswith(expected)
+                else str(skipped)
+            )
     assert got == EXPECTED[name]
 
 
@@ -203,15 +206,19 @@ def test_every_variant_of_every_passing_fixture_does_what_its_kind_promises(path
         except NotApplicable:
             continue
         report = check(variant)
-        assert variant["expect"] == {"status": report.status.value,
-                                     "codes": report.blocking_codes}
-        assert variant["meta"]["mutation"] == {"kind": name, "source": path.name, **(
-            {"pieces": [1, 2, 3, 5, 7, 11, 13]} if name == "split_events" else {})}
+        assert variant["expect"] == {"status": report.status.value, "codes": report.blocking_codes}
+        assert variant["meta"]["mutation"] == {
+            "kind": name,
+            "source": path.name,
+            **({"pieces": [1, 2, 3, 5, 7, 11, 13]} if name == "split_events" else {}),
+        }
         if kind.code is not None:
             assert kind.code.value in report.blocking_codes, name
         else:
-            assert (report.status.value, [(c.id, c.name, c.arguments) for c in report.calls]) \
-                == ("pass", calls), name
+            assert (report.status.value, [(c.id, c.name, c.arguments) for c in report.calls]) == (
+                "pass",
+                calls,
+            ), name
         assert variant != envelope
         assert envelope == source, f"{name} changed the turn it was made from"
 
@@ -221,14 +228,30 @@ REUSED_SLOT = {
     "openai/valid_parallel_interleaved": ["identity_collision"],
     "mistral/valid_parallel_interleaved": ["identity_collision"],
     "anthropic/valid_text_then_two_tools": [
-        "delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"],
+        "delta_after_terminal",
+        "duplicate_start",
+        "duplicate_terminal",
+        "identity_collision",
+    ],
     "openai-responses/valid_parallel_calls": [
-        "delta_after_terminal", "delta_before_start", "duplicate_start", "duplicate_terminal",
-        "identity_collision"],
+        "delta_after_terminal",
+        "delta_before_start",
+        "duplicate_start",
+        "duplicate_terminal",
+        "identity_collision",
+    ],
     "cohere/valid_parallel_calls": [
-        "delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"],
+        "delta_after_terminal",
+        "duplicate_start",
+        "duplicate_terminal",
+        "identity_collision",
+    ],
     "bedrock-converse/valid_parallel_calls": [
-        "delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"],
+        "delta_after_terminal",
+        "duplicate_start",
+        "duplicate_terminal",
+        "identity_collision",
+    ],
     # Whole calls: the moved call's start is all the engine reads of it.
     "ollama/valid_parallel_calls_two_lines": ["duplicate_start", "identity_collision"],
 }
@@ -236,13 +259,15 @@ REUSED_SLOT = {
 
 @pytest.mark.parametrize("name", sorted(REUSED_SLOT))
 def test_a_second_call_on_the_first_calls_slot_is_a_collision_in_every_profile_with_slots(
-        name: str) -> None:
+    name: str,
+) -> None:
     assert mutate(load(CONFORMANCE / f"{name}.json"), "reuse_slot")["expect"] == {
-        "status": "fail", "codes": REUSED_SLOT[name]}
+        "status": "fail",
+        "codes": REUSED_SLOT[name],
+    }
 
 
-def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_cannot_have(
-        ) -> None:
+def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_cannot_have() -> None:
     """Gemini sends each call whole (or, on Vertex, in partialArgs pieces) in one part: no
     fragments to re-cut, corrupt or repeat, no slot field, and the call id is optional. Ollama
     sends calls whole too, but names their slots. Only Chat Completions fragments can state
@@ -257,36 +282,68 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
                 continue
             applies.add((envelope["profile"], kind))
     never = {(p, k) for p in PROFILES for k in KINDS} - applies
-    assert never == {(p, k) for p in PROFILES for k in KINDS if k not in callgate.mutations(
-        profile=p)}
-    assert never == {("gemini", kind) for kind in (
-        "delta_after_terminal", "reuse_slot", "drop_id", "corrupt_arguments", "resplit",
-        "empty_deltas")} | {(profile, kind) for profile in ("anthropic", "openai-responses",
-                                                            "gemini")
-                            for kind in ("repeat_identity", "delayed_identity")} | {
-        ("cohere", kind) for kind in ("repeat_identity", "delayed_identity")} | {
-        ("ollama", kind) for kind in ("delta_after_terminal", "drop_id", "corrupt_arguments",
-                                      "resplit", "empty_deltas", "repeat_identity",
-                                      "delayed_identity")} | {
-        ("bedrock-converse", kind) for kind in ("repeat_identity", "delayed_identity")}
+    assert never == {
+        (p, k) for p in PROFILES for k in KINDS if k not in callgate.mutations(profile=p)
+    }
+    assert never == {
+        ("gemini", kind)
+        for kind in (
+            "delta_after_terminal",
+            "reuse_slot",
+            "drop_id",
+            "corrupt_arguments",
+            "resplit",
+            "empty_deltas",
+        )
+    } | {
+        (profile, kind)
+        for profile in ("anthropic", "openai-responses", "gemini")
+        for kind in ("repeat_identity", "delayed_identity")
+    } | {("cohere", kind) for kind in ("repeat_identity", "delayed_identity")} | {
+        ("ollama", kind)
+        for kind in (
+            "delta_after_terminal",
+            "drop_id",
+            "corrupt_arguments",
+            "resplit",
+            "empty_deltas",
+            "repeat_identity",
+            "delayed_identity",
+        )
+    } | {("bedrock-converse", kind) for kind in ("repeat_identity", "delayed_identity")}
 
 
 def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
     assert callgate.mutations(blocking=True) == [
-        "truncate", "drop_terminal", "duplicate_terminal", "delta_after_terminal",
-        "wrong_terminal", "reuse_slot", "drop_id", "corrupt_arguments", "schema_violation",
-        "provider_error"]
+        "truncate",
+        "drop_terminal",
+        "duplicate_terminal",
+        "delta_after_terminal",
+        "wrong_terminal",
+        "reuse_slot",
+        "drop_id",
+        "corrupt_arguments",
+        "schema_violation",
+        "provider_error",
+    ]
     assert callgate.mutations(blocking=False) == [
-        "resplit", "interleave", "empty_deltas", "repeat_identity", "delayed_identity",
-        "split_events"]
+        "resplit",
+        "interleave",
+        "empty_deltas",
+        "repeat_identity",
+        "delayed_identity",
+        "split_events",
+    ]
     assert callgate.mutations() == list(KINDS)
 
 
 def fragments(envelope: dict[str, object]) -> list[str]:
     profile = PROFILES[str(envelope["profile"])]
-    return [container[field] for kind, _, container, field
-            in profile.argument_sites(envelope[profile.stream_key])  # type: ignore[arg-type]
-            if kind == "stream"]
+    return [
+        container[field]
+        for kind, _, container, field in profile.argument_sites(envelope[profile.stream_key])  # type: ignore[arg-type]
+        if kind == "stream"
+    ]
 
 
 def test_resplit_moves_every_cut_and_keeps_the_text() -> None:
@@ -304,43 +361,62 @@ def run(fixture: Path, kinds: list[str], out_dir: Path | None = None) -> tuple[i
 
 
 def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_them(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     source = tmp_path / "turn.json"
     source.write_text((CONFORMANCE / "openai" / "valid_fragmented.json").read_text())
     code, out, err = run(source, [])
     assert (code, err) == (0, "")
     wrote = [
-        f"wrote {tmp_path / f'turn.{kind}.json'}: {verdict}" for kind, verdict in [
-            ("truncate", "fail [missing_terminal]"), ("drop_terminal", "fail [missing_terminal]"),
+        f"wrote {tmp_path / f'turn.{kind}.json'}: {verdict}"
+        for kind, verdict in [
+            ("truncate", "fail [missing_terminal]"),
+            ("drop_terminal", "fail [missing_terminal]"),
             ("duplicate_terminal", "fail [duplicate_terminal]"),
             ("delta_after_terminal", "fail [delta_after_terminal]"),
             ("wrong_terminal", "fail [wrong_terminal_reason]"),
             ("drop_id", "fail [missing_call_id]"),
             ("corrupt_arguments", "fail [invalid_arguments_json]"),
             ("schema_violation", "fail [schema_violation]"),
-            ("provider_error", "fail [missing_terminal, stream_error]"), ("resplit", "pass []"),
-            ("empty_deltas", "pass []"), ("repeat_identity", "pass []"),
-            ("delayed_identity", "pass []"), ("split_events", "pass []")]]
+            ("provider_error", "fail [missing_terminal, stream_error]"),
+            ("resplit", "pass []"),
+            ("empty_deltas", "pass []"),
+            ("repeat_identity", "pass []"),
+            ("delayed_identity", "pass []"),
+            ("split_events", "pass []"),
+        ]
+    ]
     assert out.splitlines() == [
-        *wrote[:5], "skipped reuse_slot: no second call in the first call's choice to move onto "
-        "its slot", *wrote[5:10], "skipped interleave: one call in the turn: nothing to "
-        "interleave", *wrote[10:]]
+        *wrote[:5],
+        "skipped reuse_slot: no second call in the first call's choice to move onto its slot",
+        *wrote[5:10],
+        "skipped interleave: one call in the turn: nothing to interleave",
+        *wrote[10:],
+    ]
     assert [(o.fixture.name, o.held) for o in replay([tmp_path])] == sorted(
-        [(f"turn.{kind}.json", True) for kind in KINDS if kind not in ("reuse_slot",
-                                                                       "interleave")]
-        + [("turn.json", True)])
+        [(f"turn.{kind}.json", True) for kind in KINDS if kind not in ("reuse_slot", "interleave")]
+        + [("turn.json", True)]
+    )
     assert json.loads((tmp_path / "turn.resplit.json").read_text())["meta"]["mutation"] == {
-        "kind": "resplit", "source": "turn.json"}
+        "kind": "resplit",
+        "source": "turn.json",
+    }
 
 
 def test_a_kind_asked_for_that_cannot_apply_exits_1_and_a_failing_source_is_refused(
-        tmp_path: Path) -> None:
-    code, out, err = run(CONFORMANCE / "gemini" / "valid_single_call.json", ["resplit"],
-                         tmp_path)
+    tmp_path: Path,
+) -> None:
+    code, out, err = run(CONFORMANCE / "gemini" / "valid_single_call.json", ["resplit"], tmp_path)
     assert (code, out, err) == (
-        1, "", "skipped resplit: no call's arguments come in two fragments or more\n")
-    with pytest.raises(NotApplicable, match=r"truncated\.json: the turn does not pass "
-                                            r"\(fail \[missing_terminal\]\)"):
+        1,
+        "",
+        "skipped resplit: no call's arguments come in two fragments or more\n",
+    )
+    with pytest.raises(
+        NotApplicable,
+        match=r"truncated\.json: the turn does not pass "
+        r"\(fail \[missing_terminal\]\)",
+    ):
         run(CONFORMANCE / "openai" / "truncated.json", [], tmp_path)
     with pytest.raises(UsageError, match="unknown kind 'nope'"):
         run(CONFORMANCE / "openai" / "valid_fragmented.json", ["nope"], tmp_path)
@@ -356,12 +432,13 @@ def test_diff_mutations_takes_one_passing_fixture_and_says_so_in_one_line() -> N
     failing = CONFORMANCE / "openai" / "truncated.json"
     out, err = io.StringIO(), io.StringIO()
     assert run_diff_mutations(failing, ["openai-python"], None, "text", out, err) == 2
-    assert err.getvalue() == (f"callgate: {failing}: --mutations needs a passing turn to make "
-                              "its variants from\n")
-    result = CliRunner().invoke(app, ["diff", str(failing), str(failing), "--mutations",
-                                      "--adapter", "openai-python"])
-    assert (result.exit_code, result.output) == (
-        2, "callgate: --mutations takes one fixture\n")
+    assert err.getvalue() == (
+        f"callgate: {failing}: --mutations needs a passing turn to make its variants from\n"
+    )
+    result = CliRunner().invoke(
+        app, ["diff", str(failing), str(failing), "--mutations", "--adapter", "openai-python"]
+    )
+    assert (result.exit_code, result.output) == (2, "callgate: --mutations takes one fixture\n")
 
 
 def test_the_providers_error_comes_right_after_the_first_fragment_and_ends_the_stream() -> None:
@@ -369,9 +446,15 @@ def test_the_providers_error_comes_right_after_the_first_fragment_and_ends_the_s
     events = envelope["events"]
     first = next(n for n, e in enumerate(events) if e["type"] == "content_block_delta")
     assert mutate(envelope, "provider_error")["events"] == [
-        *events[:first + 1], {"type": "error", "error": {
-            "type": "callgate_blocked",
-            "message": "Overloaded (a provider error made by callgate mutate)"}}]
+        *events[: first + 1],
+        {
+            "type": "error",
+            "error": {
+                "type": "callgate_blocked",
+                "message": "Overloaded (a provider error made by callgate mutate)",
+            },
+        },
+    ]
 
 
 def test_duplicate_terminal_repeats_the_first_event_with_the_terminal_evidence() -> None:
@@ -380,17 +463,27 @@ def test_duplicate_terminal_repeats_the_first_event_with_the_terminal_evidence()
     at = next(n for n, e in enumerate(events) if e["type"] == "message_delta")
     assert events[-1]["type"] == "message_stop"  # a second event that carries it
     assert mutate(envelope, "duplicate_terminal")["events"] == [
-        *events[:at + 1], events[at], *events[at + 1:]]
+        *events[: at + 1],
+        events[at],
+        *events[at + 1 :],
+    ]
 
 
-def test_schema_violation_rewrites_the_arguments_as_json_text_that_keeps_the_other_values(
-        ) -> None:
+def test_schema_violation_rewrites_the_arguments_as_json_text_that_keeps_the_other_values() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
-    envelope["tool_schemas"] = {"get_weather": {"type": "object", "properties": {
-        "n": {"type": "integer"}, "city": {"type": "string"}}}}
+    envelope["tool_schemas"] = {
+        "get_weather": {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "city": {"type": "string"}},
+        }
+    }
     pieces = ['{"n": 1, ', '"city": "Zürich"}']
-    texts = [call for chunk in envelope["chunks"] for choice in chunk["choices"]
-             for call in (choice.get("delta") or {}).get("tool_calls") or []]
+    texts = [
+        call
+        for chunk in envelope["chunks"]
+        for choice in chunk["choices"]
+        for call in (choice.get("delta") or {}).get("tool_calls") or []
+    ]
     for call in texts:
         call["function"]["arguments"] = ""
     texts[0]["function"]["arguments"], texts[-1]["function"]["arguments"] = pieces
@@ -401,12 +494,19 @@ def test_schema_violation_rewrites_the_arguments_as_json_text_that_keeps_the_oth
 def test_delta_after_terminal_puts_the_last_fragment_right_after_the_first_terminal() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     events = envelope["chunks"]
-    finish = next(n for n, c in enumerate(events) if c["choices"] and
-                  c["choices"][0].get("finish_reason"))
-    last = max(n for n, c in enumerate(events[:finish]) if c["choices"] and
-               c["choices"][0]["delta"].get("tool_calls"))
+    finish = next(
+        n for n, c in enumerate(events) if c["choices"] and c["choices"][0].get("finish_reason")
+    )
+    last = max(
+        n
+        for n, c in enumerate(events[:finish])
+        if c["choices"] and c["choices"][0]["delta"].get("tool_calls")
+    )
     assert mutate(envelope, "delta_after_terminal")["chunks"] == [
-        *events[:finish + 1], events[last], *events[finish + 1:]]
+        *events[: finish + 1],
+        events[last],
+        *events[finish + 1 :],
+    ]
 
 
 def test_without_fragments_the_providers_error_replaces_the_first_terminal() -> None:
@@ -414,17 +514,26 @@ def test_without_fragments_the_providers_error_replaces_the_first_terminal() -> 
     events = envelope["events"]
     ends = [n for n, e in enumerate(events) if e["type"] in ("message_delta", "message_stop")]
     assert len(ends) == 2 and not any(e["type"] == "content_block_delta" for e in events)
-    assert mutate(envelope, "provider_error")["events"] == [*events[:ends[0]], {
-        "type": "error", "error": {
-            "type": "callgate_blocked",
-            "message": "Overloaded (a provider error made by callgate mutate)"}}]
+    assert mutate(envelope, "provider_error")["events"] == [
+        *events[: ends[0]],
+        {
+            "type": "error",
+            "error": {
+                "type": "callgate_blocked",
+                "message": "Overloaded (a provider error made by callgate mutate)",
+            },
+        },
+    ]
 
 
 def test_interleave_moves_the_events_after_a_calls_block_with_it() -> None:
     envelope = load(CONFORMANCE / "anthropic" / "valid_text_then_two_tools.json")
     events = envelope["events"]
     assert [e["type"] for e in events[4:7]] == [
-        "content_block_start", "content_block_delta", "content_block_stop"]
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+    ]
     events.insert(7, {"type": "ping"})  # the first call's block ends with two call-less events
     variant = mutate(envelope, "interleave")["events"]
     # The first call (4-7, its stop and the ping) and the second (8-11) take turns.
@@ -443,42 +552,59 @@ def test_schema_violation_rewrites_a_stated_input_that_the_fragments_repeat() ->
 
 def test_repeat_identity_states_the_calls_id_and_name_on_every_fragment() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
-    entries = [entry for chunk in mutate(envelope, "repeat_identity")["chunks"]
-               for choice in chunk["choices"]
-               for entry in (choice.get("delta") or {}).get("tool_calls") or []]
+    entries = [
+        entry
+        for chunk in mutate(envelope, "repeat_identity")["chunks"]
+        for choice in chunk["choices"]
+        for entry in (choice.get("delta") or {}).get("tool_calls") or []
+    ]
     assert len(entries) > 2
     assert {(entry.get("id"), entry["function"].get("name")) for entry in entries} == {
-        ("call_w1", "get_weather")}
+        ("call_w1", "get_weather")
+    }
 
 
 def test_delayed_identity_needs_a_second_fragment_and_takes_the_second_of_two() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     chunks = envelope["chunks"]
-    entries = [(n, entry) for n, chunk in enumerate(chunks) for choice in chunk["choices"]
-               for entry in (choice.get("delta") or {}).get("tool_calls") or []]
+    entries = [
+        (n, entry)
+        for n, chunk in enumerate(chunks)
+        for choice in chunk["choices"]
+        for entry in (choice.get("delta") or {}).get("tool_calls") or []
+    ]
     first, rest = entries[0][1], entries[1:]
     first["function"]["arguments"] += "".join(e["function"]["arguments"] for _, e in rest)
     for n, _ in reversed(rest):
         del chunks[n]
     whole = copy.deepcopy(envelope)  # one fragment: no second one to move the identity to
-    with pytest.raises(NotApplicable, match="no call has a second fragment to move its "
-                                            "identity to"):
+    with pytest.raises(
+        NotApplicable, match="no call has a second fragment to move its identity to"
+    ):
         mutate(whole, "delayed_identity")
     text = first["function"]["arguments"]
     second = copy.deepcopy(chunks[entries[0][0]])
     first["function"]["arguments"] = text[:5]
     second["choices"][0]["delta"]["tool_calls"][0] = {
-        "index": 0, "function": {"arguments": text[5:]}}
+        "index": 0,
+        "function": {"arguments": text[5:]},
+    }
     chunks.insert(entries[0][0] + 1, second)
     variant = mutate(envelope, "delayed_identity")["chunks"]
-    moved = [entry for chunk in variant for choice in chunk["choices"]
-             for entry in (choice.get("delta") or {}).get("tool_calls") or []]
+    moved = [
+        entry
+        for chunk in variant
+        for choice in chunk["choices"]
+        for entry in (choice.get("delta") or {}).get("tool_calls") or []
+    ]
     assert ["id" in entry for entry in moved] == [False, True]
 
 
 def test_a_variant_says_in_its_description_what_made_it_from_what() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     assert mutate(envelope, "truncate", "valid_fragmented.json")["description"] == (
-        f"{KINDS['truncate'].description} (truncate of valid_fragmented.json)")
+        f"{KINDS['truncate'].description} (truncate of valid_fragmented.json)"
+    )
     assert mutate(envelope, "resplit")["description"] == (
-        f"{KINDS['resplit'].description} (resplit of a passing turn)")
+        f"{KINDS['resplit'].description} (resplit of a passing turn)"
+    )

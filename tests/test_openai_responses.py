@@ -9,37 +9,77 @@ from callgate.reassemble.codes import Code
 from callgate.reassemble.events import ArgumentsStated, Problem, SlotDelta, SlotEnded, SlotStarted
 from callgate.reassemble.profiles.openai_responses import ResponsesTranslator
 
-SCHEMAS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}},
-                           "required": ["city"], "additionalProperties": False}}
+SCHEMAS = {
+    "get_weather": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+}
 
 
-def added(index: int = 0, item_id: str = "fc_1", call_id: str = "call_1",
-          name: str = "get_weather") -> dict[str, Any]:
-    return {"type": "response.output_item.added", "output_index": index,
-            "item": {"id": item_id, "type": "function_call", "status": "in_progress",
-                     "arguments": "", "call_id": call_id, "name": name}}
+def added(
+    index: int = 0, item_id: str = "fc_1", call_id: str = "call_1", name: str = "get_weather"
+) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.added",
+        "output_index": index,
+        "item": {
+            "id": item_id,
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": call_id,
+            "name": name,
+        },
+    }
 
 
 def delta(text: str, index: int = 0, item_id: str = "fc_1") -> dict[str, Any]:
-    return {"type": "response.function_call_arguments.delta", "delta": text,
-            "item_id": item_id, "output_index": index}
+    return {
+        "type": "response.function_call_arguments.delta",
+        "delta": text,
+        "item_id": item_id,
+        "output_index": index,
+    }
 
 
 def arguments_done(text: str, index: int = 0, item_id: str = "fc_1") -> dict[str, Any]:
-    return {"type": "response.function_call_arguments.done", "arguments": text,
-            "item_id": item_id, "output_index": index}
+    return {
+        "type": "response.function_call_arguments.done",
+        "arguments": text,
+        "item_id": item_id,
+        "output_index": index,
+    }
 
 
-def item_done(text: str, index: int = 0, item_id: str = "fc_1", call_id: str = "call_1",
-              status: str = "completed") -> dict[str, Any]:
-    return {"type": "response.output_item.done", "output_index": index,
-            "item": {"id": item_id, "type": "function_call", "status": status,
-                     "arguments": text, "call_id": call_id, "name": "get_weather"}}
+def item_done(
+    text: str,
+    index: int = 0,
+    item_id: str = "fc_1",
+    call_id: str = "call_1",
+    status: str = "completed",
+) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.done",
+        "output_index": index,
+        "item": {
+            "id": item_id,
+            "type": "function_call",
+            "status": status,
+            "arguments": text,
+            "call_id": call_id,
+            "name": "get_weather",
+        },
+    }
 
 
 def completed(*items: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "response.completed",
-            "response": {"status": "completed", "output": [i["item"] for i in items]}}
+    return {
+        "type": "response.completed",
+        "response": {"status": "completed", "output": [i["item"] for i in items]},
+    }
 
 
 def numbered(events: list[dict[str, Any]], numbers: list[int]) -> list[dict[str, Any]]:
@@ -91,7 +131,8 @@ def test_numbering_that_stops_midway_is_one_event_gap() -> None:
     del events[3]["sequence_number"], events[4]["sequence_number"]
     report = run(events)
     assert [(f.code, f.message) for f in report.findings] == [
-        (Code.EVENT_GAP, "an event without sequence_number follows number 2")]
+        (Code.EVENT_GAP, "an event without sequence_number follows number 2")
+    ]
 
 
 def test_after_a_non_integer_sequence_number_counting_starts_afresh() -> None:
@@ -101,7 +142,8 @@ def test_after_a_non_integer_sequence_number_counting_starts_afresh() -> None:
     report = run(events)
     assert [(f.code, f.message) for f in report.findings] == [
         (Code.EVENT_GAP, "sequence_number '1' is not an integer"),
-        (Code.EVENT_GAP, "sequence_number went back: 7 then 3")]
+        (Code.EVENT_GAP, "sequence_number went back: 7 then 3"),
+    ]
 
 
 def test_a_non_integer_sequence_number_is_an_event_gap() -> None:
@@ -116,23 +158,29 @@ def test_a_non_integer_sequence_number_is_an_event_gap() -> None:
 def rotated() -> list[dict[str, Any]]:
     text = '{"city":"Oslo"}'
     done = item_done(text, item_id="capture-id-4")
-    return [added(item_id="capture-id-1"), delta(text[:5], item_id="capture-id-2"),
-            delta(text[5:], item_id="capture-id-3"), done,
-            completed(item_done(text, item_id="capture-id-5"))]
+    return [
+        added(item_id="capture-id-1"),
+        delta(text[:5], item_id="capture-id-2"),
+        delta(text[5:], item_id="capture-id-3"),
+        done,
+        completed(item_done(text, item_id="capture-id-5")),
+    ]
 
 
 def test_rotating_item_ids_are_tolerated_once_for_github_copilot() -> None:
     report = run(rotated(), provider="github-copilot")
     assert report.status.value == "pass"
     assert [(f.code, f.severity, f.quirk) for f in report.findings] == [
-        (Code.IDENTITY_COLLISION, Severity.TOLERATED, "rotating_item_id")]
+        (Code.IDENTITY_COLLISION, Severity.TOLERATED, "rotating_item_id")
+    ]
     assert report.calls[0].id == "call_1"
 
 
 def test_rotating_item_ids_collide_once_per_item_without_the_quirk() -> None:
     report = run(rotated())
     assert [(f.code, f.severity) for f in report.findings] == [
-        (Code.IDENTITY_COLLISION, Severity.BLOCKING)]
+        (Code.IDENTITY_COLLISION, Severity.BLOCKING)
+    ]
     assert report.status.value == "fail"
 
 
@@ -142,7 +190,8 @@ def test_an_item_id_in_a_collision_message_is_clipped_at_64_characters() -> None
     done = item_done(text, item_id=first)
     report = run([added(item_id=first), delta(text, item_id=second), done, completed(done)])
     assert [f.message for f in report.findings] == [
-        f"output item 0 has id {first[:64]!r}; a later event says {second[:64]!r}"]
+        f"output item 0 has id {first[:64]!r}; a later event says {second[:64]!r}"
+    ]
 
 
 def test_a_changed_call_id_collides_even_with_the_rotation_quirk() -> None:
@@ -161,8 +210,13 @@ def test_a_delta_without_output_index_is_placed_by_its_item_id() -> None:
 
 def test_arguments_for_a_non_call_item_are_unsupported() -> None:
     translator = ResponsesTranslator(frozenset())
-    translator.translate({"type": "response.output_item.added", "output_index": 0,
-                          "item": {"id": "rs_1", "type": "reasoning", "summary": []}})
+    translator.translate(
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"id": "rs_1", "type": "reasoning", "summary": []},
+        }
+    )
     events = translator.translate(delta('{"', item_id="rs_1"))
     assert isinstance(events[0], Problem) and events[0].code is Code.UNSUPPORTED_EVENT
 
@@ -210,10 +264,17 @@ def test_an_item_done_with_a_status_other_than_completed_blocks() -> None:
 
 def test_custom_tool_call_input_is_reported_truncated() -> None:
     translator = ResponsesTranslator(frozenset())
-    item = {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_c", "name": "shell",
-            "input": "x" * 500, "status": "completed"}
-    events = translator.translate({"type": "response.output_item.done", "output_index": 0,
-                                   "item": item})
+    item = {
+        "id": "ctc_1",
+        "type": "custom_tool_call",
+        "call_id": "call_c",
+        "name": "shell",
+        "input": "x" * 500,
+        "status": "completed",
+    }
+    events = translator.translate(
+        {"type": "response.output_item.done", "output_index": 0, "item": item}
+    )
     problem = events[0]
     assert isinstance(problem, Problem) and problem.code is Code.UNSUPPORTED_EVENT
     assert "x" * 200 in problem.message and "x" * 201 not in problem.message
@@ -221,25 +282,43 @@ def test_custom_tool_call_input_is_reported_truncated() -> None:
 
 def test_reasoning_items_are_slots_but_not_calls() -> None:
     translator = ResponsesTranslator(frozenset())
-    events = translator.translate({"type": "response.output_item.added", "output_index": 0,
-                                   "item": {"id": "rs_1", "type": "reasoning"}})
+    events = translator.translate(
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"id": "rs_1", "type": "reasoning"},
+        }
+    )
     assert events == [SlotStarted((0, 0), "/item", is_call=False)]
 
 
 def test_a_flat_error_event_is_a_stream_error() -> None:
     translator = ResponsesTranslator(frozenset())
-    events = translator.translate({"type": "error", "code": "rate_limit_exceeded",
-                                   "message": "Slow down", "param": None})
+    events = translator.translate(
+        {"type": "error", "code": "rate_limit_exceeded", "message": "Slow down", "param": None}
+    )
     assert isinstance(events[0], Problem) and events[0].code is Code.STREAM_ERROR
     assert "Slow down" in events[0].message
 
 
 def test_a_text_only_turn_is_not_applicable() -> None:
-    report = run([{"type": "response.output_item.added", "output_index": 0,
-                   "item": {"id": "msg_1", "type": "message", "content": []}},
-                  {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
-                   "content_index": 0, "delta": "Hi"},
-                  {"type": "response.completed", "response": {"output": []}}])
+    report = run(
+        [
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {"id": "msg_1", "type": "message", "content": []},
+            },
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": "Hi",
+            },
+            {"type": "response.completed", "response": {"output": []}},
+        ]
+    )
     assert (report.status.value, report.findings) == ("not_applicable", ())
 
 
@@ -252,8 +331,7 @@ def test_identity_findings_name_the_choice_and_slot_of_their_item() -> None:
     changed_call[3] = item_done('{"city":"Oslo"}', call_id="call_2")
     for events in (rotated_once, changed_call):
         findings = [f for f in run(events).findings if f.blocking]
-        assert [(f.code, f.choice, f.slot) for f in findings] == [
-            (Code.IDENTITY_COLLISION, 0, 0)]
+        assert [(f.code, f.choice, f.slot) for f in findings] == [(Code.IDENTITY_COLLISION, 0, 0)]
 
 
 def test_a_streamed_call_missing_from_the_final_output_names_it_by_call_id() -> None:
@@ -261,8 +339,11 @@ def test_a_streamed_call_missing_from_the_final_output_names_it_by_call_id() -> 
     events = [added(), delta(text), arguments_done(text), item_done(text), completed()]
     [finding] = [f for f in run(events).findings if f.code is Code.ARGUMENT_MISMATCH]
     assert (finding.choice, finding.slot, finding.message) == (
-        0, 0, "response.completed's output has no function_call at output_index 0, which the "
-              "stream gave ('call_1')")
+        0,
+        0,
+        "response.completed's output has no function_call at output_index 0, which the "
+        "stream gave ('call_1')",
+    )
 
 
 def test_long_names_in_messages_are_clipped_where_they_are_quoted() -> None:
@@ -270,35 +351,54 @@ def test_long_names_in_messages_are_clipped_where_they_are_quoted() -> None:
     [unknown] = translator.translate({"type": "response." + "x" * 100})
     assert isinstance(unknown, Problem)
     assert unknown.message == f"event type {('response.' + 'x' * 100)[:60]!r} is not known"
-    translator.translate({"type": "response.output_item.added", "output_index": 0,
-                          "item": {"id": "rs_1", "type": "r" * 100}})
+    translator.translate(
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"id": "rs_1", "type": "r" * 100},
+        }
+    )
     [wrong] = translator.translate(delta('{"', item_id="rs_1"))
     assert isinstance(wrong, Problem)
     assert (wrong.message, wrong.choice, wrong.slot) == (
-        f"function call arguments for a {'r' * 40!r} item", 0, 0)
+        f"function call arguments for a {'r' * 40!r} item",
+        0,
+        0,
+    )
     [error] = translator.translate({"type": "error", "error": {"message": "e" * 300}})
     assert error.message == "provider sent an error: " + "e" * 200  # type: ignore[union-attr]
 
 
 def test_an_item_type_in_a_collision_message_is_clipped_at_40_characters() -> None:
     kind = "message_" + "x" * 50
-    text_item = {"type": "response.output_item.added", "output_index": 0,
-                 "item": {"id": "msg_1", "type": kind, "role": "assistant", "content": []}}
+    text_item = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"id": "msg_1", "type": kind, "role": "assistant", "content": []},
+    }
     report = run([text_item, completed(item_done('{"city":"Oslo"}'))])
     assert f"was added as {kind[:40]!r}; a later copy" in next(
-        f.message for f in report.findings if f.code is Code.IDENTITY_COLLISION)
+        f.message for f in report.findings if f.code is Code.IDENTITY_COLLISION
+    )
     done = item_done('{"city":"Oslo"}')
     later = dict(done, item=dict(done["item"], type=kind))
     report = run([*one_call()[:3], later, completed(done)])
     assert f"a later copy says it is {kind[:40]!r}" in next(
-        f.message for f in report.findings if f.code is Code.IDENTITY_COLLISION)
+        f.message for f in report.findings if f.code is Code.IDENTITY_COLLISION
+    )
 
 
 def test_a_final_output_that_makes_a_text_item_a_call_is_an_identity_collision() -> None:
-    text_item = {"type": "response.output_item.added", "output_index": 0,
-                 "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}}
+    text_item = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+    }
     report = run([text_item, completed(item_done('{"city":"Oslo"}'))])
     collisions = [f for f in report.findings if f.code is Code.IDENTITY_COLLISION]
     assert [(f.path, f.message) for f in collisions] == [
-        ("/events/1/response/output/0/type",
-         "output item 0 was added as 'message'; a later copy says it is 'function_call'")]
+        (
+            "/events/1/response/output/0/type",
+            "output item 0 was added as 'message'; a later copy says it is 'function_call'",
+        )
+    ]

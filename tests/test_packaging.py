@@ -26,12 +26,17 @@ from tests.proxy_harness import fake_provider, fixtures_in, post, request_body, 
 pytestmark = pytest.mark.slow
 
 DESIGN_FOLDERS = ("cli", "proxy_addon", "reassemble", "redact")
-SDK_PINS = [line for line in (ROOT / "tests" / "apps" / "requirements.txt").read_text().split("\n")
-            if line and not line.startswith("#")]
+SDK_PINS = [
+    line
+    for line in (ROOT / "tests" / "apps" / "requirements.txt").read_text().split("\n")
+    if line and not line.startswith("#")
+]
 SDKS = [pin for pin in SDK_PINS if pin.split("==")[0] in ("openai", "anthropic")]
 PIP = ["-m", "pip", "--disable-pip-version-check", "--no-input", "-q"]
-NO_EXTRA_LINE = ("callgate: record runs mitmproxy, which is not installed: pip install "
-                 "'callgate[proxy]' (or pipx install 'callgate[proxy]')\n")
+NO_EXTRA_LINE = (
+    "callgate: record runs mitmproxy, which is not installed: pip install "
+    "'callgate[proxy]' (or pipx install 'callgate[proxy]')\n"
+)
 
 
 def newest_python() -> str | None:
@@ -51,10 +56,20 @@ def _runs(python: str, code: str = "pass") -> bool:
     return True
 
 
-def run(*command: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
-        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(part) for part in command], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=900, check=False)
+def run(
+    *command: str | Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(part) for part in command],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=900,
+        check=False,
+    )
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -82,12 +97,12 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     built = run(sys.executable, "-m", "build", "--outdir", out, source, env=env)
     output = ok(built) + built.stderr
-    return {"wheel": next(out.glob("*.whl")), "sdist": next(out.glob("*.tar.gz")),
-            "output": output}
+    return {"wheel": next(out.glob("*.whl")), "sdist": next(out.glob("*.tar.gz")), "output": output}
 
 
-def venv(tmp_path_factory: pytest.TempPathFactory, python: str, name: str,
-         *requirements: str | Path) -> Path:
+def venv(
+    tmp_path_factory: pytest.TempPathFactory, python: str, name: str, *requirements: str | Path
+) -> Path:
     """A fresh virtual environment with ``requirements`` installed; returns its bin folder."""
     folder = tmp_path_factory.mktemp(name)
     ok(run(python, "-m", "venv", folder))
@@ -146,9 +161,9 @@ def test_the_sdist_is_the_source_with_the_package_as_plain_files(dist: dict[str,
     assert not any(member.issym() for member in members)
     names = {member.name.split("/", 1)[1] for member in members}
     generated = {"PKG-INFO", "setup.cfg"}
-    assert names - generated == {n for n in package_files()
-                                 if not n.startswith((".ci/", ".gitignore"))} | {
-        n for n in names if n.startswith("callgate.egg-info/")}
+    assert names - generated == {
+        n for n in package_files() if not n.startswith((".ci/", ".gitignore"))
+    } | {n for n in names if n.startswith("callgate.egg-info/")}
 
 
 def test_the_build_prints_no_warning(dist: dict[str, str]) -> None:
@@ -157,24 +172,33 @@ def test_the_build_prints_no_warning(dist: dict[str, str]) -> None:
 
 def test_no_module_imports_a_design_folder_by_its_bare_name() -> None:
     bare = re.compile(rf"^\s*(from|import) ({'|'.join(DESIGN_FOLDERS)})\b", re.MULTILINE)
-    files = [p for folder in [*DESIGN_FOLDERS, "callgate", "tests", "tools", "bench"]
-             for p in (ROOT / folder).rglob("*.py")]
+    files = [
+        p
+        for folder in [*DESIGN_FOLDERS, "callgate", "tests", "tools", "bench"]
+        for p in (ROOT / folder).rglob("*.py")
+    ]
     assert [str(p.relative_to(ROOT)) for p in files if bare.search(p.read_text())] == []
 
 
 @pytest.mark.parametrize("which", ["env311", "env_newest"])
-def test_callgate_installs_and_imports_beside_the_sdks(which: str,
-                                                      request: pytest.FixtureRequest) -> None:
+def test_callgate_installs_and_imports_beside_the_sdks(
+    which: str, request: pytest.FixtureRequest
+) -> None:
     bin_dir: Path = request.getfixturevalue(which)
     ok(run(bin_dir / "python", *PIP, "check"))
-    probe = ("import importlib.util as u, json, callgate, openai, anthropic\n"
-             "from importlib.metadata import files\n"
-             "tops = sorted({f.parts[0] for f in files('callgate') if f.parts[0] != '..'})\n"
-             f"bare = [n for n in {DESIGN_FOLDERS!r} if u.find_spec(n)]\n"
-             "print(json.dumps([tops, bare, callgate.check.__module__]))")
+    probe = (
+        "import importlib.util as u, json, callgate, openai, anthropic\n"
+        "from importlib.metadata import files\n"
+        "tops = sorted({f.parts[0] for f in files('callgate') if f.parts[0] != '..'})\n"
+        f"bare = [n for n in {DESIGN_FOLDERS!r} if u.find_spec(n)]\n"
+        "print(json.dumps([tops, bare, callgate.check.__module__]))"
+    )
     tops, bare, module = json.loads(ok(run(bin_dir / "python", "-c", probe, cwd=bin_dir)))
-    assert (tops, bare, module) == (["callgate", "callgate-0.1.0.dist-info"], [],
-                                    "callgate.reassemble.envelope")
+    assert (tops, bare, module) == (
+        ["callgate", "callgate-0.1.0.dist-info"],
+        [],
+        "callgate.reassemble.envelope",
+    )
     fixture = CONFORMANCE / "openai" / "reused_index_new_id.json"
     checked = run(bin_dir / "callgate", "check", fixture)
     assert (checked.returncode, json.loads(checked.stdout)["status"]) == (1, "fail")
@@ -186,7 +210,8 @@ def test_record_without_the_proxy_extra_says_how_to_get_it(env311: Path) -> None
 
 
 def test_a_project_with_its_own_cli_redact_and_reassemble_keeps_its_tests_green(
-        env311: Path, tmp_path: Path) -> None:
+    env311: Path, tmp_path: Path
+) -> None:
     for package in ("cli", "redact", "reassemble"):
         (tmp_path / package).mkdir()
         (tmp_path / package / "__init__.py").write_text(f"NAME = {package!r}\n")
@@ -196,7 +221,8 @@ def test_a_project_with_its_own_cli_redact_and_reassemble_keeps_its_tests_green(
         "import cli, cli.pytest_plugin, redact, reassemble\n\n\n"
         "def test_own_packages():\n"
         "    assert (cli.NAME, redact.NAME, reassemble.NAME) == ('cli', 'redact', 'reassemble')\n"
-        "    assert cli.pytest_plugin.OWN\n")
+        "    assert cli.pytest_plugin.OWN\n"
+    )
     (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\npythonpath = ['.']\n")
     tests = run(env311 / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=tmp_path)
     assert tests.returncode == 0 and "1 passed" in tests.stdout, tests.stdout + tests.stderr
@@ -207,9 +233,11 @@ def test_with_the_proxy_extra_record_writes_a_fixture(env_newest: Path, tmp_path
     upstream = fake_provider()
     process, port = start_record(env_newest / "callgate", upstream.url, tmp_path / "fx", tmp_path)
     try:
-        status, _, _ = post(f"http://127.0.0.1:{port}",
-                            "/f/openai/reused_index_new_id/v1/chat/completions",
-                            request_body("openai/reused_index_new_id"))
+        status, _, _ = post(
+            f"http://127.0.0.1:{port}",
+            "/f/openai/reused_index_new_id/v1/chat/completions",
+            request_body("openai/reused_index_new_id"),
+        )
         [fixture] = fixtures_in(tmp_path / "fx", 1)
     finally:
         process.terminate()
@@ -222,12 +250,19 @@ def test_with_the_proxy_extra_record_writes_a_fixture(env_newest: Path, tmp_path
 
 @pytest.mark.parametrize("minor", [11, 12, 13])
 def test_callgate_resolves_beside_every_sdk_it_is_tested_with(
-        minor: int, dist: dict[str, Path]) -> None:
-    python = (sys.executable if minor == 11 else
-              next((str(p) for p in Path.home().glob(f".pyenv/versions/3.{minor}*/bin/python3")),
-                   f"python3.{minor}"))
+    minor: int, dist: dict[str, Path]
+) -> None:
+    python = (
+        sys.executable
+        if minor == 11
+        else next(
+            (str(p) for p in Path.home().glob(f".pyenv/versions/3.{minor}*/bin/python3")),
+            f"python3.{minor}",
+        )
+    )
     if not _runs(python):
         pytest.skip(f"no Python 3.{minor} here")
-    result = run(python, *PIP, "install", "--dry-run", "--ignore-installed", dist["wheel"],
-                 *SDK_PINS)
+    result = run(
+        python, *PIP, "install", "--dry-run", "--ignore-installed", dist["wheel"], *SDK_PINS
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -46,16 +46,25 @@ def test_each_endpoint_leads_to_its_profile(name: str) -> None:
         assert profile_for(f"https://api.example/v1{endpoint}?key=x", provider) == name
 
 
-@pytest.mark.parametrize(("path", "name"), [
-    ("/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke-with-response-stream", "anthropic"),
-    ("/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream",
-     "anthropic"),
-    ("/model/amazon.nova-micro-v1%3A0/invoke-with-response-stream", None),
-    ("/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke", None),
-    ("/model/amazon.nova-micro-v1%3A0/converse-stream", "bedrock-converse"),
-])
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        (
+            "/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke-with-response-stream",
+            "anthropic",
+        ),
+        (
+            "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream",
+            "anthropic",
+        ),
+        ("/model/amazon.nova-micro-v1%3A0/invoke-with-response-stream", None),
+        ("/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke", None),
+        ("/model/amazon.nova-micro-v1%3A0/converse-stream", "bedrock-converse"),
+    ],
+)
 def test_bedrock_paths_lead_to_converse_and_to_anthropic_only_for_anthropic_models(
-        path: str, name: str | None) -> None:
+    path: str, name: str | None
+) -> None:
     assert profile_for(f"https://bedrock-runtime.us-east-1.amazonaws.com{path}") == name
 
 
@@ -67,8 +76,17 @@ def test_the_error_message_of_an_event_stream_is_read_back_as_a_stream_error(nam
     message = decode(profile.to_message(body))
     assert message.header(":message-type") == "exception"
     # Anthropic's error travels as Bedrock's exception, which is what reads back.
-    read_back = {"type": "error", "error": {"type": "modelStreamErrorException", "message":
-                 "callgate blocked this turn: missing_terminal"}} if name == "anthropic" else body
+    read_back = (
+        {
+            "type": "error",
+            "error": {
+                "type": "modelStreamErrorException",
+                "message": "callgate blocked this turn: missing_terminal",
+            },
+        }
+        if name == "anthropic"
+        else body
+    )
     assert profile.from_message(message) == read_back
     findings = Reassembler(name, {}).feed(profile.from_message(message))
     assert [finding.code for finding in findings] == [Code.STREAM_ERROR]
@@ -106,8 +124,11 @@ def texts_at(sites: list[ArgumentSite], whole_calls: bool) -> set[str]:
         if kind == "stream" and isinstance(value, str):
             streams.setdefault(key, []).append(value)
         elif kind == "copy":
-            texts.add(value if isinstance(value, str) and not whole_calls else
-                      json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+            texts.add(
+                value
+                if isinstance(value, str) and not whole_calls
+                else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            )
     return texts | {"".join(parts) for parts in streams.values()}
 
 
@@ -130,12 +151,15 @@ def test_argument_sites_hold_the_arguments_of_every_call(name: str) -> None:
         for call in check(envelope).calls:
             # An implied {} (Cohere, Bedrock: a call whose fragments, if any, joined to nothing)
             # is on no site and holds nothing to mask. A call that arrives whole is always on one.
-            implied = call.arguments == "{}" and not streamed.get(call.slot) \
-                and not profile.whole_calls
+            implied = (
+                call.arguments == "{}" and not streamed.get(call.slot) and not profile.whole_calls
+            )
             if call.arguments and not implied and not pieces:
                 # fragments after a call's end come after its text
                 assert any(text.startswith(call.arguments) for text in texts), (
-                    path.name, call.arguments)
+                    path.name,
+                    call.arguments,
+                )
                 checked += 1
     assert checked >= 10
 
@@ -143,24 +167,35 @@ def test_argument_sites_hold_the_arguments_of_every_call(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_a_passing_turn_shows_its_terminal_evidence(name: str) -> None:
     profile = PROFILES[name]
-    passing = [load(p) for p in fixtures_of(profile)
-               if load(p).get("expect", {}).get("status") == "pass"]
+    passing = [
+        load(p) for p in fixtures_of(profile) if load(p).get("expect", {}).get("status") == "pass"
+    ]
     assert passing
     for envelope in passing:
         assert any(profile.carries_terminal(raw) for raw in envelope[profile.stream_key])
 
 
 def test_sniffing_names_only_profiles_whose_first_event_is_unmistakable() -> None:
-    sniffed = {name: profile_of_events(load(fixtures_of(PROFILES[name])[0])[
-        PROFILES[name].stream_key]) for name in NAMES}
-    assert sniffed == {"anthropic": "anthropic", "bedrock-converse": "bedrock-converse",
-                       "cohere": "cohere", "gemini": None, "mistral": "openai",
-                       "ollama": "ollama", "openai": "openai", "openai-responses": None}
+    sniffed = {
+        name: profile_of_events(load(fixtures_of(PROFILES[name])[0])[PROFILES[name].stream_key])
+        for name in NAMES
+    }
+    assert sniffed == {
+        "anthropic": "anthropic",
+        "bedrock-converse": "bedrock-converse",
+        "cohere": "cohere",
+        "gemini": None,
+        "mistral": "openai",
+        "ollama": "ollama",
+        "openai": "openai",
+        "openai-responses": None,
+    }
 
 
 def _set(path: list[str | int], value: object) -> object:
     """An edit of a fixture's stream: set the value at ``path`` (inserting at a list index that
     is a string, e.g. ``"+2"``)."""
+
     def edit(stream: list[object]) -> None:
         target: object = stream
         for step in path[:-1]:
@@ -170,75 +205,140 @@ def _set(path: list[str | int], value: object) -> object:
             target.insert(int(last[1:]), value)  # type: ignore[attr-defined]
         else:
             target[last] = value  # type: ignore[index]
+
     return edit
 
 
 MALFORMED = {
     "anthropic delta not an object": (
-        "anthropic/valid_fragmented", _set(["+2"], {"type": "content_block_delta", "index": 0,
-                                                    "delta": "oops"}),
-        "/events/2/delta", "delta has no type"),
+        "anthropic/valid_fragmented",
+        _set(["+2"], {"type": "content_block_delta", "index": 0, "delta": "oops"}),
+        "/events/2/delta",
+        "delta has no type",
+    ),
     "anthropic content_block without type": (
-        "anthropic/valid_fragmented", _set(["+1"], {"type": "content_block_start", "index": 5,
-                                                    "content_block": {"id": "x"}}),
-        "/events/1/content_block", "content_block has no type"),
+        "anthropic/valid_fragmented",
+        _set(["+1"], {"type": "content_block_start", "index": 5, "content_block": {"id": "x"}}),
+        "/events/1/content_block",
+        "content_block has no type",
+    ),
     "anthropic unknown content block type, its name clipped": (
-        "anthropic/valid_fragmented", _set(["+1"], {"type": "content_block_start", "index": 5,
-                                                    "content_block": {"type": "z" * 100}}),
-        "/events/1/content_block/type", f"content block type {'z' * 40!r} is not known"),
+        "anthropic/valid_fragmented",
+        _set(
+            ["+1"],
+            {"type": "content_block_start", "index": 5, "content_block": {"type": "z" * 100}},
+        ),
+        "/events/1/content_block/type",
+        f"content block type {'z' * 40!r} is not known",
+    ),
     "anthropic numeric stop_reason": (
-        "anthropic/valid_fragmented", _set([10, "delta", "stop_reason"], 7),
-        "/events/10/delta/stop_reason", "stop_reason is not a string"),
+        "anthropic/valid_fragmented",
+        _set([10, "delta", "stop_reason"], 7),
+        "/events/10/delta/stop_reason",
+        "stop_reason is not a string",
+    ),
     "anthropic text delta on a tool_use block": (
-        "anthropic/valid_fragmented", _set(["+2"], {"type": "content_block_delta", "index": 0,
-                                                    "delta": {"type": "text_delta", "text": "x"}}),
-        "/events/2/delta/type", "'text_delta' delta on a 'tool_use' block"),
+        "anthropic/valid_fragmented",
+        _set(
+            ["+2"],
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "x"},
+            },
+        ),
+        "/events/2/delta/type",
+        "'text_delta' delta on a 'tool_use' block",
+    ),
     "gemini unknown part field, its name clipped": (
-        "gemini/valid_single_call", _set([0, "candidates", 0, "content", "parts", 0, "q" * 60],
-                                         1),
+        "gemini/valid_single_call",
+        _set([0, "candidates", 0, "content", "parts", 0, "q" * 60], 1),
         f"/chunks/0/candidates/0/content/parts/0/{'q' * 60}",
-        f"part field {'q' * 40!r} is not known"),
+        f"part field {'q' * 40!r} is not known",
+    ),
     "gemini chunk not an object": (
-        "gemini/valid_single_call", _set(["+0"], 5), "/chunks/0", "chunk is not a JSON object"),
+        "gemini/valid_single_call",
+        _set(["+0"], 5),
+        "/chunks/0",
+        "chunk is not a JSON object",
+    ),
     "gemini unknown partialArgs field": (
-        "gemini/valid_single_call", _set([0, "candidates", 0, "content", "parts", 0,
-                                          "functionCall"], {
-            "name": "get_weather", "willContinue": True, "partialArgs": [
-                {"jsonPath": "$.city", "stringValue": "Os", "bogus": 1, "willContinue": True}]}),
+        "gemini/valid_single_call",
+        _set(
+            [0, "candidates", 0, "content", "parts", 0, "functionCall"],
+            {
+                "name": "get_weather",
+                "willContinue": True,
+                "partialArgs": [
+                    {"jsonPath": "$.city", "stringValue": "Os", "bogus": 1, "willContinue": True}
+                ],
+            },
+        ),
         "/chunks/0/candidates/0/content/parts/0/functionCall/partialArgs/0",
-        "partialArgs: partialArgs field 'bogus' is not known"),
+        "partialArgs: partialArgs field 'bogus' is not known",
+    ),
     "openai message object without its quirk": (
-        "openai/valid_fragmented", _set([1, "choices", 0, "message"], {"role": "assistant"}),
-        "/chunks/1/choices/0/message", "a streamed choice carries a message object"),
+        "openai/valid_fragmented",
+        _set([1, "choices", 0, "message"], {"role": "assistant"}),
+        "/chunks/1/choices/0/message",
+        "a streamed choice carries a message object",
+    ),
     "openai message object equal to the delta, without Writer's quirk": (
-        "openai/valid_fragmented", lambda stream: stream[1]["choices"][0].__setitem__(
-            "message", dict(stream[1]["choices"][0]["delta"])),
-        "/chunks/1/choices/0/message", "a streamed choice carries a message object"),
+        "openai/valid_fragmented",
+        lambda stream: stream[1]["choices"][0].__setitem__(
+            "message", dict(stream[1]["choices"][0]["delta"])
+        ),
+        "/chunks/1/choices/0/message",
+        "a streamed choice carries a message object",
+    ),
     "openai delta not an object": (
-        "openai/valid_fragmented", _set([1, "choices", 0, "delta"], "x"),
-        "/chunks/1/choices/0/delta", "delta is not an object"),
+        "openai/valid_fragmented",
+        _set([1, "choices", 0, "delta"], "x"),
+        "/chunks/1/choices/0/delta",
+        "delta is not an object",
+    ),
     "bedrock unknown event type, its name clipped": (
-        "bedrock-converse/valid_tool_only", _set(["+1"], {"e" * 60: {}}), f"/events/1/{'e' * 60}",
-        f"event type {'e' * 40!r} is not known"),
+        "bedrock-converse/valid_tool_only",
+        _set(["+1"], {"e" * 60: {}}),
+        f"/events/1/{'e' * 60}",
+        f"event type {'e' * 40!r} is not known",
+    ),
     "bedrock unknown block start, its name clipped": (
-        "bedrock-converse/valid_tool_only", _set([1, "contentBlockStart", "start"],
-                                                 {"s" * 60: {}}),
-        f"/events/1/contentBlockStart/start/{'s' * 60}", f"block start {'s' * 40!r} is not known"),
+        "bedrock-converse/valid_tool_only",
+        _set([1, "contentBlockStart", "start"], {"s" * 60: {}}),
+        f"/events/1/contentBlockStart/start/{'s' * 60}",
+        f"block start {'s' * 40!r} is not known",
+    ),
     "ollama message not an object": (
-        "ollama/valid_single_call", _set([0, "message"], "x"), "/chunks/0/message",
-        "message is not an object"),
+        "ollama/valid_single_call",
+        _set([0, "message"], "x"),
+        "/chunks/0/message",
+        "message is not an object",
+    ),
     "ollama tool_calls not a list": (
-        "ollama/valid_single_call", _set([2, "message", "tool_calls"], {}),
-        "/chunks/2/message/tool_calls", "tool_calls is not a list"),
+        "ollama/valid_single_call",
+        _set([2, "message", "tool_calls"], {}),
+        "/chunks/2/message/tool_calls",
+        "tool_calls is not a list",
+    ),
     "ollama call without a function object": (
-        "ollama/valid_single_call", _set([2, "message", "tool_calls", 0, "function"], []),
-        "/chunks/2/message/tool_calls/0", "tool call has no function object"),
+        "ollama/valid_single_call",
+        _set([2, "message", "tool_calls", 0, "function"], []),
+        "/chunks/2/message/tool_calls/0",
+        "tool call has no function object",
+    ),
     "ollama call name not a string": (
-        "ollama/valid_single_call", _set([2, "message", "tool_calls", 0, "function", "name"], 3),
-        "/chunks/2/message/tool_calls/0/function/name", "name is not a string"),
+        "ollama/valid_single_call",
+        _set([2, "message", "tool_calls", 0, "function", "name"], 3),
+        "/chunks/2/message/tool_calls/0/function/name",
+        "name is not a string",
+    ),
     "ollama done not a boolean": (
-        "ollama/valid_single_call", _set([3, "done"], "yes"), "/chunks/3/done",
-        "done is not a boolean"),
+        "ollama/valid_single_call",
+        _set([3, "done"], "yes"),
+        "/chunks/3/done",
+        "done is not a boolean",
+    ),
 }
 
 
@@ -289,14 +389,24 @@ def test_an_ollama_line_is_known_by_its_created_at_done_and_message() -> None:
     assert profile_of_events([{"model": "m", "created_at": "t", "done": True}]) is None
 
 
-@pytest.mark.parametrize(("name", "path", "field"), [
-    ("bedrock-converse/valid_tool_only", ["events", 1, "contentBlockStart", "contentBlockIndex"],
-     "contentBlockIndex"),
-    ("ollama/valid_single_call", ["chunks", 2, "message", "tool_calls", 0, "function", "index"],
-     "function.index"),
-])
+@pytest.mark.parametrize(
+    ("name", "path", "field"),
+    [
+        (
+            "bedrock-converse/valid_tool_only",
+            ["events", 1, "contentBlockStart", "contentBlockIndex"],
+            "contentBlockIndex",
+        ),
+        (
+            "ollama/valid_single_call",
+            ["chunks", 2, "message", "tool_calls", 0, "function", "index"],
+            "function.index",
+        ),
+    ],
+)
 def test_an_index_that_is_none_is_invalid_slot_with_its_value_clipped(
-        name: str, path: list[str | int], field: str) -> None:
+    name: str, path: list[str | int], field: str
+) -> None:
     envelope = load(CONFORMANCE / f"{name}.json")
     holder: Any = envelope
     for step in path[:-1]:
@@ -305,33 +415,49 @@ def test_an_index_that_is_none_is_invalid_slot_with_its_value_clipped(
     envelope.pop("expect")
     first = check(envelope).findings[0]
     assert (first.code, first.path, first.message) == (
-        Code.INVALID_SLOT, "/" + "/".join(map(str, path)),
-        f"{field} {'i' * 40!r} is not a non-negative integer")
+        Code.INVALID_SLOT,
+        "/" + "/".join(map(str, path)),
+        f"{field} {'i' * 40!r} is not a non-negative integer",
+    )
 
 
-@pytest.mark.parametrize(("url", "provider"), [
-    ("https://generativelanguage.googleapis.com/v1beta/openai/chat/completions",
-     "gemini-openai-compat"),
-    ("https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse",
-     "gemini"),
-    ("https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/"
-     "anthropic/models/claude:streamRawPredict", "anthropic-vertex"),
-    ("https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/"
-     "google/models/gemini:streamGenerateContent", "gemini-vertex"),
-    ("http://127.0.0.1:11434/api/chat", "ollama"),
-    ("https://ollama.com/api/chat", "ollama"),
-    ("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream", "bedrock"),
-    ("https://bedrock-runtime-fips.us-west-2.amazonaws.com/model/m/converse-stream", "bedrock"),
-    ("https://bedrock.us-east-1.amazonaws.com/foundation-models", None),
-    ("https://x.openai.azure.com/openai/deployments/d/chat/completions", "azure-openai"),
-    ("https://x.openai.azure.com/openai/v1/chat/completions", "azure-openai"),
-    ("https://api.cerebras.ai/v1/chat/completions", "cerebras"),
-    ("https://api.openai.com.evil.example/v1/chat/completions", None),
-    ("https://evilapi.openai.com/v1/chat/completions", None),
-    ("http://127.0.0.1:9000/v1/chat/completions", None),
-])
+@pytest.mark.parametrize(
+    ("url", "provider"),
+    [
+        (
+            "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions",
+            "gemini-openai-compat",
+        ),
+        (
+            "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse",
+            "gemini",
+        ),
+        (
+            "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/"
+            "anthropic/models/claude:streamRawPredict",
+            "anthropic-vertex",
+        ),
+        (
+            "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/publishers/"
+            "google/models/gemini:streamGenerateContent",
+            "gemini-vertex",
+        ),
+        ("http://127.0.0.1:11434/api/chat", "ollama"),
+        ("https://ollama.com/api/chat", "ollama"),
+        ("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream", "bedrock"),
+        ("https://bedrock-runtime-fips.us-west-2.amazonaws.com/model/m/converse-stream", "bedrock"),
+        ("https://bedrock.us-east-1.amazonaws.com/foundation-models", None),
+        ("https://x.openai.azure.com/openai/deployments/d/chat/completions", "azure-openai"),
+        ("https://x.openai.azure.com/openai/v1/chat/completions", "azure-openai"),
+        ("https://api.cerebras.ai/v1/chat/completions", "cerebras"),
+        ("https://api.openai.com.evil.example/v1/chat/completions", None),
+        ("https://evilapi.openai.com/v1/chat/completions", None),
+        ("http://127.0.0.1:9000/v1/chat/completions", None),
+    ],
+)
 def test_the_provider_is_named_by_host_and_for_google_by_path(
-        url: str, provider: str | None) -> None:
+    url: str, provider: str | None
+) -> None:
     assert provider_from_url(url) == provider
 
 
@@ -340,8 +466,9 @@ def test_a_function_call_item_that_did_not_complete_names_its_status_clipped() -
     done = next(e for e in envelope["events"] if e["type"] == "response.output_item.done")
     done["item"]["status"] = "s" * 60
     finding = next(f for f in check(envelope).findings if f.code is Code.WRONG_TERMINAL_REASON)
-    assert finding.message == ("the function_call item ended with status "
-                               f"{'s' * 40!r}, not 'completed'")
+    assert finding.message == (
+        f"the function_call item ended with status {'s' * 40!r}, not 'completed'"
+    )
 
 
 def test_the_responses_error_event_carries_the_first_code() -> None:
@@ -349,50 +476,142 @@ def test_the_responses_error_event_carries_the_first_code() -> None:
     assert error["error"]["code"] == "identity_collision"  # type: ignore[index]
 
 
-@pytest.mark.parametrize("entry", [
-    # An id on a slot already seen, without a name: the general reading, never the short path.
-    {"index": 0, "id": "call_B", "function": {"arguments": "x"}},
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        # An id on a slot already seen, without a name: the general reading, never the short path.
+        {"index": 0, "id": "call_B", "function": {"arguments": "x"}},
+    ],
+)
 def test_a_continuation_chunk_that_states_another_id_is_a_collision(
-        entry: dict[str, object]) -> None:
+    entry: dict[str, object],
+) -> None:
     engine = Reassembler("openai", {})
-    engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_A", "function": {"name": "f", "arguments": "{"}}]}}]})
+    engine.feed(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_A",
+                                "function": {"name": "f", "arguments": "{"},
+                            }
+                        ]
+                    },
+                }
+            ]
+        }
+    )
     findings = engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]})
     assert [f.code for f in findings] == [Code.IDENTITY_COLLISION]
 
 
 def test_an_error_object_chunk_that_also_adds_arguments_is_a_stream_error() -> None:
     engine = Reassembler("openai", {})
-    engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_A", "function": {"name": "f", "arguments": "{"}}]}}]})
-    findings = engine.feed({"object": "error", "message": "overloaded", "choices": [
-        {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]}}]})
+    engine.feed(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_A",
+                                "function": {"name": "f", "arguments": "{"},
+                            }
+                        ]
+                    },
+                }
+            ]
+        }
+    )
+    findings = engine.feed(
+        {
+            "object": "error",
+            "message": "overloaded",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]},
+                }
+            ],
+        }
+    )
     assert Code.STREAM_ERROR in [f.code for f in findings]
     # The same with the error stated in an error object beside the choice.
     engine = Reassembler("openai", {})
-    engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_A", "function": {"name": "f", "arguments": "{"}}]}}]})
-    findings = engine.feed({"error": {"message": "overloaded"}, "choices": [
-        {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]}}]})
+    engine.feed(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_A",
+                                "function": {"name": "f", "arguments": "{"},
+                            }
+                        ]
+                    },
+                }
+            ]
+        }
+    )
+    findings = engine.feed(
+        {
+            "error": {"message": "overloaded"},
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]},
+                }
+            ],
+        }
+    )
     assert Code.STREAM_ERROR in [f.code for f in findings]
 
 
 def test_index_less_whole_calls_take_the_slots_from_0_in_arrival_order() -> None:
     engine = Reassembler("mistral", {"f": {}, "g": {}})
-    engine.feed({"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"id": "a", "function": {"name": "f", "arguments": "{}"}},
-        {"id": "b", "function": {"name": "g", "arguments": "{}"}}]},
-        "finish_reason": "tool_calls"}]})
+    engine.feed(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {"id": "a", "function": {"name": "f", "arguments": "{}"}},
+                            {"id": "b", "function": {"name": "g", "arguments": "{}"}},
+                        ]
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ]
+        }
+    )
     assert [(c.slot, c.id) for c in engine.close().calls] == [(0, "a"), (1, "b")]
 
 
 def test_an_unknown_output_item_type_is_reported_on_its_item() -> None:
     engine = Reassembler("openai-responses", {})
-    [finding] = engine.feed({"type": "response.output_item.added", "output_index": 3,
-                             "item": {"id": "x_1", "type": "hologram"}})
+    [finding] = engine.feed(
+        {
+            "type": "response.output_item.added",
+            "output_index": 3,
+            "item": {"id": "x_1", "type": "hologram"},
+        }
+    )
     assert (finding.code, finding.choice, finding.slot, finding.path) == (
-        Code.UNSUPPORTED_EVENT, 0, 3, "/events/0/item/type")
+        Code.UNSUPPORTED_EVENT,
+        0,
+        3,
+        "/events/0/item/type",
+    )
 
 
 @pytest.mark.parametrize("cls", ["SdkRoute", "Call"])
@@ -402,8 +621,11 @@ def test_routes_and_calls_cannot_be_changed_by_a_caller(cls: str) -> None:
     from callgate.reassemble.providers import SDK_ROUTES
     from callgate.reassemble.report import Call, SlotState
 
-    value: object = SDK_ROUTES[0] if cls == "SdkRoute" else Call(
-        0, 0, "id", "f", "{}", {}, SlotState.VALIDATED, ())
+    value: object = (
+        SDK_ROUTES[0]
+        if cls == "SdkRoute"
+        else Call(0, 0, "id", "f", "{}", {}, SlotState.VALIDATED, ())
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         value.name = "changed"  # type: ignore[attr-defined]
 
@@ -414,18 +636,27 @@ def test_an_sse_frame_carries_text_as_utf8_as_providers_send_it(name: str) -> No
     assert "Zürich ☀".encode() in frame and b"\\u" not in frame
 
 
-@pytest.mark.parametrize(("field", "message"), [
-    ("id", "id is not a string"), ("name", "function/name is not a string"),
-    ("arguments", "function/arguments is not a string")])
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("id", "id is not a string"),
+        ("name", "function/name is not a string"),
+        ("arguments", "function/arguments is not a string"),
+    ],
+)
 def test_a_call_entry_field_that_is_not_a_string_is_named(field: str, message: str) -> None:
-    entry: dict[str, object] = {"index": 0, "id": "call_A",
-                                "function": {"name": "f", "arguments": "{}"}}
+    entry: dict[str, object] = {
+        "index": 0,
+        "id": "call_A",
+        "function": {"name": "f", "arguments": "{}"},
+    }
     if field == "id":
         entry["id"] = 7
     else:
         entry["function"][field] = 7  # type: ignore[index]
     findings = Reassembler("openai", {}).feed(
-        {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]})
+        {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]}
+    )
     assert [(f.code, f.message) for f in findings] == [(Code.UNSUPPORTED_EVENT, message)]
 
 
@@ -436,8 +667,9 @@ def test_a_choice_whose_delta_is_null_is_an_empty_delta() -> None:
 
 def test_an_anthropic_error_event_names_its_type_and_up_to_200_characters() -> None:
     engine = Reassembler("anthropic", {})
-    findings = engine.feed({"type": "error", "error": {"type": "overloaded_error",
-                                                       "message": "m" * 300}})
+    findings = engine.feed(
+        {"type": "error", "error": {"type": "overloaded_error", "message": "m" * 300}}
+    )
     assert [f.code for f in findings] == [Code.STREAM_ERROR]
     assert findings[0].message.endswith(f"overloaded_error: {'m' * 200}")
 
@@ -454,25 +686,30 @@ def test_of_several_unknown_part_fields_the_first_by_name_is_named() -> None:
 def test_a_delta_of_the_wrong_kind_names_both_kinds_clipped_at_40_characters() -> None:
     block, delta = "web_search_" + "r" * 40 + "_tool_result", "text_delta_" + "d" * 40
     engine = Reassembler("anthropic", {})
-    engine.feed({"type": "content_block_start", "index": 0,
-                 "content_block": {"type": block, "content": []}})
-    [finding] = engine.feed({"type": "content_block_delta", "index": 0,
-                             "delta": {"type": delta, "text": "x"}})
+    engine.feed(
+        {"type": "content_block_start", "index": 0, "content_block": {"type": block, "content": []}}
+    )
+    [finding] = engine.feed(
+        {"type": "content_block_delta", "index": 0, "delta": {"type": delta, "text": "x"}}
+    )
     assert (finding.code, finding.message) == (
-        Code.UNSUPPORTED_EVENT, f"{delta[:40]!r} delta on a {block[:40]!r} block")
+        Code.UNSUPPORTED_EVENT,
+        f"{delta[:40]!r} delta on a {block[:40]!r} block",
+    )
 
 
 def test_cutting_short_needs_the_field_that_states_the_reason() -> None:
     cut_short = reason_replaced("finish_reason", "length")
     assert cut_short({"choices": [{"delta": {}}]}) is None
     assert cut_short({"choices": [{"finish_reason": "stop"}]}) == {
-        "choices": [{"finish_reason": "length"}]}
+        "choices": [{"finish_reason": "length"}]
+    }
 
 
 def test_a_chat_tool_without_parameters_takes_none_and_a_legacy_function_is_left_out() -> None:
-    assert function_tools({"tools": [{"type": "function", "function": {"name": "f"}}],
-                           "functions": [{"name": "g"}]}) == {
-        "f": {"type": "object", "properties": {}}}
+    assert function_tools(
+        {"tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "g"}]}
+    ) == {"f": {"type": "object", "properties": {}}}
 
 
 def test_cohere_output_events_are_no_calls_and_an_unknown_type_is_unsupported() -> None:
@@ -481,7 +718,9 @@ def test_cohere_output_events_are_no_calls_and_an_unknown_type_is_unsupported() 
         assert engine.feed({"type": kind, "delta": {}}) == []
     [finding] = engine.feed({"type": "tool-call-pause", "index": 0})
     assert (finding.code, finding.message) == (
-        Code.UNSUPPORTED_EVENT, "event type 'tool-call-pause' is not known")
+        Code.UNSUPPORTED_EVENT,
+        "event type 'tool-call-pause' is not known",
+    )
 
 
 class _GeneralChat(ChatTranslator):
@@ -533,7 +772,7 @@ def _changed(chunk: Any, changes: list[tuple[tuple[Any, ...], Any, Any]]) -> Any
             if value is _DELETE:
                 del container[key]
             elif isinstance(container, list):
-                container[key:key + 1] = [value]
+                container[key : key + 1] = [value]
             else:
                 container[key] = value
         except (KeyError, IndexError, TypeError):
@@ -544,15 +783,39 @@ def _changed(chunk: Any, changes: list[tuple[tuple[Any, ...], Any, Any]]) -> Any
 @settings(max_examples=1000, deadline=None)
 @given(changes=st.lists(st.lists(st.sampled_from(_CHANGES), max_size=2), min_size=1, max_size=3))
 def test_the_chat_short_path_reads_each_chunk_as_the_general_reading_does(
-        changes: list[list[tuple[tuple[Any, ...], Any, Any]]]) -> None:
+    changes: list[list[tuple[tuple[Any, ...], Any, Any]]],
+) -> None:
     """After two calls have started, continuation chunks each changed in up to two places: the
     same events and the same state as without the short path."""
     short, general = ChatTranslator(frozenset()), _GeneralChat(frozenset())
-    start = {"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": slot, "id": f"call_{slot}", "type": "function",
-         "function": {"name": "f", "arguments": ""}} for slot in (0, 1)]}}]}
-    continuation = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {
-        "tool_calls": [{"index": 1, "function": {"arguments": "x"}}]}, "finish_reason": None}]}
+    start = {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {
+                    "tool_calls": [
+                        {
+                            "index": slot,
+                            "id": f"call_{slot}",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": ""},
+                        }
+                        for slot in (0, 1)
+                    ]
+                },
+            }
+        ]
+    }
+    continuation = {
+        "object": "chat.completion.chunk",
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"tool_calls": [{"index": 1, "function": {"arguments": "x"}}]},
+                "finish_reason": None,
+            }
+        ],
+    }
     for chunk in [start, *(_changed(continuation, some) for some in changes)]:
         assert short.translate(chunk) == general.translate(chunk)
         assert vars(short) == vars(general)
@@ -562,50 +825,91 @@ _MEMBER = re.compile(r'"(\w+)" ?:')
 
 
 @settings(max_examples=1000, deadline=None)
-@given(changes=st.lists(st.sampled_from(_CHANGES), max_size=2),
-       arguments=st.sampled_from(["x", ":", '{"a": 1', "\\u003a", "a\\\\u003a", ""]),
-       compact=st.booleans(), repeat=st.none() | st.integers(0, 20),
-       repeated=st.sampled_from([1, "x:y", None, {"k": 1}, "\\u003a"]),
-       colon_elsewhere=st.booleans())
+@given(
+    changes=st.lists(st.sampled_from(_CHANGES), max_size=2),
+    arguments=st.sampled_from(["x", ":", '{"a": 1', "\\u003a", "a\\\\u003a", ""]),
+    compact=st.booleans(),
+    repeat=st.none() | st.integers(0, 20),
+    repeated=st.sampled_from([1, "x:y", None, {"k": 1}, "\\u003a"]),
+    colon_elsewhere=st.booleans(),
+)
 def test_a_chat_chunk_read_with_the_names_proof_is_what_the_full_parse_gives(
-        changes: list[tuple[tuple[Any, ...], Any, Any]], arguments: str, compact: bool,
-        repeat: int | None, repeated: Any, colon_elsewhere: bool) -> None:
+    changes: list[tuple[tuple[Any, ...], Any, Any]],
+    arguments: str,
+    compact: bool,
+    repeat: int | None,
+    repeated: Any,
+    colon_elsewhere: bool,
+) -> None:
     """Continuation chunks and their neighbours (changed as in the test above), with colons and
     ``\\u`` escapes in strings and now and then a member written twice: reading a chunk with the
     proof gives the same value as the full strict parse, or the same text when that refuses it."""
-    chunk = _changed({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [
-        {"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": "x"}}]},
-         "finish_reason": None}]}, changes)
+    chunk = _changed(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 1, "function": {"arguments": "x"}}]},
+                    "finish_reason": None,
+                }
+            ],
+        },
+        changes,
+    )
     if colon_elsewhere and isinstance(chunk, dict):
         chunk["model"] = "m:1"
     text = json.dumps(chunk, separators=(",", ":") if compact else None)
     text = text.replace('"arguments": "x"', f'"arguments": "{arguments}"').replace(
-        '"arguments":"x"', f'"arguments":"{arguments}"')
+        '"arguments":"x"', f'"arguments":"{arguments}"'
+    )
     members = list(_MEMBER.finditer(text))
     if repeat is not None and members:  # the same name once more, in the same object
         member = members[repeat % len(members)]
-        text = (text[:member.start()] + f'"{member.group(1)}": {json.dumps(repeated)}, '
-                + text[member.start():])
+        text = (
+            text[: member.start()]
+            + f'"{member.group(1)}": {json.dumps(repeated)}, '
+            + text[member.start() :]
+        )
     read, full = event_reader(names_cannot_repeat)(text), event_value(text)
     assert (type(read), read) == (type(full), full)
 
 
-@pytest.mark.parametrize(("text", "holds"), [
-    ('{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
-     '"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"v\\": [1,"}}]},'
-     '"logprobs":null,"finish_reason":null}]}', True),
-    ('{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": '
-     '{"arguments": "1,"}}]}, "finish_reason": null}]}', True),
-    # A model name with a colon is counted out, as the arguments are.
-    ('{"model": "qwen2.5:7b", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, '
-     '"function": {"arguments": "a:1"}}]}}]}', True),
-    # A repeated name, a colon in a string deeper down, and a chunk of another shape: the full
-    # parse.
-    ('{"choices": [{"index": 0, "index": 0, "delta": {"tool_calls": [{"index": 0, "function": '
-     '{"arguments": "1,"}}]}}]}', False),
-    ('{"choices": [{"index": 0, "delta": {"role": "a:b", "tool_calls": [{"index": 0, '
-     '"function": {"arguments": "1,"}}]}}]}', False),
-    ('{"choices": [{"index": 0, "delta": {"content": "a"}}]}', False),
-])
+@pytest.mark.parametrize(
+    ("text", "holds"),
+    [
+        (
+            '{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+            '"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"v\\": [1,"}}]},'
+            '"logprobs":null,"finish_reason":null}]}',
+            True,
+        ),
+        (
+            '{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": '
+            '{"arguments": "1,"}}]}, "finish_reason": null}]}',
+            True,
+        ),
+        # A model name with a colon is counted out, as the arguments are.
+        (
+            '{"model": "qwen2.5:7b", "choices": [{"index": 0, "delta": {"tool_calls": '
+            '[{"index": 0, "function": {"arguments": "a:1"}}]}}]}',
+            True,
+        ),
+        # A repeated name, a colon in a string deeper down, and a chunk of another shape: the full
+        # parse.
+        (
+            '{"choices": [{"index": 0, "index": 0, "delta": {"tool_calls": [{"index": 0, '
+            '"function": {"arguments": "1,"}}]}}]}',
+            False,
+        ),
+        (
+            '{"choices": [{"index": 0, "delta": {"role": "a:b", "tool_calls": [{"index": 0, '
+            '"function": {"arguments": "1,"}}]}}]}',
+            False,
+        ),
+        ('{"choices": [{"index": 0, "delta": {"content": "a"}}]}', False),
+    ],
+)
 def test_the_names_proof_holds_for_a_plain_arguments_chunk_only(text: str, holds: bool) -> None:
     assert names_cannot_repeat(json.loads(text), text) is holds

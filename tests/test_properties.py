@@ -28,11 +28,16 @@ from tests.conftest import gemini_chunk
 
 SCHEMAS = {"f": True, "g": True}
 
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
-                      st.floats(allow_nan=False, allow_infinity=False),
-                      st.text(st.characters(blacklist_categories=("Cs",)), max_size=12))
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+)
 arguments = st.dictionaries(st.text(max_size=6), json_leaf, max_size=5).map(
-    lambda value: json.dumps(value, ensure_ascii=False))
+    lambda value: json.dumps(value, ensure_ascii=False)
+)
 
 
 @st.composite
@@ -48,8 +53,17 @@ def openai_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, An
         return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     names = ["f", "g"]
-    stream = [chunk({"index": i, "id": f"call_{i}", "type": "function",
-                     "function": {"name": names[i], "arguments": ""}}) for i in range(len(parts))]
+    stream = [
+        chunk(
+            {
+                "index": i,
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": names[i], "arguments": ""},
+            }
+        )
+        for i in range(len(parts))
+    ]
     cursor = [0] * len(parts)
     for slot in order:
         stream.append(chunk({"index": slot, "function": {"arguments": parts[slot][cursor[slot]]}}))
@@ -60,53 +74,107 @@ def openai_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, An
 def anthropic_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
     names = ["f", "g"]
     stream: list[dict[str, Any]] = [{"type": "message_start", "message": {"content": []}}]
-    stream += [{"type": "content_block_start", "index": i, "content_block": {
-        "type": "tool_use", "id": f"toolu_{i}", "name": names[i], "input": {}}}
-        for i in range(len(parts))]
+    stream += [
+        {
+            "type": "content_block_start",
+            "index": i,
+            "content_block": {
+                "type": "tool_use",
+                "id": f"toolu_{i}",
+                "name": names[i],
+                "input": {},
+            },
+        }
+        for i in range(len(parts))
+    ]
     cursor = [0] * len(parts)
     for slot in order:
-        stream.append({"type": "content_block_delta", "index": slot, "delta": {
-            "type": "input_json_delta", "partial_json": parts[slot][cursor[slot]]}})
+        stream.append(
+            {
+                "type": "content_block_delta",
+                "index": slot,
+                "delta": {"type": "input_json_delta", "partial_json": parts[slot][cursor[slot]]},
+            }
+        )
         cursor[slot] += 1
     stream += [{"type": "content_block_stop", "index": i} for i in range(len(parts))]
-    return [*stream, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
-            {"type": "message_stop"}]
+    return [
+        *stream,
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+    ]
 
 
 def responses_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
     names = ["f", "g"]
-    items = [{"id": f"fc_{i}", "type": "function_call", "status": "in_progress",
-              "arguments": "", "call_id": f"call_{i}", "name": names[i]}
-             for i in range(len(parts))]
-    stream: list[dict[str, Any]] = [{"type": "response.created",
-                                     "response": {"status": "in_progress", "output": []}}]
-    stream += [{"type": "response.output_item.added", "item": dict(item), "output_index": i}
-               for i, item in enumerate(items)]
+    items = [
+        {
+            "id": f"fc_{i}",
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": f"call_{i}",
+            "name": names[i],
+        }
+        for i in range(len(parts))
+    ]
+    stream: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"status": "in_progress", "output": []}}
+    ]
+    stream += [
+        {"type": "response.output_item.added", "item": dict(item), "output_index": i}
+        for i, item in enumerate(items)
+    ]
     cursor = [0] * len(parts)
     for slot in order:
-        stream.append({"type": "response.function_call_arguments.delta", "item_id": f"fc_{slot}",
-                       "output_index": slot, "delta": parts[slot][cursor[slot]]})
+        stream.append(
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": f"fc_{slot}",
+                "output_index": slot,
+                "delta": parts[slot][cursor[slot]],
+            }
+        )
         cursor[slot] += 1
-    done = [dict(item, status="completed", arguments="".join(parts[i]))
-            for i, item in enumerate(items)]
+    done = [
+        dict(item, status="completed", arguments="".join(parts[i])) for i, item in enumerate(items)
+    ]
     for i, item in enumerate(done):
-        stream.append({"type": "response.function_call_arguments.done", "item_id": f"fc_{i}",
-                       "output_index": i, "arguments": item["arguments"]})
+        stream.append(
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": f"fc_{i}",
+                "output_index": i,
+                "arguments": item["arguments"],
+            }
+        )
         stream.append({"type": "response.output_item.done", "item": item, "output_index": i})
-    stream.append({"type": "response.completed",
-                   "response": {"status": "completed", "output": done}})
+    stream.append(
+        {"type": "response.completed", "response": {"status": "completed", "output": done}}
+    )
     return [dict(event, sequence_number=n) for n, event in enumerate(stream)]
 
 
 def gemini_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
     stream = []
-    for slot, name in enumerate(["f", "g"][:len(parts)]):
+    for slot, name in enumerate(["f", "g"][: len(parts)]):
         stream.append(gemini_chunk({"name": name, "willContinue": True}))
-        stream += [gemini_chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": piece,
-                                                  "willContinue": True}], "willContinue": True})
-                   for piece in parts[slot]]
-        stream.append(gemini_chunk({"partialArgs": [{"jsonPath": "$.v", "stringValue": ""}],
-                                    "willContinue": True}))
+        stream += [
+            gemini_chunk(
+                {
+                    "partialArgs": [
+                        {"jsonPath": "$.v", "stringValue": piece, "willContinue": True}
+                    ],
+                    "willContinue": True,
+                }
+            )
+            for piece in parts[slot]
+        ]
+        stream.append(
+            gemini_chunk(
+                {"partialArgs": [{"jsonPath": "$.v", "stringValue": ""}], "willContinue": True}
+            )
+        )
         stream.append(gemini_chunk({}))
     return [*stream, gemini_chunk(None, "STOP")]
 
@@ -114,13 +182,35 @@ def gemini_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, An
 def cohere_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
     names = ["f", "g"]
     stream: list[dict[str, Any]] = [{"type": "message-start", "delta": {"message": {}}}]
-    stream += [{"type": "tool-call-start", "index": i, "delta": {"message": {"tool_calls": {
-        "id": f"{names[i]}_{i}", "type": "function",
-        "function": {"name": names[i], "arguments": ""}}}}} for i in range(len(parts))]
+    stream += [
+        {
+            "type": "tool-call-start",
+            "index": i,
+            "delta": {
+                "message": {
+                    "tool_calls": {
+                        "id": f"{names[i]}_{i}",
+                        "type": "function",
+                        "function": {"name": names[i], "arguments": ""},
+                    }
+                }
+            },
+        }
+        for i in range(len(parts))
+    ]
     cursor = [0] * len(parts)
     for slot in order:
-        stream.append({"type": "tool-call-delta", "index": slot, "delta": {"message": {
-            "tool_calls": {"function": {"arguments": parts[slot][cursor[slot]]}}}}})
+        stream.append(
+            {
+                "type": "tool-call-delta",
+                "index": slot,
+                "delta": {
+                    "message": {
+                        "tool_calls": {"function": {"arguments": parts[slot][cursor[slot]]}}
+                    }
+                },
+            }
+        )
         cursor[slot] += 1
     stream += [{"type": "tool-call-end", "index": i} for i in range(len(parts))]
     return [*stream, {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}]
@@ -129,62 +219,125 @@ def cohere_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, An
 def bedrock_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
     names = ["f", "g"]
     stream: list[dict[str, Any]] = [{"messageStart": {"role": "assistant"}}]
-    stream += [{"contentBlockStart": {"contentBlockIndex": i, "start": {"toolUse": {
-        "toolUseId": f"tooluse_{i}", "name": names[i]}}}} for i in range(len(parts))]
+    stream += [
+        {
+            "contentBlockStart": {
+                "contentBlockIndex": i,
+                "start": {"toolUse": {"toolUseId": f"tooluse_{i}", "name": names[i]}},
+            }
+        }
+        for i in range(len(parts))
+    ]
     cursor = [0] * len(parts)
     for slot in order:
-        stream.append({"contentBlockDelta": {"contentBlockIndex": slot, "delta": {
-            "toolUse": {"input": parts[slot][cursor[slot]]}}}})
+        stream.append(
+            {
+                "contentBlockDelta": {
+                    "contentBlockIndex": slot,
+                    "delta": {"toolUse": {"input": parts[slot][cursor[slot]]}},
+                }
+            }
+        )
         cursor[slot] += 1
     stream += [{"contentBlockStop": {"contentBlockIndex": i}} for i in range(len(parts))]
-    return [*stream, {"messageStop": {"stopReason": "tool_use"}},
-            {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}}}]
+    return [
+        *stream,
+        {"messageStop": {"stopReason": "tool_use"}},
+        {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}}},
+    ]
 
 
 def ollama_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
     """Calls arrive whole, one line each, so the fragments only make up each call's object."""
+
     def line(message: dict[str, Any], **end: Any) -> dict[str, Any]:
-        return {"model": "m", "created_at": "t", "message": {"role": "assistant", "content": "",
-                                                              **message}, "done": bool(end), **end}
+        return {
+            "model": "m",
+            "created_at": "t",
+            "message": {"role": "assistant", "content": "", **message},
+            "done": bool(end),
+            **end,
+        }
 
     names = ["f", "g"]
-    stream = [line({"tool_calls": [{"id": f"call_{i}", "function": {
-        "index": i, "name": names[i], "arguments": json.loads("".join(parts[i]))}}]})
-        for i in range(len(parts))]
+    stream = [
+        line(
+            {
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "function": {
+                            "index": i,
+                            "name": names[i],
+                            "arguments": json.loads("".join(parts[i])),
+                        },
+                    }
+                ]
+            }
+        )
+        for i in range(len(parts))
+    ]
     return [*stream, line({}, done_reason="stop")]
 
 
 def expected_arguments(profile: str, parts: list[list[str]]) -> list[str]:
     texts = ["".join(fragments) for fragments in parts]
     if profile == "gemini":
-        return [json.dumps({"v": text}, ensure_ascii=False, separators=(",", ":"))
-                for text in texts]
+        return [
+            json.dumps({"v": text}, ensure_ascii=False, separators=(",", ":")) for text in texts
+        ]
     if profile == "ollama":
-        return [json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
-                for text in texts]
+        return [
+            json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
+            for text in texts
+        ]
     return texts
 
 
 def run(profile: str, stream: list[dict[str, Any]]) -> Any:
-    return check({"profile": profile, "tool_schemas": SCHEMAS,
-                  PROFILES[profile].stream_key: stream})
+    return check(
+        {"profile": profile, "tool_schemas": SCHEMAS, PROFILES[profile].stream_key: stream}
+    )
 
 
 def calls(report: Any) -> list[tuple[Any, ...]]:
     return [(c.id, c.name, c.arguments) for c in report.calls]
 
 
-BUILDERS = {"openai": openai_stream, "mistral": openai_stream, "anthropic": anthropic_stream,
-            "openai-responses": responses_stream, "gemini": gemini_stream,
-            "cohere": cohere_stream, "ollama": ollama_stream, "bedrock-converse": bedrock_stream}
+BUILDERS = {
+    "openai": openai_stream,
+    "mistral": openai_stream,
+    "anthropic": anthropic_stream,
+    "openai-responses": responses_stream,
+    "gemini": gemini_stream,
+    "cohere": cohere_stream,
+    "ollama": ollama_stream,
+    "bedrock-converse": bedrock_stream,
+}
 #: Where the terminal evidence is, counted from the end: the finish chunk (a usage chunk
 #: follows), message_delta (message_stop follows), response.completed, Gemini's STOP chunk,
 #: Cohere's message-end, Ollama's done line, Bedrock's messageStop (metadata follows).
-TERMINAL_FROM_END = {"openai": 2, "mistral": 2, "anthropic": 2, "openai-responses": 1,
-                     "gemini": 1, "cohere": 1, "ollama": 1, "bedrock-converse": 2}
+TERMINAL_FROM_END = {
+    "openai": 2,
+    "mistral": 2,
+    "anthropic": 2,
+    "openai-responses": 1,
+    "gemini": 1,
+    "cohere": 1,
+    "ollama": 1,
+    "bedrock-converse": 2,
+}
 #: The first event that belongs to a call.
-FIRST_CALL_EVENT = {"openai": 0, "mistral": 0, "anthropic": 1, "openai-responses": 1,
-                    "gemini": 0, "cohere": 1, "ollama": 0, "bedrock-converse": 1}
+FIRST_CALL_EVENT = {
+    "openai": 0,
+    "mistral": 0,
+    "anthropic": 1,
+    "openai-responses": 1,
+    "gemini": 0,
+    "cohere": 1,
+    "ollama": 0,
+    "bedrock-converse": 1,
+}
 #: Argument text for every profile but Gemini, whose fragments are pieces of a string value.
 ARGUMENT_TEXT = st.one_of(arguments)
 STRING_VALUE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
@@ -240,8 +393,7 @@ def test_every_prefix_before_the_terminal_fails(data: st.DataObject) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(st.data())
-def test_a_second_terminal_anywhere_after_the_first_call_event_fails(
-        data: st.DataObject) -> None:
+def test_a_second_terminal_anywhere_after_the_first_call_event_fails(data: st.DataObject) -> None:
     profile, stream = data.draw(passing_turns())
     terminal = stream[len(stream) - TERMINAL_FROM_END[profile]]
     position = data.draw(st.integers(FIRST_CALL_EVENT[profile] + 1, len(stream)))
@@ -252,11 +404,9 @@ def test_a_second_terminal_anywhere_after_the_first_call_event_fails(
 
 @settings(max_examples=100, deadline=None)
 @given(st.data())
-def test_every_mutation_of_a_generated_passing_turn_keeps_its_promise(
-        data: st.DataObject) -> None:
+def test_every_mutation_of_a_generated_passing_turn_keeps_its_promise(data: st.DataObject) -> None:
     profile, stream = data.draw(passing_turns())
-    envelope = {"profile": profile, "tool_schemas": SCHEMAS,
-                PROFILES[profile].stream_key: stream}
+    envelope = {"profile": profile, "tool_schemas": SCHEMAS, PROFILES[profile].stream_key: stream}
     source = run(profile, stream)
     applied = set()
     for name, kind in KINDS.items():
@@ -277,5 +427,10 @@ def test_every_mutation_of_a_generated_passing_turn_keeps_its_promise(
             assert (report.status, calls(report)) == (Status.PASS, calls(source)), name
     # Every turn has terminal evidence, stating why the turn ended, so the faults about it
     # always apply, and so does an error event from the provider.
-    assert {"truncate", "drop_terminal", "duplicate_terminal", "wrong_terminal",
-            "provider_error"} <= applied, (profile, applied)
+    assert {
+        "truncate",
+        "drop_terminal",
+        "duplicate_terminal",
+        "wrong_terminal",
+        "provider_error",
+    } <= applied, (profile, applied)

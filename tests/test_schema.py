@@ -133,8 +133,12 @@ def where(violations: list[Violation]) -> list[tuple[str, str, str]]:
 
 
 def test_a_pydantic_model_accepts_arguments_that_fit_it() -> None:
-    arguments = {"location": {"city": "Paris", "country": None}, "unit": "celsius",
-                 "when": "2024-06-01T12:00:00Z", "days": 3}
+    arguments = {
+        "location": {"city": "Paris", "country": None},
+        "unit": "celsius",
+        "when": "2024-06-01T12:00:00Z",
+        "days": 3,
+    }
     assert compiled(PYDANTIC_WEATHER).violations(arguments) == []
 
 
@@ -151,7 +155,8 @@ def test_a_pydantic_model_reports_missing_fields_wrong_enums_and_ranges() -> Non
 
 def test_a_violation_behind_a_ref_points_at_the_real_schema_location() -> None:
     (violation,) = compiled(PYDANTIC_WEATHER).violations(
-        {"location": {"city": "paris"}, "when": "2024-06-01T12:00:00Z"})
+        {"location": {"city": "paris"}, "when": "2024-06-01T12:00:00Z"}
+    )
     assert violation.keyword == "pattern"
     assert violation.instance_path == "/location/city"
     assert violation.schema_path == "/$defs/Location/properties/city/pattern"
@@ -159,7 +164,8 @@ def test_a_violation_behind_a_ref_points_at_the_real_schema_location() -> None:
 
 def test_a_date_time_format_is_asserted_not_just_annotated() -> None:
     (violation,) = compiled(PYDANTIC_WEATHER).violations(
-        {"location": {"city": "Paris"}, "when": "next tuesday"})
+        {"location": {"city": "Paris"}, "when": "next tuesday"}
+    )
     assert (violation.keyword, violation.instance_path) == ("format", "/when")
     assert violation.schema_path == "/properties/when/format"
 
@@ -169,7 +175,8 @@ def test_a_pydantic_discriminated_union_is_accepted_and_validated_by_its_one_of(
     assert schema.violations({"pet": {"pet_type": "cat", "meows": 3}}) == []
     assert schema.violations({"pet": {"pet_type": "dog", "barks": 1.5}}) == []
     assert where(schema.violations({"pet": {"pet_type": "cat", "barks": 1.5}})) == [
-        ("oneOf", "/pet", "/properties/pet/oneOf")]
+        ("oneOf", "/pet", "/properties/pet/oneOf")
+    ]
 
 
 def test_an_openai_strict_schema_accepts_arguments_with_every_property_present() -> None:
@@ -178,8 +185,11 @@ def test_an_openai_strict_schema_accepts_arguments_with_every_property_present()
 
 
 def test_an_openai_strict_schema_rejects_extra_missing_and_nested_bad_properties() -> None:
-    arguments = {"query": "q", "items": [{"name": "a"}, {"name": "b"},
-                                          {"name": "", "note": 1}], "extra": True}
+    arguments = {
+        "query": "q",
+        "items": [{"name": "a"}, {"name": "b"}, {"name": "", "note": 1}],
+        "extra": True,
+    }
     assert where(compiled(OPENAI_STRICT).violations(arguments)) == [
         ("additionalProperties", "", "/additionalProperties"),
         ("required", "", "/required"),
@@ -202,38 +212,64 @@ def test_a_misspelled_keyword_under_an_awkward_property_name_gets_an_escaped_poi
 
 
 def test_properties_named_like_keywords_or_typos_are_not_keywords() -> None:
-    schema = {"type": "object",
-              "properties": {"requird": {"type": "string"}, "$id": {"type": "integer"},
-                             "nullable": {"type": "boolean"}},
-              "required": ["requird", "$id", "nullable"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {
+            "requird": {"type": "string"},
+            "$id": {"type": "integer"},
+            "nullable": {"type": "boolean"},
+        },
+        "required": ["requird", "$id", "nullable"],
+        "additionalProperties": False,
+    }
     validator = compiled(schema)
     assert validator.violations({"requird": "x", "$id": 1, "nullable": True}) == []
     assert where(validator.violations({"requird": 1, "$id": 1, "nullable": True})) == [
-        ("type", "/requird", "/properties/requird/type")]
+        ("type", "/requird", "/properties/requird/type")
+    ]
 
 
 def test_data_valued_keywords_are_never_walked_for_keywords() -> None:
     weird = {"requird": 1, "$dynamicRef": "#x", "nullable": True, "$ref": "https://evil/x"}
-    schema = {"type": "object", "enum": [weird], "const": weird, "default": weird,
-              "examples": [weird], "required": ["requird"]}
+    schema = {
+        "type": "object",
+        "enum": [weird],
+        "const": weird,
+        "default": weird,
+        "examples": [weird],
+        "required": ["requird"],
+    }
     assert compiled(schema).violations(weird) == []
 
 
-@pytest.mark.parametrize(("keyword", "value"), [
-    ("$id", "https://example.com/x"), ("$anchor", "a"), ("$dynamicRef", "#meta"),
-    ("$dynamicAnchor", "meta"), ("$vocabulary", {"https://example.com/vocab": True}),
-    ("$recursiveRef", "#"), ("nullable", True), ("x-extra", 1), ("id", "x"),
-])
+@pytest.mark.parametrize(
+    ("keyword", "value"),
+    [
+        ("$id", "https://example.com/x"),
+        ("$anchor", "a"),
+        ("$dynamicRef", "#meta"),
+        ("$dynamicAnchor", "meta"),
+        ("$vocabulary", {"https://example.com/vocab": True}),
+        ("$recursiveRef", "#"),
+        ("nullable", True),
+        ("x-extra", 1),
+        ("id", "x"),
+    ],
+)
 def test_keywords_outside_the_policy_are_unsupported(keyword: str, value: object) -> None:
     found = problem({"properties": {"x": {"type": "string", keyword: value}}})
-    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
-                                               f"/properties/x/{keyword}")
+    assert (found.code, found.schema_path) == (
+        Code.UNSUPPORTED_SCHEMA_KEYWORD,
+        f"/properties/x/{keyword}",
+    )
 
 
 def test_an_unknown_format_is_unsupported() -> None:
     found = problem({"properties": {"tel": {"type": "string", "format": "phone"}}})
-    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
-                                               "/properties/tel/format")
+    assert (found.code, found.schema_path) == (
+        Code.UNSUPPORTED_SCHEMA_KEYWORD,
+        "/properties/tel/format",
+    )
 
 
 def test_a_format_is_only_supported_where_its_draft_defines_a_checker() -> None:
@@ -241,9 +277,30 @@ def test_a_format_is_only_supported_where_its_draft_defines_a_checker() -> None:
     assert problem({"$schema": DRAFT7, "format": "uuid"}).schema_path == "/format"
 
 
-HOSTILE_TEXT = ["", "\x00", "\udcff", "a" * 5000, "9" * 500, "a{4294967296}", "(" * 100_000,
-                "xn--", "xn--zz", "\u3002", "@", "a@b@c", "::::", "[", "%", "P", "PT", "{+a",
-                "/~2", "2024-02-30T25:61:61Z", "http://\udcff", "\u0300"]
+HOSTILE_TEXT = [
+    "",
+    "\x00",
+    "\udcff",
+    "a" * 5000,
+    "9" * 500,
+    "a{4294967296}",
+    "(" * 100_000,
+    "xn--",
+    "xn--zz",
+    "\u3002",
+    "@",
+    "a@b@c",
+    "::::",
+    "[",
+    "%",
+    "P",
+    "PT",
+    "{+a",
+    "/~2",
+    "2024-02-30T25:61:61Z",
+    "http://\udcff",
+    "\u0300",
+]
 
 
 @pytest.mark.parametrize("uri", [DRAFT7, DRAFT202012])
@@ -266,8 +323,9 @@ def test_a_pattern_violation_names_the_pattern_keyword() -> None:
     assert validator.violations("123") == []
 
 
-@pytest.mark.parametrize("ref", ["https://example.com/schema.json", "other.json#/$defs/A",
-                                 "#anchor", "", "/$defs/A"])
+@pytest.mark.parametrize(
+    "ref", ["https://example.com/schema.json", "other.json#/$defs/A", "#anchor", "", "/$defs/A"]
+)
 def test_refs_that_leave_this_document_or_use_anchors_are_unsupported(
     ref: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -276,8 +334,10 @@ def test_refs_that_leave_this_document_or_use_anchors_are_unsupported(
 
     monkeypatch.setattr("urllib.request.urlopen", no_network)
     found = problem({"$defs": {"A": {}}, "properties": {"a": {"$ref": ref}}})
-    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
-                                               "/properties/a/$ref")
+    assert (found.code, found.schema_path) == (
+        Code.UNSUPPORTED_SCHEMA_KEYWORD,
+        "/properties/a/$ref",
+    )
 
 
 def test_the_validator_registry_refuses_to_retrieve_anything() -> None:
@@ -285,23 +345,41 @@ def test_the_validator_registry_refuses_to_retrieve_anything() -> None:
         _OFFLINE.get_or_retrieve("https://example.com/schema.json")
 
 
-@pytest.mark.parametrize("ref", [
-    "#/$defs/Missing", "#/properties/a/items", "#/$defs/A/0", "#/allOf/01", "#/allOf/-1",
-    "#/$defs", "#/properties/a/enum/0", "#/required", "#/$defs/A/default"])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "#/$defs/Missing",
+        "#/properties/a/items",
+        "#/$defs/A/0",
+        "#/allOf/01",
+        "#/allOf/-1",
+        "#/$defs",
+        "#/properties/a/enum/0",
+        "#/required",
+        "#/$defs/A/default",
+    ],
+)
 def test_a_local_ref_that_does_not_land_on_a_subschema_is_an_invalid_schema(ref: str) -> None:
-    schema = {"$defs": {"A": {"default": {"type": "string"}}}, "required": ["a"],
-              "allOf": [{}, {}, {}],
-              "properties": {"a": {"enum": [{"type": "string"}]}, "b": {"$ref": ref}}}
+    schema = {
+        "$defs": {"A": {"default": {"type": "string"}}},
+        "required": ["a"],
+        "allOf": [{}, {}, {}],
+        "properties": {"a": {"enum": [{"type": "string"}]}, "b": {"$ref": ref}},
+    }
     found = problem(schema)
     assert (found.code, found.schema_path) == (Code.INVALID_SCHEMA, "/properties/b/$ref")
     assert "does not resolve" in found.message
 
 
 def test_a_ref_with_tilde_and_slash_escapes_and_percent_encoding_resolves() -> None:
-    schema = {"$defs": {"a/b": {"type": "integer"}, "m~n": {"type": "string"},
-                        "sp ace": {"minimum": 0}},
-              "properties": {"x": {"$ref": "#/$defs/a~1b"}, "y": {"$ref": "#/$defs/m~0n"},
-                             "z": {"$ref": "#/$defs/sp%20ace"}}}
+    schema = {
+        "$defs": {"a/b": {"type": "integer"}, "m~n": {"type": "string"}, "sp ace": {"minimum": 0}},
+        "properties": {
+            "x": {"$ref": "#/$defs/a~1b"},
+            "y": {"$ref": "#/$defs/m~0n"},
+            "z": {"$ref": "#/$defs/sp%20ace"},
+        },
+    }
     validator = compiled(schema)
     assert validator.violations({"x": 1, "y": "s", "z": 0}) == []
     assert where(validator.violations({"x": "1", "y": 2, "z": -1})) == [
@@ -312,9 +390,13 @@ def test_a_ref_with_tilde_and_slash_escapes_and_percent_encoding_resolves() -> N
 
 
 def test_a_draft_07_schema_with_definitions_and_tuple_items_validates() -> None:
-    schema = {"$schema": DRAFT7, "definitions": {"Name": {"type": "string"}},
-              "type": "array", "items": [{"$ref": "#/definitions/Name"}, {"type": "integer"}],
-              "additionalItems": False}
+    schema = {
+        "$schema": DRAFT7,
+        "definitions": {"Name": {"type": "string"}},
+        "type": "array",
+        "items": [{"$ref": "#/definitions/Name"}, {"type": "integer"}],
+        "additionalItems": False,
+    }
     validator = compiled(schema)
     assert validator.violations(["a", 1]) == []
     assert where(validator.violations([1, "a", None])) == [
@@ -342,32 +424,45 @@ def test_draft_07_dependencies_hold_data_arrays_and_walked_schemas() -> None:
     schema = {"$schema": DRAFT7, "dependencies": {"a": ["b"], "c": {"required": ["d"]}}}
     validator = compiled(schema)
     assert where(validator.violations({"a": 1, "c": 2})) == [
-        ("dependencies", "", "/dependencies"), ("required", "", "/dependencies/c/required")]
+        ("dependencies", "", "/dependencies"),
+        ("required", "", "/dependencies/c/required"),
+    ]
     assert problem({"$schema": DRAFT7, "dependencies": {"c": {"requird": ["d"]}}}).schema_path == (
-        "/dependencies/c/requird")
+        "/dependencies/c/requird"
+    )
 
 
 def test_draft_07_rejects_assertions_it_would_silently_ignore_next_to_a_ref() -> None:
     base = {"$schema": DRAFT7, "definitions": {"S": {"type": "string"}}}
     compiled({**base, "properties": {"a": {"$ref": "#/definitions/S", "description": "ok"}}})
     found = problem({**base, "properties": {"a": {"$ref": "#/definitions/S", "maxLength": 3}}})
-    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
-                                               "/properties/a/maxLength")
+    assert (found.code, found.schema_path) == (
+        Code.UNSUPPORTED_SCHEMA_KEYWORD,
+        "/properties/a/maxLength",
+    )
 
 
 def test_2020_12_evaluates_assertions_next_to_a_ref() -> None:
-    validator = compiled({"$defs": {"S": {"type": "string"}},
-                          "properties": {"a": {"$ref": "#/$defs/S", "maxLength": 3}}})
+    validator = compiled(
+        {
+            "$defs": {"S": {"type": "string"}},
+            "properties": {"a": {"$ref": "#/$defs/S", "maxLength": 3}},
+        }
+    )
     assert where(validator.violations({"a": "long"})) == [
-        ("maxLength", "/a", "/properties/a/maxLength")]
+        ("maxLength", "/a", "/properties/a/maxLength")
+    ]
 
 
-@pytest.mark.parametrize(("schema", "pointer"), [
-    ({"$schema": DRAFT7, "prefixItems": [{}]}, "/prefixItems"),
-    ({"$schema": DRAFT7, "$defs": {}}, "/$defs"),
-    ({"definitions": {"A": {}}}, "/definitions"),
-    ({"dependencies": {"a": ["b"]}}, "/dependencies"),
-])
+@pytest.mark.parametrize(
+    ("schema", "pointer"),
+    [
+        ({"$schema": DRAFT7, "prefixItems": [{}]}, "/prefixItems"),
+        ({"$schema": DRAFT7, "$defs": {}}, "/$defs"),
+        ({"definitions": {"A": {}}}, "/definitions"),
+        ({"dependencies": {"a": ["b"]}}, "/dependencies"),
+    ],
+)
 def test_keywords_of_the_other_draft_are_unsupported(schema: dict[str, Any], pointer: str) -> None:
     assert problem(schema).schema_path == pointer
 
@@ -379,8 +474,10 @@ def test_the_allowed_keyword_sets_cover_both_drafts_and_exclude_identity_keyword
     assert {"definitions", "additionalItems", "dependencies"} <= DRAFT7_KEYWORDS
 
 
-@pytest.mark.parametrize("uri", ["https://json-schema.org/draft/2019-09/schema",
-                                 "http://json-schema.org/draft-04/schema#", 7])
+@pytest.mark.parametrize(
+    "uri",
+    ["https://json-schema.org/draft/2019-09/schema", "http://json-schema.org/draft-04/schema#", 7],
+)
 def test_an_unknown_dialect_is_unsupported(uri: object) -> None:
     found = problem({"$schema": uri, "type": "object"})
     assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD, "/$schema")
@@ -388,8 +485,10 @@ def test_an_unknown_dialect_is_unsupported(uri: object) -> None:
 
 def test_dollar_schema_below_the_root_is_unsupported() -> None:
     found = problem({"properties": {"a": {"$schema": DRAFT7}}})
-    assert (found.code, found.schema_path) == (Code.UNSUPPORTED_SCHEMA_KEYWORD,
-                                               "/properties/a/$schema")
+    assert (found.code, found.schema_path) == (
+        Code.UNSUPPORTED_SCHEMA_KEYWORD,
+        "/properties/a/$schema",
+    )
 
 
 def test_an_invalid_type_name_is_caught_by_the_metaschema() -> None:
@@ -404,13 +503,16 @@ def test_a_root_that_is_neither_an_object_nor_a_boolean_is_an_invalid_schema(
     assert (problem(schema).code, problem(schema).schema_path) == (Code.INVALID_SCHEMA, "")
 
 
-@pytest.mark.parametrize(("schema", "pointer"), [
-    ({"maximum": float("nan")}, "/maximum"),
-    ({"enum": ("a", "b")}, "/enum"),
-    ({"properties": {1: {}}}, "/properties"),
-    ({"pattern": "a{4294967296}"}, "/pattern"),
-    ({"patternProperties": {"(": {}}}, "/patternProperties"),
-])
+@pytest.mark.parametrize(
+    ("schema", "pointer"),
+    [
+        ({"maximum": float("nan")}, "/maximum"),
+        ({"enum": ("a", "b")}, "/enum"),
+        ({"properties": {1: {}}}, "/properties"),
+        ({"pattern": "a{4294967296}"}, "/pattern"),
+        ({"patternProperties": {"(": {}}}, "/patternProperties"),
+    ],
+)
 def test_values_json_or_python_regexes_cannot_express_are_an_invalid_schema(
     schema: dict[str, Any], pointer: str
 ) -> None:
@@ -418,11 +520,14 @@ def test_values_json_or_python_regexes_cannot_express_are_an_invalid_schema(
 
 
 def test_false_subschemas_report_their_own_path_and_the_false_keyword() -> None:
-    validator = compiled({"properties": {"x": False, "y": True}, "prefixItems": [False],
-                          "items": False})
+    validator = compiled(
+        {"properties": {"x": False, "y": True}, "prefixItems": [False], "items": False}
+    )
     assert where(validator.violations({"x": 1, "y": 2})) == [("false", "/x", "/properties/x")]
     assert where(validator.violations([1, 2])) == [
-        ("items", "", "/items"), ("false", "/0", "/prefixItems/0")]
+        ("items", "", "/items"),
+        ("false", "/0", "/prefixItems/0"),
+    ]
 
 
 def test_boolean_root_schemas_accept_everything_or_nothing() -> None:
@@ -430,23 +535,37 @@ def test_boolean_root_schemas_accept_everything_or_nothing() -> None:
     assert where(compiled(False).violations({})) == [("false", "", "")]
 
 
-@pytest.mark.parametrize("schema", [
-    {"$ref": "#"},
-    {"anyOf": [{"type": "string"}, {"$ref": "#"}]},
-    {"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"allOf": [{"$ref": "#/$defs/A"}]}},
-     "properties": {"a": {"$ref": "#/$defs/A"}}},
-    {"if": {"not": {"$ref": "#"}}},
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#"},
+        {"anyOf": [{"type": "string"}, {"$ref": "#"}]},
+        {
+            "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"allOf": [{"$ref": "#/$defs/A"}]}},
+            "properties": {"a": {"$ref": "#/$defs/A"}},
+        },
+        {"if": {"not": {"$ref": "#"}}},
+    ],
+)
 def test_a_ref_cycle_that_never_descends_is_an_invalid_schema(schema: dict[str, Any]) -> None:
     found = problem(schema)
     assert found.code is Code.INVALID_SCHEMA and found.schema_path.endswith("/$ref")
 
 
 def test_a_recursive_ref_that_descends_into_children_validates_trees() -> None:
-    schema = {"$defs": {"Node": {"type": "object", "required": ["name"], "properties": {
-        "name": {"type": "string"},
-        "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}},
-        "$ref": "#/$defs/Node"}
+    schema = {
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                },
+            }
+        },
+        "$ref": "#/$defs/Node",
+    }
     tree: dict[str, Any] = {"name": "leaf"}
     for _ in range(60):
         tree = {"name": "n", "children": [tree]}
@@ -454,17 +573,27 @@ def test_a_recursive_ref_that_descends_into_children_validates_trees() -> None:
     assert validator.violations(tree) == []
     bad = {"name": "root", "children": [{"name": "a"}, {"name": "b", "children": [{}]}]}
     assert where(validator.violations(bad)) == [
-        ("required", "/children/1/children/0", "/$defs/Node/required")]
+        ("required", "/children/1/children/0", "/$defs/Node/required")
+    ]
 
 
 def test_violations_are_sorted_by_instance_path_then_schema_path() -> None:
-    schema = {"type": "object", "required": ["b", "a"], "properties": {
-        "z": {"type": "integer", "minimum": 5, "multipleOf": 2}, "m": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "required": ["b", "a"],
+        "properties": {
+            "z": {"type": "integer", "minimum": 5, "multipleOf": 2},
+            "m": {"type": "string"},
+        },
+    }
     found = compiled(schema).violations({"z": 3, "m": 1})
     assert [(v.instance_path, v.schema_path) for v in found] == sorted(
-        (v.instance_path, v.schema_path) for v in found)
-    assert [v.message for v in found[:2]] == ["'a' is a required property",
-                                              "'b' is a required property"]
+        (v.instance_path, v.schema_path) for v in found
+    )
+    assert [v.message for v in found[:2]] == [
+        "'a' is a required property",
+        "'b' is a required property",
+    ]
 
 
 def test_a_compiled_schema_is_reusable_and_independent_of_the_callers_dict() -> None:
@@ -486,7 +615,8 @@ def test_a_huge_integer_against_a_fractional_multiple_of_is_answered_not_raised(
     validator = compiled({"multipleOf": 0.5})
     assert validator.violations(10**400) == []
     assert where(compiled({"multipleOf": 0.3}).violations(10**400 + 1)) == [
-        ("multipleOf", "", "/multipleOf")]
+        ("multipleOf", "", "/multipleOf")
+    ]
 
 
 def test_unique_items_on_many_objects_answers_fast() -> None:
@@ -494,11 +624,18 @@ def test_unique_items_on_many_objects_answers_fast() -> None:
     assert validator.violations([{"a": i, "b": [i, {"c": None}]} for i in range(50_000)]) == []
 
 
-@pytest.mark.parametrize(("items", "unique"), [
-    ([{"a": 1, "b": 2}, {"b": 2, "a": 1}], False), ([1, 1.0], False),
-    ([[1, {"x": 2}], [1.0, {"x": 2}]], False), ([True, 1], True),
-    ([False, 0, None, "0", ""], True), ([[1, 2], [2, 1]], True), ([{"a": 1}, {"a": True}], True),
-])
+@pytest.mark.parametrize(
+    ("items", "unique"),
+    [
+        ([{"a": 1, "b": 2}, {"b": 2, "a": 1}], False),
+        ([1, 1.0], False),
+        ([[1, {"x": 2}], [1.0, {"x": 2}]], False),
+        ([True, 1], True),
+        ([False, 0, None, "0", ""], True),
+        ([[1, 2], [2, 1]], True),
+        ([{"a": 1}, {"a": True}], True),
+    ],
+)
 def test_unique_items_uses_json_schema_equality(items: list[object], unique: bool) -> None:
     assert (compiled({"uniqueItems": True}).violations(items) == []) is unique
 
@@ -510,26 +647,61 @@ def test_model_written_text_that_breaks_re_compile_is_a_format_violation(text: s
 
 
 def test_unevaluated_properties_false_closes_a_composed_object() -> None:
-    validator = compiled({"allOf": [{"properties": {"a": {}}}], "properties": {"b": {}},
-                          "unevaluatedProperties": False})
+    validator = compiled(
+        {
+            "allOf": [{"properties": {"a": {}}}],
+            "properties": {"b": {}},
+            "unevaluatedProperties": False,
+        }
+    )
     assert validator.violations({"a": 1, "b": 2}) == []
     assert where(validator.violations({"a": 1, "c": 3})) == [
-        ("unevaluatedProperties", "", "/unevaluatedProperties")]
+        ("unevaluatedProperties", "", "/unevaluatedProperties")
+    ]
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(sorted(DRAFT202012_KEYWORDS | {"$ref", "requird", "a"})) | st.text(
-            max_size=4), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(sorted(DRAFT202012_KEYWORDS | {"$ref", "requird", "a"}))
+            | st.text(max_size=4),
+            inner,
+            max_size=4,
+        )
+    ),
     max_leaves=20,
 )
 
 
 # Values that are equal, or look it, under JSON Schema's equality.
-EQUALITY_TRAPS = [0, 0.0, -0.0, 1, 1.0, True, False, None, "", "1", [], {}, [1], [1.0], [True],
-                  {"a": 1}, {"a": 1.0}, {"a": True}, {"a": [1], "b": {}}, {"b": {}, "a": [1.0]}]
+EQUALITY_TRAPS = [
+    0,
+    0.0,
+    -0.0,
+    1,
+    1.0,
+    True,
+    False,
+    None,
+    "",
+    "1",
+    [],
+    {},
+    [1],
+    [1.0],
+    [True],
+    {"a": 1},
+    {"a": 1.0},
+    {"a": True},
+    {"a": [1], "b": {}},
+    {"b": {}, "a": [1.0]},
+]
 
 
 def json_equal(one: object, two: object) -> bool:
@@ -556,14 +728,16 @@ def test_the_reference_equality_tells_the_traps_apart() -> None:
 def test_unique_items_agrees_with_json_schemas_equality(items: list[object]) -> None:
     """Against the reference above, not jsonschema's own check: jsonschema 4.26 calls
     ``[[true], [1], [true]]`` unique, which it is not (``[true]`` repeats)."""
-    unique = not any(json_equal(items[i], items[j])
-                     for i in range(len(items)) for j in range(i + 1, len(items)))
+    unique = not any(
+        json_equal(items[i], items[j]) for i in range(len(items)) for j in range(i + 1, len(items))
+    )
     assert (compiled({"uniqueItems": True}).violations(items) == []) is unique
 
 
 def test_a_repeated_array_of_true_beside_an_array_of_one_is_not_unique() -> None:
-    assert [v.keyword for v in compiled({"uniqueItems": True}).violations(
-        [[True], [1], [True]])] == ["uniqueItems"]
+    assert [
+        v.keyword for v in compiled({"uniqueItems": True}).violations([[True], [1], [True]])
+    ] == ["uniqueItems"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -589,7 +763,8 @@ def test_any_json_arguments_get_violations_at_real_schema_locations(arguments: o
 
 
 def test_a_schema_is_compiled_once_per_process_and_the_cache_stays_bounded(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from callgate.reassemble import schema as module
 
     calls: list[object] = []
@@ -604,8 +779,7 @@ def test_a_schema_is_compiled_once_per_process_and_the_cache_stays_bounded(
     assert module.compiled_schema(reordered) is not module.compiled_schema(first)
     assert len(calls) == 2
     module.compiled_schema(True)  # a third schema: the least recently used one goes
-    assert list(module._CACHE) == ['{"type":"object","properties":{"a":{"type":"string"}}}',
-                                   "true"]
+    assert list(module._CACHE) == ['{"type":"object","properties":{"a":{"type":"string"}}}', "true"]
     module.compiled_schema(reordered)
     assert len(calls) == 4  # forgotten, so compiled again
     unhashable = {"enum": {1, 2}}  # not JSON: judged, never cached
@@ -613,14 +787,18 @@ def test_a_schema_is_compiled_once_per_process_and_the_cache_stays_bounded(
     assert len(module._CACHE) == 2
 
 
-@pytest.mark.parametrize(("schema", "value"), [
-    ({"uniqueItems": False}, [1, 1, {"a": 1}, {"a": 1}]),
-    ({"uniqueItems": True}, "aa"),
-    ({"uniqueItems": True}, {"a": 1, "b": 1}),
-    ({"type": "array", "uniqueItems": True}, []),
-])
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        ({"uniqueItems": False}, [1, 1, {"a": 1}, {"a": 1}]),
+        ({"uniqueItems": True}, "aa"),
+        ({"uniqueItems": True}, {"a": 1, "b": 1}),
+        ({"type": "array", "uniqueItems": True}, []),
+    ],
+)
 def test_unique_items_asks_nothing_when_false_or_of_a_value_that_is_no_array(
-        schema: dict[str, object], value: object) -> None:
+    schema: dict[str, object], value: object
+) -> None:
     assert compiled(schema).violations(value) == []
 
 
@@ -628,12 +806,18 @@ def test_unique_items_asks_nothing_when_false_or_of_a_value_that_is_no_array(
 def test_a_python_value_json_cannot_hold_makes_the_schema_invalid(value: object) -> None:
     found = problem({"type": "object", "properties": {"a": {"const": value}}})
     assert (found.code, found.schema_path, found.message) == (
-        Code.INVALID_SCHEMA, "/properties/a/const", f"{type(value).__name__} is not a JSON value")
+        Code.INVALID_SCHEMA,
+        "/properties/a/const",
+        f"{type(value).__name__} is not a JSON value",
+    )
 
 
 def test_a_ref_into_a_loop_of_refs_elsewhere_is_reported_not_followed_forever() -> None:
-    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}},
-              "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}}
+    schema = {
+        "type": "object",
+        "properties": {"x": {"$ref": "#/$defs/a"}},
+        "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+    }
     problem = compile_schema(schema)
     assert isinstance(problem, SchemaProblem)
     assert (problem.code, problem.schema_path) == (Code.INVALID_SCHEMA, "/$defs/a/$ref")
@@ -643,38 +827,61 @@ def test_a_ref_into_a_loop_of_refs_elsewhere_is_reported_not_followed_forever() 
 
 SUBSET_NAMES = ["a", "b", "c"]
 SUBSET_TYPES = ["object", "array", "string", "integer", "number", "boolean", "null"]
-SUBSET_SCALARS = (st.none() | st.booleans() | st.integers(-3, 3) | st.text("ab", max_size=3)
-                  | st.sampled_from([0.0, -0.0, 1.0, 1.5, -2.0, 2.5, 1e300]))
+SUBSET_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.text("ab", max_size=3)
+    | st.sampled_from([0.0, -0.0, 1.0, 1.5, -2.0, 2.5, 1e300])
+)
 SUBSET_VALUES = st.recursive(
     SUBSET_SCALARS,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(SUBSET_NAMES), inner, max_size=3),
-    max_leaves=10)
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(SUBSET_NAMES), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
 SUBSET_NUMBERS = st.integers(-3, 3) | st.sampled_from([0.5, -1.5, 2.0])
 SUBSET_SIZES = st.integers(0, 3)
-SUBSET_LEAF = st.fixed_dictionaries({}, optional={
-    "type": st.sampled_from(SUBSET_TYPES)
-    | st.lists(st.sampled_from(SUBSET_TYPES), min_size=1, max_size=3, unique=True),
-    "enum": st.lists(SUBSET_SCALARS, min_size=1, max_size=3),
-    "const": SUBSET_SCALARS,
-    "minimum": SUBSET_NUMBERS, "maximum": SUBSET_NUMBERS,
-    "exclusiveMinimum": SUBSET_NUMBERS, "exclusiveMaximum": SUBSET_NUMBERS,
-    "minLength": SUBSET_SIZES, "maxLength": SUBSET_SIZES,
-    "minItems": SUBSET_SIZES, "maxItems": SUBSET_SIZES,
-    "minProperties": SUBSET_SIZES, "maxProperties": SUBSET_SIZES,
-    "description": st.text(max_size=3), "title": st.text(max_size=3)})
+SUBSET_LEAF = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from(SUBSET_TYPES)
+        | st.lists(st.sampled_from(SUBSET_TYPES), min_size=1, max_size=3, unique=True),
+        "enum": st.lists(SUBSET_SCALARS, min_size=1, max_size=3),
+        "const": SUBSET_SCALARS,
+        "minimum": SUBSET_NUMBERS,
+        "maximum": SUBSET_NUMBERS,
+        "exclusiveMinimum": SUBSET_NUMBERS,
+        "exclusiveMaximum": SUBSET_NUMBERS,
+        "minLength": SUBSET_SIZES,
+        "maxLength": SUBSET_SIZES,
+        "minItems": SUBSET_SIZES,
+        "maxItems": SUBSET_SIZES,
+        "minProperties": SUBSET_SIZES,
+        "maxProperties": SUBSET_SIZES,
+        "description": st.text(max_size=3),
+        "title": st.text(max_size=3),
+    },
+)
 
 
 def subset_schemas(false: bool) -> st.SearchStrategy[Any]:
     """Schemas of the subset's keywords, nested; with ``false``, also `false` subschemas (which
     the subset leaves to jsonschema)."""
     leaves = SUBSET_LEAF | st.just(True) | (st.just(False) if false else st.nothing())
+
     def nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-        applicators = st.fixed_dictionaries({}, optional={
-            "properties": st.dictionaries(st.sampled_from(SUBSET_NAMES), inner, max_size=3),
-            "required": st.lists(st.sampled_from(SUBSET_NAMES), unique=True, max_size=3),
-            "additionalProperties": inner | st.booleans(),
-            "items": inner | st.booleans()})
+        applicators = st.fixed_dictionaries(
+            {},
+            optional={
+                "properties": st.dictionaries(st.sampled_from(SUBSET_NAMES), inner, max_size=3),
+                "required": st.lists(st.sampled_from(SUBSET_NAMES), unique=True, max_size=3),
+                "additionalProperties": inner | st.booleans(),
+                "items": inner | st.booleans(),
+            },
+        )
         return st.tuples(SUBSET_LEAF, applicators).map(lambda parts: {**parts[0], **parts[1]})
 
     return st.recursive(leaves, nested, max_leaves=6)
@@ -683,11 +890,13 @@ def subset_schemas(false: bool) -> st.SearchStrategy[Any]:
 @settings(max_examples=1000, deadline=None)
 @given(subset_schemas(false=False), SUBSET_VALUES, st.sampled_from([None, DRAFT7]))
 def test_the_quick_yes_says_exactly_what_jsonschema_says_on_the_subset(
-        schema: Any, value: object, dialect: str | None) -> None:
+    schema: Any, value: object, dialect: str | None
+) -> None:
     if dialect and isinstance(schema, dict):
         schema = {**schema, "$schema": dialect}
-    base = _DIALECTS[dialect.rstrip("#").replace("http:", "https:") if dialect
-                     else DRAFT202012].base(schema)
+    base = _DIALECTS[
+        dialect.rstrip("#").replace("http:", "https:") if dialect else DRAFT202012
+    ].base(schema)
     fits = accepting(schema)
     assert fits is not None
     assert fits(value) is (next(base.iter_errors(value), None) is None)
@@ -696,7 +905,8 @@ def test_the_quick_yes_says_exactly_what_jsonschema_says_on_the_subset(
 @settings(max_examples=1000, deadline=None)
 @given(subset_schemas(false=True), JSON | SUBSET_VALUES, st.lists(JSON, max_size=3))
 def test_the_quick_yes_never_accepts_what_jsonschema_rejects(
-        schema: Any, value: object, more_members: list[object]) -> None:
+    schema: Any, value: object, more_members: list[object]
+) -> None:
     """Any JSON value, `false` subschemas (no quick answer) and containers in `enum` (never a
     quick yes): a yes is always jsonschema's yes; the rest is jsonschema's to answer."""
     if isinstance(schema, dict) and "enum" in schema:
@@ -711,8 +921,14 @@ def test_the_quick_yes_never_accepts_what_jsonschema_rejects(
 
 
 def test_the_quick_yes_leaves_other_keywords_and_values_json_cannot_hold_to_jsonschema() -> None:
-    for schema in (PYDANTIC_WEATHER, {"type": "string", "pattern": "a"}, {"anyOf": [True]},
-                   {"items": [{"type": "string"}]}, {"properties": {"a": False}}, False):
+    for schema in (
+        PYDANTIC_WEATHER,
+        {"type": "string", "pattern": "a"},
+        {"anyOf": [True]},
+        {"items": [{"type": "string"}]},
+        {"properties": {"a": False}},
+        False,
+    ):
         assert accepting(schema) is None
     fits = accepting({"type": "object", "properties": {"a": {"minimum": 1}}, "required": ["a"]})
     assert fits is not None
@@ -727,26 +943,43 @@ def test_the_quick_yes_leaves_other_keywords_and_values_json_cannot_hold_to_json
 
 
 def test_arguments_the_quick_yes_turns_down_still_get_jsonschemas_violations() -> None:
-    tool = compiled({"type": "object", "properties": {"v": {"type": "array",
-                                                            "items": {"type": "integer"}}}})
+    tool = compiled(
+        {"type": "object", "properties": {"v": {"type": "array", "items": {"type": "integer"}}}}
+    )
     assert tool.violations({"v": [*range(1000), 2.0]}) == []
-    assert tool.violations({"v": [*range(1000), "x"]}) == [Violation(
-        "type", "/v/1000", "/properties/v/items/type", "'x' is not of type 'integer'")]
+    assert tool.violations({"v": [*range(1000), "x"]}) == [
+        Violation("type", "/v/1000", "/properties/v/items/type", "'x' is not of type 'integer'")
+    ]
 
 
-@pytest.mark.parametrize(("keyword", "limit", "value", "fits"), [
-    ("minimum", 1, 1, True), ("minimum", 1, 0.5, False), ("minimum", 1.5, 2, True),
-    ("maximum", 1, 1.0, True), ("maximum", 1, 2, False),
-    ("exclusiveMinimum", 1, 1, False), ("exclusiveMinimum", 1, 1.5, True),
-    ("exclusiveMaximum", 1, 1.0, False), ("exclusiveMaximum", 1, 0, True),
-    ("minLength", 2, "ab", True), ("minLength", 2, "a", False), ("maxLength", 1, "ab", False),
-    ("minItems", 1, [], False), ("maxItems", 1, [1], True), ("maxItems", 1, [1, 2], False),
-    ("minProperties", 1, {}, False), ("maxProperties", 1, {"a": 1}, True),
-])
-def test_the_quick_yes_holds_each_bound_at_its_limit(keyword: str, limit: object, value: object,
-                                                     fits: bool) -> None:
+@pytest.mark.parametrize(
+    ("keyword", "limit", "value", "fits"),
+    [
+        ("minimum", 1, 1, True),
+        ("minimum", 1, 0.5, False),
+        ("minimum", 1.5, 2, True),
+        ("maximum", 1, 1.0, True),
+        ("maximum", 1, 2, False),
+        ("exclusiveMinimum", 1, 1, False),
+        ("exclusiveMinimum", 1, 1.5, True),
+        ("exclusiveMaximum", 1, 1.0, False),
+        ("exclusiveMaximum", 1, 0, True),
+        ("minLength", 2, "ab", True),
+        ("minLength", 2, "a", False),
+        ("maxLength", 1, "ab", False),
+        ("minItems", 1, [], False),
+        ("maxItems", 1, [1], True),
+        ("maxItems", 1, [1, 2], False),
+        ("minProperties", 1, {}, False),
+        ("maxProperties", 1, {"a": 1}, True),
+    ],
+)
+def test_the_quick_yes_holds_each_bound_at_its_limit(
+    keyword: str, limit: object, value: object, fits: bool
+) -> None:
     check = accepting({keyword: limit})
     assert check is not None
     assert check(value) is fits
-    assert (next(_DIALECTS[DRAFT202012].base({keyword: limit}).iter_errors(value), None)
-            is None) is fits
+    assert (
+        next(_DIALECTS[DRAFT202012].base({keyword: limit}).iter_errors(value), None) is None
+    ) is fits

@@ -31,28 +31,33 @@ def test_chat_fixtures_go_out_as_data_lines_ending_with_done(served: FakeProvide
     chunks = json.loads((CONFORMANCE / "openai" / "valid_fragmented.json").read_text())["chunks"]
     assert (status, headers["content-type"]) == (200, "text/event-stream")
     assert body == b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + (
-        b"data: [DONE]\n\n")
+        b"data: [DONE]\n\n"
+    )
 
 
 def test_anthropic_fixtures_go_out_as_event_and_data_pairs(served: FakeProvider) -> None:
     body = post(served.url, "/f/anthropic/valid_fragmented/v1/messages")[2]
-    events = json.loads((CONFORMANCE / "anthropic" / "valid_fragmented.json").read_text())[
-        "events"]
-    assert body == b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
-                            for e in events)
+    events = json.loads((CONFORMANCE / "anthropic" / "valid_fragmented.json").read_text())["events"]
+    assert body == b"".join(
+        f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events
+    )
 
 
 def test_cohere_fixtures_go_out_as_event_and_data_pairs_then_a_bare_done(
-        served: FakeProvider) -> None:
+    served: FakeProvider,
+) -> None:
     body = post(served.url, "/f/cohere/valid_single_call/v2/chat")[2]
-    events = json.loads((CONFORMANCE / "cohere" / "valid_single_call.json").read_text())[
-        "events"]
-    assert body == b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
-                            for e in events) + b"data: [DONE]\n\n"
+    events = json.loads((CONFORMANCE / "cohere" / "valid_single_call.json").read_text())["events"]
+    assert (
+        body
+        == b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+        + b"data: [DONE]\n\n"
+    )
 
 
 def test_gemini_fixtures_go_out_as_sse_when_asked_and_as_gemini_s_json_array_otherwise(
-        served: FakeProvider) -> None:
+    served: FakeProvider,
+) -> None:
     name = "gemini/valid_parallel_two_chunks"
     chunks = json.loads((CONFORMANCE / f"{name}.json").read_text())["chunks"]
     path = f"/f/{name}/v1beta/models/gemini-2.5-flash:streamGenerateContent"
@@ -62,23 +67,25 @@ def test_gemini_fixtures_go_out_as_sse_when_asked_and_as_gemini_s_json_array_oth
     assert sse == b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks)
     assert array_headers["content-type"] == "application/json; charset=UTF-8"
     assert array == b"[" + b"\n,\r\n".join(json.dumps(c, indent=2).encode() for c in chunks) + (
-        b"\n]")
+        b"\n]"
+    )
     assert json.loads(array) == chunks
 
 
-def test_ollama_fixtures_go_out_as_json_lines_even_when_sse_is_asked(
-        served: FakeProvider) -> None:
+def test_ollama_fixtures_go_out_as_json_lines_even_when_sse_is_asked(served: FakeProvider) -> None:
     name = "ollama/valid_parallel_calls_two_lines"
     chunks = json.loads((CONFORMANCE / f"{name}.json").read_text())["chunks"]
     for query in ("", "?alt=sse"):
         _, headers, body = post(served.url, f"/f/{name}/api/chat{query}")
         assert headers["content-type"] == "application/x-ndjson"
-        assert body == b"".join(json.dumps(c, separators=(",", ":")).encode() + b"\n"
-                                for c in chunks)
+        assert body == b"".join(
+            json.dumps(c, separators=(",", ":")).encode() + b"\n" for c in chunks
+        )
 
 
 def test_bedrock_fixtures_go_out_as_aws_event_stream_messages_and_anthropic_ones_on_invoke(
-        served: FakeProvider) -> None:
+    served: FakeProvider,
+) -> None:
     converse = "bedrock-converse/valid_parallel_calls"
     _, headers, body = post(served.url, f"/f/{converse}/model/m/converse-stream")
     assert headers["content-type"] == "application/vnd.amazon.eventstream"
@@ -95,20 +102,26 @@ def test_bedrock_fixtures_go_out_as_aws_event_stream_messages_and_anthropic_ones
 
 
 def test_a_fixture_is_chosen_by_header_and_an_unknown_name_is_404(served: FakeProvider) -> None:
-    by_header = post(served.url, "/v1/chat/completions",
-                     headers={"x-callgate-fixture": "mistral/native_whole_call"})[2]
+    by_header = post(
+        served.url,
+        "/v1/chat/completions",
+        headers={"x-callgate-fixture": "mistral/native_whole_call"},
+    )[2]
     assert b"gSIMJiOkT" in by_header
     assert post(served.url, "/f/openai/nope/v1/chat/completions")[0] == 404
 
 
 def test_without_a_choice_fixtures_are_served_in_turn(tmp_path: Path) -> None:
     for name in ("a", "b"):
-        (tmp_path / f"{name}.json").write_text(json.dumps(
-            {"profile": "openai", "chunks": [{"choices": [], "model": name}]}))
+        (tmp_path / f"{name}.json").write_text(
+            json.dumps({"profile": "openai", "chunks": [{"choices": [], "model": name}]})
+        )
     provider = FakeProvider(collect([tmp_path])).start()
     try:
-        models = [json.loads(post(provider.url, "/v1/chat/completions")[2].split(b"\n")[0][6:])[
-            "model"] for _ in range(3)]
+        models = [
+            json.loads(post(provider.url, "/v1/chat/completions")[2].split(b"\n")[0][6:])["model"]
+            for _ in range(3)
+        ]
     finally:
         provider.close()
     assert models == ["a", "b", "a"]
@@ -123,8 +136,9 @@ def test_abort_and_gzip_faults(served: FakeProvider) -> None:
     assert headers["content-encoding"] == "gzip" and zlib.decompress(gz, wbits=31) == plain
 
 
-def test_recorded_timing_replays_the_captured_gaps(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recorded_timing_replays_the_captured_gaps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     envelope = json.loads((CONFORMANCE / "openai" / "valid_text_then_call.json").read_text())
     envelope["meta"] = {"stream": {"event_times_ms": [0, 400, 400, 800]}}
     (tmp_path / "timed.json").write_text(json.dumps(envelope))
@@ -139,28 +153,42 @@ def test_recorded_timing_replays_the_captured_gaps(tmp_path: Path,
     assert waits == [0.4, 0.4]  # before the 2nd and 4th event; none after the recorded ones
 
 
-@pytest.mark.parametrize(("value", "parsed"), [("fast", 0.0), ("recorded", "recorded"),
-                                               ("0.25", 0.25)])
+@pytest.mark.parametrize(
+    ("value", "parsed"), [("fast", 0.0), ("recorded", "recorded"), ("0.25", 0.25)]
+)
 def test_timing_values(value: str, parsed: Any) -> None:
     assert parse_timing(value) == parsed
 
 
 @pytest.mark.sdk
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
-@pytest.mark.parametrize(("sdk", "base", "handed"), [
-    # An app that accumulates openai-python's deltas by index, the usual loop, gets one call
-    # named after both tools.
-    ("openai", "/f/openai/reused_index_new_id/v1",
-     [{"name": "get_weathersearch", "arguments": '{"city":"Oslo"}{"query":"x"}'}]),
-    # anthropic-python keeps a truncated stream's partial input without complaint.
-    ("anthropic", "/f/anthropic/truncated_after_block_stop", [
-        {"name": "get_weather", "input": {"city": "Oslo"}}]),
-])
-def test_real_sdks_hand_their_apps_what_callgate_blocks(served: FakeProvider, tmp_path: Path,
-                                                        sdk: str, base: str,
-                                                        handed: list[Any]) -> None:
-    result = run_app(sdk, served.url + base, "--tools",
-                     tools_file(base.split("/f/")[1].removesuffix("/v1"), tmp_path))
+@pytest.mark.parametrize(
+    ("sdk", "base", "handed"),
+    [
+        # An app that accumulates openai-python's deltas by index, the usual loop, gets one call
+        # named after both tools.
+        (
+            "openai",
+            "/f/openai/reused_index_new_id/v1",
+            [{"name": "get_weathersearch", "arguments": '{"city":"Oslo"}{"query":"x"}'}],
+        ),
+        # anthropic-python keeps a truncated stream's partial input without complaint.
+        (
+            "anthropic",
+            "/f/anthropic/truncated_after_block_stop",
+            [{"name": "get_weather", "input": {"city": "Oslo"}}],
+        ),
+    ],
+)
+def test_real_sdks_hand_their_apps_what_callgate_blocks(
+    served: FakeProvider, tmp_path: Path, sdk: str, base: str, handed: list[Any]
+) -> None:
+    result = run_app(
+        sdk,
+        served.url + base,
+        "--tools",
+        tools_file(base.split("/f/")[1].removesuffix("/v1"), tmp_path),
+    )
     assert result["error"] is None and result["tool_calls"] == handed
 
 
@@ -177,34 +205,53 @@ def test_serve_finds_fixtures_as_replay_does(tmp_path: Path) -> None:
     assert str(refused.value) == f"{tmp_path / 'empty'}: no *.json fixture in this folder"
 
 
-@pytest.mark.parametrize("kind", ["truncate", "duplicate_terminal", "corrupt_arguments",
-                                  "resplit", "empty_deltas", "drop_terminal"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "truncate",
+        "duplicate_terminal",
+        "corrupt_arguments",
+        "resplit",
+        "empty_deltas",
+        "drop_terminal",
+    ],
+)
 def test_a_mutation_header_serves_the_fixtures_variant_of_that_kind(
-        served: FakeProvider, kind: str) -> None:
-    status, _, body = post(served.url, "/f/anthropic/valid_fragmented/v1/messages",
-                           headers={"x-callgate-mutate": kind})
-    variant = mutate(load(CONFORMANCE / "anthropic" / "valid_fragmented.json"), kind,
-                     "anthropic/valid_fragmented")
+    served: FakeProvider, kind: str
+) -> None:
+    status, _, body = post(
+        served.url, "/f/anthropic/valid_fragmented/v1/messages", headers={"x-callgate-mutate": kind}
+    )
+    variant = mutate(
+        load(CONFORMANCE / "anthropic" / "valid_fragmented.json"),
+        kind,
+        "anthropic/valid_fragmented",
+    )
     assert (status, body) == (200, b"".join(frames(variant)))
 
 
 def test_a_mutation_that_cannot_apply_is_a_422_saying_why(served: FakeProvider) -> None:
-    status, _, body = post(served.url, "/f/gemini/valid_single_call/v1beta/models/g:x?alt=sse",
-                           headers={"x-callgate-mutate": "resplit"})
+    status, _, body = post(
+        served.url,
+        "/f/gemini/valid_single_call/v1beta/models/g:x?alt=sse",
+        headers={"x-callgate-mutate": "resplit"},
+    )
     assert (status, json.loads(body)["error"]["message"]) == (
-        422, "gemini/valid_single_call: cannot serve resplit: resplit: no call's arguments "
-             "come in two fragments or more")
+        422,
+        "gemini/valid_single_call: cannot serve resplit: resplit: no call's arguments "
+        "come in two fragments or more",
+    )
 
 
-def test_serve_mutate_applies_to_every_request_and_refuses_an_unknown_kind(
-        tmp_path: Path) -> None:
+def test_serve_mutate_applies_to_every_request_and_refuses_an_unknown_kind(tmp_path: Path) -> None:
     provider = FakeProvider(collect([CONFORMANCE / "openai"]), mutate="truncate").start()
     try:
         body = post(provider.url, "/f/valid_fragmented/v1/chat/completions")[2]
     finally:
         provider.close()
-    variant = mutate(load(CONFORMANCE / "openai" / "valid_fragmented.json"), "truncate",
-                     "valid_fragmented")
+    variant = mutate(
+        load(CONFORMANCE / "openai" / "valid_fragmented.json"), "truncate", "valid_fragmented"
+    )
     assert body == b"".join(frames(variant))
     with pytest.raises(UsageError, match="--mutate: unknown kind 'nope'"):
         run_serve([CONFORMANCE], "127.0.0.1:0", "fast", "nope")
@@ -212,16 +259,20 @@ def test_serve_mutate_applies_to_every_request_and_refuses_an_unknown_kind(
 
 OSLO, RAIN = '{"city":"Oslo"}', '{"query":"rain","limit":3}'
 CHAT = [{"name": "get_weather", "arguments": OSLO}, {"name": "search", "arguments": RAIN}]
-MESSAGES = [{"name": "get_weather", "input": {"city": "Oslo"}},
-            {"name": "search", "input": {"query": "rain"}}]
-GEMINI = [{"name": "get_weather", "args": {"city": "Oslo"}},
-          {"name": "search", "args": {"query": "umbrellas"}}]
+MESSAGES = [
+    {"name": "get_weather", "input": {"city": "Oslo"}},
+    {"name": "search", "input": {"query": "rain"}},
+]
+GEMINI = [
+    {"name": "get_weather", "args": {"city": "Oslo"}},
+    {"name": "search", "args": {"query": "umbrellas"}},
+]
 #: The SDK apps, the fixture each is served, and its path on ``callgate serve``.
-SERVED = {"openai": ("openai/valid_parallel_interleaved",
-                     "/f/openai/valid_parallel_interleaved/v1"),
-          "anthropic": ("anthropic/valid_text_then_two_tools",
-                        "/f/anthropic/valid_text_then_two_tools"),
-          "gemini": ("gemini/valid_parallel_two_chunks", "/f/gemini/valid_parallel_two_chunks/")}
+SERVED = {
+    "openai": ("openai/valid_parallel_interleaved", "/f/openai/valid_parallel_interleaved/v1"),
+    "anthropic": ("anthropic/valid_text_then_two_tools", "/f/anthropic/valid_text_then_two_tools"),
+    "gemini": ("gemini/valid_parallel_two_chunks", "/f/gemini/valid_parallel_two_chunks/"),
+}
 #: What each SDK hands an app that trusts it, for every fault that applies to its fixture
 #: (what it raised, the finish reason it reported, the calls it handed on). Gemini sends each
 #: call whole: no slot, fragment or required id to break.
@@ -229,16 +280,28 @@ UNGUARDED: dict[tuple[str, str], tuple[str | None, str | None, list[Any]]] = {
     ("openai", "truncate"): (None, None, CHAT),
     ("openai", "drop_terminal"): (None, None, CHAT),
     ("openai", "duplicate_terminal"): (None, "tool_calls", CHAT),
-    ("openai", "delta_after_terminal"): (None, "tool_calls", [
-        CHAT[0], {"name": "search", "arguments": RAIN + '"rain","limit":3}'}]),
+    ("openai", "delta_after_terminal"): (
+        None,
+        "tool_calls",
+        [CHAT[0], {"name": "search", "arguments": RAIN + '"rain","limit":3}'}],
+    ),
     ("openai", "wrong_terminal"): (None, "length", CHAT),
-    ("openai", "reuse_slot"): (None, "tool_calls", [
-        {"name": "get_weathersearch", "arguments": '{"city":{"query":"Oslo"}"rain","limit":3}'}]),
+    ("openai", "reuse_slot"): (
+        None,
+        "tool_calls",
+        [{"name": "get_weathersearch", "arguments": '{"city":{"query":"Oslo"}"rain","limit":3}'}],
+    ),
     ("openai", "drop_id"): (None, "tool_calls", CHAT),
-    ("openai", "corrupt_arguments"): (None, "tool_calls", [
-        {"name": "get_weather", "arguments": "{" + OSLO}, CHAT[1]]),
-    ("openai", "schema_violation"): (None, "tool_calls", [
-        {"name": "get_weather", "arguments": '{"city": 12345}'}, CHAT[1]]),
+    ("openai", "corrupt_arguments"): (
+        None,
+        "tool_calls",
+        [{"name": "get_weather", "arguments": "{" + OSLO}, CHAT[1]],
+    ),
+    ("openai", "schema_violation"): (
+        None,
+        "tool_calls",
+        [{"name": "get_weather", "arguments": '{"city": 12345}'}, CHAT[1]],
+    ),
     ("openai", "provider_error"): ("APIError", None, []),
     ("anthropic", "truncate"): (None, None, MESSAGES),
     ("anthropic", "drop_terminal"): (None, None, MESSAGES),
@@ -247,19 +310,24 @@ UNGUARDED: dict[tuple[str, str], tuple[str | None, str | None, list[Any]]] = {
     ("anthropic", "wrong_terminal"): (None, "max_tokens", MESSAGES),
     # The second call moved onto the first's index: the SDK hands on both, the second without
     # its input.
-    ("anthropic", "reuse_slot"): (None, "tool_use", [MESSAGES[0], {"name": "search",
-                                                                  "input": {}}]),
+    ("anthropic", "reuse_slot"): (None, "tool_use", [MESSAGES[0], {"name": "search", "input": {}}]),
     ("anthropic", "drop_id"): (None, "tool_use", MESSAGES),
     ("anthropic", "corrupt_arguments"): ("ValueError", None, []),
-    ("anthropic", "schema_violation"): (None, "tool_use", [
-        {"name": "get_weather", "input": {"city": 12345}}, MESSAGES[1]]),
+    ("anthropic", "schema_violation"): (
+        None,
+        "tool_use",
+        [{"name": "get_weather", "input": {"city": 12345}}, MESSAGES[1]],
+    ),
     ("anthropic", "provider_error"): ("APIStatusError", None, []),
     ("gemini", "truncate"): (None, None, GEMINI[:1]),
     ("gemini", "drop_terminal"): (None, None, GEMINI[:1]),
     ("gemini", "duplicate_terminal"): (None, "STOP", [*GEMINI, GEMINI[1]]),
     ("gemini", "wrong_terminal"): (None, "MAX_TOKENS", GEMINI),
-    ("gemini", "schema_violation"): (None, "STOP", [
-        {"name": "get_weather", "args": {"city": 12345}}, GEMINI[1]]),
+    ("gemini", "schema_violation"): (
+        None,
+        "STOP",
+        [{"name": "get_weather", "args": {"city": 12345}}, GEMINI[1]],
+    ),
     ("gemini", "provider_error"): ("ClientError", None, []),
 }
 
@@ -280,10 +348,17 @@ def test_the_unguarded_table_holds_every_fault_that_applies_to_each_sdks_fixture
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
 @pytest.mark.parametrize(("sdk", "kind"), list(UNGUARDED))
 def test_what_each_sdk_hands_an_unguarded_app_for_each_served_fault(
-        served: FakeProvider, tmp_path: Path, sdk: str, kind: str) -> None:
+    served: FakeProvider, tmp_path: Path, sdk: str, kind: str
+) -> None:
     name, path = SERVED[sdk]
-    result = run_app(sdk, served.url + path, "--tools", tools_file(name, tmp_path),
-                     "--header", f"x-callgate-mutate={kind}")
+    result = run_app(
+        sdk,
+        served.url + path,
+        "--tools",
+        tools_file(name, tmp_path),
+        "--header",
+        f"x-callgate-mutate={kind}",
+    )
     raised = result["error"]["type"] if result["error"] else None
     assert (raised, result["finish"], result["tool_calls"]) == UNGUARDED[sdk, kind]
     assert mutate(load(CONFORMANCE / f"{name}.json"), kind)["expect"]["status"] == "fail"
@@ -293,15 +368,22 @@ def test_what_each_sdk_hands_an_unguarded_app_for_each_served_fault(
 @pytest.mark.proxy
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
 def test_through_the_proxy_in_enforce_mode_every_sdk_raises_on_every_fault_and_runs_nothing(
-        served: FakeProvider, tmp_path: Path) -> None:
+    served: FakeProvider, tmp_path: Path
+) -> None:
     from tests.proxy_harness import Proxy
 
     got, expected = {}, {}
     with Proxy(served.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
         for sdk, kind in UNGUARDED:
             name, path = SERVED[sdk]
-            result = run_app(sdk, proxy.url + path, "--tools", tools_file(name, tmp_path),
-                             "--header", f"x-callgate-mutate={kind}")
+            result = run_app(
+                sdk,
+                proxy.url + path,
+                "--tools",
+                tools_file(name, tmp_path),
+                "--header",
+                f"x-callgate-mutate={kind}",
+            )
             got[sdk, kind] = (result["error"] is not None, result["tool_calls"])
             expected[sdk, kind] = (True, [])
     assert got == expected
@@ -314,8 +396,10 @@ def chunk_sizes(url: str, path: str, headers: dict[str, str]) -> tuple[list[int]
     host, port = url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        sock.sendall(f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n{head}"
-                     f"connection: close\r\n\r\n".encode())
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n{head}"
+            f"connection: close\r\n\r\n".encode()
+        )
         data = b""
         while piece := sock.recv(65536):
             data += piece
@@ -326,16 +410,16 @@ def chunk_sizes(url: str, path: str, headers: dict[str, str]) -> tuple[list[int]
         if size == 0:
             return sizes, body
         sizes.append(size)
-        body, rest = body + rest[:size], rest[size + 2:]
+        body, rest = body + rest[:size], rest[size + 2 :]
 
 
-def test_split_events_sends_the_same_bytes_in_pieces_of_1_to_13_bytes(
-        served: FakeProvider) -> None:
+def test_split_events_sends_the_same_bytes_in_pieces_of_1_to_13_bytes(served: FakeProvider) -> None:
     path = "/f/anthropic/valid_fragmented/v1/messages"
     whole_sizes, whole = chunk_sizes(served.url, path, {})
     sizes, body = chunk_sizes(served.url, path, {"x-callgate-mutate": "split_events"})
-    assert body == whole and len(whole_sizes) == len(list(frames(load(
-        CONFORMANCE / "anthropic" / "valid_fragmented.json"))))  # one chunk per event
+    assert body == whole and len(whole_sizes) == len(
+        list(frames(load(CONFORMANCE / "anthropic" / "valid_fragmented.json")))
+    )  # one chunk per event
     pattern = [1, 2, 3, 5, 7, 11, 13]
     assert sizes[:-1] == [pattern[n % 7] for n in range(len(sizes) - 1)]
     assert 1 <= sizes[-1] <= pattern[(len(sizes) - 1) % 7] and sum(sizes) == len(body)

@@ -475,8 +475,10 @@ def test_feeding_random_pieces_gives_the_same_events_as_feeding_the_whole(
         assert decoder.bytes_fed == len(body)
 
 
-@pytest.mark.parametrize(("value", "retry"), [
-    ("9" * 18, int("9" * 18)), ("0000" + "9" * 18, int("9" * 18)), ("9" * 19, None)])
+@pytest.mark.parametrize(
+    ("value", "retry"),
+    [("9" * 18, int("9" * 18)), ("0000" + "9" * 18, int("9" * 18)), ("9" * 19, None)],
+)
 def test_a_retry_of_more_than_18_digits_is_ignored(value: str, retry: int | None) -> None:
     [event] = decode_all(f"retry: {value}\ndata: x\n\n".encode())[0]
     assert event.retry == retry
@@ -501,11 +503,27 @@ class _StepByStep(SSEDecoder):
         return self._split_lines(text, 0)
 
 
-_LF_LINES = ["data: x", "data:y", "data:  z", "data", "data:", ":c", "event: e", "event:",
-             "id: 1", "id:", "retry: 5", "retry: x", "x", " é", 'data: {"a": 1}']
+_LF_LINES = [
+    "data: x",
+    "data:y",
+    "data:  z",
+    "data",
+    "data:",
+    ":c",
+    "event: e",
+    "event:",
+    "id: 1",
+    "id:",
+    "retry: 5",
+    "retry: x",
+    "x",
+    " é",
+    'data: {"a": 1}',
+]
 #: Lines, each followed by its LF, then up to two blank lines.
-_LF_BLOCKS = st.lists(st.tuples(st.lists(st.sampled_from(_LF_LINES), max_size=3),
-                                st.integers(0, 2)), max_size=12)
+_LF_BLOCKS = st.lists(
+    st.tuples(st.lists(st.sampled_from(_LF_LINES), max_size=3), st.integers(0, 2)), max_size=12
+)
 
 
 @settings(max_examples=500)
@@ -515,8 +533,10 @@ def test_lf_only_text_gives_what_reading_it_a_line_at_a_time_gives(
 ) -> None:
     """Any LF-only text, cut anywhere: the events of each feed, the comments counted and
     whether the stream ends incomplete are those of the step-by-step reading."""
-    body = ("".join("".join(line + "\n" for line in lines) + "\n" * blanks
-                    for lines, blanks in blocks) + end).encode()
+    body = (
+        "".join("".join(line + "\n" for line in lines) + "\n" * blanks for lines, blanks in blocks)
+        + end
+    ).encode()
     pieces = split_at(body, data.draw(st.lists(st.integers(0, len(body)), max_size=8)))
     fast, step = SSEDecoder(), _StepByStep()
     for piece in pieces:

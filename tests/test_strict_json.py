@@ -22,8 +22,14 @@ from tests.conftest import SHARED_CORPUS, require_corpus
 SUITE = SHARED_CORPUS / "jsontestsuite" / "test_parsing"
 
 #: The codes strict parsing may raise; fuzzed input must never raise anything else.
-ARGUMENT_CODES = {Code.INVALID_ARGUMENTS_JSON, Code.TRAILING_DATA, Code.NON_FINITE_NUMBER,
-                  Code.DUPLICATE_KEY, Code.INVALID_UNICODE, Code.LIMIT_EXCEEDED}
+ARGUMENT_CODES = {
+    Code.INVALID_ARGUMENTS_JSON,
+    Code.TRAILING_DATA,
+    Code.NON_FINITE_NUMBER,
+    Code.DUPLICATE_KEY,
+    Code.INVALID_UNICODE,
+    Code.LIMIT_EXCEEDED,
+}
 
 #: n_ files refused with a more precise code than invalid_arguments_json (every other n_ file
 #: gets that one): trailing data, bad UTF-8, NaN/Infinity, and nesting past the depth limit.
@@ -119,8 +125,13 @@ I_OUTCOMES: dict[str, Code | str] = {
 
 def suite_files(prefix: str) -> list[Any]:
     if not SUITE.is_dir():
-        return [pytest.param(None, id=f"{prefix}-suite-absent",
-                             marks=pytest.mark.skip(reason=f"JSON test suite not at {SUITE}"))]
+        return [
+            pytest.param(
+                None,
+                id=f"{prefix}-suite-absent",
+                marks=pytest.mark.skip(reason=f"JSON test suite not at {SUITE}"),
+            )
+        ]
     return [pytest.param(path, id=path.name) for path in sorted(SUITE.glob(f"{prefix}*.json"))]
 
 
@@ -193,8 +204,9 @@ def test_every_pinned_name_has_a_file_in_the_suite() -> None:
 # --- Numbers ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "[NaN]", '{"a": Infinity}',
-                                  "[1, -Infinity]"])
+@pytest.mark.parametrize(
+    "text", ["NaN", "Infinity", "-Infinity", "[NaN]", '{"a": Infinity}', "[1, -Infinity]"]
+)
 def test_nan_and_infinity_literals_are_non_finite_numbers(text: str) -> None:
     assert code_of(text) == Code.NON_FINITE_NUMBER
 
@@ -227,10 +239,17 @@ def test_an_integer_literal_over_max_number_chars_is_limit_exceeded() -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(limit=st.integers(0, 12), extra=st.integers(-2, 2), sign=st.booleans(),
-       before=st.integers(0, 40), after=st.integers(0, 40), bare=st.booleans())
+@given(
+    limit=st.integers(0, 12),
+    extra=st.integers(-2, 2),
+    sign=st.booleans(),
+    before=st.integers(0, 40),
+    after=st.integers(0, 40),
+    bare=st.booleans(),
+)
 def test_an_integer_literal_anywhere_in_a_long_text_is_held_to_max_number_chars(
-        limit: int, extra: int, sign: bool, before: int, after: int, bare: bool) -> None:
+    limit: int, extra: int, sign: bool, before: int, after: int, bare: bool
+) -> None:
     # Texts longer than the limit are looked at only at every limit-th character before the
     # scanner converts integers itself: a literal at any offset must still be caught, the
     # first character of the text included.
@@ -286,13 +305,31 @@ def test_keys_differing_only_in_case_or_value_are_not_duplicates() -> None:
 # --- Unicode ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    '{"\\ud800": 1}', '{"\\udc00": 1}',
-    '{"a": "\\ud800"}', '{"a": "x\\udfffy"}',
-    '["ok", "\\ud83d"]', '["\\ude00"]',
-    '"\\ude00\\ud83d"', '"\\ud83d\\u0041"', '"\\ud83d\\ud83d"',
-], ids=["high-in-key", "low-in-key", "high-in-value", "low-in-value", "high-in-array",
-        "low-in-array", "reversed-pair", "high-then-bmp", "two-highs"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"\\ud800": 1}',
+        '{"\\udc00": 1}',
+        '{"a": "\\ud800"}',
+        '{"a": "x\\udfffy"}',
+        '["ok", "\\ud83d"]',
+        '["\\ude00"]',
+        '"\\ude00\\ud83d"',
+        '"\\ud83d\\u0041"',
+        '"\\ud83d\\ud83d"',
+    ],
+    ids=[
+        "high-in-key",
+        "low-in-key",
+        "high-in-value",
+        "low-in-value",
+        "high-in-array",
+        "low-in-array",
+        "reversed-pair",
+        "high-then-bmp",
+        "two-highs",
+    ],
+)
 def test_lone_surrogate_escapes_are_invalid_unicode(text: str) -> None:
     assert code_of(text) == Code.INVALID_UNICODE
 
@@ -307,16 +344,21 @@ def test_a_valid_surrogate_pair_escape_is_accepted_as_one_character() -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(["\\\\", "\\ud83d", "\\uDE00", "\\u0041", "ud800", "a", "\\n"]),
-                max_size=8))
+@given(
+    st.lists(
+        st.sampled_from(["\\\\", "\\ud83d", "\\uDE00", "\\u0041", "ud800", "a", "\\n"]), max_size=8
+    )
+)
 def test_a_surrogate_escape_is_seen_only_where_its_backslash_is_not_itself_escaped(
-        pieces: list[str]) -> None:
+    pieces: list[str],
+) -> None:
     # Escaped backslashes before "u" make the rest plain text: the value holds the letters. A
     # real escape leaves a surrogate in the value, or pairs into a character past U+FFFF.
     text = '"' + "".join(pieces) + '"'
     value = json.loads(text)
     assert strict_json._escapes_a_surrogate(text) == any(
-        character >= "\ud800" for character in value)
+        character >= "\ud800" for character in value
+    )
     if any("\ud800" <= character <= "\udfff" for character in value):
         assert code_of(text) == Code.INVALID_UNICODE
     else:
@@ -324,7 +366,8 @@ def test_a_surrogate_escape_is_seen_only_where_its_backslash_is_not_itself_escap
 
 
 def test_an_escaped_emoji_in_argument_text_is_plain_text_and_not_walked(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A fixture holding argument text with an emoji escape: the document's string holds the
     # six characters "\ud83d", which are no surrogate, and the value needs no walk.
     walked: list[object] = []
@@ -341,16 +384,26 @@ def test_a_byte_order_mark_is_not_json_text() -> None:
     assert caught.value.code == Code.INVALID_ARGUMENTS_JSON
 
 
-@pytest.mark.parametrize(("data", "position"), [
-    (b'{"a": "\xff"}', 7),
-    (b'["\xc0\xaf"]', 2),
-    (b'"\xed\xa0\x80"', 1),
-    (b'{"k": "\xe2\x82"}', 7),
-    (b'"\xe2\x82', 1),
-], ids=["invalid-start-byte", "overlong", "encoded-surrogate", "truncated-inside",
-        "truncated-at-end"])
-def test_invalid_utf8_through_loads_bytes_reports_the_byte_offset(data: bytes,
-                                                                  position: int) -> None:
+@pytest.mark.parametrize(
+    ("data", "position"),
+    [
+        (b'{"a": "\xff"}', 7),
+        (b'["\xc0\xaf"]', 2),
+        (b'"\xed\xa0\x80"', 1),
+        (b'{"k": "\xe2\x82"}', 7),
+        (b'"\xe2\x82', 1),
+    ],
+    ids=[
+        "invalid-start-byte",
+        "overlong",
+        "encoded-surrogate",
+        "truncated-inside",
+        "truncated-at-end",
+    ],
+)
+def test_invalid_utf8_through_loads_bytes_reports_the_byte_offset(
+    data: bytes, position: int
+) -> None:
     with pytest.raises(StrictJSONError) as caught:
         loads_bytes(data)
     assert caught.value.code == Code.INVALID_UNICODE
@@ -359,7 +412,7 @@ def test_invalid_utf8_through_loads_bytes_reports_the_byte_offset(data: bytes,
 
 def test_the_byte_offset_counts_bytes_not_characters() -> None:
     with pytest.raises(StrictJSONError) as caught:
-        loads_bytes('{"é€": "'.encode() + b"\x80\"}")  # 8 characters, 11 bytes before 0x80
+        loads_bytes('{"é€": "'.encode() + b'\x80"}')  # 8 characters, 11 bytes before 0x80
     assert caught.value.code == Code.INVALID_UNICODE
     assert caught.value.position == 11
 
@@ -377,21 +430,32 @@ def test_a_form_feed_after_a_complete_value_is_trailing_data() -> None:
     assert (error.code, error.position) == (Code.TRAILING_DATA, 2)
 
 
-@pytest.mark.parametrize(("text", "position"), [
-    ('{"a": 1} {"b": 2}', 9),
-    ('{"a": 1}{"b": 2}', 8),
-    ('  {"a": 1}\n\n{"b": 2}\n', 12),
-])
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        ('{"a": 1} {"b": 2}', 9),
+        ('{"a": 1}{"b": 2}', 8),
+        ('  {"a": 1}\n\n{"b": 2}\n', 12),
+    ],
+)
 def test_a_trailing_object_is_trailing_data_at_its_start(text: str, position: int) -> None:
     error = error_of(text)
     assert (error.code, error.position) == (Code.TRAILING_DATA, position)
     assert text[position] == "{"
 
 
-@pytest.mark.parametrize(("text", "position"), [
-    ("[1]x", 3), ('{"a": 1}}', 8), ("1 2", 2), ("true false", 5), ('"a" ,', 4), ("0\x00", 1),
-    ('{"a": 1} // comment', 9),
-])
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        ("[1]x", 3),
+        ('{"a": 1}}', 8),
+        ("1 2", 2),
+        ("true false", 5),
+        ('"a" ,', 4),
+        ("0\x00", 1),
+        ('{"a": 1} // comment', 9),
+    ],
+)
 def test_trailing_garbage_is_trailing_data(text: str, position: int) -> None:
     error = error_of(text)
     assert (error.code, error.position) == (Code.TRAILING_DATA, position)
@@ -399,7 +463,7 @@ def test_trailing_garbage_is_trailing_data(text: str, position: int) -> None:
 
 def test_trailing_and_leading_json_whitespace_is_accepted() -> None:
     assert loads('{"a": 1} \t\r\n') == {"a": 1}
-    assert loads(' \t\r\n[true] \n') == [True]
+    assert loads(" \t\r\n[true] \n") == [True]
 
 
 @pytest.mark.parametrize("text", ["", " ", "\n", " \t\r\n "], ids=repr)
@@ -412,9 +476,17 @@ def test_a_syntax_error_reports_its_character_position() -> None:
     assert (error.code, error.position) == (Code.INVALID_ARGUMENTS_JSON, 9)
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ('"x"', "x"), ("1", 1), ("-0.5", -0.5), ("null", None), ("true", True), ("[]", []),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('"x"', "x"),
+        ("1", 1),
+        ("-0.5", -0.5),
+        ("null", None),
+        ("true", True),
+        ("[]", []),
+    ],
+)
 def test_top_level_scalars_and_arrays_are_json_text(text: str, value: Any) -> None:
     assert loads(text) == value
 
@@ -480,10 +552,14 @@ def test_ascii_argument_bytes_at_and_over_the_limit() -> None:
 # --- Properties ---------------------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.text(), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(), children, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -493,8 +569,9 @@ json_alphabet = st.sampled_from(list('{}[]",:.-+0123456789eEtrufalsnNIiy\\u/bd8\
 
 @settings(deadline=None)
 @given(value=json_values, ensure_ascii=st.booleans(), indent=st.sampled_from([None, 2]))
-def test_any_json_value_round_trips_through_dumps_and_loads(value: Any, ensure_ascii: bool,
-                                                            indent: int | None) -> None:
+def test_any_json_value_round_trips_through_dumps_and_loads(
+    value: Any, ensure_ascii: bool, indent: int | None
+) -> None:
     parsed = loads(json.dumps(value, ensure_ascii=ensure_ascii, indent=indent))
     assert parsed == value
     assert json.dumps(parsed, sort_keys=True) == json.dumps(value, sort_keys=True)
@@ -538,16 +615,21 @@ def test_depth_counts_nesting_not_brackets() -> None:
         loads('{"a":' * 128 + "[" + ",".join(["[]"] * 10) + "]" + "}" * 128)
 
 
-NESTED = st.recursive(st.integers(0, 1) | st.text("a\\", max_size=2),
-                      lambda children: st.lists(children, max_size=3)
-                      | st.dictionaries(st.text("ab", max_size=2), children, max_size=3),
-                      max_leaves=30)
+NESTED = st.recursive(
+    st.integers(0, 1) | st.text("a\\", max_size=2),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.text("ab", max_size=2), children, max_size=3)
+    ),
+    max_leaves=30,
+)
 
 
 @settings(max_examples=500, deadline=None)
 @given(value=NESTED, depth=st.integers(1, 8))
 def test_the_depth_walk_over_containers_agrees_with_the_walk_over_every_value(
-        value: Any, depth: int) -> None:
+    value: Any, depth: int
+) -> None:
     limits = Limits(max_depth=depth)
     verdicts = []
     for walk in (strict_json._walk, strict_json._check_depth):
@@ -559,13 +641,14 @@ def test_the_depth_walk_over_containers_agrees_with_the_walk_over_every_value(
     assert verdicts[0] == verdicts[1]
 
 
-def test_without_the_name_check_a_repeated_name_keeps_its_last_member_and_the_rest_holds(
-) -> None:
+def test_without_the_name_check_a_repeated_name_keeps_its_last_member_and_the_rest_holds() -> None:
     assert loads('{"a": 1, "a": [2]}', check_names=False) == {"a": [2]}
-    for text, code in [('{"a": NaN}', Code.NON_FINITE_NUMBER),
-                       ('{"a": 1, "a": "\\ud800"}', Code.INVALID_UNICODE),
-                       ('{"a": 1e400}', Code.NON_FINITE_NUMBER),
-                       ('{"a": 1} x', Code.TRAILING_DATA)]:
+    for text, code in [
+        ('{"a": NaN}', Code.NON_FINITE_NUMBER),
+        ('{"a": 1, "a": "\\ud800"}', Code.INVALID_UNICODE),
+        ('{"a": 1e400}', Code.NON_FINITE_NUMBER),
+        ('{"a": 1} x', Code.TRAILING_DATA),
+    ]:
         with pytest.raises(StrictJSONError) as refused:
             loads(text, check_names=False)
         assert refused.value.code == code
@@ -581,8 +664,11 @@ def test_the_duplicate_named_is_the_name_that_repeats() -> None:
 def test_the_depth_limit_holds_exactly_when_the_value_is_walked_for_surrogates(kind: str) -> None:
     # A surrogate pair escape makes the parser walk the value; the walk counts depth from 1.
     inner = '"\\ud83d\\ude00"'
-    text = nested(5, kind).replace("0", inner) if kind == "object" else \
-        "[" * 4 + "[" + inner + "]" + "]" * 4
+    text = (
+        nested(5, kind).replace("0", inner)
+        if kind == "object"
+        else "[" * 4 + "[" + inner + "]" + "]" * 4
+    )
     assert loads(text, Limits(max_depth=5)) == json.loads(text)
     with pytest.raises(StrictJSONError):
         loads("[" + text + "]", Limits(max_depth=5))

@@ -36,31 +36,48 @@ from tests.proxy_harness import request_body_of
 ERROR = "callgate blocked this turn: {}"
 
 
-def tap_for(envelope: dict[str, Any], framing: str, failures: list[str] | None = None,
-            ) -> StreamTap:
-    engine = Reassembler(envelope["profile"], envelope.get("tool_schemas", {}),
-                         request=envelope.get("request"))
-    return StreamTap(engine, envelope["profile"], "", enforce=True, on_finding=lambda _: None,
-                     on_failure=(failures if failures is not None else []).append,
-                     framing=framing)
+def tap_for(
+    envelope: dict[str, Any],
+    framing: str,
+    failures: list[str] | None = None,
+) -> StreamTap:
+    engine = Reassembler(
+        envelope["profile"], envelope.get("tool_schemas", {}), request=envelope.get("request")
+    )
+    return StreamTap(
+        engine,
+        envelope["profile"],
+        "",
+        enforce=True,
+        on_finding=lambda _: None,
+        on_failure=(failures if failures is not None else []).append,
+        framing=framing,
+    )
 
 
-def judging_tap(envelope: dict[str, Any], framing: str, *, enforce: bool, encoding: str = "",
-                defer: Any = None) -> StreamTap:
+def judging_tap(
+    envelope: dict[str, Any], framing: str, *, enforce: bool, encoding: str = "", defer: Any = None
+) -> StreamTap:
     """A tap as the addon builds one for the envelope's turn: the schemas and parameters of its
     request, its provider; a failure inside the tap fails the test."""
     profile = envelope["profile"]
     schemas, parameters = request_context(request_body_of(envelope), profile)
-    return StreamTap(Reassembler(profile, schemas, request=parameters,
-                                 provider=envelope.get("provider")),
-                     profile, encoding, enforce=enforce, on_finding=lambda _: None,
-                     on_failure=lambda kind: pytest.fail(kind), framing=framing, defer=defer)
+    return StreamTap(
+        Reassembler(profile, schemas, request=parameters, provider=envelope.get("provider")),
+        profile,
+        encoding,
+        enforce=enforce,
+        on_finding=lambda _: None,
+        on_failure=lambda kind: pytest.fail(kind),
+        framing=framing,
+        defer=defer,
+    )
 
 
 def through(tap: StreamTap, body: bytes, piece: int, *, end: bool = True) -> bytes:
     """The client's bytes: ``body`` in ``piece``-byte chunks, then the end-of-body call."""
     out: list[bytes] = []
-    for chunk in [body[i:i + piece] for i in range(0, len(body), piece)] + ([b""] if end else []):
+    for chunk in [body[i : i + piece] for i in range(0, len(body), piece)] + ([b""] if end else []):
         sent = tap(chunk)
         out += sent if isinstance(sent, list) else [sent]
     return b"".join(out)
@@ -84,15 +101,22 @@ def test_a_failing_array_without_a_finish_chunk_still_ends_as_one_valid_array(pi
 
 @pytest.mark.parametrize("piece", [1, 7, 100_000])
 def test_an_array_cut_inside_an_element_gets_the_error_instead_of_the_cut_element(
-        piece: int) -> None:
+    piece: int,
+) -> None:
     envelope, body = gemini("valid_parallel_two_chunks")
-    cut = body[:body.index(b"\n,\r\n") + 30]
+    cut = body[: body.index(b"\n,\r\n") + 30]
     sent = through(tap_for(envelope, JSON_ARRAY), cut, piece)
     assert json.loads(sent) == [envelope["chunks"][0], gemini_error("missing_terminal")]
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (CONFORMANCE / "gemini").glob("*.json")
-                                        if load(p)["expect"]["status"] == "pass"))
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        p.stem
+        for p in (CONFORMANCE / "gemini").glob("*.json")
+        if load(p)["expect"]["status"] == "pass"
+    ),
+)
 def test_a_passing_array_is_released_unchanged_at_its_closing_bracket(name: str) -> None:
     # No end-of-body call: the closing bracket alone decides, as [DONE] does for SSE.
     envelope, body = gemini(name)
@@ -106,8 +130,14 @@ def test_an_sse_body_cut_mid_line_gets_the_error_event_after_its_last_whole_even
     *whole, finish, usage, done = frames(envelope)
     assert b'"finish_reason": "tool_calls"' in finish and done == b"data: [DONE]\n\n"
     cut = b"".join(whole) + finish[:20]  # the finish chunk, cut: no terminal evidence arrived
-    error = {"error": {"message": ERROR.format("missing_terminal"), "type": "callgate_blocked",
-                       "code": "missing_terminal", "param": None}}
+    error = {
+        "error": {
+            "message": ERROR.format("missing_terminal"),
+            "type": "callgate_blocked",
+            "code": "missing_terminal",
+            "param": None,
+        }
+    }
     sent = through(tap_for(envelope, SSE), cut, 5)
     assert sent == b"".join(whole) + f"data: {json.dumps(error)}\n\n".encode()
     # A passing turn cut after its terminal evidence goes out exactly as it came.
@@ -115,10 +145,13 @@ def test_an_sse_body_cut_mid_line_gets_the_error_event_after_its_last_whole_even
     assert through(tap_for(envelope, SSE), cut, 5) == cut
 
 
-@pytest.mark.parametrize(("framing", "name"), [(SSE, "openai/valid_fragmented"),
-                                               (JSON_ARRAY, "gemini/valid_single_call")])
+@pytest.mark.parametrize(
+    ("framing", "name"),
+    [(SSE, "openai/valid_fragmented"), (JSON_ARRAY, "gemini/valid_single_call")],
+)
 def test_a_failure_inside_the_tap_at_the_verdict_sends_every_byte_once(
-        framing: str, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    framing: str, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     envelope = load(CONFORMANCE / f"{name}.json")
     body = b"".join(array_frames(envelope) if framing == JSON_ARRAY else frames(envelope))
 
@@ -133,7 +166,8 @@ def test_a_failure_inside_the_tap_at_the_verdict_sends_every_byte_once(
 
 @pytest.mark.parametrize("read_later_at", [1, 2, 3, 5])
 def test_a_failure_reading_released_events_later_still_sends_every_byte_once(
-        read_later_at: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    read_later_at: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Enforce mode reads the events it released early at a look, or before the next event
     that can decide the turn: a fault then stops the reading, and every byte still
     reaches the client once, the bytes of a cut event the framer was holding among them."""
@@ -152,10 +186,17 @@ def test_a_failure_reading_released_events_later_still_sends_every_byte_once(
     monkeypatch.setattr(Reassembler, "feed", failing_feed)
     failures: list[str] = []
     asked: list[Any] = []
-    tap = StreamTap(Reassembler("openai", {}), "openai", "", enforce=True,
-                    on_finding=lambda _: None, on_failure=failures.append, defer=asked.append)
+    tap = StreamTap(
+        Reassembler("openai", {}),
+        "openai",
+        "",
+        enforce=True,
+        on_finding=lambda _: None,
+        on_failure=failures.append,
+        defer=asked.append,
+    )
     out: list[bytes] = []
-    chunks = [body[i:i + 50] for i in range(0, len(body), 50)] + [b""]
+    chunks = [body[i : i + 50] for i in range(0, len(body), 50)] + [b""]
     for n, chunk in enumerate(chunks, 1):
         sent = tap(chunk)
         out += sent if isinstance(sent, list) else [sent]
@@ -172,25 +213,41 @@ def test_an_event_over_a_mebibyte_is_read_as_import_reads_it(enforce: bool) -> N
     envelope["events"][-1]["response"]["instructions"] = "x" * (2 << 20)
     body = b"".join(frames(envelope))
     engine = Reassembler("openai-responses", envelope["tool_schemas"])
-    tap = StreamTap(engine, "openai-responses", "", enforce=enforce, on_finding=lambda _: None,
-                    on_failure=lambda _: None)
+    tap = StreamTap(
+        engine,
+        "openai-responses",
+        "",
+        enforce=enforce,
+        on_finding=lambda _: None,
+        on_failure=lambda _: None,
+    )
     sent = through(tap, body, 64 << 10)
     assert (tap.close().status.value, tap.close().blocking_codes) == ("pass", [])
     assert sent == body
 
 
 #: Framings their clients read to the end of the body, with a profile that streams in each.
-READ_TO_THE_END = [("ollama", NDJSON), ("bedrock-converse", EVENTSTREAM),
-                   ("anthropic", EVENTSTREAM)]
-TO_THE_END_CASES = [(path, framing) for profile, framing in READ_TO_THE_END
-                    for path in sorted((CONFORMANCE / profile).glob("*.json"))]
+READ_TO_THE_END = [
+    ("ollama", NDJSON),
+    ("bedrock-converse", EVENTSTREAM),
+    ("anthropic", EVENTSTREAM),
+]
+TO_THE_END_CASES = [
+    (path, framing)
+    for profile, framing in READ_TO_THE_END
+    for path in sorted((CONFORMANCE / profile).glob("*.json"))
+]
 
 
 @pytest.mark.parametrize("piece", [1, 7, 100_000])
-@pytest.mark.parametrize(("path", "framing"), TO_THE_END_CASES,
-                         ids=lambda v: v.parent.name + "/" + v.stem if hasattr(v, "stem") else v)
+@pytest.mark.parametrize(
+    ("path", "framing"),
+    TO_THE_END_CASES,
+    ids=lambda v: v.parent.name + "/" + v.stem if hasattr(v, "stem") else v,
+)
 def test_lines_and_messages_pass_whole_or_end_with_the_error_after_what_came_before_the_terminal(
-        path: Any, framing: str, piece: int) -> None:
+    path: Any, framing: str, piece: int
+) -> None:
     envelope = load(path)
     profile = PROFILES[envelope["profile"]]
     events = envelope[profile.stream_key]
@@ -200,7 +257,9 @@ def test_lines_and_messages_pass_whole_or_end_with_the_error_after_what_came_bef
     sent = through(tap, b"".join(pieces), piece)
     report = tap.close()
     assert (report.status.value, report.blocking_codes) == (
-        envelope["expect"]["status"], envelope["expect"]["codes"])
+        envelope["expect"]["status"],
+        envelope["expect"]["codes"],
+    )
     if report.exit_code != 1:
         assert sent == b"".join(pieces)
         return
@@ -208,46 +267,61 @@ def test_lines_and_messages_pass_whole_or_end_with_the_error_after_what_came_bef
     # with all after it, until the body ends).
     held = next((n for n, raw in enumerate(events) if profile.carries_terminal(raw)), len(events))
     assert sent == b"".join(pieces[:held]) + blocked_event(
-        envelope["profile"], report.blocking_codes, framing)
+        envelope["profile"], report.blocking_codes, framing
+    )
 
 
 def test_the_error_line_and_message_are_the_provider_s_own() -> None:
     assert blocked_event("ollama", ["x", "y"], NDJSON) == (
-        b'{"error": "callgate blocked this turn: x, y"}\n')
+        b'{"error": "callgate blocked this turn: x, y"}\n'
+    )
     message = decode(blocked_event("bedrock-converse", ["x"], EVENTSTREAM))
-    assert (message.header(":message-type"), message.header(":exception-type"),
-            message.payload) == ("exception", "modelStreamErrorException",
-                                 b'{"message": "callgate blocked this turn: x"}')
+    assert (
+        message.header(":message-type"),
+        message.header(":exception-type"),
+        message.payload,
+    ) == ("exception", "modelStreamErrorException", b'{"message": "callgate blocked this turn: x"}')
 
 
-def test_a_call_after_the_done_line_is_judged_before_anything_from_the_done_line_goes_out(
-        ) -> None:
+def test_a_call_after_the_done_line_is_judged_before_anything_from_the_done_line_goes_out() -> None:
     envelope = load(CONFORMANCE / "ollama" / "call_after_done.json")
     first, done, late = frames(envelope)
     tap = tap_for(envelope, NDJSON)
     # The done line would pass the turn so far; it is held until the body ends.
     assert through(tap, first + done, 100_000, end=False) == first
-    assert through(tap, late, 100_000) == json.dumps(
-        {"error": ERROR.format("delta_after_terminal")}).encode() + b"\n"
+    assert (
+        through(tap, late, 100_000)
+        == json.dumps({"error": ERROR.format("delta_after_terminal")}).encode() + b"\n"
+    )
 
 
 @pytest.mark.parametrize("enforce", [False, True])
 def test_json_lines_without_a_last_newline_and_with_blank_lines_read_as_import_reads_them(
-        enforce: bool) -> None:
+    enforce: bool,
+) -> None:
     envelope = load(CONFORMANCE / "ollama" / "valid_parallel_calls_two_lines.json")
     body = b"\xef\xbb\xbf" + b"\r\n\n".join(line.rstrip(b"\n") for line in frames(envelope))
     engine = Reassembler("ollama", envelope["tool_schemas"])
-    tap = StreamTap(engine, "ollama", "", enforce=enforce, on_finding=lambda _: None,
-                    on_failure=lambda _: None, framing=NDJSON)
+    tap = StreamTap(
+        engine,
+        "ollama",
+        "",
+        enforce=enforce,
+        on_finding=lambda _: None,
+        on_failure=lambda _: None,
+        framing=NDJSON,
+    )
     assert through(tap, body, 5) == body
     assert [(c.name, c.arguments) for c in tap.close().calls] == [
-        (c["name"], c["arguments"]) for c in envelope["expect"]["calls"]]
+        (c["name"], c["arguments"]) for c in envelope["expect"]["calls"]
+    ]
     assert tap.end_marker_seen
 
 
 @pytest.mark.parametrize("enforce", [False, True])
 def test_a_compressed_chunk_that_decodes_to_nothing_yet_does_not_end_the_body(
-        enforce: bool) -> None:
+    enforce: bool,
+) -> None:
     """A gzip body a few bytes at a time: its first chunks (the gzip header) decode to no text,
     which must not read as the end of the body."""
     envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
@@ -260,7 +334,8 @@ def test_a_compressed_chunk_that_decodes_to_nothing_yet_does_not_end_the_body(
 
 @pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
 def test_observing_with_deferred_reads_passes_each_chunk_at_once_and_judges_the_same(
-        path: Path) -> None:
+    path: Path,
+) -> None:
     """With ``defer`` the tap reads what came once the stream pauses: every chunk still passes
     unchanged the moment it comes, one look is asked for at a time, and the verdict, findings
     and events are those of reading each chunk as it comes."""
@@ -270,7 +345,7 @@ def test_observing_with_deferred_reads_passes_each_chunk_at_once_and_judges_the_
     asked: list[Any] = []
     deferred = judging_tap(envelope, framing, enforce=False, defer=asked.append)
     direct = judging_tap(envelope, framing, enforce=False)
-    chunks = [body[i:i + 40] for i in range(0, len(body), 40)]
+    chunks = [body[i : i + 40] for i in range(0, len(body), 40)]
     read_before = 0
     for n, chunk in enumerate(chunks, 1):
         assert deferred(chunk) is chunk
@@ -295,7 +370,7 @@ def test_a_stream_that_never_pauses_is_read_at_the_last_look() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     body = b"".join(framed(envelope, SSE))
     size = len(body) // (MAX_LOOKS + 1)
-    pieces = iter([body[i:i + size] for i in range(0, len(body), size)])
+    pieces = iter([body[i : i + size] for i in range(0, len(body), size)])
     asked: list[Any] = []
     tap = judging_tap(envelope, SSE, enforce=False, defer=asked.append)
     tap(next(pieces))
@@ -332,20 +407,40 @@ def test_a_read_parses_each_event_as_the_engine_takes_it() -> None:
     generation and, promoted, make it sweep every object of the proxy. Measured as the tracked
     objects allocated since the last collection and not freed (``gc.get_count``), about seven
     per parsed chunk."""
+
     def chunk(entry: dict[str, Any]) -> bytes:
-        data = {"id": "c", "object": "chat.completion.chunk", "choices": [
-            {"index": 0, "delta": {"tool_calls": [entry]}, "finish_reason": None}]}
+        data = {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"tool_calls": [entry]}, "finish_reason": None}],
+        }
         return f"data: {json.dumps(data)}\n\n".encode()
 
     fragments = 2000
-    body = b"".join([chunk({"index": 0, "id": "call_0", "type": "function",
-                            "function": {"name": "f", "arguments": "["}}),
-                     *(chunk({"index": 0, "function": {"arguments": "1,"}})
-                       for _ in range(fragments)),
-                     chunk({"index": 0, "function": {"arguments": "1]"}})])
+    body = b"".join(
+        [
+            chunk(
+                {
+                    "index": 0,
+                    "id": "call_0",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": "["},
+                }
+            ),
+            *(chunk({"index": 0, "function": {"arguments": "1,"}}) for _ in range(fragments)),
+            chunk({"index": 0, "function": {"arguments": "1]"}}),
+        ]
+    )
     asked: list[Any] = []
-    tap = StreamTap(Reassembler("openai", {}), "openai", "", enforce=False,
-                    on_finding=lambda _: None, on_failure=pytest.fail, defer=asked.append)
+    tap = StreamTap(
+        Reassembler("openai", {}),
+        "openai",
+        "",
+        enforce=False,
+        on_finding=lambda _: None,
+        on_failure=pytest.fail,
+        defer=asked.append,
+    )
     alive: list[int] = []
     feed = tap.engine.feed
     tap.engine.feed = lambda event: (alive.append(gc.get_count()[0]), feed(event))[1]  # type: ignore[method-assign]
@@ -374,7 +469,8 @@ def test_a_tap_closed_before_its_deferred_read_reads_what_it_was_given_first() -
 
 @pytest.mark.parametrize("piece", [1, 7, 100_000])
 def test_events_before_a_byte_that_is_not_utf8_are_read_however_the_body_was_cut(
-        piece: int) -> None:
+    piece: int,
+) -> None:
     """The events before the bad byte, then the rest as one text event: also when the bad byte
     comes in the same chunk as the events before it."""
     envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
@@ -385,23 +481,33 @@ def test_events_before_a_byte_that_is_not_utf8_are_read_however_the_body_was_cut
     report = tap.close()
     assert (len(tap.event_times), report.status.value) == (3, "fail")
     assert [(f.code.value, f.event, f.slot) for f in report.findings if f.blocking] == [
-        ("unsupported_event", 2, None), ("missing_terminal", 2, 0), ("missing_terminal", 2, 1),
-        ("missing_terminal", 2, None)]
+        ("unsupported_event", 2, None),
+        ("missing_terminal", 2, 0),
+        ("missing_terminal", 2, 1),
+        ("missing_terminal", 2, None),
+    ]
 
 
 # -- enforce mode releases the events that cannot decide the turn before reading them ----------
 
 #: Fixtures of the profiles whose SSE events enforce mode may release before reading them (the
 #: others, JSON lines and event streams, read every event first).
-RELEASING = [path for path in conformance_fixtures()
-             if PROFILES[path.parent.name].terminal_pattern
-             and SSE in PROFILES[path.parent.name].framings]
+RELEASING = [
+    path
+    for path in conformance_fixtures()
+    if PROFILES[path.parent.name].terminal_pattern and SSE in PROFILES[path.parent.name].framings
+]
 
 
-def test_the_profiles_that_release_events_unread_are_the_sse_ones_with_a_terminal_pattern(
-        ) -> None:
+def test_the_profiles_that_release_events_unread_are_the_sse_ones_with_a_terminal_pattern() -> None:
     assert sorted({path.parent.name for path in RELEASING}) == [
-        "anthropic", "cohere", "gemini", "mistral", "openai", "openai-responses"]
+        "anthropic",
+        "cohere",
+        "gemini",
+        "mistral",
+        "openai",
+        "openai-responses",
+    ]
 
 
 @pytest.mark.parametrize("path", RELEASING, ids=fixture_id)
@@ -416,32 +522,36 @@ def test_every_event_that_can_decide_a_turn_is_read_before_it_goes(path: Path) -
     assert len(blocks) >= len(stream)  # each event, then [DONE] where the profile sends it
     for raw, block in zip(stream, blocks, strict=False):
         assert may_decide(block, pattern) or not deciding(profile, raw), block
-    assert all(may_decide(block, pattern) for block in blocks[len(stream):])
+    assert all(may_decide(block, pattern) for block in blocks[len(stream) :])
 
 
-@pytest.mark.parametrize(("data", "decides"), [
-    (b'{"choices":[{"index":0,"delta":{},"finish_reason":null}]}', False),
-    (b'{"choices": [{"finish_reason" :\t null, "index": 0}]}', False),
-    # Two data lines with a comment line between: the JSON says "stop".
-    (b'{"choices":[{"finish_reason"\n: null\ndata: :"stop"}]}', True),
-    (b'{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}', True),
-    (b'{"choices":[{"finish_reason" : "stop"}]}', True),
-    (b'{"choices":[{"finish_reason":null,"native_finish_reason":"stop"}]}', True),
-    (b'{"choices":[{"finish\\u005freason":"stop"}]}', True),  # spelled with an escape
-    (b'{"choices":[{"delta":{"content":"\xc3\xa9"},"finish_reason":null}]}', False),
-    (b'{"choices":[{"delta":{"content":"\xc3"},"finish_reason":null}]}', True),  # not UTF-8
-    (b"[DONE]", True),
-])
+@pytest.mark.parametrize(
+    ("data", "decides"),
+    [
+        (b'{"choices":[{"index":0,"delta":{},"finish_reason":null}]}', False),
+        (b'{"choices": [{"finish_reason" :\t null, "index": 0}]}', False),
+        # Two data lines with a comment line between: the JSON says "stop".
+        (b'{"choices":[{"finish_reason"\n: null\ndata: :"stop"}]}', True),
+        (b'{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}', True),
+        (b'{"choices":[{"finish_reason" : "stop"}]}', True),
+        (b'{"choices":[{"finish_reason":null,"native_finish_reason":"stop"}]}', True),
+        (b'{"choices":[{"finish\\u005freason":"stop"}]}', True),  # spelled with an escape
+        (b'{"choices":[{"delta":{"content":"\xc3\xa9"},"finish_reason":null}]}', False),
+        (b'{"choices":[{"delta":{"content":"\xc3"},"finish_reason":null}]}', True),  # not UTF-8
+        (b"[DONE]", True),
+    ],
+)
 def test_a_chat_completions_event_may_decide_the_turn_only_with_a_finish_reason_that_is_not_null(
-        data: bytes, decides: bool) -> None:
-    assert may_decide(b"data: " + data + b"\n\n", deciding_pattern(PROFILES["openai"])) \
-        == decides
+    data: bytes, decides: bool
+) -> None:
+    assert may_decide(b"data: " + data + b"\n\n", deciding_pattern(PROFILES["openai"])) == decides
 
 
 @pytest.mark.parametrize("events_per_chunk", [0, 1, 2])
 @pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
 def test_enforcing_with_deferred_reads_sends_the_same_bytes_at_the_same_moments(
-        path: Path, events_per_chunk: int) -> None:
+    path: Path, events_per_chunk: int
+) -> None:
     """With ``defer``, enforce mode sends what it sends without it, chunk for chunk: an event
     that cannot decide the turn goes at once either way, read or not yet. Chunks are 40-byte
     pieces (0), or whole events, one or two at a time, which go without being cut into events
@@ -456,9 +566,14 @@ def test_enforcing_with_deferred_reads_sends_the_same_bytes_at_the_same_moments(
     asked: list[Any] = []
     deferred = judging_tap(envelope, framing, enforce=True, defer=asked.append)
     direct = judging_tap(envelope, framing, enforce=True)
-    chunks = [b"".join(events[i:i + events_per_chunk])
-              for i in range(0, len(events), events_per_chunk)] if events_per_chunk else [
-        body[i:i + 40] for i in range(0, len(body), 40)]
+    chunks = (
+        [
+            b"".join(events[i : i + events_per_chunk])
+            for i in range(0, len(events), events_per_chunk)
+        ]
+        if events_per_chunk
+        else [body[i : i + 40] for i in range(0, len(body), 40)]
+    )
     chunks.append(b"")
     read_later = 0
     for n, chunk in enumerate(chunks, 1):
@@ -471,11 +586,13 @@ def test_enforcing_with_deferred_reads_sends_the_same_bytes_at_the_same_moments(
     # A first event that cannot decide the turn goes unread, in a profile that releases any.
     first = next(framed(envelope, framing))
     assert bool(read_later or asked) == (
-        path in RELEASING and not may_decide(first, deciding_pattern(PROFILES[profile])))
+        path in RELEASING and not may_decide(first, deciding_pattern(PROFILES[profile]))
+    )
 
 
-@pytest.mark.parametrize(("name", "passes"), [("valid_fragmented", True),
-                                              ("malformed_arguments", False)])
+@pytest.mark.parametrize(
+    ("name", "passes"), [("valid_fragmented", True), ("malformed_arguments", False)]
+)
 def test_an_event_after_the_verdict_goes_only_if_the_turn_passed(name: str, passes: bool) -> None:
     """Once the turn is judged, what follows the end marker goes as the verdict says, also a
     whole event that could never decide a turn."""
@@ -491,9 +608,11 @@ def test_an_event_after_the_verdict_goes_only_if_the_turn_passed(name: str, pass
 
 # -- the fixture writer is handed the live verdict ----------------------------------------------
 
+
 @pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
 def test_a_fixture_built_with_the_live_verdict_is_the_one_built_by_judging_again(
-        path: Path) -> None:
+    path: Path,
+) -> None:
     """The proxy's writer compares the redacted verdict with the report the tap already has;
     judging the unredacted envelope again gives the same fixture, byte for byte, or the same
     refusal."""
@@ -503,8 +622,16 @@ def test_a_fixture_built_with_the_live_verdict_is_the_one_built_by_judging_again
     body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
     tap = judging_tap(envelope, framing, enforce=False)
     through(tap, body, 100)
-    exchange = Exchange("POST", "https://llm.example/v1/stream", [], request, 200,
-                        [("content-type", MEDIA_TYPES[framing][0])], body, capture="proxy")
+    exchange = Exchange(
+        "POST",
+        "https://llm.example/v1/stream",
+        [],
+        request,
+        200,
+        [("content-type", MEDIA_TYPES[framing][0])],
+        body,
+        capture="proxy",
+    )
     options: dict[str, Any] = {"profile": profile, "provider": envelope.get("provider")}
     try:
         judged_again = fixture_bytes(redact_exchange(exchange, **options).envelope)
@@ -512,5 +639,7 @@ def test_a_fixture_built_with_the_live_verdict_is_the_one_built_by_judging_again
         with pytest.raises(type(refused), match=re.escape(str(refused))):
             redact_exchange(exchange, **options, verdict=tap.close())
         return
-    assert fixture_bytes(redact_exchange(exchange, **options, verdict=tap.close()).envelope) \
+    assert (
+        fixture_bytes(redact_exchange(exchange, **options, verdict=tap.close()).envelope)
         == judged_again
+    )

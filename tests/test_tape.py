@@ -39,14 +39,29 @@ from tests.conftest import CONFORMANCE, ROOT, load
 from tests.proxy_harness import APPS_PYTHON
 
 SUITE = ROOT / "tests" / "apps" / "tape_suite.py"
-KEYS = {"OPENAI_API_KEY": "sk-proj-canaryKEY5f2e8c1d9a7b4e3f6a0b",
-        "ANTHROPIC_API_KEY": "sk-ant-canaryKEY7c1d9a7b4e3f6a0b5f2e",
-        "GEMINI_API_KEY": "AIzaCanaryKEY0123456789abcdefghijklmnop"}
-CANARIES = ["CANARY-PROMPT-8d1e", "CANARY-SYSTEM-51c2", "CANARY-TOOL-RESULT-3b7a",
-            "CANARY-QUERY-9e4f", *KEYS.values()]
+KEYS = {
+    "OPENAI_API_KEY": "sk-proj-canaryKEY5f2e8c1d9a7b4e3f6a0b",
+    "ANTHROPIC_API_KEY": "sk-ant-canaryKEY7c1d9a7b4e3f6a0b5f2e",
+    "GEMINI_API_KEY": "AIzaCanaryKEY0123456789abcdefghijklmnop",
+}
+CANARIES = [
+    "CANARY-PROMPT-8d1e",
+    "CANARY-SYSTEM-51c2",
+    "CANARY-TOOL-RESULT-3b7a",
+    "CANARY-QUERY-9e4f",
+    *KEYS.values(),
+]
 #: What the SDKs read, cleared so the machine's own settings cannot reach a run.
-CLEARED = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL",
-           "OLLAMA_HOST", "GOOGLE_API_KEY", "CALLGATE_RECORD_MODE", *KEYS)
+CLEARED = (
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "OLLAMA_HOST",
+    "GOOGLE_API_KEY",
+    "CALLGATE_RECORD_MODE",
+    *KEYS,
+)
 TOOL_LOOP = "test_openai_tool_loop"
 #: A base URL where nothing listens: an SDK that reached it instead of the tape would fail.
 CLOSED_PORT = "http://127.0.0.1:9/v1"
@@ -58,77 +73,150 @@ PARIS = ["get_weather", '{"city":"Paris","unit":"c"}']
 
 
 def test_a_request_shape_keeps_no_prompt_and_counts_messages_per_role() -> None:
-    body = json.dumps({"model": "gpt-4o-mini", "stream": True, "tools": [
-        {"type": "function", "function": {"name": "get_weather", "parameters": {}}},
-        {"type": "function", "function": {"name": "search", "parameters": {}}}],
-        "messages": [{"role": "system", "content": "secret"}, {"role": "user", "content": "x"},
-                     {"role": "assistant", "tool_calls": []}, {"role": "tool", "content": "y"},
-                     {"role": "user", "content": "z"}]}).encode()
+    body = json.dumps(
+        {
+            "model": "gpt-4o-mini",
+            "stream": True,
+            "tools": [
+                {"type": "function", "function": {"name": "get_weather", "parameters": {}}},
+                {"type": "function", "function": {"name": "search", "parameters": {}}},
+            ],
+            "messages": [
+                {"role": "system", "content": "secret"},
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "tool_calls": []},
+                {"role": "tool", "content": "y"},
+                {"role": "user", "content": "z"},
+            ],
+        }
+    ).encode()
     shape = request_shape("openai", "POST", "/v1/chat/completions?key=abc", body)
-    assert shape == {"route": "openai", "method": "POST", "path": "/v1/chat/completions",
-                     "model": "gpt-4o-mini", "tools": ["get_weather", "search"], "stream": True,
-                     "messages_by_role": {"assistant": 1, "system": 1, "tool": 1, "user": 2}}
-    assert describe(shape) == ("POST /v1/chat/completions (openai), model gpt-4o-mini, tools "
-                               "[get_weather, search], stream, messages assistant 1 system 1 "
-                               "tool 1 user 2")
+    assert shape == {
+        "route": "openai",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "model": "gpt-4o-mini",
+        "tools": ["get_weather", "search"],
+        "stream": True,
+        "messages_by_role": {"assistant": 1, "system": 1, "tool": 1, "user": 2},
+    }
+    assert describe(shape) == (
+        "POST /v1/chat/completions (openai), model gpt-4o-mini, tools "
+        "[get_weather, search], stream, messages assistant 1 system 1 "
+        "tool 1 user 2"
+    )
 
 
 def test_shapes_of_the_other_apis_name_their_tools_and_system_prompts() -> None:
-    anthropic = json.dumps({"model": "claude", "system": "s", "stream": True,
-                            "tools": [{"name": "get_weather", "input_schema": {}}],
-                            "messages": [{"role": "user", "content": "x"}]}).encode()
-    gemini = json.dumps({"contents": [{"role": "user", "parts": [{"text": "x"}]}],
-                         "systemInstruction": {"parts": [{"text": "s"}]},
-                         "tools": [{"functionDeclarations": [{"name": "a"}, {"name": "b"}]}]})
+    anthropic = json.dumps(
+        {
+            "model": "claude",
+            "system": "s",
+            "stream": True,
+            "tools": [{"name": "get_weather", "input_schema": {}}],
+            "messages": [{"role": "user", "content": "x"}],
+        }
+    ).encode()
+    gemini = json.dumps(
+        {
+            "contents": [{"role": "user", "parts": [{"text": "x"}]}],
+            "systemInstruction": {"parts": [{"text": "s"}]},
+            "tools": [{"functionDeclarations": [{"name": "a"}, {"name": "b"}]}],
+        }
+    )
     assert request_shape("anthropic", "POST", "/v1/messages", anthropic) == {
-        "route": "anthropic", "method": "POST", "path": "/v1/messages", "model": "claude",
-        "tools": ["get_weather"], "stream": True, "messages_by_role": {"system": 1, "user": 1}}
-    assert request_shape("gemini", "POST", "/v1beta/models/g:streamGenerateContent?alt=sse",
-                         gemini.encode()) == {
-        "route": "gemini", "method": "POST", "path": "/v1beta/models/g:streamGenerateContent",
-        "tools": ["a", "b"], "messages_by_role": {"system": 1, "user": 1}}
+        "route": "anthropic",
+        "method": "POST",
+        "path": "/v1/messages",
+        "model": "claude",
+        "tools": ["get_weather"],
+        "stream": True,
+        "messages_by_role": {"system": 1, "user": 1},
+    }
+    assert request_shape(
+        "gemini", "POST", "/v1beta/models/g:streamGenerateContent?alt=sse", gemini.encode()
+    ) == {
+        "route": "gemini",
+        "method": "POST",
+        "path": "/v1beta/models/g:streamGenerateContent",
+        "tools": ["a", "b"],
+        "messages_by_role": {"system": 1, "user": 1},
+    }
     assert request_shape("openai", "GET", "/v1/models", b"") == {
-        "route": "openai", "method": "GET", "path": "/v1/models"}
+        "route": "openai",
+        "method": "GET",
+        "path": "/v1/models",
+    }
 
 
 def exchange(body: bytes, content_type: str = "application/json", status: int = 200) -> Exchange:
-    return Exchange("POST", "https://api.openai.com/v1/embeddings?key=CANARY-QUERY-9e4f",
-                    [("authorization", f"Bearer {KEYS['OPENAI_API_KEY']}")],
-                    b'{"input": "CANARY-PROMPT-8d1e"}', status,
-                    [("content-type", content_type)], body, capture="tape")
+    return Exchange(
+        "POST",
+        "https://api.openai.com/v1/embeddings?key=CANARY-QUERY-9e4f",
+        [("authorization", f"Bearer {KEYS['OPENAI_API_KEY']}")],
+        b'{"input": "CANARY-PROMPT-8d1e"}',
+        status,
+        [("content-type", content_type)],
+        body,
+        capture="tape",
+    )
 
 
 def test_an_exchange_record_keeps_text_only_when_asked_and_never_a_credential() -> None:
-    body = json.dumps({"id": "cmpl-1", "object": "chat.completion", "choices": [
-        {"message": {"role": "assistant", "content": "Sunny"}}], "usage": {"total_tokens": 7}})
+    body = json.dumps(
+        {
+            "id": "cmpl-1",
+            "object": "chat.completion",
+            "choices": [{"message": {"role": "assistant", "content": "Sunny"}}],
+            "usage": {"total_tokens": 7},
+        }
+    )
     shape = {"route": "openai", "method": "POST", "path": "/v1/embeddings"}
     kept = exchange_record(exchange(body.encode()), shape, keep_text=True)
     assert (kept["tape_record"], kept["request"]) == (1, shape)
-    assert kept["response"] == {"status": 200, "content_type": "application/json", "json": {
-        "id": "cmpl-redacted1", "object": "chat.completion", "choices": [
-            {"message": {"role": "assistant", "content": "Sunny"}}], "usage": {"total_tokens": 7}}}
+    assert kept["response"] == {
+        "status": 200,
+        "content_type": "application/json",
+        "json": {
+            "id": "cmpl-redacted1",
+            "object": "chat.completion",
+            "choices": [{"message": {"role": "assistant", "content": "Sunny"}}],
+            "usage": {"total_tokens": 7},
+        },
+    }
     masked = exchange_record(exchange(body.encode()), shape)
     assert masked["response"]["json"]["choices"][0]["message"]["content"] == "xxxxx"
-    assert exchange_record(exchange(b"upstream said no", "text/plain", 502), shape)["response"] \
-        == {"status": 502, "content_type": "text/plain", "text": "xxxxxxxx xxxx xx"}
-    assert exchange_record(exchange(b"\x89PNG\r\n\xff", "image/png"), shape)["response"] \
-        == {"status": 200, "content_type": "image/png", "omitted": "7 bytes that are not UTF-8"}
+    assert exchange_record(exchange(b"upstream said no", "text/plain", 502), shape)["response"] == {
+        "status": 502,
+        "content_type": "text/plain",
+        "text": "xxxxxxxx xxxx xx",
+    }
+    assert exchange_record(exchange(b"\x89PNG\r\n\xff", "image/png"), shape)["response"] == {
+        "status": 200,
+        "content_type": "image/png",
+        "omitted": "7 bytes that are not UTF-8",
+    }
     leaking = json.dumps({"echo": KEYS["OPENAI_API_KEY"]}).encode()
     with pytest.raises(Exception, match=r"a secret would be written at /response/json/echo"):
         exchange_record(exchange(leaking), shape, keep_text=True)
 
 
-@pytest.mark.parametrize(("body", "kept"), [(b"42", 42), (b"null", None), (b"true", True),
-                                            (b'"Sunny"', "xxxxx"), (b"[1, 2.5]", [1, 2.5])])
+@pytest.mark.parametrize(
+    ("body", "kept"),
+    [(b"42", 42), (b"null", None), (b"true", True), (b'"Sunny"', "xxxxx"), (b"[1, 2.5]", [1, 2.5])],
+)
 def test_an_exchange_record_of_a_json_body_that_is_no_object_keeps_its_shape(
-        body: bytes, kept: object) -> None:
+    body: bytes, kept: object
+) -> None:
     shape = {"route": "openai", "method": "POST", "path": "/v1/embeddings"}
     assert exchange_record(exchange(body), shape)["response"] == {
-        "status": 200, "content_type": "application/json", "json": kept}
+        "status": 200,
+        "content_type": "application/json",
+        "json": kept,
+    }
 
 
-def test_a_tape_refuses_what_it_does_not_hold_and_names_what_it_holds_next(
-        tmp_path: Path) -> None:
+def test_a_tape_refuses_what_it_does_not_hold_and_names_what_it_holds_next(tmp_path: Path) -> None:
     tape = Tape(tmp_path / "empty", RecordMode.NONE, "test_x")
     shape = {"route": "openai", "method": "POST", "path": "/v1/chat/completions", "model": "m"}
     decision = tape.decide(shape)
@@ -136,47 +224,69 @@ def test_a_tape_refuses_what_it_does_not_hold_and_names_what_it_holds_next(
         f"tape test_x ({tmp_path / 'empty'}): request 1 is not on the tape: POST "
         "/v1/chat/completions (openai), model m; the tape holds next: nothing more. To record "
         "it: --callgate-record-mode=new_episodes, or delete the folder and run with "
-        "--callgate-record-mode=once")
+        "--callgate-record-mode=once"
+    )
     assert tape.problems() == [decision.refusal]
     assert not tape.recording and Tape(tmp_path / "empty", RecordMode.ONCE, "t").recording
 
 
 def test_entries_of_one_shape_are_served_in_order_and_other_shapes_in_any_order(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     def shape(model: str) -> dict[str, Any]:
         return {"route": "openai", "method": "POST", "path": "/v1/embeddings", "model": model}
 
     for number, model in enumerate(["a", "b", "a"], 1):
-        store.write(tmp_path, number, shape(model), record={
-            "tape_record": 1, "request": shape(model),
-            "response": {"status": 200, "content_type": "text/plain", "text": str(number)}})
+        store.write(
+            tmp_path,
+            number,
+            shape(model),
+            record={
+                "tape_record": 1,
+                "request": shape(model),
+                "response": {"status": 200, "content_type": "text/plain", "text": str(number)},
+            },
+        )
     tape = Tape(tmp_path, RecordMode.NONE, "test_x")
     served = [tape.decide(shape(model)).entry for model in ["b", "a", "a"]]
     assert [entry.path.name if entry else None for entry in served] == [
-        "002.exchange.json", "001.exchange.json", "003.exchange.json"]
+        "002.exchange.json",
+        "001.exchange.json",
+        "003.exchange.json",
+    ]
     assert tape.problems() == []
     assert tape.decide(shape("a")).refusal is not None  # each entry is served once
 
 
 def test_a_request_the_tape_lacks_gets_the_providers_error_shape_even_when_sent_chunked(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     tape = Tape(tmp_path, RecordMode.NONE, "test_x")
     server = TapeServer(tape).start()
     try:
         connection = http.client.HTTPConnection("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
         body = [b'{"model": "claude-x", ', b'"stream": true}']
-        connection.request("POST", "/anthropic/v1/messages", body=iter(body),
-                           encode_chunked=True, headers={"content-type": "application/json"})
+        connection.request(
+            "POST",
+            "/anthropic/v1/messages",
+            body=iter(body),
+            encode_chunked=True,
+            headers={"content-type": "application/json"},
+        )
         response = connection.getresponse()
         answer = json.loads(response.read())
         connection.close()
     finally:
         server.close()
     assert response.status == 400
-    assert answer == {"type": "error", "error": {
-        "type": "invalid_request_error", "message": tape.problems()[0]}}
-    assert "request 1 is not on the tape: POST /v1/messages (anthropic), model claude-x, " \
+    assert answer == {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": tape.problems()[0]},
+    }
+    assert (
+        "request 1 is not on the tape: POST /v1/messages (anthropic), model claude-x, "
         "stream; the tape holds next: nothing more." in answer["error"]["message"]
+    )
 
 
 def test_exchange_records_are_not_fixtures_to_replay(tmp_path: Path) -> None:
@@ -190,8 +300,9 @@ def test_exchange_records_are_not_fixtures_to_replay(tmp_path: Path) -> None:
 
 def fake(*fixtures: str) -> FakeProvider:
     """A fake provider that serves these conformance fixtures in turn, over and over."""
-    return FakeProvider({f"{n:03d}": load(CONFORMANCE / f"{name}.json")
-                         for n, name in enumerate(fixtures, 1)}).start()
+    return FakeProvider(
+        {f"{n:03d}": load(CONFORMANCE / f"{name}.json") for n, name in enumerate(fixtures, 1)}
+    ).start()
 
 
 @pytest.fixture
@@ -200,23 +311,41 @@ def app(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_app(app: Path, *selection: str, upstream: FakeProvider | None = None,
-            mode: str | None = None, **env: str) -> tuple[int, str, list[dict[str, Any]]]:
+def run_app(
+    app: Path,
+    *selection: str,
+    upstream: FakeProvider | None = None,
+    mode: str | None = None,
+    **env: str,
+) -> tuple[int, str, list[dict[str, Any]]]:
     """Run the user's suite; (exit code, output, the RESULT of each test in order)."""
     environment = {k: v for k, v in os.environ.items() if k not in CLEARED} | env
-    command = [str(APPS_PYTHON), "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
-               "test_app.py", *selection]
+    command = [
+        str(APPS_PYTHON),
+        "-m",
+        "pytest",
+        "-q",
+        "-s",
+        "-p",
+        "no:cacheprovider",
+        "test_app.py",
+        *selection,
+    ]
     if mode:
         command.append(f"--callgate-record-mode={mode}")
     if upstream is not None:
         environment |= KEYS
         for route in ("openai", "anthropic", "mistral", "gemini"):
             command += ["--callgate-upstream", f"{route}={upstream.url}"]
-    done = subprocess.run(command, cwd=app, env=environment, capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        command, cwd=app, env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
     output = done.stdout + done.stderr
-    results = [json.loads(line.split("RESULT ", 1)[1]) for line in output.splitlines()
-               if "RESULT {" in line]
+    results = [
+        json.loads(line.split("RESULT ", 1)[1])
+        for line in output.splitlines()
+        if "RESULT {" in line
+    ]
     return done.returncode, output, results
 
 
@@ -230,49 +359,67 @@ def recorded_loop(app: Path) -> Iterator[Path]:
     with closing(fake("openai/valid_fragmented", "openai/text_only")) as upstream:
         code, output, results = run_app(app, "-k", TOOL_LOOP, upstream=upstream, mode="once")
     assert code == 0, output
-    assert results == [{"calls": [PARIS], "answer": "Hello there",
-                        "turns": ["pass", "not_applicable"]}]
+    assert results == [
+        {"calls": [PARIS], "answer": "Hello there", "turns": ["pass", "not_applicable"]}
+    ]
     yield app / FOLDER / TOOL_LOOP
 
 
 @pytest.mark.sdk
 def test_a_tool_loop_recorded_once_replays_offline_with_the_same_result(
-        app: Path, recorded_loop: Path) -> None:
+    app: Path, recorded_loop: Path
+) -> None:
     assert tape_files(recorded_loop) == ["001.json", "002.json"]
     code, output, results = run_app(app, "-k", TOOL_LOOP)  # no upstream, no key: replay only
     assert code == 0, output
-    assert results == [{"calls": [PARIS], "answer": "Hello there",
-                        "turns": ["pass", "not_applicable"]}]
+    assert results == [
+        {"calls": [PARIS], "answer": "Hello there", "turns": ["pass", "not_applicable"]}
+    ]
     # Tapes are fixtures: callgate replay judges them against their pinned verdicts.
     assert [(o.fixture.name, o.held) for o in replay([recorded_loop])] == [
-        ("001.json", True), ("002.json", True)]
+        ("001.json", True),
+        ("002.json", True),
+    ]
     first = json.loads((recorded_loop / "001.json").read_text())
     assert first["meta"]["tape"]["request"] == {
-        "route": "openai", "method": "POST", "path": "/v1/chat/completions",
-        "model": "gpt-4o-mini", "tools": ["get_weather"], "stream": True,
-        "messages_by_role": {"system": 1, "user": 1}}
+        "route": "openai",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "model": "gpt-4o-mini",
+        "tools": ["get_weather"],
+        "stream": True,
+        "messages_by_role": {"system": 1, "user": 1},
+    }
     assert first["meta"]["redaction"]["text"] == "keep"
 
 
 @pytest.mark.sdk
 def test_an_extra_request_a_changed_model_or_tool_set_and_a_missing_request_fail_with_why(
-        app: Path, recorded_loop: Path) -> None:
+    app: Path, recorded_loop: Path
+) -> None:
     for change, line in [
-            ({"APP_EXTRA": "1"},
-             "request 3 is not on the tape: POST /v1/chat/completions (openai), model "
-             "gpt-4o-mini, tools [get_weather], stream, messages assistant 1 system 1 tool 1 "
-             "user 2; the tape holds next: nothing more. To record it: "
-             "--callgate-record-mode=new_episodes, or delete the folder and run with "
-             "--callgate-record-mode=once"),
-            ({"APP_MODEL": "gpt-4.1"},
-             "request 1 is not on the tape: POST /v1/chat/completions (openai), model gpt-4.1, "
-             "tools [get_weather], stream, messages system 1 user 1; the tape holds next: "
-             "001.json (POST /v1/chat/completions (openai), model gpt-4o-mini, tools "
-             "[get_weather], stream, messages system 1 user 1)"),
-            ({"APP_SEARCH_TOOL": "1"},
-             "request 1 is not on the tape: POST /v1/chat/completions (openai), model "
-             "gpt-4o-mini, tools [get_weather, search], stream, messages system 1 user 1; the "
-             "tape holds next: 001.json")]:
+        (
+            {"APP_EXTRA": "1"},
+            "request 3 is not on the tape: POST /v1/chat/completions (openai), model "
+            "gpt-4o-mini, tools [get_weather], stream, messages assistant 1 system 1 tool 1 "
+            "user 2; the tape holds next: nothing more. To record it: "
+            "--callgate-record-mode=new_episodes, or delete the folder and run with "
+            "--callgate-record-mode=once",
+        ),
+        (
+            {"APP_MODEL": "gpt-4.1"},
+            "request 1 is not on the tape: POST /v1/chat/completions (openai), model gpt-4.1, "
+            "tools [get_weather], stream, messages system 1 user 1; the tape holds next: "
+            "001.json (POST /v1/chat/completions (openai), model gpt-4o-mini, tools "
+            "[get_weather], stream, messages system 1 user 1)",
+        ),
+        (
+            {"APP_SEARCH_TOOL": "1"},
+            "request 1 is not on the tape: POST /v1/chat/completions (openai), model "
+            "gpt-4o-mini, tools [get_weather, search], stream, messages system 1 user 1; the "
+            "tape holds next: 001.json",
+        ),
+    ]:
         code, output, _ = run_app(app, "-k", TOOL_LOOP, **change)
         assert code == 1 and line in output, change
     (recorded_loop / "002.json").rename(recorded_loop / "003.json")
@@ -285,8 +432,9 @@ def test_an_extra_request_a_changed_model_or_tool_set_and_a_missing_request_fail
 @pytest.mark.sdk
 def test_new_episodes_appends_and_all_records_anew(app: Path, recorded_loop: Path) -> None:
     with closing(fake("openai/text_only")) as upstream:
-        code, output, results = run_app(app, "-k", TOOL_LOOP, upstream=upstream,
-                                        mode="new_episodes", APP_EXTRA="1")
+        code, output, results = run_app(
+            app, "-k", TOOL_LOOP, upstream=upstream, mode="new_episodes", APP_EXTRA="1"
+        )
     assert code == 0, output
     assert tape_files(recorded_loop) == ["001.json", "002.json", "003.json"]
     assert results[0]["turns"] == ["pass", "not_applicable", "not_applicable"]
@@ -302,15 +450,20 @@ def test_new_episodes_appends_and_all_records_anew(app: Path, recorded_loop: Pat
 @pytest.mark.parametrize("redaction", ["replay", "strict"])
 def test_no_canary_reaches_a_tape_in_any_encoding(app: Path, redaction: str) -> None:
     with closing(fake("openai/valid_fragmented", "openai/text_only")) as upstream:
-        code, output, _ = run_app(app, "-k", TOOL_LOOP, upstream=upstream, mode="once",
-                                  APP_REDACTION=redaction)
+        code, output, _ = run_app(
+            app, "-k", TOOL_LOOP, upstream=upstream, mode="once", APP_REDACTION=redaction
+        )
     assert code == 0, output
     files = sorted((app / "tapes").rglob("*.json"))
     assert [f.name for f in files] == ["001.json", "002.json"]
     texts = [f.read_text() for f in files]
     for canary in CANARIES:
-        for form in {canary, quote(canary), quote_plus(canary),
-                     base64.b64encode(canary.encode()).decode()}:
+        for form in {
+            canary,
+            quote(canary),
+            quote_plus(canary),
+            base64.b64encode(canary.encode()).decode(),
+        }:
             assert not any(form in text for text in texts), (canary, form)
     arguments = check(json.loads(texts[0])).calls[0].arguments
     assert arguments == (PARIS[1] if redaction == "replay" else '{"city":"xxxxx","unit":"c"}')
@@ -318,17 +471,24 @@ def test_no_canary_reaches_a_tape_in_any_encoding(app: Path, redaction: str) -> 
 
 @pytest.mark.sdk
 def test_async_openai_anthropic_gemini_mistral_and_ollama_clients_replay_what_they_recorded(
-        app: Path) -> None:
-    selection = ("test_openai_async or test_anthropic or test_gemini or test_mistral or "
-                 "test_ollama")
-    with closing(fake("openai/valid_fragmented")) as openai, \
-            closing(fake("anthropic/valid_fragmented")) as anthropic, \
-            closing(fake("gemini/valid_single_call")) as gemini, \
-            closing(fake("mistral/native_whole_call")) as mistral, \
-            closing(fake("ollama/valid_single_call")) as ollama:
+    app: Path,
+) -> None:
+    selection = "test_openai_async or test_anthropic or test_gemini or test_mistral or test_ollama"
+    with (
+        closing(fake("openai/valid_fragmented")) as openai,
+        closing(fake("anthropic/valid_fragmented")) as anthropic,
+        closing(fake("gemini/valid_single_call")) as gemini,
+        closing(fake("mistral/native_whole_call")) as mistral,
+        closing(fake("ollama/valid_single_call")) as ollama,
+    ):
         command = []
-        for route, server in (("openai", openai), ("anthropic", anthropic),
-                              ("gemini", gemini), ("mistral", mistral), ("ollama", ollama)):
+        for route, server in (
+            ("openai", openai),
+            ("anthropic", anthropic),
+            ("gemini", gemini),
+            ("mistral", mistral),
+            ("ollama", ollama),
+        ):
             command += ["--callgate-upstream", f"{route}={server.url}"]
         code, output, recorded = run_app(app, "-k", selection, *command, mode="once", **KEYS)
     assert code == 0, output
@@ -337,16 +497,23 @@ def test_async_openai_anthropic_gemini_mistral_and_ollama_clients_replay_what_th
         {"calls": [["get_weather", {"city": "Paris", "unit": "c"}]], "turns": ["pass"]},
         {"calls": [["get_weather", {"city": "Oslo"}]], "turns": ["pass"]},
         {"calls": [["get_weather", '{"city": "San Francisco"}']], "turns": ["pass"]},
-        {"calls": [["get_weather", {"city": "Paris"}]], "turns": ["pass"]}]
+        {"calls": [["get_weather", {"city": "Paris"}]], "turns": ["pass"]},
+    ]
     code, output, replayed = run_app(app, "-k", selection)
     assert code == 0, output
     assert replayed == recorded
     assert sorted(p.parent.name for p in (app / "tapes").rglob("001.json")) == [
-        "test_anthropic", "test_gemini", "test_mistral", "test_ollama", "test_openai_async"]
+        "test_anthropic",
+        "test_gemini",
+        "test_mistral",
+        "test_ollama",
+        "test_openai_async",
+    ]
     # A route's own provider where the upstream's host names none: Mistral's shape is read by
     # the mistral profile.
-    assert json.loads((app / FOLDER / "test_mistral" / "001.json").read_text())["profile"] \
-        == "mistral"
+    assert (
+        json.loads((app / FOLDER / "test_mistral" / "001.json").read_text())["profile"] == "mistral"
+    )
 
 
 @pytest.mark.sdk
@@ -356,7 +523,9 @@ def test_pytest_xdist_workers_record_and_replay_their_own_tapes(app: Path) -> No
         code, output, _ = run_app(app, *selection, upstream=upstream, mode="once")
     assert code == 0, output
     assert sorted(p.parent.name for p in (app / "tapes").rglob("001.json")) == [
-        "test_openai_parallel_workers[Oslo]", "test_openai_parallel_workers[Paris]"]
+        "test_openai_parallel_workers[Oslo]",
+        "test_openai_parallel_workers[Paris]",
+    ]
     code, output, _ = run_app(app, *selection)
     assert code == 0, output
     assert "2 passed" in output
@@ -364,13 +533,16 @@ def test_pytest_xdist_workers_record_and_replay_their_own_tapes(app: Path) -> No
 
 @pytest.mark.sdk
 def test_a_tape_of_a_reused_index_fails_its_test_unless_the_marker_allows_the_code(
-        app: Path) -> None:
+    app: Path,
+) -> None:
     selection = ["-k", "test_openai_parallel_workers and Paris"]
     with closing(fake("openai/reused_index_new_id")) as upstream:
         code, output, _ = run_app(app, *selection, upstream=upstream, mode="once")
     assert code == 1
-    assert ("001.json: the turn does not pass: fail [identity_collision] (allow it with "
-            "@pytest.mark.callgate_tape(allow=['identity_collision']))") in output
+    assert (
+        "001.json: the turn does not pass: fail [identity_collision] (allow it with "
+        "@pytest.mark.callgate_tape(allow=['identity_collision']))"
+    ) in output
     assert run_app(app, *selection)[0] == 1  # replayed, it fails the same way
     code, output, _ = run_app(app, *selection, APP_ALLOW='["identity_collision"]')
     assert code == 0, output
@@ -379,27 +551,50 @@ def test_a_tape_of_a_reused_index_fails_its_test_unless_the_marker_allows_the_co
 @pytest.mark.sdk
 def test_langchain_over_the_openai_sdk_replays_what_it_recorded(app: Path) -> None:
     with closing(fake("openai/valid_fragmented")) as upstream:
-        code, output, recorded = run_app(app, "-k", "test_langchain", upstream=upstream,
-                                         mode="once", OPENAI_API_BASE=CLOSED_PORT)
+        code, output, recorded = run_app(
+            app, "-k", "test_langchain", upstream=upstream, mode="once", OPENAI_API_BASE=CLOSED_PORT
+        )
     assert code == 0, output
-    assert recorded == [{"calls": [["get_weather", {"city": "Paris", "unit": "c"}]],
-                         "turns": ["pass"]}]
+    assert recorded == [
+        {"calls": [["get_weather", {"city": "Paris", "unit": "c"}]], "turns": ["pass"]}
+    ]
     # langchain reads OPENAI_API_BASE before OPENAI_BASE_URL: the tape sets both.
-    code, output, replayed = run_app(app, "-k", "test_langchain",
-                                     OPENAI_API_BASE=CLOSED_PORT)
+    code, output, replayed = run_app(app, "-k", "test_langchain", OPENAI_API_BASE=CLOSED_PORT)
     assert (code, replayed) == (0, recorded), output
 
 
 class CompletionUpstream(ThreadingHTTPServer):
     """An upstream that answers every request with one whole (non-streamed) chat completion."""
 
-    BODY = json.dumps({
-        "id": "chatcmpl-upstream-1", "object": "chat.completion", "created": 1, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": "Checking the weather.", "tool_calls": [
-                {"id": "call_upstream_1", "type": "function", "function": {
-                    "name": "get_weather", "arguments": '{"city":"Paris"}'}}]}}],
-        "usage": {"prompt_tokens": 9, "completion_tokens": 9, "total_tokens": 18}}).encode()
+    BODY = json.dumps(
+        {
+            "id": "chatcmpl-upstream-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": "Checking the weather.",
+                        "tool_calls": [
+                            {
+                                "id": "call_upstream_1",
+                                "type": "function",
+                                "function": {
+                                    "name": "get_weather",
+                                    "arguments": '{"city":"Paris"}',
+                                },
+                            }
+                        ],
+                    },
+                }
+            ],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 9, "total_tokens": 18},
+        }
+    ).encode()
 
     def __init__(self) -> None:
         body = self.BODY
@@ -429,43 +624,57 @@ class CompletionUpstream(ThreadingHTTPServer):
 def test_a_non_streamed_completion_is_kept_as_an_exchange_record_and_replayed(app: Path) -> None:
     with closing(CompletionUpstream()) as upstream:
         command = ["--callgate-upstream", f"openai={upstream.url}"]
-        code, output, recorded = run_app(app, "-k", "test_openai_not_streamed", *command,
-                                         mode="once", **KEYS)
+        code, output, recorded = run_app(
+            app, "-k", "test_openai_not_streamed", *command, mode="once", **KEYS
+        )
     assert code == 0, output
-    assert recorded == [{"text": "Checking the weather.", "turns": [],
-                         "calls": [["get_weather", '{"city":"Paris"}']]}]
+    assert recorded == [
+        {
+            "text": "Checking the weather.",
+            "turns": [],
+            "calls": [["get_weather", '{"city":"Paris"}']],
+        }
+    ]
     folder = app / FOLDER / "test_openai_not_streamed"
     assert tape_files(folder) == ["001.exchange.json"]
     record = json.loads((folder / "001.exchange.json").read_text())
-    assert record["response"]["json"]["choices"][0]["message"]["tool_calls"][0]["id"] \
+    assert (
+        record["response"]["json"]["choices"][0]["message"]["tool_calls"][0]["id"]
         == "call_redacted2"
+    )
     code, output, replayed = run_app(app, "-k", "test_openai_not_streamed")
     assert (code, replayed) == (0, recorded), output
 
 
 @pytest.mark.sdk
 def test_a_recorded_turn_is_served_as_each_fault_and_its_verdict_never_fails_the_test(
-        app: Path, recorded_loop: Path) -> None:
+    app: Path, recorded_loop: Path
+) -> None:
     """``callgate_tape.mutate(kind)``: the unguarded accumulator of the app hands on the
     recorded call (or its mangled arguments) on every fault but the provider's error; each
     served turn's verdict names the fault, and none fails the test."""
     kinds = callgate.mutations(blocking=True)
-    code, output, results = run_app(app, "-k", "first_turn_on_every_fault", "-rs",
-                                    APP_KINDS=",".join(kinds))
+    code, output, results = run_app(
+        app, "-k", "first_turn_on_every_fault", "-rs", APP_KINDS=",".join(kinds)
+    )
     assert code == 0, output
     city = PARIS[1]
     assert {r["kind"]: (r["calls"], r["codes"]) for r in results} == {
         "truncate": ([PARIS], [["missing_terminal"]]),
         "drop_terminal": ([PARIS], [["missing_terminal"]]),
         "duplicate_terminal": ([PARIS], [["duplicate_terminal"]]),
-        "delta_after_terminal": ([["get_weather", city + 'it":"c"}']],
-                                 [["delta_after_terminal"]]),
+        "delta_after_terminal": ([["get_weather", city + 'it":"c"}']], [["delta_after_terminal"]]),
         "wrong_terminal": ([PARIS], [["wrong_terminal_reason"]]),
         "drop_id": ([PARIS], [["missing_call_id"]]),
         "corrupt_arguments": ([["get_weather", "{" + city]], [["invalid_arguments_json"]]),
-        "schema_violation": ([["get_weather", '{"city": 12345, "unit": "c"}']],
-                             [["schema_violation"]]),
-        "provider_error": ("APIError", [["missing_terminal", "stream_error"]])}
+        "schema_violation": (
+            [["get_weather", '{"city": 12345, "unit": "c"}']],
+            [["schema_violation"]],
+        ),
+        "provider_error": ("APIError", [["missing_terminal", "stream_error"]]),
+    }
     assert "9 passed, 1 skipped" in output
-    assert (f"reuse_slot applies to no turn of tape {recorded_loop}: 001.json: reuse_slot: no "
-            "second call in the first call's choice to move onto its slot") in output
+    assert (
+        f"reuse_slot applies to no turn of tape {recorded_loop}: 001.json: reuse_slot: no "
+        "second call in the first call's choice to move onto its slot"
+    ) in output

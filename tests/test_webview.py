@@ -16,15 +16,17 @@ from tests.conftest import CONFORMANCE, load
 def test_a_failing_turn_renders_verdict_calls_findings_and_marks_the_events_struck() -> None:
     redacted = redact_envelope(load(CONFORMANCE / "openai" / "reused_index_new_id.json"))
     body = b"".join(frames(redacted.envelope))
-    lines = ["".join(text for _, text in line)
-             for line in render(redacted.report.to_dict(), body, SSE)]
+    lines = [
+        "".join(text for _, text in line) for line in render(redacted.report.to_dict(), body, SSE)
+    ]
     events = event_texts(body, SSE)
-    assert lines[:2] == ["callgate: fail (BLOCKED)  openai/-  identity_collision",
-                         "calls (1)"]
-    assert lines[2] == ('  slot 0  call_redacted2  get_weather  blocked  '
-                        '{"city":"xxxx"}{"query":"x"}')
-    assert lines[lines.index("events") + 1:] == [
-        f"{'✗' if n == 2 else ' '} {n:>4}  {text}" for n, text in enumerate(events)]
+    assert lines[:2] == ["callgate: fail (BLOCKED)  openai/-  identity_collision", "calls (1)"]
+    assert lines[2] == (
+        '  slot 0  call_redacted2  get_weather  blocked  {"city":"xxxx"}{"query":"x"}'
+    )
+    assert lines[lines.index("events") + 1 :] == [
+        f"{'✗' if n == 2 else ' '} {n:>4}  {text}" for n, text in enumerate(events)
+    ]
     finding = next(line for line in lines if line.startswith("  identity_collision"))
     assert finding.endswith("(callgate explain identity_collision)")
     styles = [line[0][0] for line in render(redacted.report.to_dict(), body, SSE)]
@@ -43,10 +45,13 @@ def test_a_json_lines_body_is_read_one_line_an_event() -> None:
     body = b"".join(frames(envelope))
     texts = event_texts(body + b"\n", NDJSON)  # a blank line is no event
     assert [json.loads(text) for text in texts] == envelope["chunks"]
-    lines = ["".join(text for _, text in line)
-             for line in render(check(envelope).to_dict(), body, NDJSON)]
-    assert lines[lines.index("events") + 1:] == [
-        f"{'✗' if n == 1 else ' '} {n:>4}  {text}" for n, text in enumerate(texts)]
+    lines = [
+        "".join(text for _, text in line)
+        for line in render(check(envelope).to_dict(), body, NDJSON)
+    ]
+    assert lines[lines.index("events") + 1 :] == [
+        f"{'✗' if n == 1 else ' '} {n:>4}  {text}" for n, text in enumerate(texts)
+    ]
 
 
 def test_an_event_stream_body_is_read_one_message_an_event_as_its_profile_reads_it() -> None:
@@ -54,13 +59,17 @@ def test_an_event_stream_body_is_read_one_message_an_event_as_its_profile_reads_
     body = b"".join(framed(envelope, EVENTSTREAM))
     texts = event_texts(body, EVENTSTREAM, "anthropic")
     assert [json.loads(text) for text in texts] == envelope["events"]
-    lines = ["".join(text for _, text in line)
-             for line in render(check(envelope).to_dict(), body, EVENTSTREAM)]
-    assert lines[lines.index("events") + 1:] == [
-        f"{'✗' if n == 3 else ' '} {n:>4}  {text}" for n, text in enumerate(texts)]
+    lines = [
+        "".join(text for _, text in line)
+        for line in render(check(envelope).to_dict(), body, EVENTSTREAM)
+    ]
+    assert lines[lines.index("events") + 1 :] == [
+        f"{'✗' if n == 3 else ' '} {n:>4}  {text}" for n, text in enumerate(texts)
+    ]
     # A cut last message is shown as the text the engine was given.
     assert event_texts(body[:-3], EVENTSTREAM, "anthropic")[-1] == json.dumps(
-        "event-stream message not read: prelude says 136 bytes, the message has 133")
+        "event-stream message not read: prelude says 136 bytes, the message has 133"
+    )
 
 
 def test_a_body_over_the_limit_keeps_head_and_tail_and_says_what_it_left_out() -> None:

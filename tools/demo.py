@@ -45,16 +45,26 @@ TURNS = (
 )
 
 
-def _start_record(upstream: str, out: Path, home: Path, provider: str | None,
-                  console: Console) -> tuple[subprocess.Popen[str], str]:
+def _start_record(
+    upstream: str, out: Path, home: Path, provider: str | None, console: Console
+) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    command = [str(Path(sys.executable).parent / "callgate"), "record", "--upstream", upstream,
-               "--listen", f"127.0.0.1:{port}", "--out", str(out)]
+    command = [
+        str(Path(sys.executable).parent / "callgate"),
+        "record",
+        "--upstream",
+        upstream,
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--out",
+        str(out),
+    ]
     if provider:
         command += ["--provider", provider]
     env = {**os.environ, "CALLGATE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env=env)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     threading.Thread(target=_echo, args=(process, console), daemon=True).start()
     if not wait_listening(port, lambda: process.poll() is None):
         raise RuntimeError("callgate record did not start")
@@ -68,10 +78,18 @@ def _echo(process: subprocess.Popen[str], console: Console) -> None:
 
 
 def _app(sdk: str, base: str, tools: Path) -> dict[str, Any]:
-    done = subprocess.run([str(APPS_PYTHON), str(APP), sdk, base, "--tools", str(tools)],
-                          capture_output=True, text=True, timeout=60, check=False)
-    result: dict[str, Any] = json.loads(done.stdout) if done.returncode == 0 else {
-        "error": {"type": "app failed", "message": done.stderr[-200:]}}
+    done = subprocess.run(
+        [str(APPS_PYTHON), str(APP), sdk, base, "--tools", str(tools)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    result: dict[str, Any] = (
+        json.loads(done.stdout)
+        if done.returncode == 0
+        else {"error": {"type": "app failed", "message": done.stderr[-200:]}}
+    )
     return result
 
 
@@ -93,9 +111,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="callgate-demo-"))
     console.rule("callgate demo")
     console.print(f"fake provider on {upstream.url}; fixtures will be written to {work}/fixtures")
-    proxies = {None: _start_record(upstream.url, work / "fixtures", work / "home", None, console),
-               "mistral": _start_record(upstream.url, work / "fixtures", work / "home",
-                                        "mistral", console)}
+    proxies = {
+        None: _start_record(upstream.url, work / "fixtures", work / "home", None, console),
+        "mistral": _start_record(
+            upstream.url, work / "fixtures", work / "home", "mistral", console
+        ),
+    }
     rows: list[tuple[str, str, Path | None]] = []
     try:
         for sdk, name in TURNS:
@@ -136,11 +157,19 @@ def _table(console: Console, folder: Path, rows: list[tuple[str, str, Path | Non
             continue
         report = check(load_envelope(path))
         style = {0: "green", 1: "red"}.get(report.exit_code, "yellow")
-        table.add_row(turn, said, f"[{style}]{report.status.value}[/{style}]",
-                      str(report.exit_code), ", ".join(report.blocking_codes) or "-", path.name)
+        table.add_row(
+            turn,
+            said,
+            f"[{style}]{report.status.value}[/{style}]",
+            str(report.exit_code),
+            ", ".join(report.blocking_codes) or "-",
+            path.name,
+        )
     console.print(table)
-    console.print("exit 0: every call of the turn may run; 1: run none of them. Look closer: "
-                  f"[bold].venv/bin/callgate check --report text {folder}/*.json[/bold]")
+    console.print(
+        "exit 0: every call of the turn may run; 1: run none of them. Look closer: "
+        f"[bold].venv/bin/callgate check --report text {folder}/*.json[/bold]"
+    )
 
 
 if __name__ == "__main__":

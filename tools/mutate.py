@@ -41,13 +41,35 @@ TARGETS = ("reassemble", "redact")
 TESTS = ["tests"]
 MARKERS = "not (slow or proxy or browser or sdk or corpus)"
 #: Left out of each copy: environments, caches and history.
-SKIPPED = shutil.ignore_patterns(".git", ".venv*", "__pycache__", ".mypy_cache", ".ruff_cache",
-                                 ".hypothesis", "node_modules", "*.egg-info", "build", "dist")
+SKIPPED = shutil.ignore_patterns(
+    ".git",
+    ".venv*",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "node_modules",
+    "*.egg-info",
+    "build",
+    "dist",
+)
 
 _SWAPS: dict[type[ast.AST], type[ast.AST]] = {
-    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
-    ast.GtE: ast.Gt, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot,
-    ast.IsNot: ast.Is, ast.And: ast.Or, ast.Or: ast.And, ast.Add: ast.Sub, ast.Sub: ast.Add}
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.And: ast.Or,
+    ast.Or: ast.And,
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+}
 _DELETABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.Raise, ast.Break, ast.Continue)
 
 
@@ -74,9 +96,12 @@ def _annotations(tree: ast.AST) -> set[int]:
             parts.append(node.annotation)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             parts.append(node.returns)
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) \
-                and node.body and isinstance(node.body[0], ast.Expr) \
-                and isinstance(node.body[0].value, ast.Constant):
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        ):
             parts.append(node.body[0])
         for part in parts:
             if part is not None:
@@ -96,8 +121,9 @@ def _kinds(node: ast.AST, parent_body: bool) -> Iterator[str]:
     elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
         yield f"constant {node.value} -> {not node.value}"
     elif isinstance(node, ast.Constant) and isinstance(node.value, int):
-        yield "constant 0 -> -1" if node.value == 0 else f"constant {node.value} -> " \
-            f"{node.value + 1}"
+        yield (
+            "constant 0 -> -1" if node.value == 0 else f"constant {node.value} -> {node.value + 1}"
+        )
     if parent_body and isinstance(node, _DELETABLE):
         yield "delete statement"
 
@@ -125,8 +151,9 @@ def mutants(path: Path) -> list[Mutant]:
             continue
         for kind in _kinds(node, id(node) in bodies):
             line = getattr(node, "lineno", 0)
-            found.append(Mutant(relative, index, kind, line, lines[line - 1].strip() if line
-                                else ""))
+            found.append(
+                Mutant(relative, index, kind, line, lines[line - 1].strip() if line else "")
+            )
     return found
 
 
@@ -183,17 +210,37 @@ class Workspace:
         start = time.monotonic()
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m",
-                 MARKERS, *TESTS], cwd=self.root, env=self.env, capture_output=True,
-                timeout=self.timeout, check=False)
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-x",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-m",
+                    MARKERS,
+                    *TESTS,
+                ],
+                cwd=self.root,
+                env=self.env,
+                capture_output=True,
+                timeout=self.timeout,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             return False, time.monotonic() - start
         return done.returncode == 0, time.monotonic() - start
 
     def imports_from_here(self) -> bool:
-        done = subprocess.run([sys.executable, "-c", "import callgate.reassemble.engine as e;"
-                               "print(e.__file__)"], cwd=self.root, env=self.env,
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", "import callgate.reassemble.engine as e;print(e.__file__)"],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         return done.stdout.strip().startswith(str(self.root))
 
     def judge(self, mutant: Mutant) -> tuple[Mutant, bool, float]:
@@ -212,17 +259,25 @@ class Workspace:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, default=int(os.environ.get("MUTANTS", 200)))
-    parser.add_argument("--seed", type=int, default=int(os.environ.get("MUTATE_SEED", 0) or
-                                                        random.SystemRandom().randrange(10**8)))
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=int(os.environ.get("MUTATE_SEED", 0) or random.SystemRandom().randrange(10**8)),
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", default="", help="only files whose path starts with this")
     options = parser.parse_args()
     files = sorted(path for target in TARGETS for path in (ROOT / target).rglob("*.py"))
     every = [m for path in files for m in mutants(path) if m.path.startswith(options.only)]
-    chosen = sorted(random.Random(options.seed).sample(every, min(options.sample, len(every))),
-                    key=lambda m: (m.path, m.index))
-    print(f"{len(every)} mutants in {', '.join(TARGETS)}; testing {len(chosen)} "
-          f"(seed {options.seed}, {options.jobs} jobs)", flush=True)
+    chosen = sorted(
+        random.Random(options.seed).sample(every, min(options.sample, len(every))),
+        key=lambda m: (m.path, m.index),
+    )
+    print(
+        f"{len(every)} mutants in {', '.join(TARGETS)}; testing {len(chosen)} "
+        f"(seed {options.seed}, {options.jobs} jobs)",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="callgate-mutate-") as base:
         spaces = [Workspace(Path(base), n, timeout=300) for n in range(options.jobs)]
         if not spaces[0].imports_from_here():
@@ -249,11 +304,16 @@ def main() -> int:
             for number, (mutant, survived, seconds) in enumerate(pool.map(judge, chosen), 1):
                 if survived:
                     survivors.append(mutant)
-                print(f"[{number}/{len(chosen)}] {'SURVIVED' if survived else 'killed  '} "
-                      f"{seconds:5.1f}s {mutant.describe()}", flush=True)
+                print(
+                    f"[{number}/{len(chosen)}] {'SURVIVED' if survived else 'killed  '} "
+                    f"{seconds:5.1f}s {mutant.describe()}",
+                    flush=True,
+                )
     killed = len(chosen) - len(survivors)
-    print(f"\n{killed} of {len(chosen)} mutants killed ({100 * killed / max(1, len(chosen)):.1f}%),"
-          f" seed {options.seed}; survivors:")
+    print(
+        f"\n{killed} of {len(chosen)} mutants killed ({100 * killed / max(1, len(chosen)):.1f}%),"
+        f" seed {options.seed}; survivors:"
+    )
     for mutant in survivors:
         print(f"  {mutant.describe()}")
     return 0

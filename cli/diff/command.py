@@ -105,8 +105,9 @@ class Verdict:
         return f"{'agree' if self.agree else 'DISAGREE'}: {self.reason}"
 
 
-def run_diff(paths: Sequence[Path], adapter: str, python: str | None, out: TextIO,
-             err: TextIO) -> int:
+def run_diff(
+    paths: Sequence[Path], adapter: str, python: str | None, out: TextIO, err: TextIO
+) -> int:
     """Diff each fixture; return the worst exit code (2 beats 1 beats 0)."""
     try:
         interpreter = pick_interpreter(adapter, python)
@@ -129,11 +130,14 @@ def pick_interpreter(adapter: str, python: str | None) -> str:
         raise UsageError(f"unknown adapter {adapter!r}; choose one of {', '.join(ADAPTERS)}")
     interpreter = python or sys.executable
     # find_spec, not import: it is quick and runs nothing (importing litellm goes online).
-    probe = (f"import importlib.util, sys; "
-             f"sys.exit(importlib.util.find_spec({ADAPTERS[adapter].module!r}) is None)")
+    probe = (
+        f"import importlib.util, sys; "
+        f"sys.exit(importlib.util.find_spec({ADAPTERS[adapter].module!r}) is None)"
+    )
     try:
-        done = subprocess.run([interpreter, "-c", probe], capture_output=True, timeout=TIMEOUT,
-                              check=False)
+        done = subprocess.run(
+            [interpreter, "-c", probe], capture_output=True, timeout=TIMEOUT, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise SetupError(f"cannot run --python {interpreter}: {error}") from None
     if done.returncode != 0:
@@ -143,8 +147,10 @@ def pick_interpreter(adapter: str, python: str | None) -> str:
 
 def missing_message(adapter: str) -> str:
     package = ADAPTERS[adapter].package
-    return (f"adapter {adapter} needs the {package} package: pip install {package}, "
-            f"or pass --python with an interpreter that has it")
+    return (
+        f"adapter {adapter} needs the {package} package: pip install {package}, "
+        f"or pass --python with an interpreter that has it"
+    )
 
 
 def diff_fixture(console: Console, path: Path, adapter: str, python: str) -> int:
@@ -170,9 +176,11 @@ def check_profile(profile: str, adapter: str) -> None:
     if profile in ADAPTERS[adapter].profiles:
         return
     fitting = [name for name, spec in ADAPTERS.items() if profile in spec.profiles]
-    raise UsageError(f"profile {profile}: --adapter {adapter} reads "
-                    f"{' and '.join(ADAPTERS[adapter].profiles)} streams; "
-                    f"use {' or '.join(fitting)}")
+    raise UsageError(
+        f"profile {profile}: --adapter {adapter} reads "
+        f"{' and '.join(ADAPTERS[adapter].profiles)} streams; "
+        f"use {' or '.join(fitting)}"
+    )
 
 
 def run_adapter(python: str, adapter: str, envelope: dict[str, Any]) -> AdapterResult:
@@ -184,15 +192,22 @@ def run_adapter(python: str, adapter: str, envelope: dict[str, Any]) -> AdapterR
     return run_adapter_many(python, adapter, [envelope])[0]
 
 
-def run_adapter_many(python: str, adapter: str,
-                     envelopes: Sequence[dict[str, Any]]) -> list[AdapterResult]:
+def run_adapter_many(
+    python: str, adapter: str, envelopes: Sequence[dict[str, Any]]
+) -> list[AdapterResult]:
     """``run_adapter`` for several envelopes, in one run of the runner."""
     command = [python, str(RUNNER), adapter, "--many"]
     try:
         given = json.dumps([with_wire(envelope) for envelope in envelopes])
-        done = subprocess.run(command, input=given, capture_output=True,
-                              text=True, encoding="utf-8", timeout=TIMEOUT * len(envelopes),
-                              check=False)
+        done = subprocess.run(
+            command,
+            input=given,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=TIMEOUT * len(envelopes),
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise SetupError(f"the {adapter} runner took longer than {TIMEOUT:g} s") from None
     except OSError as error:
@@ -201,7 +216,7 @@ def run_adapter_many(python: str, adapter: str,
         raise SetupError(missing_message(adapter))
     lines = done.stdout.strip().splitlines()
     try:
-        results = [parse_result(line) for line in lines[len(lines) - len(envelopes):]]
+        results = [parse_result(line) for line in lines[len(lines) - len(envelopes) :]]
         if len(results) != len(envelopes):
             raise ValueError("a result is missing")
         return results
@@ -226,9 +241,12 @@ def parse_result(stdout: str) -> AdapterResult:
     data = json.loads(stdout.strip().splitlines()[-1])
     error = data["error"]
     return AdapterResult(
-        adapter=data["adapter"], version=data["version"], finish=data["finish"],
+        adapter=data["adapter"],
+        version=data["version"],
+        finish=data["finish"],
         calls=tuple(HandedCall(c["id"], c["name"], c["arguments"]) for c in data["calls"]),
-        error=None if error is None else f"{error['type']}: {error['message']}")
+        error=None if error is None else f"{error['type']}: {error['message']}",
+    )
 
 
 def allowed_calls(report: Report) -> tuple[HandedCall, ...]:
@@ -246,24 +264,35 @@ def compare(result: AdapterResult, report: Report, adapter: Adapter) -> Verdict:
         raised = f" ({result.adapter} raises {error_type(result)})" if result.error else ""
         return Verdict(True, f"neither hands anything to the tool runner{raised}")
     if len(ours) == len(theirs) and all(
-            same_call(a, b, adapter) for a, b in zip(ours, theirs, strict=True)):
+        same_call(a, b, adapter) for a, b in zip(ours, theirs, strict=True)
+    ):
         return Verdict(True, f"both hand on the same {count(len(ours), 'call')}")
     return Verdict(False, disagreement(result, report, ours, theirs))
 
 
-def disagreement(result: AdapterResult, report: Report, ours: tuple[HandedCall, ...],
-                 theirs: tuple[HandedCall, ...]) -> str:
+def disagreement(
+    result: AdapterResult,
+    report: Report,
+    ours: tuple[HandedCall, ...],
+    theirs: tuple[HandedCall, ...],
+) -> str:
     """How they differ, in one sentence."""
     if result.error:
-        return (f"{result.adapter} raises {error_type(result)} where callgate would run "
-                f"{count(len(ours), 'call')}")
+        return (
+            f"{result.adapter} raises {error_type(result)} where callgate would run "
+            f"{count(len(ours), 'call')}"
+        )
     if not ours:
-        blocked = (f"callgate blocks ({', '.join(report.blocking_codes)})"
-                   if report.blocking_codes else f"callgate runs nothing ({report.status.value})")
+        blocked = (
+            f"callgate blocks ({', '.join(report.blocking_codes)})"
+            if report.blocking_codes
+            else f"callgate runs nothing ({report.status.value})"
+        )
         return f"{result.adapter} hands on {count(len(theirs), 'call')}; {blocked}"
     if not theirs:
-        return (f"{result.adapter} hands on no call where callgate would run "
-                f"{count(len(ours), 'call')}")
+        return (
+            f"{result.adapter} hands on no call where callgate would run {count(len(ours), 'call')}"
+        )
     return f"{result.adapter} hands on other calls than callgate"
 
 
@@ -306,13 +335,14 @@ def callgate_cell(report: Report) -> Text:
     allowed = allowed_calls(report)
     lines += [line for call in allowed for line in call_lines(call)] or ["runs nothing"]
     if report.executable and len(report.calls) > len(allowed):
-        lines.append(f"+{count(len(report.calls) - len(allowed), 'call')} in other choices "
-                     f"(not compared)")
+        lines.append(
+            f"+{count(len(report.calls) - len(allowed), 'call')} in other choices (not compared)"
+        )
     return Text(safe("\n".join(lines)))
 
 
 def call_lines(call: HandedCall) -> list[str]:
     arguments = call.arguments if call.arguments is not None else "-"
     if len(arguments) > SHOWN_ARGUMENTS:
-        arguments = arguments[:SHOWN_ARGUMENTS - 3] + "..."
+        arguments = arguments[: SHOWN_ARGUMENTS - 3] + "..."
     return [f"{call.name}({arguments})", f"  id {call.id}"]

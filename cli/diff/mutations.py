@@ -47,8 +47,9 @@ class DiffReport(StrEnum):
     html = "html"
 
 
-def run_diff_mutations(path: Path, adapters: Sequence[str], python: str | None,
-                       report: str, out: TextIO, err: TextIO) -> int:
+def run_diff_mutations(
+    path: Path, adapters: Sequence[str], python: str | None, report: str, out: TextIO, err: TextIO
+) -> int:
     """0 when every library agrees with callgate on every variant, 1 when one does not, 2 for
     invalid input or a library that cannot run."""
     try:
@@ -57,8 +58,7 @@ def run_diff_mutations(path: Path, adapters: Sequence[str], python: str | None,
         return error_line(error if error.source is not None else f"{path}: {error}", err)
 
 
-def _diff(path: Path, adapters: Sequence[str], python: str | None, report: str,
-          out: TextIO) -> int:
+def _diff(path: Path, adapters: Sequence[str], python: str | None, report: str, out: TextIO) -> int:
     envelope = load_envelope(path)
     for adapter in adapters:
         check_profile(envelope["profile"], adapter)
@@ -72,16 +72,27 @@ def _diff(path: Path, adapters: Sequence[str], python: str | None, report: str,
             variants[kind] = mutate(envelope, kind, path.name)
         except NotApplicable as not_applicable:
             skipped.append(str(not_applicable))
-    results = {adapter: run_adapter_many(interpreters[adapter], adapter, list(variants.values()))
-               for adapter in adapters}
+    results = {
+        adapter: run_adapter_many(interpreters[adapter], adapter, list(variants.values()))
+        for adapter in adapters
+    }
     rows: list[tuple[str, Report, list[AdapterResult]]] = [
         (kind, check(variant), [results[adapter][n] for adapter in adapters])
-        for n, (kind, variant) in enumerate(variants.items())]
-    heads = ["kind", "callgate", *(f"{r.adapter} {r.version}" for r in rows[0][2])] if rows \
+        for n, (kind, variant) in enumerate(variants.items())
+    ]
+    heads = (
+        ["kind", "callgate", *(f"{r.adapter} {r.version}" for r in rows[0][2])]
+        if rows
         else ["kind", "callgate", *adapters]
-    cells = [[(kind, False), (_callgate(report), False),
-              *(_library(r, report, ADAPTERS[r.adapter]) for r in results)]
-             for kind, report, results in rows]
+    )
+    cells = [
+        [
+            (kind, False),
+            (_callgate(report), False),
+            *(_library(r, report, ADAPTERS[r.adapter]) for r in results),
+        ]
+        for kind, report, results in rows
+    ]
     # A library cell differs exactly where the library and callgate disagree.
     worst = int(any(differs for row in cells for _, differs in row[2:]))
     if report == DiffReport.markdown:
@@ -95,8 +106,9 @@ def _diff(path: Path, adapters: Sequence[str], python: str | None, report: str,
         for head in heads:
             table.add_column(head, overflow="fold")
         for row in cells:
-            table.add_row(*(Text(safe(text), style="bold red" if differs else "")
-                            for text, differs in row))
+            table.add_row(
+                *(Text(safe(text), style="bold red" if differs else "") for text, differs in row)
+            )
         shown.print(table)
     for reason in skipped:
         out.write(f"skipped {reason}\n")
@@ -114,8 +126,7 @@ def _library(result: AdapterResult, report: Report, adapter: Adapter) -> tuple[s
     if result.error:
         said = f"raises {error_type(result)}"
     elif result.calls:
-        said = "runs " + ", ".join(
-            f"{call.name}({_cut(call.arguments)})" for call in result.calls)
+        said = "runs " + ", ".join(f"{call.name}({_cut(call.arguments)})" for call in result.calls)
     else:
         said = "runs nothing"
     return said, not compare(result, report, adapter).agree
@@ -123,7 +134,7 @@ def _library(result: AdapterResult, report: Report, adapter: Adapter) -> tuple[s
 
 def _cut(arguments: str | None) -> str:
     text = "-" if arguments is None else arguments
-    return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
+    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
 
 
 def _markdown(heads: list[str], rows: list[list[tuple[str, bool]]]) -> str:
@@ -134,28 +145,41 @@ def _markdown(heads: list[str], rows: list[list[tuple[str, bool]]]) -> str:
         text = text.replace("*", "\\*")
         return f"**{text}**" if differs else text
 
-    return line(heads) + line(["---"] * len(heads)) + "".join(
-        line([f"`{row[0][0]}`", *(cell(*c) for c in row[1:])]) for row in rows)
+    return (
+        line(heads)
+        + line(["---"] * len(heads))
+        + "".join(line([f"`{row[0][0]}`", *(cell(*c) for c in row[1:])]) for row in rows)
+    )
 
 
-def _html(title: str, heads: list[str], rows: list[list[tuple[str, bool]]],
-          skipped: list[str]) -> str:
+def _html(
+    title: str, heads: list[str], rows: list[list[tuple[str, bool]]], skipped: list[str]
+) -> str:
     def cell(text: str, differs: bool) -> str:
-        return (f'<td class="differs"><strong>{html.escape(text)}</strong></td>' if differs
-                else f"<td>{html.escape(text)}</td>")
+        return (
+            f'<td class="differs"><strong>{html.escape(text)}</strong></td>'
+            if differs
+            else f"<td>{html.escape(text)}</td>"
+        )
 
     body = "".join(
         f'<tr data-kind="{html.escape(row[0][0])}"><td><code>{html.escape(row[0][0])}</code></td>'
-        + "".join(cell(*c) for c in row[1:]) + "</tr>\n" for row in rows)
+        + "".join(cell(*c) for c in row[1:])
+        + "</tr>\n"
+        for row in rows
+    )
     notes = "".join(f"<li>{html.escape(reason)}</li>" for reason in skipped)
     return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>callgate diff --mutations: {html.escape(title)}</title><style>"
         "body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
         "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
         "td.differs{background:#fde8e8;color:#8a1c1c}</style></head><body>"
         f"<h1>{html.escape(title)}</h1><p>Each fault and variation of the turn, through each "
         "library: what it hands its tool runner, beside callgate. Red: not what callgate hands "
-        "on.</p><table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+        "on.</p><table><thead><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
         + f"</tr></thead><tbody>\n{body}</tbody></table>"
-        + (f"<h2>Not applicable</h2><ul>{notes}</ul>" if notes else "") + "</body></html>\n")
+        + (f"<h2>Not applicable</h2><ul>{notes}</ul>" if notes else "")
+        + "</body></html>\n"
+    )

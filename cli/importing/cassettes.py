@@ -45,10 +45,15 @@ def _interaction(item: Any) -> Exchange:
     body = decode_content(body, response_headers)
     require_stream(method, url, response_headers, body)
     return Exchange(
-        method=method, url=url, request_headers=_vcr_headers(item["request"].get("headers")),
+        method=method,
+        url=url,
+        request_headers=_vcr_headers(item["request"].get("headers")),
         request_body=_vcr_body(item["request"].get("body")),
-        status=status, response_headers=response_headers, response_body=body,
-        capture="import:vcr")
+        status=status,
+        response_headers=response_headers,
+        response_body=body,
+        capture="import:vcr",
+    )
 
 
 def _vcr_headers(value: Any) -> Headers:

@@ -52,8 +52,9 @@ def run_import(sources: Sequence[Path], options: ImportOptions, out: TextIO, err
     """Import every source. Exit 0: every streamed exchange found was written (at least one);
     1: one was refused or nothing was found to import; 2: a source file could not be used."""
     if options.profile is not None and options.profile not in PROFILES:
-        return error_line(f"unknown profile {options.profile!r}; known: "
-                          f"{', '.join(sorted(PROFILES))}", err)
+        return error_line(
+            f"unknown profile {options.profile!r}; known: {', '.join(sorted(PROFILES))}", err
+        )
     request_body = _request_body(options, err)
     if request_body is None:
         return 2
@@ -85,15 +86,25 @@ def _request_body(options: ImportOptions, err: TextIO) -> bytes | None:
         return None
 
 
-def _redact_one(label: str, item: Exchange | Skipped, options: ImportOptions, out: TextIO,
-                err: TextIO, tally: _Tally) -> Redacted | None:
+def _redact_one(
+    label: str,
+    item: Exchange | Skipped,
+    options: ImportOptions,
+    out: TextIO,
+    err: TextIO,
+    tally: _Tally,
+) -> Redacted | None:
     if isinstance(item, Skipped):
         line(f"skipped {label} ({item.label}): {item.reason}", out)
         return None
     try:
-        redacted = redact_exchange(item, profile=options.profile, provider=options.provider,
-                                   arguments=options.arguments,
-                                   allow_verdict_change=options.allow_verdict_change)
+        redacted = redact_exchange(
+            item,
+            profile=options.profile,
+            provider=options.provider,
+            arguments=options.arguments,
+            allow_verdict_change=options.allow_verdict_change,
+        )
     except NotApplicable as reason:
         line(f"skipped {label}: {reason}", out)
         return None
@@ -104,11 +115,17 @@ def _redact_one(label: str, item: Exchange | Skipped, options: ImportOptions, ou
     return redacted
 
 
-def _write_all(planned: list[tuple[str, Redacted]], options: ImportOptions, out: TextIO,
-               err: TextIO, tally: _Tally) -> None:
+def _write_all(
+    planned: list[tuple[str, Redacted]],
+    options: ImportOptions,
+    out: TextIO,
+    err: TextIO,
+    tally: _Tally,
+) -> None:
     if options.out is not None and len(planned) > 1:
-        error_line(f"--out names one file but {len(planned)} fixtures were found; use --out-dir",
-                   err)
+        error_line(
+            f"--out names one file but {len(planned)} fixtures were found; use --out-dir", err
+        )
         tally.refused += len(planned)
         return
     for label, redacted in planned:

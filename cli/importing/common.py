@@ -42,9 +42,15 @@ class RawRequest:
 
     def exchange(self, body: bytes, content_type: str) -> Exchange:
         return Exchange(
-            method="POST", url=self.url, request_headers=[], request_body=self.request_body,
-            status=200, response_headers=[("content-type", content_type)], response_body=body,
-            capture="import:raw")
+            method="POST",
+            url=self.url,
+            request_headers=[],
+            request_body=self.request_body,
+            status=200,
+            response_headers=[("content-type", content_type)],
+            response_body=body,
+            capture="import:raw",
+        )
 
 
 def convert_item(label: str, convert: Callable[[Any], Exchange], item: Any) -> Exchange | Skipped:

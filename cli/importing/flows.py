@@ -61,10 +61,17 @@ def _flow_exchange(flow: Any) -> Exchange:
         raise NotApplicable("no response body stored (streamed without store_streamed_bodies)")
     request_headers = _mitmproxy_headers(request.headers)
     return Exchange(
-        method=request.method, url=request.pretty_url, request_headers=request_headers,
+        method=request.method,
+        url=request.pretty_url,
+        request_headers=request_headers,
         request_body=_flow_content(request, request_headers) or b"",
-        status=response.status_code, response_headers=response_headers, response_body=body,
-        complete=flow.error is None, capture="import:flow", error=error)
+        status=response.status_code,
+        response_headers=response_headers,
+        response_body=body,
+        complete=flow.error is None,
+        capture="import:flow",
+        error=error,
+    )
 
 
 def _mitmproxy_headers(headers: Any) -> Headers:

@@ -64,9 +64,17 @@ def _har_entry(entry: Any, *, mitmproxy: bool) -> Exchange:
     post_data = entry["request"].get("postData")
     request_body = _har_text(post_data, request_headers, mitmproxy) if post_data else None
     return Exchange(
-        method=method, url=url, request_headers=request_headers, request_body=request_body or b"",
-        status=status, response_headers=response_headers, response_body=body,
-        complete=not error, capture="import:har", error=short(error) if error else None)
+        method=method,
+        url=url,
+        request_headers=request_headers,
+        request_body=request_body or b"",
+        status=status,
+        response_headers=response_headers,
+        response_body=body,
+        complete=not error,
+        capture="import:har",
+        error=short(error) if error else None,
+    )
 
 
 def _har_headers(value: Any) -> Headers:

@@ -56,6 +56,8 @@ def read_json(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
 def read_eventstream(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
     """A body of AWS event-stream messages (Bedrock), as it came off the wire."""
     if not starts_a_message(data):
-        raise InputError(f"not an AWS event stream: the first {PRELUDE} bytes are no message "
-                         "prelude (or its CRC is wrong)")
+        raise InputError(
+            f"not an AWS event stream: the first {PRELUDE} bytes are no message "
+            "prelude (or its CRC is wrong)"
+        )
     return [raw.exchange(data, MEDIA_TYPES[EVENTSTREAM][0])]

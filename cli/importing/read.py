@@ -32,8 +32,9 @@ __all__ = ["InputError", "Skipped", "read_source"]
 
 _HAR_START = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"log"')
 _TNETSTRING_START = re.compile(rb"\A\d+:")
-_UNKNOWN = ("unknown recording format (expected .har, .flow, .yaml, .sse, .jsonl, .json or "
-            ".eventstream)")
+_UNKNOWN = (
+    "unknown recording format (expected .har, .flow, .yaml, .sse, .jsonl, .json or .eventstream)"
+)
 
 _Reader = Callable[[bytes, RawRequest], list[Exchange | Skipped]]
 
@@ -78,7 +79,15 @@ def _sniff(data: bytes) -> _Reader:
 
 
 _READERS: dict[str, _Reader] = {
-    ".har": read_har, ".zhar": read_har, ".flow": read_flows, ".mitm": read_flows,
-    ".yaml": read_cassette, ".yml": read_cassette, ".json": read_json,
-    ".sse": read_sse, ".jsonl": read_jsonl, ".ndjson": read_jsonl,
-    ".eventstream": read_eventstream}
+    ".har": read_har,
+    ".zhar": read_har,
+    ".flow": read_flows,
+    ".mitm": read_flows,
+    ".yaml": read_cassette,
+    ".yml": read_cassette,
+    ".json": read_json,
+    ".sse": read_sse,
+    ".jsonl": read_jsonl,
+    ".ndjson": read_jsonl,
+    ".eventstream": read_eventstream,
+}

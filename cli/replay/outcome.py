@@ -48,8 +48,12 @@ class Facts:
     @classmethod
     def of(cls, envelope: Mapping[str, Any]) -> Facts:
         stream = envelope.get(PROFILES[envelope["profile"]].stream_key)
-        return cls(envelope.get("description"), envelope["profile"], envelope.get("expect"),
-                   len(stream) if isinstance(stream, list) else 0)
+        return cls(
+            envelope.get("description"),
+            envelope["profile"],
+            envelope.get("expect"),
+            len(stream) if isinstance(stream, list) else 0,
+        )
 
 
 @quick_init
@@ -87,11 +91,18 @@ class Outcome:
         return _problems(self.facts.expect, self.report)
 
     @classmethod
-    def judged(cls, fixture: Path, envelope: Mapping[str, Any], report: Report,
-               seconds: float = 0.0) -> Outcome:
+    def judged(
+        cls, fixture: Path, envelope: Mapping[str, Any], report: Report, seconds: float = 0.0
+    ) -> Outcome:
         """The outcome of ``report`` on ``envelope``, read from ``fixture``."""
-        return cls(fixture, Facts.of(envelope), report, expectation_problems(envelope, report),
-                   None, seconds)
+        return cls(
+            fixture,
+            Facts.of(envelope),
+            report,
+            expectation_problems(envelope, report),
+            None,
+            seconds,
+        )
 
 
 def expectation_problems(envelope: Mapping[str, Any], report: Report) -> list[str]:
@@ -110,8 +121,11 @@ def _problems(expect: Mapping[str, Any] | None, report: Report) -> list[Problem]
     problems = []
     status = report.status
     if expect.get("status") != status:  # a str enum: equal to its value
-        problems.append(Problem(f"status: expected {expect.get('status')}, got "
-                                f"{status.value}", "/expect/status"))
+        problems.append(
+            Problem(
+                f"status: expected {expect.get('status')}, got {status.value}", "/expect/status"
+            )
+        )
     if "codes" in expect:
         problems += _code_problems(set(expect["codes"]), set(report.blocking_codes))
     if "calls" in expect:
@@ -122,30 +136,39 @@ def _problems(expect: Mapping[str, Any] | None, report: Report) -> list[Problem]
 def _code_problems(expected: set[str], got: set[str]) -> list[Problem]:
     problems = []
     if missing := sorted(expected - got):
-        problems.append(Problem(f"codes: expected but did not occur: {', '.join(missing)}",
-                                "/expect/codes"))
+        problems.append(
+            Problem(f"codes: expected but did not occur: {', '.join(missing)}", "/expect/codes")
+        )
     if unexpected := sorted(got - expected):
-        problems.append(Problem(f"codes: occurred but not expected: {', '.join(unexpected)}",
-                                "/expect/codes", True))
+        problems.append(
+            Problem(
+                f"codes: occurred but not expected: {', '.join(unexpected)}", "/expect/codes", True
+            )
+        )
     return problems
 
 
 def _call_problems(expected: Sequence[Mapping[str, Any]], calls: Sequence[Call]) -> list[Problem]:
     problems = []
     if len(expected) != len(calls):
-        problems.append(Problem(f"calls: expected {len(expected)}, got {len(calls)}",
-                                "/expect/calls"))
+        problems.append(
+            Problem(f"calls: expected {len(expected)}, got {len(calls)}", "/expect/calls")
+        )
     for index, (want, call) in enumerate(zip(expected, calls, strict=False)):
         for key, got in (("id", call.id), ("name", call.name), ("arguments", call.arguments)):
             if want.get(key) != got:
-                problems.append(Problem(f"call {index} {key}: expected {_short(want.get(key))}, "
-                                        f"got {_short(got)}", f"/expect/calls/{index}/{key}"))
+                problems.append(
+                    Problem(
+                        f"call {index} {key}: expected {_short(want.get(key))}, got {_short(got)}",
+                        f"/expect/calls/{index}/{key}",
+                    )
+                )
     return problems
 
 
 def _short(value: object, limit: int = 60) -> str:
     text = json.dumps(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _verdict(report: Report) -> str:
@@ -157,8 +180,9 @@ def expectation_now(pinned: Mapping[str, Any] | None, report: Report) -> dict[st
     the calls only when the ``pinned`` block already pinned calls."""
     expect: dict[str, Any] = {"status": report.status.value, "codes": report.blocking_codes}
     if "calls" in (pinned or {}):
-        expect["calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                           for c in report.calls]
+        expect["calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in report.calls
+        ]
     return expect
 
 
@@ -172,8 +196,9 @@ def judge(path: Path) -> Outcome:
         # A folder is in the list only when it holds no fixture; asked after the fact, since a
         # stat of every file costs more than the read that fails on the rare folder.
         folder = path.is_dir()
-        problem = "no *.json fixture in this folder" if folder else \
-            str(error).removeprefix(f"{path}: ")
+        problem = (
+            "no *.json fixture in this folder" if folder else str(error).removeprefix(f"{path}: ")
+        )
         return Outcome(path, None, None, [], problem, time.perf_counter() - start)
     return Outcome.judged(path, document, report, time.perf_counter() - start)
 
@@ -192,8 +217,9 @@ class Summary(NamedTuple):
 
 def summarize(outcomes: Sequence[Outcome]) -> Summary:
     kinds = [o.kind for o in outcomes]
-    return Summary(len(kinds), kinds.count("held"), kinds.count("not-held"),
-                   kinds.count("unreadable"))
+    return Summary(
+        len(kinds), kinds.count("held"), kinds.count("not-held"), kinds.count("unreadable")
+    )
 
 
 def summary_line(outcomes: Sequence[Outcome]) -> str:

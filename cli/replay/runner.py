@@ -34,16 +34,18 @@ from callgate.redact import fixture_bytes
 PROGRESS_THRESHOLD = 20
 
 
-def replay(paths: Sequence[Path], jobs: int = 1, *,
-           on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+def replay(
+    paths: Sequence[Path], jobs: int = 1, *, on_outcome: Callable[[Outcome], None] | None = None
+) -> list[Outcome]:
     """Judge every fixture under ``paths`` (see ``find_fixtures``), in sorted order. ``jobs > 1``
     spreads the work over that many processes and gives the same outcomes in the same order.
     ``on_outcome`` is called with each outcome as it is ready, in order (for progress bars)."""
     return _replay_files(find_fixtures(paths), jobs, on_outcome)
 
 
-def _replay_files(files: list[Path], jobs: int,
-                  on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+def _replay_files(
+    files: list[Path], jobs: int, on_outcome: Callable[[Outcome], None] | None = None
+) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for outcome in _judged(files, jobs):
         outcomes.append(outcome)
@@ -71,7 +73,7 @@ def _shared(files: list[Path], workers: int) -> Iterator[Outcome]:
     next one not yet taken, until none is left: whoever is faster (this process also unpickles
     the workers' outcomes; a core may be busy with something else) judges more. The outcomes
     are yielded in order as soon as every chunk before them is in."""
-    chunks = [files[start:start + _CHUNK] for start in range(0, len(files), _CHUNK)]
+    chunks = [files[start : start + _CHUNK] for start in range(0, len(files), _CHUNK)]
     context = multiprocessing.get_context()
     counter = context.Value("i", 0)
     judges = [_Worker(chunks, counter, context) for _ in range(workers)]
@@ -127,8 +129,9 @@ class _Worker:
         self._done = False
         self._chunks = chunks
         self._reader, writer = context.Pipe(duplex=False)
-        self._process = context.Process(target=_judge_and_send, args=(chunks, counter, writer),
-                                        daemon=True)
+        self._process = context.Process(
+            target=_judge_and_send, args=(chunks, counter, writer), daemon=True
+        )
         self._process.start()
         writer.close()
 
@@ -136,8 +139,7 @@ class _Worker:
         """The chunks judged and arrived (``wait``: until the worker is done), by index."""
         judged: dict[int, list[Outcome]] = {}
         while not self._done:
-            ready = connection.wait([self._reader, self._process.sentinel],
-                                    None if wait else 0)
+            ready = connection.wait([self._reader, self._process.sentinel], None if wait else 0)
             if self._reader in ready:
                 try:
                     message = self._reader.recv()
@@ -147,8 +149,10 @@ class _Worker:
                     self._done = True
                 else:
                     index, judgments = message
-                    judged[index] = [Outcome(path, *judgment) for path, judgment
-                                     in zip(self._chunks[index], judgments, strict=True)]
+                    judged[index] = [
+                        Outcome(path, *judgment)
+                        for path, judgment in zip(self._chunks[index], judgments, strict=True)
+                    ]
             elif ready:  # ended without its end mark, every message read
                 self._done = True
             else:
@@ -162,8 +166,7 @@ class _Worker:
         self._reader.close()
 
 
-def _judge_and_send(chunks: list[list[Path]], counter: Any,
-                    writer: connection.Connection) -> None:
+def _judge_and_send(chunks: list[list[Path]], counter: Any, writer: connection.Connection) -> None:
     # Each outcome goes without its path, which this process has: a path costs more to unpickle
     # (pathlib parses it again) than the rest of an outcome.
     while (index := _next_chunk(counter)) < len(chunks):
@@ -200,8 +203,15 @@ def exit_code(outcomes: Sequence[Outcome]) -> int:
     return summarize(outcomes).exit_code
 
 
-def run_replay(paths: Sequence[Path], report_format: str, output: Path | None, jobs: int,
-               update: bool, out: TextIO, err: TextIO) -> int:
+def run_replay(
+    paths: Sequence[Path],
+    report_format: str,
+    output: Path | None,
+    jobs: int,
+    update: bool,
+    out: TextIO,
+    err: TextIO,
+) -> int:
     """Replay the fixtures under ``paths``, write the report (to ``output``, atomically, or to
     ``out``) and return the exit code: 0 all held, 1 some did not, 2 some file was unreadable
     (each named on ``err``). With ``update``, rewrite the expectations instead of reporting."""
@@ -233,8 +243,9 @@ def _replay_with_progress(paths: Sequence[Path], jobs: int, err: TextIO) -> list
     if not (err.isatty() and len(files) > PROGRESS_THRESHOLD):
         return _replay_files(files, jobs)
     # Refreshed by hand: an auto-refresh thread alive while the worker pool forks could deadlock.
-    with Progress(console=console(err, soft_wrap=False), transient=True,
-                  auto_refresh=False) as progress:
+    with Progress(
+        console=console(err, soft_wrap=False), transient=True, auto_refresh=False
+    ) as progress:
         task = progress.add_task("replaying", total=len(files))
         shown = 0.0
 

@@ -89,25 +89,32 @@ class CallgateTape:
         if kind not in KINDS:
             raise ValueError(f"no mutation {kind!r} (one of {', '.join(KINDS)})")
         if self._tape.recording:
-            pytest.fail(f"tape {self.folder}: mutate replays a recorded tape; record it first "
-                        "(--callgate-record-mode=once), or name a recorded one with "
-                        "@pytest.mark.callgate_tape(name=...)", pytrace=False)
+            pytest.fail(
+                f"tape {self.folder}: mutate replays a recorded tape; record it first "
+                "(--callgate-record-mode=once), or name a recorded one with "
+                "@pytest.mark.callgate_tape(name=...)",
+                pytrace=False,
+            )
         reasons = self._tape.mutate(kind)
         if not self._tape.mutated:
-            pytest.skip(f"{kind} applies to no turn of tape {self.folder}: "
-                        f"{reasons[0] if reasons else 'it holds no streamed turn'}")
+            pytest.skip(
+                f"{kind} applies to no turn of tape {self.folder}: "
+                f"{reasons[0] if reasons else 'it holds no streamed turn'}"
+            )
 
 
 @contextmanager
-def open_tape(node: pytest.Item, mode: RecordMode, upstreams: Mapping[str, str],
-              options: Mapping[str, Any]) -> Iterator[CallgateTape]:
+def open_tape(
+    node: pytest.Item, mode: RecordMode, upstreams: Mapping[str, str], options: Mapping[str, Any]
+) -> Iterator[CallgateTape]:
     """The tape of test ``node``, served until the block ends."""
     settings = _settings(node, options)
     folder = tape_folder(node, settings.pop("name"))
     providers, mutation = settings.pop("providers"), settings.pop("mutate")
     if unknown := [name for name in upstreams if name not in ROUTES]:
-        raise pytest.UsageError(f"--callgate-upstream: no route {unknown[0]!r} (one of "
-                                f"{', '.join(ROUTES)})")
+        raise pytest.UsageError(
+            f"--callgate-upstream: no route {unknown[0]!r} (one of {', '.join(ROUTES)})"
+        )
     try:
         tape = Tape(folder, mode, node.nodeid, **settings)
     except InputError as error:
@@ -137,23 +144,33 @@ def tape_folder(node: pytest.Item, name: str | None) -> Path:
 
 def _settings(node: pytest.Item, options: Mapping[str, Any]) -> dict[str, Any]:
     if unknown := sorted(set(options) - set(MARKER_OPTIONS)):
-        raise pytest.UsageError(f"{node.nodeid}: callgate_tape takes {', '.join(MARKER_OPTIONS)}"
-                                f", not {', '.join(unknown)}")
+        raise pytest.UsageError(
+            f"{node.nodeid}: callgate_tape takes {', '.join(MARKER_OPTIONS)}"
+            f", not {', '.join(unknown)}"
+        )
     providers = list(options.get("providers") or ROUTES)
     if unknown := [name for name in providers if name not in ROUTES]:
-        raise pytest.UsageError(f"{node.nodeid}: callgate_tape providers: no route "
-                                f"{unknown[0]!r} (one of {', '.join(ROUTES)})")
+        raise pytest.UsageError(
+            f"{node.nodeid}: callgate_tape providers: no route "
+            f"{unknown[0]!r} (one of {', '.join(ROUTES)})"
+        )
     if (kind := options.get("mutate")) is not None and kind not in KINDS:
-        raise pytest.UsageError(f"{node.nodeid}: callgate_tape mutate: no mutation {kind!r} "
-                                f"(one of {', '.join(KINDS)})")
+        raise pytest.UsageError(
+            f"{node.nodeid}: callgate_tape mutate: no mutation {kind!r} (one of {', '.join(KINDS)})"
+        )
     redaction = options.get("redaction", Redaction.REPLAY)
     if redaction not in Redaction.ALL:
-        raise pytest.UsageError(f"{node.nodeid}: callgate_tape redaction is replay or strict, "
-                                f"not {redaction!r}")
-    return {"name": options.get("name"), "providers": providers, "redaction": redaction,
-            "allow": tuple(options.get("allow", ())),
-            "allow_unused": bool(options.get("allow_unused", False)),
-            "mutate": options.get("mutate")}
+        raise pytest.UsageError(
+            f"{node.nodeid}: callgate_tape redaction is replay or strict, not {redaction!r}"
+        )
+    return {
+        "name": options.get("name"),
+        "providers": providers,
+        "redaction": redaction,
+        "allow": tuple(options.get("allow", ())),
+        "allow_unused": bool(options.get("allow_unused", False)),
+        "mutate": options.get("mutate"),
+    }
 
 
 def _is_set(variable: str) -> bool:

@@ -29,9 +29,22 @@ from callgate.redact.encoding import decode_whole
 
 ROUTES = {route.name: route for route in SDK_ROUTES}
 #: Connection-level headers (RFC 9110 7.6.1), and what is set anew for the next hop.
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
-                         "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade",
-                         "host", "content-length", "accept-encoding"})
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    }
+)
 #: Seconds to wait on a silent upstream: a model may think for minutes before its first byte.
 UPSTREAM_TIMEOUT = 600.0
 
@@ -90,8 +103,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(SDK_ROUTES[0].name, 400, "callgate tape: a malformed chunked body")
             return
         if route not in ROUTES:
-            self._error(SDK_ROUTES[0].name, 404, f"callgate tape: no route {route!r} (one of "
-                        f"{', '.join(ROUTES)})")
+            self._error(
+                SDK_ROUTES[0].name,
+                404,
+                f"callgate tape: no route {route!r} (one of {', '.join(ROUTES)})",
+            )
             return
         rest = "/" + rest
         tape = self.tape_server.tape
@@ -138,8 +154,9 @@ class _Handler(BaseHTTPRequestHandler):
         target = urlsplit(upstream)
         kind = HTTPSConnection if target.scheme == "https" else HTTPConnection
         connection = kind(target.hostname or "", target.port, timeout=UPSTREAM_TIMEOUT)
-        headers = {name: value for name, value in self.headers.items()
-                   if name.lower() not in _HOP_BY_HOP}
+        headers = {
+            name: value for name, value in self.headers.items() if name.lower() not in _HOP_BY_HOP
+        }
         headers["accept-encoding"] = "identity"
         try:
             connection.request(self.command, target.path.rstrip("/") + rest, body, headers)
@@ -147,8 +164,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, HTTPException) as error:
             connection.close()
             self._error(route, 502, f"callgate tape: upstream {upstream} could not be reached")
-            self.tape_server.tape.recorded(None, shape, f"upstream {upstream} could not be "
-                                           f"reached: {error}")
+            self.tape_server.tape.recorded(
+                None, shape, f"upstream {upstream} could not be reached: {error}"
+            )
             return
         try:
             kept, complete = self._relay(response)
@@ -162,9 +180,17 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             connection.close()
         exchange = Exchange(
-            self.command, upstream.rstrip("/") + rest, list(self.headers.items()), body,
-            response.status, response.getheaders(), decoded, complete=complete,
-            capture="tape", error=None if complete else "upstream error")
+            self.command,
+            upstream.rstrip("/") + rest,
+            list(self.headers.items()),
+            body,
+            response.status,
+            response.getheaders(),
+            decoded,
+            complete=complete,
+            capture="tape",
+            error=None if complete else "upstream error",
+        )
         self.tape_server.tape.recorded(exchange, shape)
 
     def _relay(self, response: HTTPResponse) -> tuple[bytes, bool]:

@@ -94,7 +94,8 @@ class Tape:
         self._unused = list(self._entries)
         self._number = max((e.number for e in self._entries), default=0) + 1
         self._recording = self.mode is RecordMode.ALL or (
-            self.mode is RecordMode.ONCE and not self._entries)
+            self.mode is RecordMode.ONCE and not self._entries
+        )
 
     @property
     def recording(self) -> bool:
@@ -134,8 +135,9 @@ class Tape:
                 except NotApplicable as why:
                     reasons.append(f"{entry.path.name}: {why}")
                     continue
-                self._unused[n] = dataclasses.replace(entry, envelope=variant,
-                                                      report=check(variant))
+                self._unused[n] = dataclasses.replace(
+                    entry, envelope=variant, report=check(variant)
+                )
                 self.mutated[entry.path.name] = kind
             return reasons
 
@@ -145,8 +147,9 @@ class Tape:
         with self._lock:
             self._lock.wait_for(lambda: self._pending == 0, timeout)
 
-    def recorded(self, exchange: Exchange | None, shape: Mapping[str, Any],
-                 failure: str | None = None) -> None:
+    def recorded(
+        self, exchange: Exchange | None, shape: Mapping[str, Any], failure: str | None = None
+    ) -> None:
         """Redact and write what came back from upstream; a refusal is a problem, not a file.
         Every request ``decide`` sent upstream ends here, with its ``exchange`` or, when there is
         none to keep, the ``failure``."""
@@ -170,8 +173,9 @@ class Tape:
                 # pointed at any gateway that speaks its API); the route's own where the host
                 # names none (a gateway on loopback, a fake provider in tests).
                 provider = provider_from_url(exchange.url) or str(shape.get("route"))
-                redacted = redact_exchange(exchange, provider=provider, arguments=arguments,
-                                           keep_text=keep)
+                redacted = redact_exchange(
+                    exchange, provider=provider, arguments=arguments, keep_text=keep
+                )
                 # redact_exchange ran the leak gate over the rest: only the shape is new.
                 refuse_leaks({"meta": {"tape": {"request": shape}}}, secrets_of(exchange))
                 envelope, report = redacted.envelope, redacted.report
@@ -179,12 +183,14 @@ class Tape:
                 record = exchange_record(exchange, shape, keep_text=keep)
         except RedactionRefused as refused:
             with self._lock:
-                self._problems.append(f"tape {self._where()}: {describe(shape)}: not recorded: "
-                                      f"{refused}")
+                self._problems.append(
+                    f"tape {self._where()}: {describe(shape)}: not recorded: {refused}"
+                )
             return
         with self._lock:
-            entry = store.write(self.folder, self._number, shape, envelope=envelope,
-                                report=report, record=record)
+            entry = store.write(
+                self.folder, self._number, shape, envelope=envelope, report=report, record=record
+            )
             self._number += 1
             self._served(entry, recorded=True)
 
@@ -203,7 +209,8 @@ class Tape:
                     f"tape {self._where()}: {len(unused)} recorded exchange(s) were not requested, "
                     f"from {unused[0].path.name} ({describe(unused[0].shape)}); the app made "
                     "fewer requests than when it was recorded (allow_unused=True in "
-                    "@pytest.mark.callgate_tape accepts that)")
+                    "@pytest.mark.callgate_tape accepts that)"
+                )
             for turn in self.turns:
                 if turn.path.name in self.mutated:
                     continue
@@ -212,7 +219,8 @@ class Tape:
                     problems.append(
                         f"tape {self._where()}: {turn.path.name}: the turn does not pass: "
                         f"{turn.report.status.value} [{', '.join(blocking)}] (allow it with "
-                        f"@pytest.mark.callgate_tape(allow={blocking!r}))")
+                        f"@pytest.mark.callgate_tape(allow={blocking!r}))"
+                    )
             return problems
 
     def _served(self, entry: Entry, *, recorded: bool) -> None:
@@ -222,12 +230,12 @@ class Tape:
 
     def _mismatch(self, shape: Mapping[str, Any], entry: Entry | None) -> str:
         held = f"{entry.path.name} ({describe(entry.shape)})" if entry else "nothing more"
-        return (f"tape {self._where()}: request {self._requests} is not on the tape: "
-                f"{describe(shape)}; the tape holds next: {held}. To record it: "
-                "--callgate-record-mode=new_episodes, or delete the folder and run with "
-                "--callgate-record-mode=once")
+        return (
+            f"tape {self._where()}: request {self._requests} is not on the tape: "
+            f"{describe(shape)}; the tape holds next: {held}. To record it: "
+            "--callgate-record-mode=new_episodes, or delete the folder and run with "
+            "--callgate-record-mode=once"
+        )
 
     def _where(self) -> str:
         return f"{self.test} ({self.folder})"
-
-

@@ -45,8 +45,10 @@ def describe(shape: Mapping[str, Any]) -> str:
     if "stream" in shape:
         parts.append("stream" if shape["stream"] else "not streamed")
     if "messages_by_role" in shape:
-        parts.append("messages " + " ".join(f"{role} {count}" for role, count
-                                            in shape["messages_by_role"].items()))
+        parts.append(
+            "messages "
+            + " ".join(f"{role} {count}" for role, count in shape["messages_by_role"].items())
+        )
     return ", ".join(parts)
 
 
@@ -58,8 +60,9 @@ def tool_names(request: Mapping[str, Any]) -> list[str]:
         name = function.get("name") if isinstance(function, dict) else tool.get("name")
         if isinstance(name, str):
             names.append(name)
-        for declaration in _dicts(tool.get("functionDeclarations",
-                                           tool.get("function_declarations"))):
+        for declaration in _dicts(
+            tool.get("functionDeclarations", tool.get("function_declarations"))
+        ):
             if isinstance(declaration.get("name"), str):
                 names.append(declaration["name"])
     return names

@@ -43,8 +43,9 @@ def entry_files(folder: Path) -> list[tuple[int, Path]]:
     """The tape's files in order, with their numbers."""
     if not folder.is_dir():
         return []
-    found = [(int(match[1]), path) for path in folder.iterdir()
-             if (match := _ENTRY.fullmatch(path.name))]
+    found = [
+        (int(match[1]), path) for path in folder.iterdir() if (match := _ENTRY.fullmatch(path.name))
+    ]
     return sorted(found)
 
 
@@ -57,10 +58,13 @@ def load(folder: Path) -> list[Entry]:
 def _entry(number: int, path: Path) -> Entry:
     if path.name.endswith(EXCHANGE_SUFFIX):
         record = load_json(path)
-        if not (isinstance(record, dict) and record.get("tape_record") == 1
-                and isinstance(record.get("request"), dict)
-                and isinstance(record.get("response"), dict)
-                and isinstance(record["response"].get("status"), int)):
+        if not (
+            isinstance(record, dict)
+            and record.get("tape_record") == 1
+            and isinstance(record.get("request"), dict)
+            and isinstance(record.get("response"), dict)
+            and isinstance(record["response"].get("status"), int)
+        ):
             raise InputError("not a tape record (tape_record 1 with request and response)", path)
         return Entry(path, number, record["request"], record=record)
     envelope = load_envelope(path)
@@ -70,9 +74,15 @@ def _entry(number: int, path: Path) -> Entry:
     return Entry(path, number, shape, envelope=envelope, report=check(envelope))
 
 
-def write(folder: Path, number: int, shape: Mapping[str, Any], *,
-          envelope: dict[str, Any] | None = None, report: Report | None = None,
-          record: dict[str, Any] | None = None) -> Entry:
+def write(
+    folder: Path,
+    number: int,
+    shape: Mapping[str, Any],
+    *,
+    envelope: dict[str, Any] | None = None,
+    report: Report | None = None,
+    record: dict[str, Any] | None = None,
+) -> Entry:
     """Write one redacted exchange as entry ``number``: a streamed turn with the ``report`` its
     redaction gave, or a record. The caller ran the leak gate."""
     if envelope is not None:

@@ -26,24 +26,38 @@ from callgate.reassemble.profiles import (
 from callgate.reassemble.profiles.base import STRUCTURAL_KEYS, Profile
 
 PROFILES: dict[str, Profile] = {
-    profile.name: profile for profile in (openai.PROFILE, mistral.PROFILE, anthropic.PROFILE,
-                                          openai_responses.PROFILE, gemini.PROFILE,
-                                          cohere.PROFILE, ollama.PROFILE,
-                                          bedrock_converse.PROFILE)}
+    profile.name: profile
+    for profile in (
+        openai.PROFILE,
+        mistral.PROFILE,
+        anthropic.PROFILE,
+        openai_responses.PROFILE,
+        gemini.PROFILE,
+        cohere.PROFILE,
+        ollama.PROFILE,
+        bedrock_converse.PROFILE,
+    )
+}
 #: Every profile's version headers, in registry order: request headers that hold no secret.
-VERSION_HEADERS: tuple[str, ...] = tuple(dict.fromkeys(
-    header for profile in PROFILES.values() for header in profile.version_headers))
+VERSION_HEADERS: tuple[str, ...] = tuple(
+    dict.fromkeys(header for profile in PROFILES.values() for header in profile.version_headers)
+)
 #: String fields that are structure in some profile's events: the redactor keeps them.
 ALL_STRUCTURAL_KEYS: frozenset[str] = STRUCTURAL_KEYS.union(
-    *(profile.structural_keys for profile in PROFILES.values()))
+    *(profile.structural_keys for profile in PROFILES.values())
+)
 
 
 def profile_for(url: str, provider: str | None = None) -> str | None:
     """The profile that reads a stream from ``url``, or None when callgate has none for it. Where
     several profiles serve an endpoint, the one that claims ``provider`` wins, else the first."""
     path = urlsplit(url).path
-    serving = [p for p in PROFILES.values() if path.endswith(p.endpoints) or any(
-        re.search(pattern, path) for pattern, _ in p.path_framings)]
+    serving = [
+        p
+        for p in PROFILES.values()
+        if path.endswith(p.endpoints)
+        or any(re.search(pattern, path) for pattern, _ in p.path_framings)
+    ]
     claiming = [p for p in serving if provider in p.claims]
     chosen = claiming or [p for p in serving if not p.claims]
     return chosen[0].name if chosen else None
@@ -60,8 +74,10 @@ def profile_of_events(events: list[object]) -> str | None:
 def framing_for(profile: str, media_type: str) -> str | None:
     """The framing a response of ``profile`` served as ``media_type`` streams in (the media type
     without parameters, lower case), or None when the profile does not stream that way."""
-    return next((framing for framing in PROFILES[profile].framings
-                 if media_type in MEDIA_TYPES[framing]), None)
+    return next(
+        (framing for framing in PROFILES[profile].framings if media_type in MEDIA_TYPES[framing]),
+        None,
+    )
 
 
 def framing_of_request(profile: str, path: str, asks_sse: bool) -> str:

@@ -87,8 +87,9 @@ class MessagesTranslator:
             "error": self._error,
         }.get(kind)
         if handler is None:
-            return [Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:40]!r} is not known",
-                            "/type")]
+            return [
+                Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:40]!r} is not known", "/type")
+            ]
         return handler(raw)
 
     @staticmethod
@@ -96,8 +97,9 @@ class MessagesTranslator:
         index = raw.get("index")
         if is_index(index):
             return index
-        return Problem(Code.INVALID_SLOT, f"block index {index!r} is not a non-negative integer",
-                       "/index")
+        return Problem(
+            Code.INVALID_SLOT, f"block index {index!r} is not a non-negative integer", "/index"
+        )
 
     def _start(self, raw: Mapping[str, object]) -> list[Event]:
         index = self._index(raw)
@@ -111,14 +113,27 @@ class MessagesTranslator:
         key = (0, index)
         if block_type == "tool_use":
             call_id, name = block.get("id"), block.get("name")
-            return [SlotStarted(key, "/content_block",
-                                call_id=call_id if isinstance(call_id, str) else None,
-                                name=name if isinstance(name, str) else None,
-                                stated_input=block.get("input"))]
+            return [
+                SlotStarted(
+                    key,
+                    "/content_block",
+                    call_id=call_id if isinstance(call_id, str) else None,
+                    name=name if isinstance(name, str) else None,
+                    stated_input=block.get("input"),
+                )
+            ]
         started = SlotStarted(key, "/content_block", is_call=False)
         if _non_call_deltas(block_type) is None:
-            return [Problem(Code.UNSUPPORTED_EVENT, f"content block type {block_type[:40]!r} is "
-                            "not known", "/content_block/type", 0, index), started]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    f"content block type {block_type[:40]!r} is not known",
+                    "/content_block/type",
+                    0,
+                    index,
+                ),
+                started,
+            ]
         return [started]
 
     def _delta(self, raw: Mapping[str, object]) -> list[Event]:
@@ -137,14 +152,28 @@ class MessagesTranslator:
             return [SlotDelta(key, "/delta", arguments=text)]
         allowed = _CALL_DELTAS if block_type == "tool_use" else _non_call_deltas(block_type)
         if allowed is not None and delta_type not in allowed:
-            return [Problem(Code.UNSUPPORTED_EVENT, f"{delta_type[:40]!r} delta on a "
-                            f"{block_type[:40]!r} block", "/delta/type", 0, index)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    f"{delta_type[:40]!r} delta on a {block_type[:40]!r} block",
+                    "/delta/type",
+                    0,
+                    index,
+                )
+            ]
         if block_type != "tool_use":
             return [SlotDelta(key, "/delta")]
         partial = delta.get("partial_json")
         if not isinstance(partial, str):
-            return [Problem(Code.UNSUPPORTED_EVENT, "partial_json is not a string",
-                            "/delta/partial_json", 0, index)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "partial_json is not a string",
+                    "/delta/partial_json",
+                    0,
+                    index,
+                )
+            ]
         return [SlotDelta(key, "/delta/partial_json", arguments=partial)]
 
     def _stop(self, raw: Mapping[str, object]) -> list[Event]:
@@ -162,8 +191,9 @@ class MessagesTranslator:
         if reason is None:
             return []
         if not isinstance(reason, str):
-            return [Problem(Code.UNSUPPORTED_EVENT, "stop_reason is not a string",
-                            "/delta/stop_reason")]
+            return [
+                Problem(Code.UNSUPPORTED_EVENT, "stop_reason is not a string", "/delta/stop_reason")
+            ]
         return [TurnEnded(0, reason, "/delta/stop_reason")]
 
     @staticmethod
@@ -220,9 +250,10 @@ def to_invoke_message(event: object) -> bytes:
         error = event.get("error")
         error = error if isinstance(error, dict) else {}
         name = str(error.get("type", ""))
-        return exception_message(name if is_exception_name(name) else
-                                 "modelStreamErrorException",
-                                 json.dumps({"message": str(error.get("message", ""))}).encode())
+        return exception_message(
+            name if is_exception_name(name) else "modelStreamErrorException",
+            json.dumps({"message": str(error.get("message", ""))}).encode(),
+        )
     data = base64.b64encode(json.dumps(event, ensure_ascii=False).encode()).decode()
     return event_message("chunk", json.dumps({"bytes": data}).encode())
 
@@ -248,8 +279,10 @@ PROFILE = Profile(
     version_headers=("anthropic-version", "anthropic-beta"),
     event_lines=True,
     error_body=error_body,
-    sniff=lambda first: isinstance(first, dict) and str(first.get("type", "")).startswith(
-        ("message_", "content_block_")),
+    sniff=lambda first: (
+        isinstance(first, dict)
+        and str(first.get("type", "")).startswith(("message_", "content_block_"))
+    ),
     argument_sites=argument_sites,
     structural_keys=frozenset({"stop_reason"}),
 )

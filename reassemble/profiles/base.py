@@ -35,8 +35,9 @@ from callgate.reassemble.framing import SSE
 #: alone; a ``piece`` is part of one string value (Vertex ``partialArgs``).
 ArgumentSite = tuple[str, object, dict[str, Any], str]
 #: String fields of stream events that are structure, not content, whatever the profile.
-STRUCTURAL_KEYS = frozenset({"type", "object", "role", "model", "system_fingerprint",
-                             "service_tier", "name", "status"})
+STRUCTURAL_KEYS = frozenset(
+    {"type", "object", "role", "model", "system_fingerprint", "service_tier", "name", "status"}
+)
 
 
 def is_index(value: object) -> TypeGuard[int]:
@@ -166,10 +167,12 @@ def event_type_in(*types: str) -> Callable[[object], bool]:
 def any_item_has(items: str, key: str) -> Callable[[object], bool]:
     """A test that some entry of the raw event's list ``items`` has a non-null ``key``
     (``choices[].finish_reason``, Gemini's ``candidates[].finishReason``)."""
+
     def test(raw: object) -> bool:
         entries = raw.get(items) if isinstance(raw, dict) else None
         return isinstance(entries, list) and any(
-            isinstance(entry, dict) and entry.get(key) is not None for entry in entries)
+            isinstance(entry, dict) and entry.get(key) is not None for entry in entries
+        )
 
     return test
 
@@ -201,8 +204,14 @@ def provider_error(detail: str, pointer: str = "/error") -> Problem:
 
 def openai_error(message: str, codes: Sequence[str]) -> dict[str, object]:
     """OpenAI's error object, which OpenAI-compatible SDKs raise on (``APIError``)."""
-    return {"error": {"message": message, "type": "callgate_blocked",
-                      "code": codes[0] if codes else "blocked", "param": None}}
+    return {
+        "error": {
+            "message": message,
+            "type": "callgate_blocked",
+            "code": codes[0] if codes else "blocked",
+            "param": None,
+        }
+    }
 
 
 def function_tools(request: Mapping[str, Any]) -> dict[str, Any]:

@@ -60,8 +60,9 @@ class ConverseTranslator:
 
     def translate(self, raw: object) -> list[Event]:
         if not isinstance(raw, dict) or len(raw) != 1:
-            return [Problem(Code.UNSUPPORTED_EVENT, "event is not one {eventType: payload} "
-                            "object", "")]
+            return [
+                Problem(Code.UNSUPPORTED_EVENT, "event is not one {eventType: payload} object", "")
+            ]
         ((kind, payload),) = raw.items()
         pointer = f"/{kind}"
         if kind in _BOOKKEEPING:
@@ -70,21 +71,33 @@ class ConverseTranslator:
             message = payload.get("message") if isinstance(payload, dict) else payload
             return [provider_error(f"{kind}: {str(message)[:160]}", pointer)]
         if not isinstance(payload, dict):
-            return [Problem(Code.UNSUPPORTED_EVENT, f"{kind[:40]} payload is not an object",
-                            pointer)]
+            return [
+                Problem(Code.UNSUPPORTED_EVENT, f"{kind[:40]} payload is not an object", pointer)
+            ]
         if kind == "messageStop":
             reason = payload.get("stopReason")
             if not isinstance(reason, str):
-                return [Problem(Code.UNSUPPORTED_EVENT, "stopReason is not a string",
-                                pointer + "/stopReason")]
+                return [
+                    Problem(
+                        Code.UNSUPPORTED_EVENT,
+                        "stopReason is not a string",
+                        pointer + "/stopReason",
+                    )
+                ]
             return [TurnEnded(0, reason, pointer + "/stopReason")]
         if kind not in ("contentBlockStart", "contentBlockDelta", "contentBlockStop"):
-            return [Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:40]!r} is not known",
-                            pointer)]
+            return [
+                Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:40]!r} is not known", pointer)
+            ]
         index = payload.get("contentBlockIndex")
         if not is_index(index):
-            return [Problem(Code.INVALID_SLOT, f"contentBlockIndex {str(index)[:40]!r} is not a "
-                            "non-negative integer", pointer + "/contentBlockIndex")]
+            return [
+                Problem(
+                    Code.INVALID_SLOT,
+                    f"contentBlockIndex {str(index)[:40]!r} is not a non-negative integer",
+                    pointer + "/contentBlockIndex",
+                )
+            ]
         key = (0, index)
         if kind == "contentBlockStop":
             # A block that neither started nor grew (an empty text block) ends nothing.
@@ -95,49 +108,94 @@ class ConverseTranslator:
 
     def _start(self, key: tuple[int, int], start: object, pointer: str) -> list[Event]:
         if not isinstance(start, dict) or len(start) > 1:
-            return [Problem(Code.UNSUPPORTED_EVENT, "start is not an object of one member",
-                            pointer, *key)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT, "start is not an object of one member", pointer, *key
+                )
+            ]
         member = next(iter(start), None)
         if member is None or member in _OUTPUT_STARTS:
             self._is_call[key[1]] = False
             return [SlotStarted(key, pointer, is_call=False)]
         if member != "toolUse":
-            return [Problem(Code.UNSUPPORTED_EVENT, f"block start {member[:40]!r} is not known",
-                            f"{pointer}/{member}", *key)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    f"block start {member[:40]!r} is not known",
+                    f"{pointer}/{member}",
+                    *key,
+                )
+            ]
         tool = start["toolUse"]
         if not isinstance(tool, dict):
-            return [Problem(Code.UNSUPPORTED_EVENT, "toolUse is not an object",
-                            pointer + "/toolUse", *key)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT, "toolUse is not an object", pointer + "/toolUse", *key
+                )
+            ]
         self._is_call[key[1]] = True
         call_id, name = tool.get("toolUseId"), tool.get("name")
-        return [SlotStarted(key, pointer + "/toolUse",
-                            call_id=call_id if isinstance(call_id, str) else None,
-                            name=name if isinstance(name, str) else None, stated_input={})]
+        return [
+            SlotStarted(
+                key,
+                pointer + "/toolUse",
+                call_id=call_id if isinstance(call_id, str) else None,
+                name=name if isinstance(name, str) else None,
+                stated_input={},
+            )
+        ]
 
     def _delta(self, key: tuple[int, int], delta: object, pointer: str) -> list[Event]:
         if not isinstance(delta, dict) or len(delta) != 1:
-            return [Problem(Code.UNSUPPORTED_EVENT, "delta is not an object of one member",
-                            pointer, *key)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT, "delta is not an object of one member", pointer, *key
+                )
+            ]
         ((member, value),) = delta.items()
         is_call = self._is_call.get(key[1])
         if member in _OUTPUT_DELTAS:
             if is_call:
-                return [Problem(Code.UNSUPPORTED_EVENT, f"a {member[:40]} delta on a toolUse "
-                                "block", f"{pointer}/{member}", *key)]
+                return [
+                    Problem(
+                        Code.UNSUPPORTED_EVENT,
+                        f"a {member[:40]} delta on a toolUse block",
+                        f"{pointer}/{member}",
+                        *key,
+                    )
+                ]
             if is_call is None:  # text and reasoning blocks start with their first delta
                 self._is_call[key[1]] = False
                 return [SlotStarted(key, pointer, is_call=False)]
             return []
         if member != "toolUse":
-            return [Problem(Code.UNSUPPORTED_EVENT, f"delta {member[:40]!r} is not known",
-                            f"{pointer}/{member}", *key)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    f"delta {member[:40]!r} is not known",
+                    f"{pointer}/{member}",
+                    *key,
+                )
+            ]
         if is_call is False:
-            return [Problem(Code.UNSUPPORTED_EVENT, "a toolUse delta on a block that is not a "
-                            "tool call", pointer + "/toolUse", *key)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "a toolUse delta on a block that is not a tool call",
+                    pointer + "/toolUse",
+                    *key,
+                )
+            ]
         text = value.get("input") if isinstance(value, dict) else None
         if not isinstance(text, str):
-            return [Problem(Code.UNSUPPORTED_EVENT, "toolUse.input is not a string",
-                            pointer + "/toolUse/input", *key)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "toolUse.input is not a string",
+                    pointer + "/toolUse/input",
+                    *key,
+                )
+            ]
         return [SlotDelta(key, pointer + "/toolUse/input", arguments=text)]
 
 
@@ -154,8 +212,11 @@ def tool_schemas(request: Mapping[str, Any]) -> dict[str, Any]:
         spec = tool.get("toolSpec") if isinstance(tool, dict) else None
         schema = spec.get("inputSchema") if isinstance(spec, dict) else None
         schema = schema.get("json") if isinstance(schema, dict) else None
-        if isinstance(spec, dict) and isinstance(spec.get("name"), str) and isinstance(
-                schema, dict | bool):
+        if (
+            isinstance(spec, dict)
+            and isinstance(spec.get("name"), str)
+            and isinstance(schema, dict | bool)
+        ):
             schemas[spec["name"]] = schema
     return schemas
 

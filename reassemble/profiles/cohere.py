@@ -38,8 +38,18 @@ from callgate.reassemble.profiles.base import (
 
 #: Events that carry output or bookkeeping only (``debug`` is in cohere-python 7.3.1's
 #: ``StreamedChatResponseV2`` union beside the others).
-_OUTPUT_EVENTS = frozenset({"message-start", "content-start", "content-delta", "content-end",
-                            "tool-plan-delta", "citation-start", "citation-end", "debug"})
+_OUTPUT_EVENTS = frozenset(
+    {
+        "message-start",
+        "content-start",
+        "content-delta",
+        "content-end",
+        "tool-plan-delta",
+        "citation-start",
+        "citation-end",
+        "debug",
+    }
+)
 _CALL = "/delta/message/tool_calls"
 
 
@@ -53,32 +63,63 @@ class ChatV2Translator:
         if kind == "message-end":
             return _message_end(raw)
         if kind not in ("tool-call-start", "tool-call-delta", "tool-call-end"):
-            return [Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:40]!r} is not known",
-                            "/type")]
+            return [
+                Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:40]!r} is not known", "/type")
+            ]
         index = raw.get("index")
         if not is_index(index):
-            return [Problem(Code.INVALID_SLOT, f"tool call index {str(index)[:40]!r} is not a "
-                            "non-negative integer", "/index")]
+            return [
+                Problem(
+                    Code.INVALID_SLOT,
+                    f"tool call index {str(index)[:40]!r} is not a non-negative integer",
+                    "/index",
+                )
+            ]
         key = (0, index)
         if kind == "tool-call-end":
             return [SlotEnded(key, "")]
         call = _tool_call(raw)
         if not isinstance(call, dict):
-            return [Problem(Code.UNSUPPORTED_EVENT, "tool_calls is not an object", _CALL, 0,
-                            index)]
+            return [Problem(Code.UNSUPPORTED_EVENT, "tool_calls is not an object", _CALL, 0, index)]
         function = call.get("function", {})
         if not isinstance(function, dict):
-            return [Problem(Code.UNSUPPORTED_EVENT, "function is not an object",
-                            f"{_CALL}/function", 0, index)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "function is not an object",
+                    f"{_CALL}/function",
+                    0,
+                    index,
+                )
+            ]
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
-            return [Problem(Code.UNSUPPORTED_EVENT, "arguments is not a string",
-                            f"{_CALL}/function/arguments", 0, index)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "arguments is not a string",
+                    f"{_CALL}/function/arguments",
+                    0,
+                    index,
+                )
+            ]
         if kind == "tool-call-delta":
-            return [SlotDelta(key, f"{_CALL}/function/arguments", arguments=arguments or "",
-                              call_id=_text(call.get("id")), name=_text(function.get("name")))]
-        started = SlotStarted(key, _CALL, call_id=_text(call.get("id")),
-                              name=_text(function.get("name")), stated_input={})
+            return [
+                SlotDelta(
+                    key,
+                    f"{_CALL}/function/arguments",
+                    arguments=arguments or "",
+                    call_id=_text(call.get("id")),
+                    name=_text(function.get("name")),
+                )
+            ]
+        started = SlotStarted(
+            key,
+            _CALL,
+            call_id=_text(call.get("id")),
+            name=_text(function.get("name")),
+            stated_input={},
+        )
         if arguments:  # arguments given whole at the start: the first fragment
             return [started, SlotDelta(key, f"{_CALL}/function/arguments", arguments=arguments)]
         return [started]
@@ -105,8 +146,9 @@ def _message_end(raw: Mapping[str, object]) -> list[Event]:
     if error is not None or reason == "ERROR":
         events.append(provider_error(str(error or "finish_reason ERROR")[:200], "/delta"))
     if not isinstance(reason, str):
-        events.append(Problem(Code.UNSUPPORTED_EVENT, "finish_reason is not a string",
-                              "/delta/finish_reason"))
+        events.append(
+            Problem(Code.UNSUPPORTED_EVENT, "finish_reason is not a string", "/delta/finish_reason")
+        )
     else:
         events.append(TurnEnded(0, reason, "/delta/finish_reason"))
     return events
@@ -119,8 +161,10 @@ def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
 def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
     """Each call's ``function.arguments`` fragments, from its start on."""
     for event in events:
-        if not isinstance(event, dict) or event.get("type") not in ("tool-call-start",
-                                                                     "tool-call-delta"):
+        if not isinstance(event, dict) or event.get("type") not in (
+            "tool-call-start",
+            "tool-call-delta",
+        ):
             continue
         call = _tool_call(event)
         function = call.get("function") if isinstance(call, dict) else None
@@ -150,8 +194,11 @@ PROFILE = Profile(
     tool_schemas=function_tools,
     event_lines=True,
     error_body=error_body,
-    sniff=lambda first: isinstance(first, dict) and first.get("type") == "message-start"
-    and isinstance(first.get("delta"), dict),
+    sniff=lambda first: (
+        isinstance(first, dict)
+        and first.get("type") == "message-start"
+        and isinstance(first.get("delta"), dict)
+    ),
     argument_sites=argument_sites,
     structural_keys=frozenset({"finish_reason"}),
 )

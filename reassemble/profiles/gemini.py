@@ -54,9 +54,20 @@ from callgate.reassemble.profiles.gemini_partial import Conflict, Rebuild, show_
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 
 #: Part fields that carry no client tool call (google-genai ``Part``); a part may hold several.
-_OTHER_PART_FIELDS = frozenset({
-    "text", "thought", "thoughtSignature", "inlineData", "fileData", "executableCode",
-    "codeExecutionResult", "videoMetadata", "partMetadata", "mediaResolution"})
+_OTHER_PART_FIELDS = frozenset(
+    {
+        "text",
+        "thought",
+        "thoughtSignature",
+        "inlineData",
+        "fileData",
+        "executableCode",
+        "codeExecutionResult",
+        "videoMetadata",
+        "partMetadata",
+        "mediaResolution",
+    }
+)
 _CALL_FIELDS = frozenset({"id", "name", "args", "partialArgs", "willContinue"})
 
 
@@ -97,14 +108,18 @@ class GeminiTranslator:
     def _refusal(raw: Mapping[str, object]) -> Problem | None:
         error = raw.get("error")
         if error is not None:
-            detail = error.get("message") or error.get("status") if isinstance(error, dict) else (
-                error)
+            detail = (
+                error.get("message") or error.get("status") if isinstance(error, dict) else (error)
+            )
             return provider_error(str(detail)[:200])
         feedback = raw.get("promptFeedback")
         block = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if block is not None:
-            return Problem(Code.STREAM_ERROR, f"the prompt was blocked: {str(block)[:60]}",
-                           "/promptFeedback/blockReason")
+            return Problem(
+                Code.STREAM_ERROR,
+                f"the prompt was blocked: {str(block)[:60]}",
+                "/promptFeedback/blockReason",
+            )
         return None
 
     def _candidate(self, candidate: object, pointer: str) -> list[Event]:
@@ -112,14 +127,25 @@ class GeminiTranslator:
             return [Problem(Code.UNSUPPORTED_EVENT, "candidate is not an object", pointer)]
         index = candidate.get("index", 0)
         if not is_index(index):
-            return [Problem(Code.INVALID_SLOT, f"candidate index {index!r} is not a "
-                            "non-negative integer", pointer + "/index")]
+            return [
+                Problem(
+                    Code.INVALID_SLOT,
+                    f"candidate index {index!r} is not a non-negative integer",
+                    pointer + "/index",
+                )
+            ]
         events = self._content(index, candidate.get("content"), pointer + "/content")
         reason = candidate.get("finishReason")
         if reason is not None:
             if not isinstance(reason, str):
-                events.append(Problem(Code.UNSUPPORTED_EVENT, "finishReason is not a string",
-                                      pointer + "/finishReason", index))
+                events.append(
+                    Problem(
+                        Code.UNSUPPORTED_EVENT,
+                        "finishReason is not a string",
+                        pointer + "/finishReason",
+                        index,
+                    )
+                )
             else:
                 events.append(TurnEnded(index, reason, pointer + "/finishReason"))
         return events
@@ -142,19 +168,32 @@ class GeminiTranslator:
             return [Problem(Code.UNSUPPORTED_EVENT, "part is not an object", pointer, index)]
         unknown = sorted(set(part) - _OTHER_PART_FIELDS - {"functionCall"})
         if unknown:
-            return [Problem(Code.UNSUPPORTED_EVENT, f"part field {unknown[0][:40]!r} is not "
-                            "known", f"{pointer}/{unknown[0]}", index)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    f"part field {unknown[0][:40]!r} is not known",
+                    f"{pointer}/{unknown[0]}",
+                    index,
+                )
+            ]
         if "functionCall" not in part:
             return []
         call = part["functionCall"]
         pointer += "/functionCall"
         if not isinstance(call, dict):
-            return [Problem(Code.UNSUPPORTED_EVENT, "functionCall is not an object", pointer,
-                            index)]
+            return [
+                Problem(Code.UNSUPPORTED_EVENT, "functionCall is not an object", pointer, index)
+            ]
         unknown = sorted(set(call) - _CALL_FIELDS)
         if unknown:
-            return [Problem(Code.UNSUPPORTED_EVENT, f"functionCall field {unknown[0][:40]!r} is "
-                            "not known", f"{pointer}/{unknown[0]}", index)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    f"functionCall field {unknown[0][:40]!r} is not known",
+                    f"{pointer}/{unknown[0]}",
+                    index,
+                )
+            ]
         call = {key: value for key, value in call.items() if value is not None}
         if not call:
             return self._close(index, pointer)
@@ -169,17 +208,36 @@ class GeminiTranslator:
         key = (index, self._calls.get(index, 0))
         self._calls[index] = key[1] + 1
         call_id, name = call.get("id"), call.get("name")
-        started: list[Event] = [SlotStarted(key, pointer,
-                                            call_id=call_id if isinstance(call_id, str) else None,
-                                            name=name if isinstance(name, str) else None)]
+        started: list[Event] = [
+            SlotStarted(
+                key,
+                pointer,
+                call_id=call_id if isinstance(call_id, str) else None,
+                name=name if isinstance(name, str) else None,
+            )
+        ]
         for field_name, value in (("id", call_id), ("name", name)):
             if value is not None and not isinstance(value, str):
-                started.insert(0, Problem(Code.UNSUPPORTED_EVENT, f"{field_name} is not a string",
-                                          f"{pointer}/{field_name}", *key))
+                started.insert(
+                    0,
+                    Problem(
+                        Code.UNSUPPORTED_EVENT,
+                        f"{field_name} is not a string",
+                        f"{pointer}/{field_name}",
+                        *key,
+                    ),
+                )
         if call.get("willContinue") is True or "partialArgs" in call:
             if "args" in call:
-                return [*started, Problem(Code.UNSUPPORTED_EVENT, "a streamed call part also "
-                                          "carries args", pointer + "/args", *key)]
+                return [
+                    *started,
+                    Problem(
+                        Code.UNSUPPORTED_EVENT,
+                        "a streamed call part also carries args",
+                        pointer + "/args",
+                        *key,
+                    ),
+                ]
             self._open[index] = _Streamed(key, Rebuild())
             return [*started, *self._partial(self._open[index], call, pointer)]
         return [*started, *_whole(key, call.get("args", {}), pointer), SlotEnded(key, pointer)]
@@ -189,11 +247,23 @@ class GeminiTranslator:
         events: list[Event] = []
         if "id" in call:
             call_id = call["id"]
-            events.append(SlotDelta(streamed.key, pointer + "/id",
-                                    call_id=call_id if isinstance(call_id, str) else None))
+            events.append(
+                SlotDelta(
+                    streamed.key,
+                    pointer + "/id",
+                    call_id=call_id if isinstance(call_id, str) else None,
+                )
+            )
         if "args" in call:
-            return [*events, Problem(Code.UNSUPPORTED_EVENT, "a streamed call part carries args",
-                                     pointer + "/args", *streamed.key)]
+            return [
+                *events,
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "a streamed call part carries args",
+                    pointer + "/args",
+                    *streamed.key,
+                ),
+            ]
         return [*events, *self._partial(streamed, call, pointer)]
 
     @staticmethod
@@ -201,8 +271,14 @@ class GeminiTranslator:
         items = call.get("partialArgs", [])
         if not isinstance(items, list):
             streamed.rebuild.broken = True
-            return [Problem(Code.UNSUPPORTED_EVENT, "partialArgs is not a list",
-                            pointer + "/partialArgs", *streamed.key)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "partialArgs is not a list",
+                    pointer + "/partialArgs",
+                    *streamed.key,
+                )
+            ]
         if streamed.rebuild.broken:
             return []
         for position, item in enumerate(items):
@@ -210,33 +286,56 @@ class GeminiTranslator:
                 streamed.rebuild.apply(item)
             except Conflict as conflict:
                 streamed.rebuild.broken = True
-                return [Problem(conflict.code, f"partialArgs: {conflict.message}",
-                                f"{pointer}/partialArgs/{position}", *streamed.key)]
+                return [
+                    Problem(
+                        conflict.code,
+                        f"partialArgs: {conflict.message}",
+                        f"{pointer}/partialArgs/{position}",
+                        *streamed.key,
+                    )
+                ]
         return []
 
     def _close(self, index: int, pointer: str) -> list[Event]:
         streamed = self._open.pop(index, None)
         if streamed is None:
-            return [Problem(Code.INVALID_SLOT, "an empty functionCall part closes no streamed "
-                            "call", pointer, index)]
+            return [
+                Problem(
+                    Code.INVALID_SLOT,
+                    "an empty functionCall part closes no streamed call",
+                    pointer,
+                    index,
+                )
+            ]
         if streamed.rebuild.open_path is not None:
             # The closing part cuts the open string short: its value is not known.
             open_path = show_path(streamed.rebuild.open_path)
-            return [Problem(Code.INVALID_ARGUMENTS_JSON, "partialArgs: the call closed while "
-                            f"{open_path} was still continuing", pointer, *streamed.key),
-                    SlotEnded(streamed.key, pointer)]
+            return [
+                Problem(
+                    Code.INVALID_ARGUMENTS_JSON,
+                    f"partialArgs: the call closed while {open_path} was still continuing",
+                    pointer,
+                    *streamed.key,
+                ),
+                SlotEnded(streamed.key, pointer),
+            ]
         if streamed.rebuild.broken:
             return [SlotEnded(streamed.key, pointer)]
-        return [*_whole(streamed.key, streamed.rebuild.root, pointer),
-                SlotEnded(streamed.key, pointer)]
+        return [
+            *_whole(streamed.key, streamed.rebuild.root, pointer),
+            SlotEnded(streamed.key, pointer),
+        ]
 
 
 def _whole(key: SlotKey, args: object, pointer: str) -> list[Event]:
     try:
         text = canonical_arguments(args)
     except RecursionError:
-        return [Problem(Code.LIMIT_EXCEEDED, "args are nested too deeply to write as JSON",
-                        pointer, *key)]
+        return [
+            Problem(
+                Code.LIMIT_EXCEEDED, "args are nested too deeply to write as JSON", pointer, *key
+            )
+        ]
     return [SlotDelta(key, pointer, arguments=text)]
 
 

@@ -67,11 +67,14 @@ class Rebuild:
             self._continue(path, value, more)
             return
         if more and not isinstance(value, str):
-            raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{show_path(path)}: only a string value "
-                           "can continue")
+            raise Conflict(
+                Code.INVALID_ARGUMENTS_JSON, f"{show_path(path)}: only a string value can continue"
+            )
         if not path:
-            raise Conflict(Code.INVALID_ARGUMENTS_JSON, "a value for the root '$' would replace "
-                           "the arguments object")
+            raise Conflict(
+                Code.INVALID_ARGUMENTS_JSON,
+                "a value for the root '$' would replace the arguments object",
+            )
         parent = self._container(path)
         _place(parent, path, value)
         if more:
@@ -79,12 +82,16 @@ class Rebuild:
 
     def _continue(self, path: tuple[str | int, ...], value: object, more: bool) -> None:
         if path != self.open_path:
-            raise Conflict(Code.INVALID_ARGUMENTS_JSON,
-                           f"{show_path(path)} arrived while the string at "
-                           f"{show_path(self.open_path)} was still continuing")
+            raise Conflict(
+                Code.INVALID_ARGUMENTS_JSON,
+                f"{show_path(path)} arrived while the string at "
+                f"{show_path(self.open_path)} was still continuing",
+            )
         if not isinstance(value, str):
-            raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{show_path(path)}: a continuing string "
-                           "received a non-string piece")
+            raise Conflict(
+                Code.INVALID_ARGUMENTS_JSON,
+                f"{show_path(path)}: a continuing string received a non-string piece",
+            )
         parent = self._container(path)
         _put(parent, path[-1], f"{_get(parent, path, len(path) - 1)}{value}")
         if not more:
@@ -96,22 +103,28 @@ class Rebuild:
             raise Conflict(Code.UNSUPPORTED_EVENT, "a partialArgs item is not an object")
         unknown = sorted(set(item) - _PARTIAL_FIELDS)
         if unknown:
-            raise Conflict(Code.UNSUPPORTED_EVENT, f"partialArgs field {unknown[0][:40]!r} is "
-                           "not known")
+            raise Conflict(
+                Code.UNSUPPORTED_EVENT, f"partialArgs field {unknown[0][:40]!r} is not known"
+            )
         raw_path = item.get("jsonPath")
         path = parse_json_path(raw_path) if isinstance(raw_path, str) else None
         if path is None:
-            raise Conflict(Code.UNSUPPORTED_EVENT, f"jsonPath {str(raw_path)[:60]!r} is not a "
-                           "'$.name[0]' path")
+            raise Conflict(
+                Code.UNSUPPORTED_EVENT, f"jsonPath {str(raw_path)[:60]!r} is not a '$.name[0]' path"
+            )
         present = [key for key in _VALUE_FIELDS if key in item]
         if len(present) != 1:
-            raise Conflict(Code.UNSUPPORTED_EVENT, f"{show_path(path)}: a partialArgs item needs "
-                           f"exactly one value field, not {len(present)}")
+            raise Conflict(
+                Code.UNSUPPORTED_EVENT,
+                f"{show_path(path)}: a partialArgs item needs "
+                f"exactly one value field, not {len(present)}",
+            )
         value = _value(present[0], item[present[0]], path)
         more = item.get("willContinue", False)
         if not isinstance(more, bool):
-            raise Conflict(Code.UNSUPPORTED_EVENT,
-                           f"{show_path(path)}: willContinue is not a boolean")
+            raise Conflict(
+                Code.UNSUPPORTED_EVENT, f"{show_path(path)}: willContinue is not a boolean"
+            )
         return tuple(path), value, more
 
     def _container(self, path: tuple[str | int, ...]) -> dict[str, object] | list[object]:
@@ -122,11 +135,14 @@ class Rebuild:
             wanted: type = list if isinstance(path[depth + 1], int) else dict
             if child is _ABSENT:
                 child = wanted()
-                _place(node, path[:depth + 1], child)
+                _place(node, path[: depth + 1], child)
             elif not isinstance(child, wanted):
-                raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{show_path(path)}: "
-                               f"{show_path(path[:depth + 1])} already holds a "
-                               f"{type(child).__name__}, not a {wanted.__name__}")
+                raise Conflict(
+                    Code.INVALID_ARGUMENTS_JSON,
+                    f"{show_path(path)}: "
+                    f"{show_path(path[: depth + 1])} already holds a "
+                    f"{type(child).__name__}, not a {wanted.__name__}",
+                )
             assert isinstance(child, dict | list)
             node = child
         return node
@@ -145,8 +161,9 @@ def _value(kind: str, raw: object, path: list[str | int]) -> object:
         return None  # proto NullValue: "NULL_VALUE" or null, either way JSON null
     wanted = {"stringValue": str, "numberValue": int | float, "boolValue": bool}[kind]
     if not isinstance(raw, wanted) or (kind == "numberValue" and isinstance(raw, bool)):
-        raise Conflict(Code.UNSUPPORTED_EVENT, f"{show_path(tuple(path))}: {kind} holds a "
-                       f"{type(raw).__name__}")
+        raise Conflict(
+            Code.UNSUPPORTED_EVENT, f"{show_path(tuple(path))}: {kind} holds a {type(raw).__name__}"
+        )
     return raw
 
 
@@ -160,13 +177,16 @@ def _get(node: dict[str, object] | list[object], path: tuple[str | int, ...], de
         return node[segment]
     if segment == len(node):
         return _ABSENT
-    raise Conflict(Code.INVALID_ARGUMENTS_JSON,
-                   f"{show_path(path)}: {show_path(path[:depth + 1])} skips array positions "
-                   f"(the array has {len(node)})")
+    raise Conflict(
+        Code.INVALID_ARGUMENTS_JSON,
+        f"{show_path(path)}: {show_path(path[: depth + 1])} skips array positions "
+        f"(the array has {len(node)})",
+    )
 
 
-def _place(node: dict[str, object] | list[object], path: tuple[str | int, ...],
-           value: object) -> None:
+def _place(
+    node: dict[str, object] | list[object], path: tuple[str | int, ...], value: object
+) -> None:
     """Set the last segment of ``path`` in ``node``; it must be free."""
     if _get(node, path, len(path) - 1) is not _ABSENT:
         raise Conflict(Code.INVALID_ARGUMENTS_JSON, f"{show_path(path)} is already set")

@@ -21,8 +21,9 @@ from typing import Any
 
 _TYPES = frozenset({"object", "string", "integer", "number", "boolean", "array", "null"})
 _SAME = frozenset({"title", "description", "default", "pattern", "minimum", "maximum"})
-_COUNTS = frozenset({"minItems", "maxItems", "minLength", "maxLength", "minProperties",
-                     "maxProperties"})
+_COUNTS = frozenset(
+    {"minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"}
+)
 _DROPPED = frozenset({"propertyOrdering"})
 #: Formats that only say how a number is stored (float, double) or that ``enum`` lists values.
 _NOTE_FORMATS = frozenset({"float", "double", "enum"})
@@ -140,4 +141,3 @@ class _Translation:
             return value
         out[UNSUPPORTED_PREFIX + key] = value
         return out
-

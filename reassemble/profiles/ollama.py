@@ -66,8 +66,11 @@ class ChatTranslator:
         if done is True:
             # Without a done_reason the turn still ends, with no reason that accepts its calls.
             reason = raw.get("done_reason")
-            events.append(TurnEnded(0, reason, "/done_reason") if isinstance(reason, str)
-                          else TurnEnded(0, "", "/done"))
+            events.append(
+                TurnEnded(0, reason, "/done_reason")
+                if isinstance(reason, str)
+                else TurnEnded(0, "", "/done")
+            )
         elif done is not False:
             events.append(Problem(Code.UNSUPPORTED_EVENT, "done is not a boolean", "/done"))
         return events
@@ -93,13 +96,22 @@ class ChatTranslator:
             return [Problem(Code.UNSUPPORTED_EVENT, "tool call has no function object", pointer)]
         index = function.get("index", self._next)
         if not is_index(index):
-            return [Problem(Code.INVALID_SLOT, f"function.index {str(index)[:40]!r} is not a "
-                            "non-negative integer", pointer + "/function/index")]
+            return [
+                Problem(
+                    Code.INVALID_SLOT,
+                    f"function.index {str(index)[:40]!r} is not a non-negative integer",
+                    pointer + "/function/index",
+                )
+            ]
         self._next = max(self._next, index + 1)
         key = (0, index)
         call_id, name = call.get("id"), function.get("name")
-        started = SlotStarted(key, pointer, call_id=call_id if isinstance(call_id, str) else None,
-                              name=name if isinstance(name, str) else None)
+        started = SlotStarted(
+            key,
+            pointer,
+            call_id=call_id if isinstance(call_id, str) else None,
+            name=name if isinstance(name, str) else None,
+        )
         if index in self._taken:
             # Only the start: the engine reports the slot opened twice (and a differing id or
             # name); the call's arguments and end would only repeat that finding.
@@ -108,14 +120,21 @@ class ChatTranslator:
         events: list[Event] = [
             Problem(Code.UNSUPPORTED_EVENT, f"{label} is not a string", f"{pointer}/{where}", *key)
             for label, where, value in (("id", "id", call_id), ("name", "function/name", name))
-            if value is not None and not isinstance(value, str)]
+            if value is not None and not isinstance(value, str)
+        ]
         events.append(started)
         arguments = pointer + "/function/arguments"
         try:
             text = canonical_arguments(function.get("arguments", {}))
         except RecursionError:
-            events.append(Problem(Code.LIMIT_EXCEEDED, "arguments are nested too deeply to write "
-                                  "as JSON", arguments, *key))
+            events.append(
+                Problem(
+                    Code.LIMIT_EXCEEDED,
+                    "arguments are nested too deeply to write as JSON",
+                    arguments,
+                    *key,
+                )
+            )
         else:
             events.append(SlotDelta(key, arguments, arguments=text))
         events.append(SlotEnded(key, pointer))

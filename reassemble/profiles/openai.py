@@ -91,12 +91,20 @@ class ChatTranslator:
             arguments, index, slot = function["arguments"], choice["index"], entry["index"]
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        if type(arguments) is not str or type(index) is not int or type(slot) is not int \
-                or "error" in raw or raw.get("object") == "error" \
-                or choice.get("finish_reason") is not None or "message" in choice \
-                or "function_call" in delta or entry.get("id") is not None \
-                or entry.get("type") not in (None, "", "function") \
-                or function.get("name") is not None or (index, slot) not in self._seen:
+        if (
+            type(arguments) is not str
+            or type(index) is not int
+            or type(slot) is not int
+            or "error" in raw
+            or raw.get("object") == "error"
+            or choice.get("finish_reason") is not None
+            or "message" in choice
+            or "function_call" in delta
+            or entry.get("id") is not None
+            or entry.get("type") not in (None, "", "function")
+            or function.get("name") is not None
+            or (index, slot) not in self._seen
+        ):
             return None
         return [SlotDelta((index, slot), _CONTINUATION, None, None, arguments)]
 
@@ -123,35 +131,62 @@ class ChatTranslator:
         events = self._message_mirror(choice, delta, index, pointer)
         events += self._tool_calls(index, delta, pointer + "/delta")
         if delta.get("function_call") is not None:
-            events.append(Problem(Code.UNSUPPORTED_EVENT, "legacy function_call deltas are not "
-                                  "reassembled", pointer + "/delta/function_call", choice=index))
+            events.append(
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "legacy function_call deltas are not reassembled",
+                    pointer + "/delta/function_call",
+                    choice=index,
+                )
+            )
         events.extend(self._finish(index, choice.get("finish_reason"), pointer))
         return events
 
-    def _message_mirror(self, choice: Mapping[str, object], delta: Mapping[str, object],
-                        index: int, pointer: str) -> list[Event]:
+    def _message_mirror(
+        self, choice: Mapping[str, object], delta: Mapping[str, object], index: int, pointer: str
+    ) -> list[Event]:
         """A streamed choice has no ``message``; Writer mirrors ``delta`` there. Anything else in
         it could be tool data this profile does not read."""
         message = choice.get("message")
         if message is None:
             return []
         if not (self._mirror_quirk and message == delta):
-            return [Problem(Code.UNSUPPORTED_EVENT, "a streamed choice carries a message object",
-                            pointer + "/message", choice=index)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "a streamed choice carries a message object",
+                    pointer + "/message",
+                    choice=index,
+                )
+            ]
         if self._mirror_reported:
             return []
         self._mirror_reported = True
-        return [Problem(Code.UNSUPPORTED_EVENT, "choices carry a message object equal to their "
-                        "delta", pointer + "/message", index, None, Severity.TOLERATED,
-                        "choice_message_mirror")]
+        return [
+            Problem(
+                Code.UNSUPPORTED_EVENT,
+                "choices carry a message object equal to their delta",
+                pointer + "/message",
+                index,
+                None,
+                Severity.TOLERATED,
+                "choice_message_mirror",
+            )
+        ]
 
     @staticmethod
     def _finish(choice: int, reason: object, pointer: str) -> list[Event]:
         if reason is None:
             return []
         if not isinstance(reason, str):
-            return [Problem(Code.UNSUPPORTED_EVENT, "finish_reason is not a string",
-                            pointer + "/finish_reason", choice=choice)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "finish_reason is not a string",
+                    pointer + "/finish_reason",
+                    choice=choice,
+                )
+            ]
         return [TurnEnded(choice, reason, pointer + "/finish_reason")]
 
     def _tool_calls(self, choice: int, delta: Mapping[str, object], pointer: str) -> list[Event]:
@@ -159,8 +194,14 @@ class ChatTranslator:
         if calls is None:
             return []
         if not isinstance(calls, list):
-            return [Problem(Code.UNSUPPORTED_EVENT, "tool_calls is not a list",
-                            pointer + "/tool_calls", choice=choice)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "tool_calls is not a list",
+                    pointer + "/tool_calls",
+                    choice=choice,
+                )
+            ]
         events: list[Event] = []
         for position, entry in enumerate(calls):
             events.extend(self._entry(choice, entry, f"{pointer}/tool_calls/{position}"))
@@ -192,41 +233,67 @@ class ChatTranslator:
             return Problem(Code.UNSUPPORTED_EVENT, "tool call is not an object", pointer, choice)
         kind = entry.get("type")
         if kind not in (None, "", "function"):
-            return Problem(Code.UNSUPPORTED_EVENT, f"tool call type {str(kind)[:40]!r} is not "
-                           "reassembled", pointer + "/type", choice)
+            return Problem(
+                Code.UNSUPPORTED_EVENT,
+                f"tool call type {str(kind)[:40]!r} is not reassembled",
+                pointer + "/type",
+                choice,
+            )
         function = entry.get("function")
         function = {} if function is None else function
         if not isinstance(function, dict):
-            return Problem(Code.UNSUPPORTED_EVENT, "function is not an object",
-                           pointer + "/function", choice)
+            return Problem(
+                Code.UNSUPPORTED_EVENT, "function is not an object", pointer + "/function", choice
+            )
         call_id, ok_id = _optional_str(entry, "id")
         name, ok_name = _optional_str(function, "name")
         arguments, ok_args = _optional_str(function, "arguments")
-        for ok, where in ((ok_id, "/id"), (ok_name, "/function/name"),
-                          (ok_args, "/function/arguments")):
+        for ok, where in (
+            (ok_id, "/id"),
+            (ok_name, "/function/name"),
+            (ok_args, "/function/arguments"),
+        ):
             if not ok:
-                return Problem(Code.UNSUPPORTED_EVENT, f"{where[1:]} is not a string",
-                               pointer + where, choice)
+                return Problem(
+                    Code.UNSUPPORTED_EVENT, f"{where[1:]} is not a string", pointer + where, choice
+                )
         return call_id, name, arguments
 
-    def _place(self, choice: int, index: object, call_id: str | None, name: str | None,
-               pointer: str) -> tuple[SlotKey, list[Event]] | Problem:
+    def _place(
+        self, choice: int, index: object, call_id: str | None, name: str | None, pointer: str
+    ) -> tuple[SlotKey, list[Event]] | Problem:
         """The slot an entry belongs to, plus any tolerated-quirk note."""
         if index is not None:
             if not is_index(index):
-                return Problem(Code.INVALID_SLOT, f"tool call index {index!r} is not a "
-                               "non-negative integer", pointer + "/index", choice)
+                return Problem(
+                    Code.INVALID_SLOT,
+                    f"tool call index {index!r} is not a non-negative integer",
+                    pointer + "/index",
+                    choice,
+                )
             return (choice, index), []
         next_key = (choice, self._next_slot.get(choice, 0))
         if self._mistral and call_id and name:
             return next_key, []
         if self._indexless_quirk and name:
-            return next_key, [Problem(Code.INVALID_SLOT, "tool call has no index; it names a "
-                                      "function, so it takes the next slot", pointer, choice,
-                                      next_key[1], Severity.TOLERATED, "missing_tool_call_index")]
+            return next_key, [
+                Problem(
+                    Code.INVALID_SLOT,
+                    "tool call has no index; it names a function, so it takes the next slot",
+                    pointer,
+                    choice,
+                    next_key[1],
+                    Severity.TOLERATED,
+                    "missing_tool_call_index",
+                )
+            ]
         need = "an id and a name" if self._mistral else "an index"
-        return Problem(Code.INVALID_SLOT, f"tool call without index has no {need}; it cannot be "
-                       "placed in a slot", pointer, choice)
+        return Problem(
+            Code.INVALID_SLOT,
+            f"tool call without index has no {need}; it cannot be placed in a slot",
+            pointer,
+            choice,
+        )
 
 
 def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
@@ -246,8 +313,7 @@ def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
             if not isinstance(choice, dict):
                 continue
             for part in ("delta", "message"):
-                yield from _entries(choice.get(part), (part, choice.get("index", position)),
-                                    number)
+                yield from _entries(choice.get(part), (part, choice.get("index", position)), number)
 
 
 def _entries(holder: object, scope: tuple[object, ...], number: int) -> Iterator[ArgumentSite]:
@@ -287,8 +353,10 @@ def names_cannot_repeat(value: Any, text: str) -> bool:
         # The chunk's own strings, looked at only now (most chunks have no colon there): a
         # server's model name may hold one ("qwen2.5:7b"), and without this every chunk of such
         # a stream would be parsed twice.
-        return colons - sum(field.count(":") for field in value.values()
-                            if type(field) is str) == members
+        return (
+            colons - sum(field.count(":") for field in value.values() if type(field) is str)
+            == members
+        )
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
 

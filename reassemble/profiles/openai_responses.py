@@ -49,38 +49,71 @@ from callgate.reassemble.profiles.base import (
 _CALL = "function_call"
 _CUSTOM = "custom_tool_call"
 #: Output items the client never executes: the server ran them, or they are not tools at all.
-_NON_CALL_ITEMS = frozenset({
-    "reasoning", "message", "web_search_call", "file_search_call", "code_interpreter_call",
-    "mcp_call", "mcp_list_tools", "mcp_approval_request", "image_generation_call",
-})
+_NON_CALL_ITEMS = frozenset(
+    {
+        "reasoning",
+        "message",
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "image_generation_call",
+    }
+)
 #: Events that carry nothing a tool call is made of (text, reasoning, hosted tools' progress).
-_CONSUMED_EVENTS = frozenset({
-    "response.created", "response.in_progress", "response.queued",
-    "response.content_part.added", "response.content_part.done",
-    "response.output_text.delta", "response.output_text.done",
-    "response.output_text.annotation.added",
-    "response.refusal.delta", "response.refusal.done",
-    "response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
-    "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
-    "response.reasoning_text.delta", "response.reasoning_text.done",
-    "response.web_search_call.in_progress", "response.web_search_call.searching",
-    "response.web_search_call.completed",
-    "response.file_search_call.in_progress", "response.file_search_call.searching",
-    "response.file_search_call.completed",
-    "response.code_interpreter_call.in_progress", "response.code_interpreter_call.interpreting",
-    "response.code_interpreter_call.completed",
-    "response.code_interpreter_call_code.delta", "response.code_interpreter_call_code.done",
-    "response.mcp_call.in_progress", "response.mcp_call.completed", "response.mcp_call.failed",
-    "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done",
-    "response.mcp_list_tools.in_progress", "response.mcp_list_tools.completed",
-    "response.mcp_list_tools.failed",
-    "response.image_generation_call.in_progress", "response.image_generation_call.generating",
-    "response.image_generation_call.partial_image", "response.image_generation_call.completed",
-    # A custom tool call's input; the item itself is reported when it is added and done.
-    "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done",
-})
-_TURN_ENDS = {"response.completed": "completed", "response.incomplete": "incomplete",
-              "response.failed": "failed"}
+_CONSUMED_EVENTS = frozenset(
+    {
+        "response.created",
+        "response.in_progress",
+        "response.queued",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.output_text.annotation.added",
+        "response.refusal.delta",
+        "response.refusal.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.done",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.file_search_call.completed",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
+        "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating",
+        "response.image_generation_call.partial_image",
+        "response.image_generation_call.completed",
+        # A custom tool call's input; the item itself is reported when it is added and done.
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+    }
+)
+_TURN_ENDS = {
+    "response.completed": "completed",
+    "response.incomplete": "incomplete",
+    "response.failed": "failed",
+}
 
 
 @dataclass
@@ -123,8 +156,10 @@ class ResponsesTranslator:
             "error": self._error,
         }.get(kind)
         if handler is None:
-            return [*events, Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:60]!r} is not "
-                                     "known", "/type")]
+            return [
+                *events,
+                Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:60]!r} is not known", "/type"),
+            ]
         return events + handler(raw)
 
     def _sequence(self, raw: Mapping[str, object]) -> list[Event]:
@@ -134,18 +169,29 @@ class ResponsesTranslator:
             self._last_sequence = None
             if last is None:
                 return []
-            return [Problem(Code.EVENT_GAP, f"an event without sequence_number follows number "
-                            f"{last}", "")]
+            return [
+                Problem(
+                    Code.EVENT_GAP, f"an event without sequence_number follows number {last}", ""
+                )
+            ]
         if not isinstance(number, int) or isinstance(number, bool):
             self._last_sequence = None
-            return [Problem(Code.EVENT_GAP, f"sequence_number {str(number)[:40]!r} is not an "
-                            "integer", "/sequence_number")]
+            return [
+                Problem(
+                    Code.EVENT_GAP,
+                    f"sequence_number {str(number)[:40]!r} is not an integer",
+                    "/sequence_number",
+                )
+            ]
         self._last_sequence = number
         if last is None or number == last + 1:
             return []
         what = "went back" if number <= last else f"skipped {number - last - 1}"
-        return [Problem(Code.EVENT_GAP, f"sequence_number {what}: {last} then {number}",
-                        "/sequence_number")]
+        return [
+            Problem(
+                Code.EVENT_GAP, f"sequence_number {what}: {last} then {number}", "/sequence_number"
+            )
+        ]
 
     # -- items -----------------------------------------------------------------------------------
 
@@ -155,18 +201,35 @@ class ResponsesTranslator:
             return [index]
         assert isinstance(item, dict)
         kind, key = item["type"], (0, index)
-        self._items.setdefault(index, _Item(kind, _str(item.get("id")), _str(item.get("call_id")),
-                                            _str(item.get("name"))))
+        self._items.setdefault(
+            index,
+            _Item(kind, _str(item.get("id")), _str(item.get("call_id")), _str(item.get("name"))),
+        )
         if kind == _CALL:
-            return [SlotStarted(key, "/item", call_id=_str(item.get("call_id")),
-                                name=_str(item.get("name")))]
+            return [
+                SlotStarted(
+                    key, "/item", call_id=_str(item.get("call_id")), name=_str(item.get("name"))
+                )
+            ]
         if kind == _CUSTOM:  # a call the client would run, so the turn holds a call; it blocks
-            return [SlotStarted(key, "/item", call_id=_str(item.get("call_id")),
-                                name=_str(item.get("name"))), self._custom(item, index)]
+            return [
+                SlotStarted(
+                    key, "/item", call_id=_str(item.get("call_id")), name=_str(item.get("name"))
+                ),
+                self._custom(item, index),
+            ]
         started = SlotStarted(key, "/item", is_call=False)
         if kind not in _NON_CALL_ITEMS:
-            return [Problem(Code.UNSUPPORTED_EVENT, f"output item type {kind[:40]!r} is not "
-                            "known", "/item/type", 0, index), started]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    f"output item type {kind[:40]!r} is not known",
+                    "/item/type",
+                    0,
+                    index,
+                ),
+                started,
+            ]
         return [started]
 
     def _item_done(self, raw: Mapping[str, object]) -> list[Event]:
@@ -179,8 +242,10 @@ class ResponsesTranslator:
             return [self._custom(item, index), SlotEnded(key, "")]
         known = self._items.get(index)
         if known is not None and known.type != item["type"]:
-            return [self._type_changed(known, item["type"], index, "/item/type"),
-                    SlotEnded(key, "")]
+            return [
+                self._type_changed(known, item["type"], index, "/item/type"),
+                SlotEnded(key, ""),
+            ]
         if item["type"] != _CALL or known is None:
             return [SlotEnded(key, "")]  # an unseen index is the engine's delta_before_start
         events = self._same_item(item, index, "/item")
@@ -189,20 +254,31 @@ class ResponsesTranslator:
             events.append(ArgumentsStated(key, "/item/arguments", arguments))
         events.append(SlotEnded(key, ""))
         if item.get("status") != "completed":  # after the end, so the cut arguments are judged
-            events.append(Problem(Code.WRONG_TERMINAL_REASON, f"the function_call item ended with "
-                                  f"status {str(item.get('status'))[:40]!r}, not 'completed'",
-                                  "/item/status", 0, index))
+            events.append(
+                Problem(
+                    Code.WRONG_TERMINAL_REASON,
+                    f"the function_call item ended with "
+                    f"status {str(item.get('status'))[:40]!r}, not 'completed'",
+                    "/item/status",
+                    0,
+                    index,
+                )
+            )
         return events
 
     @staticmethod
     def _index_and_item(raw: Mapping[str, object]) -> tuple[int | Problem, object]:
         index, item = raw.get("output_index"), raw.get("item")
         if not is_index(index):
-            return Problem(Code.INVALID_SLOT, f"output_index {index!r} is not a non-negative "
-                           "integer", "/output_index"), item
+            return Problem(
+                Code.INVALID_SLOT,
+                f"output_index {index!r} is not a non-negative integer",
+                "/output_index",
+            ), item
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            return Problem(Code.UNSUPPORTED_EVENT, "output item has no type", "/item", 0,
-                           index), item
+            return Problem(
+                Code.UNSUPPORTED_EVENT, "output item has no type", "/item", 0, index
+            ), item
         return index, item
 
     @staticmethod
@@ -210,22 +286,30 @@ class ResponsesTranslator:
         """Reported when added (so a cut stream still blocks) and when done, with its input."""
         raw_input = str(item.get("input") or "")
         shown = f"input: {raw_input[:200]!r}" if raw_input else "input not streamed yet"
-        return Problem(Code.UNSUPPORTED_EVENT, f"custom tool call {str(item.get('name'))[:64]!r} "
-                       f"(free-form input, not JSON) has no policy yet; {shown}", "/item", 0,
-                       index)
+        return Problem(
+            Code.UNSUPPORTED_EVENT,
+            f"custom tool call {str(item.get('name'))[:64]!r} "
+            f"(free-form input, not JSON) has no policy yet; {shown}",
+            "/item",
+            0,
+            index,
+        )
 
     # -- arguments -------------------------------------------------------------------------------
 
     def _delta(self, raw: Mapping[str, object]) -> list[Event]:
-        return self._argument_text(raw, "delta", lambda key, text: SlotDelta(
-            key, "/delta", arguments=text))
+        return self._argument_text(
+            raw, "delta", lambda key, text: SlotDelta(key, "/delta", arguments=text)
+        )
 
     def _arguments_done(self, raw: Mapping[str, object]) -> list[Event]:
-        return self._argument_text(raw, "arguments", lambda key, text: ArgumentsStated(
-            key, "/arguments", text))
+        return self._argument_text(
+            raw, "arguments", lambda key, text: ArgumentsStated(key, "/arguments", text)
+        )
 
-    def _argument_text(self, raw: Mapping[str, object], field: str,
-                       event: Callable[[SlotKey, str], Event]) -> list[Event]:
+    def _argument_text(
+        self, raw: Mapping[str, object], field: str, event: Callable[[SlotKey, str], Event]
+    ) -> list[Event]:
         """An argument event of a call's slot: its ``field`` must be text."""
         found = self._call_slot(raw)
         if isinstance(found, Problem):
@@ -233,8 +317,10 @@ class ResponsesTranslator:
         index, events = found
         text = raw.get(field)
         if not isinstance(text, str):
-            return [*events, Problem(Code.UNSUPPORTED_EVENT, f"{field} is not a string",
-                                     f"/{field}", 0, index)]
+            return [
+                *events,
+                Problem(Code.UNSUPPORTED_EVENT, f"{field} is not a string", f"/{field}", 0, index),
+            ]
         return [*events, event((0, index), text)]
 
     def _call_slot(self, raw: Mapping[str, object]) -> tuple[int, list[Event]] | Problem:
@@ -244,14 +330,22 @@ class ResponsesTranslator:
         if index is None and item_id is not None:
             index = next((i for i, item in self._items.items() if item.item_id == item_id), None)
         if not is_index(index):
-            return Problem(Code.INVALID_SLOT, f"no output item for output_index {index!r} / "
-                           f"item_id {str(item_id)[:64]!r}", "/output_index")
+            return Problem(
+                Code.INVALID_SLOT,
+                f"no output item for output_index {index!r} / item_id {str(item_id)[:64]!r}",
+                "/output_index",
+            )
         item = self._items.get(index)
         if item is None:  # the engine reports delta_before_start
             return index, []
         if item.type != _CALL:
-            return Problem(Code.UNSUPPORTED_EVENT, f"function call arguments for a "
-                           f"{item.type[:40]!r} item", "/type", 0, index)
+            return Problem(
+                Code.UNSUPPORTED_EVENT,
+                f"function call arguments for a {item.type[:40]!r} item",
+                "/type",
+                0,
+                index,
+            )
         return index, self._check_item_id(item_id, index, "/item_id")
 
     def _same_item(self, item: Mapping[str, object], index: int, pointer: str) -> list[Event]:
@@ -262,16 +356,29 @@ class ResponsesTranslator:
             now = item.get(field)
             if now != was and index not in self._collided:
                 self._collided.add(index)
-                events.append(Problem(Code.IDENTITY_COLLISION, f"output item {index} was added "
-                                      f"with {field} {str(was)[:64]!r}; a later copy says "
-                                      f"{str(now)[:64]!r}", f"{pointer}/{field}", 0, index))
+                events.append(
+                    Problem(
+                        Code.IDENTITY_COLLISION,
+                        f"output item {index} was added "
+                        f"with {field} {str(was)[:64]!r}; a later copy says "
+                        f"{str(now)[:64]!r}",
+                        f"{pointer}/{field}",
+                        0,
+                        index,
+                    )
+                )
         return events
 
     @staticmethod
     def _type_changed(known: _Item, now: str, index: int, pointer: str) -> Problem:
-        return Problem(Code.IDENTITY_COLLISION, f"output item {index} was added as "
-                       f"{known.type[:40]!r}; a later copy says it is {now[:40]!r}", pointer, 0,
-                       index)
+        return Problem(
+            Code.IDENTITY_COLLISION,
+            f"output item {index} was added as "
+            f"{known.type[:40]!r}; a later copy says it is {now[:40]!r}",
+            pointer,
+            0,
+            index,
+        )
 
     def _check_item_id(self, item_id: str | None, index: int, pointer: str) -> list[Event]:
         known = self._items[index].item_id
@@ -281,15 +388,31 @@ class ResponsesTranslator:
             if self._rotation_reported:
                 return []
             self._rotation_reported = True
-            return [Problem(Code.IDENTITY_COLLISION, "item ids change from event to event; "
-                            "events are matched to items by output_index", pointer, 0, index,
-                            Severity.TOLERATED, "rotating_item_id")]
+            return [
+                Problem(
+                    Code.IDENTITY_COLLISION,
+                    "item ids change from event to event; "
+                    "events are matched to items by output_index",
+                    pointer,
+                    0,
+                    index,
+                    Severity.TOLERATED,
+                    "rotating_item_id",
+                )
+            ]
         if index in self._collided:
             return []
         self._collided.add(index)
-        return [Problem(Code.IDENTITY_COLLISION, f"output item {index} has id "
-                        f"{str(known)[:64]!r}; a later event says {item_id[:64]!r}", pointer, 0,
-                        index)]
+        return [
+            Problem(
+                Code.IDENTITY_COLLISION,
+                f"output item {index} has id "
+                f"{str(known)[:64]!r}; a later event says {item_id[:64]!r}",
+                pointer,
+                0,
+                index,
+            )
+        ]
 
     # -- the turn --------------------------------------------------------------------------------
 
@@ -298,8 +421,11 @@ class ResponsesTranslator:
         response = raw.get("response")
         output = response.get("output") if isinstance(response, dict) else None
         if reason == "completed" and isinstance(output, list):
-            calls = {position: item for position, item in enumerate(output)
-                     if isinstance(item, dict) and item.get("type") == _CALL}
+            calls = {
+                position: item
+                for position, item in enumerate(output)
+                if isinstance(item, dict) and item.get("type") == _CALL
+            }
             for position, item in calls.items():
                 events.extend(self._final_copy(item, position))
             events.extend(self._missing_from_final(calls.keys()))
@@ -308,12 +434,19 @@ class ResponsesTranslator:
     def _missing_from_final(self, listed: Collection[int]) -> list[Event]:
         """The final response is what ``get_final_response()`` hands an app: a streamed call
         it leaves out is a call one reader runs and the other does not."""
-        return [Problem(Code.ARGUMENT_MISMATCH, f"response.completed's output has no "
-                        f"function_call at output_index {index}, which the stream gave "
-                        f"({str(item.call_id or item.item_id)[:64]!r})", "/response/output", 0,
-                        index)
-                for index, item in sorted(self._items.items())
-                if item.type == _CALL and index not in listed]
+        return [
+            Problem(
+                Code.ARGUMENT_MISMATCH,
+                f"response.completed's output has no "
+                f"function_call at output_index {index}, which the stream gave "
+                f"({str(item.call_id or item.item_id)[:64]!r})",
+                "/response/output",
+                0,
+                index,
+            )
+            for index, item in sorted(self._items.items())
+            if item.type == _CALL and index not in listed
+        ]
 
     def _final_copy(self, item: Mapping[str, object], index: int) -> list[Event]:
         pointer = f"/response/output/{index}"
@@ -342,9 +475,14 @@ def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
 def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
     """The Responses ``error`` event in its recorded wire shape (``{type, code, message}``
     nested under ``error``); the openai SDK raises ``APIError`` on a streamed ``error`` key."""
-    return {"type": "error", "error": {"type": "callgate_blocked",
-                                       "code": codes[0] if codes else "blocked",
-                                       "message": message}}
+    return {
+        "type": "error",
+        "error": {
+            "type": "callgate_blocked",
+            "code": codes[0] if codes else "blocked",
+            "message": message,
+        },
+    }
 
 
 def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
@@ -379,8 +517,9 @@ def cut_short(raw: object) -> object | None:
     event = copy.deepcopy(raw)
     event["type"] = "response.incomplete"
     if isinstance(event.get("response"), dict):
-        event["response"].update(status="incomplete",
-                                 incomplete_details={"reason": "max_output_tokens"})
+        event["response"].update(
+            status="incomplete", incomplete_details={"reason": "max_output_tokens"}
+        )
     return event
 
 

@@ -18,23 +18,34 @@ import time
 from pathlib import Path
 from typing import Any
 
-TOOLS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}},
-                         "required": ["city"]}}
+TOOLS = {
+    "get_weather": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    }
+}
 
 
 def openai_tools(schemas: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {"name": name, "parameters": schema}}
-            for name, schema in schemas.items()]
+    return [
+        {"type": "function", "function": {"name": name, "parameters": schema}}
+        for name, schema in schemas.items()
+    ]
 
 
 def run_openai(args: argparse.Namespace, out: dict[str, Any]) -> None:
     import openai
 
-    client = openai.OpenAI(base_url=args.base_url, api_key=args.key, max_retries=0,
-                           default_headers=args.headers)
+    client = openai.OpenAI(
+        base_url=args.base_url, api_key=args.key, max_retries=0, default_headers=args.headers
+    )
     stream = client.chat.completions.create(
-        model="gpt-4o-mini", stream=True, messages=[{"role": "user", "content": args.prompt}],
-        tools=openai_tools(args.tools))
+        model="gpt-4o-mini",
+        stream=True,
+        messages=[{"role": "user", "content": args.prompt}],
+        tools=openai_tools(args.tools),
+    )
     calls: dict[int, dict[str, str]] = {}
     for chunk in stream:
         out["times"].append(time.monotonic() - START)
@@ -51,45 +62,59 @@ def run_openai(args: argparse.Namespace, out: dict[str, Any]) -> None:
 def run_openai_responses(args: argparse.Namespace, out: dict[str, Any]) -> None:
     import openai
 
-    client = openai.OpenAI(base_url=args.base_url, api_key=args.key, max_retries=0,
-                           default_headers=args.headers)
-    tools = [{"type": "function", "name": name, "parameters": schema}
-             for name, schema in args.tools.items()]
+    client = openai.OpenAI(
+        base_url=args.base_url, api_key=args.key, max_retries=0, default_headers=args.headers
+    )
+    tools = [
+        {"type": "function", "name": name, "parameters": schema}
+        for name, schema in args.tools.items()
+    ]
     stream = client.responses.create(model="gpt-5", input=args.prompt, tools=tools, stream=True)
     for event in stream:
         out["times"].append(time.monotonic() - START)
         out["kinds"].append(event.type)
         if event.type == "response.completed":
             out["finish"] = event.response.status
-            out["tool_calls"] = [{"name": item.name, "arguments": item.arguments}
-                                 for item in event.response.output
-                                 if item.type == "function_call"]
+            out["tool_calls"] = [
+                {"name": item.name, "arguments": item.arguments}
+                for item in event.response.output
+                if item.type == "function_call"
+            ]
 
 
 def run_anthropic(args: argparse.Namespace, out: dict[str, Any]) -> None:
     import anthropic
 
-    client = anthropic.Anthropic(base_url=args.base_url, api_key=args.key, max_retries=0,
-                                 default_headers=args.headers)
+    client = anthropic.Anthropic(
+        base_url=args.base_url, api_key=args.key, max_retries=0, default_headers=args.headers
+    )
     tools = [{"name": name, "input_schema": schema} for name, schema in args.tools.items()]
-    with client.messages.stream(model="claude-sonnet-4-5", max_tokens=256, tools=tools,
-                                messages=[{"role": "user", "content": args.prompt}]) as stream:
+    with client.messages.stream(
+        model="claude-sonnet-4-5",
+        max_tokens=256,
+        tools=tools,
+        messages=[{"role": "user", "content": args.prompt}],
+    ) as stream:
         for event in stream:
             out["times"].append(time.monotonic() - START)
             out["kinds"].append(event.type)
         message = stream.get_final_message()
     out["finish"] = message.stop_reason
-    out["tool_calls"] = [{"name": b.name, "input": b.input} for b in message.content
-                         if b.type == "tool_use"]
+    out["tool_calls"] = [
+        {"name": b.name, "input": b.input} for b in message.content if b.type == "tool_use"
+    ]
 
 
 def run_mistral(args: argparse.Namespace, out: dict[str, Any]) -> None:
     from mistralai.client import Mistral
 
     client = Mistral(api_key=args.key, server_url=args.base_url)
-    stream = client.chat.stream(model="mistral-small-latest", http_headers=args.headers,
-                                messages=[{"role": "user", "content": args.prompt}],
-                                tools=openai_tools(args.tools))
+    stream = client.chat.stream(
+        model="mistral-small-latest",
+        http_headers=args.headers,
+        messages=[{"role": "user", "content": args.prompt}],
+        tools=openai_tools(args.tools),
+    )
     calls = []
     for event in stream:
         out["times"].append(time.monotonic() - START)
@@ -106,16 +131,25 @@ def run_gemini(args: argparse.Namespace, out: dict[str, Any]) -> None:
     from google import genai
     from google.genai import types
 
-    client = genai.Client(api_key=args.key, http_options=types.HttpOptions(
-        base_url=args.base_url, headers=args.headers))
-    tools = [types.Tool(function_declarations=[
-        types.FunctionDeclaration(name=name, parameters_json_schema=schema)
-        for name, schema in args.tools.items()])]
+    client = genai.Client(
+        api_key=args.key,
+        http_options=types.HttpOptions(base_url=args.base_url, headers=args.headers),
+    )
+    tools = [
+        types.Tool(
+            function_declarations=[
+                types.FunctionDeclaration(name=name, parameters_json_schema=schema)
+                for name, schema in args.tools.items()
+            ]
+        )
+    ]
     config = types.GenerateContentConfig(
-        tools=tools, automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+        tools=tools, automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True)
+    )
     calls = []
-    for chunk in client.models.generate_content_stream(model="gemini-2.5-flash",
-                                                       contents=args.prompt, config=config):
+    for chunk in client.models.generate_content_stream(
+        model="gemini-2.5-flash", contents=args.prompt, config=config
+    ):
         out["times"].append(time.monotonic() - START)
         out["kinds"].append("chunk")
         for candidate in chunk.candidates or []:
@@ -130,13 +164,19 @@ def run_ollama(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
     client = ollama.Client(host=args.base_url, headers=args.headers)
     calls = []
-    for part in client.chat(model="qwen3:8b", stream=True, tools=openai_tools(args.tools),
-                            messages=[{"role": "user", "content": args.prompt}]):
+    for part in client.chat(
+        model="qwen3:8b",
+        stream=True,
+        tools=openai_tools(args.tools),
+        messages=[{"role": "user", "content": args.prompt}],
+    ):
         out["times"].append(time.monotonic() - START)
         out["kinds"].append("chunk")
         out["finish"] = part.done_reason or out["finish"]
-        calls += [{"name": call.function.name, "arguments": dict(call.function.arguments)}
-                  for call in part.message.tool_calls or []]
+        calls += [
+            {"name": call.function.name, "arguments": dict(call.function.arguments)}
+            for call in part.message.tool_calls or []
+        ]
     out["tool_calls"] = calls
 
 
@@ -147,14 +187,19 @@ def run_cohere(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
     client = cohere.ClientV2(api_key=args.key, base_url=args.base_url)
     calls: dict[int, dict[str, str]] = {}
-    for event in client.chat_stream(model="command-a-03-2025", tools=openai_tools(args.tools),
-                                    messages=[{"role": "user", "content": args.prompt}]):
+    for event in client.chat_stream(
+        model="command-a-03-2025",
+        tools=openai_tools(args.tools),
+        messages=[{"role": "user", "content": args.prompt}],
+    ):
         out["times"].append(time.monotonic() - START)
         out["kinds"].append(event.type)
         if event.type == "tool-call-start":
             call = event.delta.message.tool_calls
-            calls[event.index] = {"name": call.function.name,
-                                  "arguments": call.function.arguments or ""}
+            calls[event.index] = {
+                "name": call.function.name,
+                "arguments": call.function.arguments or "",
+            }
         elif event.type == "tool-call-delta":
             calls[event.index]["arguments"] += event.delta.message.tool_calls.function.arguments
         elif event.type == "message-end":
@@ -165,12 +210,18 @@ def run_cohere(args: argparse.Namespace, out: dict[str, Any]) -> None:
 def bedrock_client(args: argparse.Namespace) -> Any:
     import boto3
 
-    client = boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=args.base_url,
-                          aws_access_key_id="AKIDCALLGATETEST", aws_secret_access_key="secret")
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=args.base_url,
+        aws_access_key_id="AKIDCALLGATETEST",
+        aws_secret_access_key="secret",
+    )
     for name, value in args.headers.items():  # boto3 takes extra headers through an event hook
-        client.meta.events.register("before-send.bedrock-runtime.*",
-                                    lambda request, name=name, value=value, **_: request.headers
-                                    .__setitem__(name, value))
+        client.meta.events.register(
+            "before-send.bedrock-runtime.*",
+            lambda request, name=name, value=value, **_: request.headers.__setitem__(name, value),
+        )
     return client
 
 
@@ -180,8 +231,13 @@ def run_bedrock(args: argparse.Namespace, out: dict[str, Any]) -> None:
     response = bedrock_client(args).converse_stream(
         modelId="anthropic.claude-3-haiku-20240307-v1:0",
         messages=[{"role": "user", "content": [{"text": args.prompt}]}],
-        toolConfig={"tools": [{"toolSpec": {"name": name, "inputSchema": {"json": schema}}}
-                              for name, schema in args.tools.items()]})
+        toolConfig={
+            "tools": [
+                {"toolSpec": {"name": name, "inputSchema": {"json": schema}}}
+                for name, schema in args.tools.items()
+            ]
+        },
+    )
     calls: dict[int, dict[str, Any]] = {}
     for event in response["stream"]:
         out["times"].append(time.monotonic() - START)
@@ -194,19 +250,23 @@ def run_bedrock(args: argparse.Namespace, out: dict[str, Any]) -> None:
             calls[index]["input"] += payload["delta"]["toolUse"]["input"]
         elif kind == "messageStop":
             out["finish"] = payload["stopReason"]
-    out["tool_calls"] = [{"name": c["name"], "input": json.loads(c["input"] or "{}")}
-                         for c in calls.values()]
+    out["tool_calls"] = [
+        {"name": c["name"], "input": json.loads(c["input"] or "{}")} for c in calls.values()
+    ]
 
 
 def run_bedrock_invoke(args: argparse.Namespace, out: dict[str, Any]) -> None:
     """boto3 ``invoke_model_with_response_stream`` with an Anthropic model: each chunk's bytes is
     an Anthropic event."""
-    body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 256,
-            "messages": [{"role": "user", "content": args.prompt}],
-            "tools": [{"name": name, "input_schema": schema}
-                      for name, schema in args.tools.items()]}
+    body = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": args.prompt}],
+        "tools": [{"name": name, "input_schema": schema} for name, schema in args.tools.items()],
+    }
     response = bedrock_client(args).invoke_model_with_response_stream(
-        modelId="anthropic.claude-3-haiku-20240307-v1:0", body=json.dumps(body))
+        modelId="anthropic.claude-3-haiku-20240307-v1:0", body=json.dumps(body)
+    )
     calls: dict[int, dict[str, Any]] = {}
     for event in response["body"]:
         out["times"].append(time.monotonic() - START)
@@ -218,8 +278,9 @@ def run_bedrock_invoke(args: argparse.Namespace, out: dict[str, Any]) -> None:
             calls[chunk["index"]]["input"] += chunk["delta"].get("partial_json", "")
         elif chunk["type"] == "message_delta":
             out["finish"] = chunk["delta"]["stop_reason"]
-    out["tool_calls"] = [{"name": c["name"], "input": json.loads(c["input"] or "{}")}
-                         for c in calls.values()]
+    out["tool_calls"] = [
+        {"name": c["name"], "input": json.loads(c["input"] or "{}")} for c in calls.values()
+    ]
 
 
 START = time.monotonic()
@@ -227,9 +288,20 @@ START = time.monotonic()
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("sdk", choices=["openai", "openai-responses", "anthropic", "mistral",
-                                        "gemini", "ollama", "cohere", "bedrock",
-                                        "bedrock-invoke"])
+    parser.add_argument(
+        "sdk",
+        choices=[
+            "openai",
+            "openai-responses",
+            "anthropic",
+            "mistral",
+            "gemini",
+            "ollama",
+            "cohere",
+            "bedrock",
+            "bedrock-invoke",
+        ],
+    )
     parser.add_argument("base_url")
     parser.add_argument("--key", default="sk-test-0000000000000000")
     parser.add_argument("--prompt", default="What is the weather in Oslo?")
@@ -238,13 +310,25 @@ def main() -> None:
     args = parser.parse_args()
     args.tools = json.loads(Path(args.tools).read_text()) if args.tools else TOOLS
     args.headers = dict(h.split("=", 1) for h in args.header)
-    out: dict[str, Any] = {"times": [], "kinds": [], "finish": None, "tool_calls": [],
-                           "error": None}
+    out: dict[str, Any] = {
+        "times": [],
+        "kinds": [],
+        "finish": None,
+        "tool_calls": [],
+        "error": None,
+    }
     try:
-        runners = {"openai": run_openai, "openai-responses": run_openai_responses,
-                   "anthropic": run_anthropic, "mistral": run_mistral, "gemini": run_gemini,
-                   "ollama": run_ollama, "cohere": run_cohere, "bedrock": run_bedrock,
-                   "bedrock-invoke": run_bedrock_invoke}
+        runners = {
+            "openai": run_openai,
+            "openai-responses": run_openai_responses,
+            "anthropic": run_anthropic,
+            "mistral": run_mistral,
+            "gemini": run_gemini,
+            "ollama": run_ollama,
+            "cohere": run_cohere,
+            "bedrock": run_bedrock,
+            "bedrock-invoke": run_bedrock_invoke,
+        }
         runners[args.sdk](args, out)
     except Exception as error:  # the point: record what the SDK raises
         out["error"] = {"type": type(error).__name__, "message": str(error)[:300]}

@@ -26,8 +26,13 @@ class ReplayFormat(StrEnum):
     html = "html"
 
 
-def render(report_format: ReplayFormat, outcomes: Sequence[Outcome], *,
-           terminal: bool = False, root: Path | None = None) -> str:
+def render(
+    report_format: ReplayFormat,
+    outcomes: Sequence[Outcome],
+    *,
+    terminal: bool = False,
+    root: Path | None = None,
+) -> str:
     """The report in ``report_format``. Paths under ``root`` (default: the working folder) are
     shown relative to it in JUnit and SARIF; ``terminal`` keeps the text report's colours."""
     root = Path.cwd() if root is None else root

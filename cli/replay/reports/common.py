@@ -12,8 +12,10 @@ def finding_line(finding: Finding) -> str:
     """``code: message (choice C, slot S, event E, /json/pointer)``."""
     where = "turn" if finding.slot is None else f"slot {finding.slot}"
     choice = "" if finding.choice is None else f"choice {finding.choice}, "
-    return (f"{finding.code.value}: {finding.message} ({choice}{where}, event {finding.event}, "
-            f"{finding.path or '/'})")
+    return (
+        f"{finding.code.value}: {finding.message} ({choice}{where}, event {finding.event}, "
+        f"{finding.path or '/'})"
+    )
 
 
 def display_path(path: Path, root: Path | None) -> Path:

@@ -35,43 +35,60 @@ def render_html(outcomes: Sequence[Outcome]) -> str:
     """The whole report page for ``outcomes``, in their order. Pure: no I/O, never raises on
     fixture content."""
     sections = "\n".join(_fixture_section(i, o) for i, o in enumerate(outcomes))
-    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-            f"style-src 'unsafe-inline'\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>callgate report</title><style>{_CSS}</style></head>\n<body>\n"
-            f"{_summary(outcomes)}\n<main>\n{sections}\n</main>\n</body></html>\n")
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        f"style-src 'unsafe-inline'\">"
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>callgate report</title><style>{_CSS}</style></head>\n<body>\n"
+        f"{_summary(outcomes)}\n<main>\n{sections}\n</main>\n</body></html>\n"
+    )
 
 
 def _summary(outcomes: Sequence[Outcome]) -> str:
     kinds = [o.kind for o in outcomes]
-    cards = "".join(f'<div class="count {k}"><b>{kinds.count(k)}</b> {k.replace("-", " ")}</div>'
-                    for k in ("held", "not-held", "unreadable"))
+    cards = "".join(
+        f'<div class="count {k}"><b>{kinds.count(k)}</b> {k.replace("-", " ")}</div>'
+        for k in ("held", "not-held", "unreadable")
+    )
     # Jump links to what needs attention; a long run is mostly fixtures that held.
-    links = "".join(f'<li><a href="#f{i}">{_e(o.fixture)}</a> <span class="tag {kinds[i]}">'
-                    f'{kinds[i].replace("-", " ")}</span></li>'
-                    for i, o in enumerate(outcomes) if kinds[i] != "held")
+    links = "".join(
+        f'<li><a href="#f{i}">{_e(o.fixture)}</a> <span class="tag {kinds[i]}">'
+        f"{kinds[i].replace('-', ' ')}</span></li>"
+        for i, o in enumerate(outcomes)
+        if kinds[i] != "held"
+    )
     attention = f'<ul class="attention">{links}</ul>' if links else ""
-    return (f'<header><h1>callgate report</h1><p>{len(outcomes)} fixture(s)</p>'
-            f'<div class="counts">{cards}</div>{_LEGEND}{attention}</header>')
+    return (
+        f"<header><h1>callgate report</h1><p>{len(outcomes)} fixture(s)</p>"
+        f'<div class="counts">{cards}</div>{_LEGEND}{attention}</header>'
+    )
 
 
 def _fixture_section(index: int, outcome: Outcome) -> str:
     state = outcome.kind
     known, report = outcome.facts, outcome.report
-    head = (f'<h2><span class="tag {state}">{state.replace("-", " ")}</span> '
-            f'<code>{_e(outcome.fixture)}</code></h2>')
-    facts = [("description", known.description if known else None),
-             ("profile", report.profile if report else None),
-             ("provider", report.provider if report else None),
-             ("verdict", _verdict(report))]
-    body = "".join(f"<dt>{name}</dt><dd>{_e(value)}</dd>" for name, value in facts
-                   if value is not None)
+    head = (
+        f'<h2><span class="tag {state}">{state.replace("-", " ")}</span> '
+        f"<code>{_e(outcome.fixture)}</code></h2>"
+    )
+    facts = [
+        ("description", known.description if known else None),
+        ("profile", report.profile if report else None),
+        ("provider", report.provider if report else None),
+        ("verdict", _verdict(report)),
+    ]
+    body = "".join(
+        f"<dt>{name}</dt><dd>{_e(value)}</dd>" for name, value in facts if value is not None
+    )
     parts = [head, f"<dl>{body}</dl>", _problems(outcome)]
     if report is not None:
         events = event_count(known.events if known else 0, report)
-        parts += [timeline_svg(report, events), _calls_table(report.calls),
-                  _findings_table(report.findings)]
+        parts += [
+            timeline_svg(report, events),
+            _calls_table(report.calls),
+            _findings_table(report.findings),
+        ]
     return f'<section class="fixture {state}" id="f{index}">{"".join(parts)}</section>'
 
 
@@ -91,28 +108,33 @@ def _problems(outcome: Outcome) -> str:
 
 
 def _calls_table(calls: Sequence[Call]) -> str:
-    rows = [f"<tr><td>{c.choice}</td><td>{c.slot}</td><td>{_e(c.id or '-')}</td>"
-            f"<td>{_e(c.name or '-')}</td><td class=\"args\">{_e(_shorten(c.arguments, 240))}</td>"
-            f'<td class="state {c.state.value}">{c.state.value}</td></tr>' for c in calls]
-    return _table("calls", ("choice", "slot", "id", "name", "arguments", "state"), rows,
-                  "no tool calls")
+    rows = [
+        f"<tr><td>{c.choice}</td><td>{c.slot}</td><td>{_e(c.id or '-')}</td>"
+        f'<td>{_e(c.name or "-")}</td><td class="args">{_e(_shorten(c.arguments, 240))}</td>'
+        f'<td class="state {c.state.value}">{c.state.value}</td></tr>'
+        for c in calls
+    ]
+    return _table(
+        "calls", ("choice", "slot", "id", "name", "arguments", "state"), rows, "no tool calls"
+    )
 
 
 def _findings_table(findings: Sequence[Finding]) -> str:
-    rows = [f'<tr class="{f.severity.value}"><td><code>{f.code.value}</code></td>'
-            f"<td>{_severity(f)}</td><td>{_where(f)}</td>"
-            f"<td>{'-' if f.event is None else f.event}</td>"
-            f"<td>{_e(f.message)}<br><small>{_e(f.path)}</small></td></tr>" for f in findings]
-    return _table("findings", ("code", "severity", "slot", "event", "message"), rows,
-                  "no findings")
+    rows = [
+        f'<tr class="{f.severity.value}"><td><code>{f.code.value}</code></td>'
+        f"<td>{_severity(f)}</td><td>{_where(f)}</td>"
+        f"<td>{'-' if f.event is None else f.event}</td>"
+        f"<td>{_e(f.message)}<br><small>{_e(f.path)}</small></td></tr>"
+        for f in findings
+    ]
+    return _table("findings", ("code", "severity", "slot", "event", "message"), rows, "no findings")
 
 
 def _table(name: str, headings: Sequence[str], rows: Sequence[str], empty: str) -> str:
     if not rows:
         return f'<p class="none">{empty}</p>'
     head = "".join(f"<th>{heading}</th>" for heading in headings)
-    return (f'<table class="{name}"><caption>{name}</caption><tr>{head}</tr>{"".join(rows)}'
-            "</table>")
+    return f'<table class="{name}"><caption>{name}</caption><tr>{head}</tr>{"".join(rows)}</table>'
 
 
 def _severity(finding: Finding) -> str:
@@ -153,8 +175,11 @@ def lanes(report: Report) -> list[Lane]:
 
 def _slot_of(finding: Finding) -> Lane:
     # Findings on a slot always name its choice in practice; -1 keeps a stray one sortable.
-    return None if finding.slot is None else (
-        finding.choice if finding.choice is not None else -1, finding.slot)
+    return (
+        None
+        if finding.slot is None
+        else (finding.choice if finding.choice is not None else -1, finding.slot)
+    )
 
 
 def timeline_svg(report: Report, events: int) -> str:
@@ -171,9 +196,11 @@ def timeline_svg(report: Report, events: int) -> str:
     for i, lane in enumerate(rows):
         hits = [f for f in report.findings if _slot_of(f) == lane]
         body.append(_lane(i, lane, calls.get(lane) if lane else None, hits, scale))
-    return (f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
-            f'height="{height}" viewBox="0 0 {width:.0f} {height}" role="img">'
-            f"<title>timeline over {events} event(s)</title>{''.join(body)}</svg>")
+    return (
+        f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+        f'height="{height}" viewBox="0 0 {width:.0f} {height}" role="img">'
+        f"<title>timeline over {events} event(s)</title>{''.join(body)}</svg>"
+    )
 
 
 class _Scale:
@@ -201,8 +228,10 @@ def _axis(scale: _Scale, plot_h: int) -> str:
     marks = []
     for event in shown:
         x = scale.x(event)
-        marks.append(f'<line class="grid" x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{plot_h}"/>'
-                     f'<text class="tick" x="{x:.1f}" y="{plot_h + 14}">{event}</text>')
+        marks.append(
+            f'<line class="grid" x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{plot_h}"/>'
+            f'<text class="tick" x="{x:.1f}" y="{plot_h + 14}">{event}</text>'
+        )
     label = f'<text class="axis" x="{LABEL_W - 8}" y="{plot_h + 14}">event</text>'
     divider = f'<line class="divider" x1="{LABEL_W}" y1="0" x2="{LABEL_W}" y2="{plot_h}"/>'
     return "".join(marks) + label + divider
@@ -219,8 +248,10 @@ def _lane(row: int, lane: Lane, call: Call | None, hits: list[Finding], scale: _
     mid = row * LANE_H + LANE_H // 2
     label = _lane_label(lane, call)
     name = "turn" if lane is None else f"choice {lane[0]} slot {lane[1]}"
-    parts = [f'<text class="label" x="8" y="{mid + 4}"><title>{_e(label)}</title>'
-             f"{_e(_shorten(label, LABEL_CHARS))}</text>"]
+    parts = [
+        f'<text class="label" x="8" y="{mid + 4}"><title>{_e(label)}</title>'
+        f"{_e(_shorten(label, LABEL_CHARS))}</text>"
+    ]
     if call is not None:
         parts += [_bar(call, mid, scale), *_ticks(call.grew, mid, scale)]
     parts += _markers(hits, mid, scale)
@@ -229,8 +260,10 @@ def _lane(row: int, lane: Lane, call: Call | None, hits: list[Finding], scale: _
 
 def _stripe(row: int, width: float) -> str:
     shade = "odd" if row % 2 else "even"
-    return (f'<rect class="stripe {shade}" x="0" y="{row * LANE_H}" width="{width:.0f}" '
-            f'height="{LANE_H}"/>')
+    return (
+        f'<rect class="stripe {shade}" x="0" y="{row * LANE_H}" width="{width:.0f}" '
+        f'height="{LANE_H}"/>'
+    )
 
 
 def _lane_label(lane: Lane, call: Call | None) -> str:
@@ -247,20 +280,27 @@ def _bar(call: Call, mid: int, scale: _Scale) -> str:
     closed = call.ended is not None
     end = scale.x(call.ended) if call.ended is not None else scale.right - 4
     colour = BAR_COLORS.get(call.state.value, BAR_DEFAULT)
-    span = (f"opened at event {call.opened}, " +
-            (f"ended at event {call.ended}" if closed else "never ended") +
-            f"; {call.state.value}")
+    span = (
+        f"opened at event {call.opened}, "
+        + (f"ended at event {call.ended}" if closed else "never ended")
+        + f"; {call.state.value}"
+    )
     style = "" if closed else ' stroke-dasharray="6 3" fill-opacity="0.3" stroke-width="1.5"'
-    return (f'<rect class="bar{"" if closed else " open"}" x="{start - 4:.1f}" y="{mid - 7}" '
-            f'width="{max(end - start + 8, 8):.1f}" height="14" rx="4" fill="{colour}" '
-            f'stroke="{colour}"{style}><title>{_e(span)}</title></rect>')
+    return (
+        f'<rect class="bar{"" if closed else " open"}" x="{start - 4:.1f}" y="{mid - 7}" '
+        f'width="{max(end - start + 8, 8):.1f}" height="14" rx="4" fill="{colour}" '
+        f'stroke="{colour}"{style}><title>{_e(span)}</title></rect>'
+    )
 
 
 def _ticks(grew: Iterable[int], mid: int, scale: _Scale) -> list[str]:
     # On a long stream the ticks touch; thinner ones keep the bar's colour readable under them.
     dense = ' stroke-width="0.75"' if scale.step < 4 else ""
-    return [f'<line class="grew" x1="{scale.x(e):.1f}" y1="{mid - 10}" x2="{scale.x(e):.1f}" '
-            f'y2="{mid + 10}"{dense}/>' for e in grew]
+    return [
+        f'<line class="grew" x1="{scale.x(e):.1f}" y1="{mid - 10}" x2="{scale.x(e):.1f}" '
+        f'y2="{mid + 10}"{dense}/>'
+        for e in grew
+    ]
 
 
 def _markers(hits: list[Finding], mid: int, scale: _Scale) -> list[str]:
@@ -274,17 +314,19 @@ def _markers(hits: list[Finding], mid: int, scale: _Scale) -> list[str]:
         colour = RED if finding.blocking else AMBER
         at = f"event {finding.event}" if finding.event is not None else "the end of the stream"
         tip = f"{finding.code.value} ({finding.severity.value}) at {at}: {finding.message}"
-        out.append(f'<path class="finding {finding.severity.value}" '
-                   f'data-code="{finding.code.value}" fill="{colour}" '
-                   f'd="M{x:.1f} {mid - 11}l10 11l-10 11l-10 -11z"><title>{_e(tip)}</title>'
-                   "</path>")
+        out.append(
+            f'<path class="finding {finding.severity.value}" '
+            f'data-code="{finding.code.value}" fill="{colour}" '
+            f'd="M{x:.1f} {mid - 11}l10 11l-10 11l-10 -11z"><title>{_e(tip)}</title>'
+            "</path>"
+        )
     return out
 
 
 def _shorten(text: str | None, limit: int) -> str:
     if text is None:
         return "-"
-    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text)} chars)"
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} chars)"
 
 
 def _e(value: object) -> str:
@@ -292,22 +334,40 @@ def _e(value: object) -> str:
 
 
 def _swatch(shape: str, text: str) -> str:
-    return (f'<span><svg xmlns="http://www.w3.org/2000/svg" width="44" height="24" '
-            f'aria-hidden="true">{shape}</svg>{text}</span>')
+    return (
+        f'<span><svg xmlns="http://www.w3.org/2000/svg" width="44" height="24" '
+        f'aria-hidden="true">{shape}</svg>{text}</span>'
+    )
 
 
-_LEGEND = '<div class="legend">' + "".join([
-    _swatch(f'<rect x="2" y="5" width="40" height="14" rx="4" fill="{BAR_COLORS["validated"]}"/>'
-            '<line class="grew" x1="22" y1="2" x2="22" y2="22"/>',
-            "slot: opened → ended, a tick where a fragment grew it"),
-    _swatch(f'<rect x="2" y="5" width="40" height="14" rx="4" fill="{BAR_DEFAULT}" '
-            f'fill-opacity="0.3" stroke="{BAR_DEFAULT}" stroke-width="1.5" '
-            'stroke-dasharray="6 3"/>', "never ended"),
-    _swatch(f'<path class="finding" fill="{RED}" d="M22 1l10 11l-10 11l-10 -11z"/>',
-            "blocking finding"),
-    _swatch(f'<path class="finding" fill="{AMBER}" d="M22 1l10 11l-10 11l-10 -11z"/>',
-            "tolerated finding (named quirk)"),
-]) + "<span>hover a marker or bar for details</span></div>"
+_LEGEND = (
+    '<div class="legend">'
+    + "".join(
+        [
+            _swatch(
+                '<rect x="2" y="5" width="40" height="14" rx="4" '
+                f'fill="{BAR_COLORS["validated"]}"/>'
+                '<line class="grew" x1="22" y1="2" x2="22" y2="22"/>',
+                "slot: opened → ended, a tick where a fragment grew it",
+            ),
+            _swatch(
+                f'<rect x="2" y="5" width="40" height="14" rx="4" fill="{BAR_DEFAULT}" '
+                f'fill-opacity="0.3" stroke="{BAR_DEFAULT}" stroke-width="1.5" '
+                'stroke-dasharray="6 3"/>',
+                "never ended",
+            ),
+            _swatch(
+                f'<path class="finding" fill="{RED}" d="M22 1l10 11l-10 11l-10 -11z"/>',
+                "blocking finding",
+            ),
+            _swatch(
+                f'<path class="finding" fill="{AMBER}" d="M22 1l10 11l-10 11l-10 -11z"/>',
+                "tolerated finding (named quirk)",
+            ),
+        ]
+    )
+    + "<span>hover a marker or bar for details</span></div>"
+)
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#212529;

@@ -16,9 +16,16 @@ def json_report(outcomes: Sequence[Outcome]) -> str:
     s = summarize(outcomes)
     document = {
         "report_version": REPORT_VERSION,
-        "fixtures": [{"fixture": str(o.fixture), "held": o.held, "problems": o.problems,
-                      "error": o.error, "report": o.report.to_dict() if o.report else None}
-                     for o in outcomes],
+        "fixtures": [
+            {
+                "fixture": str(o.fixture),
+                "held": o.held,
+                "problems": o.problems,
+                "error": o.error,
+                "report": o.report.to_dict() if o.report else None,
+            }
+            for o in outcomes
+        ],
         "summary": {**s._asdict(), "exit_code": s.exit_code},
     }
     return json.dumps(document, indent=2) + "\n"

@@ -20,8 +20,12 @@ def junit_report(outcomes: Sequence[Outcome], *, root: Path | None = None) -> st
     (classname: its folder, dotted; name: its file stem). Paths under ``root`` are relative."""
     s = summarize(outcomes)
     seconds = f"{sum(o.seconds for o in outcomes):.3f}"
-    counts = {"tests": str(s.fixtures), "failures": str(s.not_held),
-              "errors": str(s.unreadable), "time": seconds}
+    counts = {
+        "tests": str(s.fixtures),
+        "failures": str(s.not_held),
+        "errors": str(s.unreadable),
+        "time": seconds,
+    }
     suites = ET.Element("testsuites", {"name": SUITE_NAME, **counts})
     suite = ET.SubElement(suites, "testsuite", {"name": SUITE_NAME, **counts, "skipped": "0"})
     for outcome in outcomes:
@@ -33,16 +37,22 @@ def junit_report(outcomes: Sequence[Outcome], *, root: Path | None = None) -> st
 def _testcase(outcome: Outcome, root: Path | None) -> ET.Element:
     path = display_path(outcome.fixture, root)
     folder = ".".join(p for p in path.parent.parts if p not in ("/", ".", ".."))
-    case = ET.Element("testcase", {"classname": _xml(folder or "callgate"),
-                                   "name": _xml(path.stem), "file": _xml(path.as_posix()),
-                                   "time": f"{outcome.seconds:.3f}"})
+    case = ET.Element(
+        "testcase",
+        {
+            "classname": _xml(folder or "callgate"),
+            "name": _xml(path.stem),
+            "file": _xml(path.as_posix()),
+            "time": f"{outcome.seconds:.3f}",
+        },
+    )
     if outcome.error is not None:
-        error = ET.SubElement(case, "error", {"message": _xml(outcome.error),
-                                              "type": "unreadable"})
+        error = ET.SubElement(case, "error", {"message": _xml(outcome.error), "type": "unreadable"})
         error.text = _xml(outcome.error)
     elif not outcome.held:
-        failure = ET.SubElement(case, "failure", {"message": _xml("; ".join(outcome.problems)),
-                                                  "type": "expectation"})
+        failure = ET.SubElement(
+            case, "failure", {"message": _xml("; ".join(outcome.problems)), "type": "expectation"}
+        )
         blocking = [f for f in outcome.report.findings if f.blocking] if outcome.report else []
         lines = [*outcome.problems, "", *(finding_line(f) for f in blocking)]
         failure.text = _xml("\n".join(lines).strip() + "\n")

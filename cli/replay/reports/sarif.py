@@ -20,11 +20,14 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI: str | None = None
 EXPECTATION_RULE = {
     "id": "expectation",
-    "shortDescription": {"text": "The fixture's pinned expect block does not match the verdict "
-                                 "callgate gives now."},
-    "help": {"text": "If the new verdict is intended, update the expect block (callgate replay "
-                     "--update-expectations) and review the diff; otherwise find what changed "
-                     "the verdict."},
+    "shortDescription": {
+        "text": "The fixture's pinned expect block does not match the verdict callgate gives now."
+    },
+    "help": {
+        "text": "If the new verdict is intended, update the expect block (callgate replay "
+        "--update-expectations) and review the diff; otherwise find what changed "
+        "the verdict."
+    },
     "defaultConfiguration": {"level": "error"},
 }
 
@@ -41,8 +44,11 @@ def sarif_report(outcomes: Sequence[Outcome], *, root: Path | None = None) -> st
         driver["informationUri"] = INFORMATION_URI
     if version := _version():
         driver["version"] = version
-    run = {"tool": {"driver": driver}, "invocations": [_invocation(outcomes, root)],
-           "results": results}
+    run = {
+        "tool": {"driver": driver},
+        "invocations": [_invocation(outcomes, root)],
+        "results": results,
+    }
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(log, indent=2) + "\n"
 
@@ -51,34 +57,52 @@ def _results(outcome: Outcome, root: Path | None) -> list[dict[str, Any]]:
     if outcome.report is None:
         return []
     uri = artifact_uri(outcome.fixture, root)
-    results = [_result(f.code.value, "error" if f.blocking else "note", f.message, uri, f.path)
-               for f in outcome.report.findings if not (f.blocking and outcome.held)]
-    results += [_result("expectation", "error", p.text, uri, p.pointer)
-                for p in outcome.problem_details() if not p.shown_by_findings]
+    results = [
+        _result(f.code.value, "error" if f.blocking else "note", f.message, uri, f.path)
+        for f in outcome.report.findings
+        if not (f.blocking and outcome.held)
+    ]
+    results += [
+        _result("expectation", "error", p.text, uri, p.pointer)
+        for p in outcome.problem_details()
+        if not p.shown_by_findings
+    ]
     return results
 
 
 def _result(rule: str, level: str, message: str, uri: str, pointer: str) -> dict[str, Any]:
-    location = {"physicalLocation": {"artifactLocation": {"uri": uri}},
-                "logicalLocations": [{"fullyQualifiedName": pointer, "kind": "element"}]}
-    return {"ruleId": rule, "level": level, "message": {"text": message},
-            "locations": [location]}
+    location = {
+        "physicalLocation": {"artifactLocation": {"uri": uri}},
+        "logicalLocations": [{"fullyQualifiedName": pointer, "kind": "element"}],
+    }
+    return {"ruleId": rule, "level": level, "message": {"text": message}, "locations": [location]}
 
 
 def _rule(rule_id: str) -> dict[str, Any]:
     if rule_id == EXPECTATION_RULE["id"]:
         return EXPECTATION_RULE
     entry = CATALOGUE[Code(rule_id)]
-    return {"id": rule_id, "shortDescription": {"text": entry.meaning},
-            "fullDescription": {"text": f"{entry.meaning} Typical causes: {entry.causes}"},
-            "help": {"text": entry.recovery}, "defaultConfiguration": {"level": "error"}}
+    return {
+        "id": rule_id,
+        "shortDescription": {"text": entry.meaning},
+        "fullDescription": {"text": f"{entry.meaning} Typical causes: {entry.causes}"},
+        "help": {"text": entry.recovery},
+        "defaultConfiguration": {"level": "error"},
+    }
 
 
 def _invocation(outcomes: Sequence[Outcome], root: Path | None) -> dict[str, Any]:
-    notes = [{"level": "error", "message": {"text": o.error},
-              "locations": [{"physicalLocation": {"artifactLocation": {
-                  "uri": artifact_uri(o.fixture, root)}}}]}
-             for o in outcomes if o.error is not None]
+    notes = [
+        {
+            "level": "error",
+            "message": {"text": o.error},
+            "locations": [
+                {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(o.fixture, root)}}}
+            ],
+        }
+        for o in outcomes
+        if o.error is not None
+    ]
     invocation: dict[str, Any] = {"executionSuccessful": not notes}
     if notes:
         invocation["toolExecutionNotifications"] = notes

@@ -30,21 +30,37 @@ def text_table(outcomes: Sequence[Outcome]) -> Table:
 def _text_row(outcome: Outcome) -> list[Text]:
     report = outcome.report
     if report is None:
-        return [Text(safe(outcome.fixture)), Text("-"), Text("-"), Text("unreadable", "red"),
-                Text(""), Text(safe(outcome.error or ""), "red")]
+        return [
+            Text(safe(outcome.fixture)),
+            Text("-"),
+            Text("-"),
+            Text("unreadable", "red"),
+            Text(""),
+            Text(safe(outcome.error or ""), "red"),
+        ]
     status = report.status.value
     tolerated = sorted({f.code.value for f in report.findings if not f.blocking})
     codes = "\n".join([*report.blocking_codes, *(f"{code} (tolerated)" for code in tolerated)])
-    expectation = (Text("held", "green") if outcome.held
-                   else Text("\n".join(safe(p, one_line=True) for p in outcome.problems), "red"))
-    return [Text(safe(outcome.fixture)), Text(report.profile), Text(safe(report.provider or "-")),
-            Text(status, _STYLES.get(status, "yellow")), Text(codes), expectation]
+    expectation = (
+        Text("held", "green")
+        if outcome.held
+        else Text("\n".join(safe(p, one_line=True) for p in outcome.problems), "red")
+    )
+    return [
+        Text(safe(outcome.fixture)),
+        Text(report.profile),
+        Text(safe(report.provider or "-")),
+        Text(status, _STYLES.get(status, "yellow")),
+        Text(codes),
+        expectation,
+    ]
 
 
 def render_text(outcomes: Sequence[Outcome], terminal: bool) -> str:
     buffer = io.StringIO()
-    shown = console(buffer, width=None if terminal else PLAIN_WIDTH, terminal=terminal,
-                    soft_wrap=False)
+    shown = console(
+        buffer, width=None if terminal else PLAIN_WIDTH, terminal=terminal, soft_wrap=False
+    )
     shown.print(text_table(outcomes))
     shown.print(summary_line(outcomes))
     return buffer.getvalue()
