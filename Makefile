@@ -15,7 +15,11 @@ PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
 
-.PHONY: demo test test-fast test-mitmproxy12 lint bench instructions fuzz mutate soak load docs browser clean
+.PHONY: demo test test-fast test-full test-mitmproxy12 lint bench instructions fuzz mutate soak load docs browser clean
+
+# pytest on both cores: tests that share a server or a built environment carry one
+# xdist_group and run on one worker. The 15 slowest are printed at the end (docs/testing.md).
+PYTEST = -m pytest -q -n 2 --dist loadgroup --durations=15
 
 # callgate itself, with its test tools.
 $(STAMP): pyproject.toml
@@ -48,12 +52,20 @@ demo: $(STAMP) $(APPS_STAMP)
 	@$(BIN)/python -m tools.demo
 
 lint: $(STAMP)
+	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# Every check that can fail, but the exhaustive sweeps (marked `full`).
 test: lint $(APPS_STAMP) browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python $(PYTEST) -m 'not full'
 	$(MAKE) --no-print-directory test-mitmproxy12
+
+# Everything `make test` runs, and the sweeps: run it after a change to packaging, the tap's
+# limits or the fuzz targets (docs/testing.md).
+test-full: lint $(APPS_STAMP) browser
+	$(BIN)/python $(PYTEST)
+	$(MAKE) --no-print-directory test-mitmproxy12 MARKS=proxy
 
 # The engine, redaction, reports and CLI: an answer in under a minute. No proxy, browser, SDK,
 # corpus or packaging test (see the markers in pyproject.toml).
@@ -68,13 +80,14 @@ $(STAMP12): pyproject.toml
 	touch $@
 
 # The proxy tests (the addon, record and mitmweb) again, on mitmproxy 12.
+MARKS ?= proxy and not full
 ifeq ($(PYTHON12),)
 test-mitmproxy12:
 	@echo "no python3.12 or python3.13 found: the mitmproxy 12 run is left out"
 else
 test-mitmproxy12: $(STAMP12) $(APPS_STAMP) browser
 	$(VENV12)/bin/python -c 'import mitmproxy.version as v; print("mitmproxy", v.VERSION)'
-	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider -m proxy
+	$(VENV12)/bin/python $(PYTEST) -p no:cacheprovider -m '$(MARKS)'
 endif
 
 bench: $(STAMP)

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from callgate.reassemble.profiles import PROFILES
+
+# No timing assertions in the suite, hypothesis's own included: a loaded machine (two xdist
+# workers, a proxy and an SDK process on two cores) must not fail a property.
+settings.register_profile(
+    "callgate", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("callgate")
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT / "fixtures" / "conformance"
 #: The shared corpus lives beside the repository for the developers and CI; users won't have it.
-SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
+#: ``CALLGATE_TEST_CORPUS`` points elsewhere (the suite's own test of a clone without it).
+SHARED_CORPUS = Path(os.environ.get("CALLGATE_TEST_CORPUS") or ROOT.parent / "shared" / "corpus")
 
 
 def conformance_fixtures() -> list[Path]:
@@ -50,8 +60,20 @@ def fixture_id(path: Path) -> str:
     return str(path.relative_to(CONFORMANCE).with_suffix(""))
 
 
+#: Why a corpus test skips: the one reason every one of them gives.
+CORPUS_ABSENT = f"shared corpus not present at {SHARED_CORPUS}"
+
+
 def require_corpus(sub: str) -> Path:
     path = SHARED_CORPUS / sub
     if not path.is_dir():
-        pytest.skip(f"shared corpus not present at {path}")
+        pytest.skip(CORPUS_ABSENT)
     return path
+
+
+def corpus_params(values: list[Any], ids: Any = None) -> list[Any]:
+    """``values`` as parameters, or one parameter that skips with ``CORPUS_ABSENT`` when there
+    are none (pytest's own "empty parameter set" would not say why)."""
+    if values:
+        return [pytest.param(value, id=ids(value) if ids else None) for value in values]
+    return [pytest.param(None, id="corpus-absent", marks=pytest.mark.skip(reason=CORPUS_ABSENT))]

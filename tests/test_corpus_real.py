@@ -28,7 +28,7 @@ from callgate.reassemble.framing import EventFramer
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 from callgate.reassemble.sse import decode_all
-from tests.conftest import SHARED_CORPUS, deciding
+from tests.conftest import CORPUS_ABSENT, SHARED_CORPUS, corpus_params, deciding
 
 pytestmark = pytest.mark.corpus
 
@@ -365,20 +365,21 @@ def profile_of(row: dict[str, str]) -> str:
 
 def test_every_chat_and_messages_stream_has_an_expected_verdict() -> None:
     if not ROWS:
-        pytest.skip("shared corpus not present")
+        pytest.skip(CORPUS_ABSENT)
     assert sorted(r["file"] for r in ROWS) == sorted(EXPECTED)
 
 
 def test_every_corpus_row_is_read_or_known_to_wait_for_its_profile() -> None:
     rows = all_index_rows()
     if not rows:
-        pytest.skip("shared corpus not present")
+        pytest.skip(CORPUS_ABSENT)
     unknown = {r["file"]: r["api"] for r in rows if r["api"] not in READ_APIS | UNREAD_APIS}
     assert unknown == {}
 
 
 @pytest.mark.parametrize(
-    "row", [r for r in ROWS if EXPECTED[r["file"]][0] == "refused"], ids=lambda r: r["file"]
+    "row",
+    corpus_params([r for r in ROWS if EXPECTED[r["file"]][0] == "refused"], lambda r: r["file"]),
 )
 def test_an_error_body_recorded_instead_of_a_stream_is_refused_with_one_line(
     row: dict[str, str], tmp_path: Path
@@ -411,7 +412,7 @@ def provider_of(row: dict[str, str]) -> str:
     return PROVIDER_NAMES.get(row["provider"], row["provider"])
 
 
-@pytest.mark.parametrize("row", STREAMS, ids=lambda r: r["file"])
+@pytest.mark.parametrize("row", corpus_params(STREAMS, ids=lambda r: r["file"]))
 def test_real_stream_gets_the_careful_verdict(row: dict[str, str]) -> None:
     path = REAL / row["file"]
     events = body_events(path)
@@ -432,7 +433,7 @@ def test_real_stream_gets_the_careful_verdict(row: dict[str, str]) -> None:
     ]
 
 
-@pytest.mark.parametrize("row", STREAMS, ids=lambda r: r["file"])
+@pytest.mark.parametrize("row", corpus_params(STREAMS, ids=lambda r: r["file"]))
 def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path: Path) -> None:
     path = REAL / row["file"]
     request = path.with_name(path.name.split(".")[0] + ".request.json")
@@ -486,7 +487,7 @@ def blocks_of(row: dict[str, str]) -> list[bytes]:
     return [*framer.feed((REAL / row["file"]).read_bytes()), framer.rest()]
 
 
-@pytest.mark.parametrize("row", RELEASING_STREAMS, ids=lambda r: r["file"])
+@pytest.mark.parametrize("row", corpus_params(RELEASING_STREAMS, ids=lambda r: r["file"]))
 def test_enforce_mode_reads_each_real_event_that_can_decide_the_turn_before_it_goes(
     row: dict[str, str],
 ) -> None:
@@ -505,7 +506,7 @@ def test_enforce_mode_releases_most_real_events_before_reading_them() -> None:
     """Every chunk of a Chat Completions stream names ``finish_reason``: it is the value, null
     or not, that tells. (91% of the corpus's 1,336 SSE events go before they are read.)"""
     if not RELEASING_STREAMS:
-        pytest.skip("shared corpus not present")
+        pytest.skip(CORPUS_ABSENT)
     released = [
         not may_decide(block, deciding_pattern(PROFILES[profile_of(row)]))
         for row in RELEASING_STREAMS

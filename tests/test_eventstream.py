@@ -29,7 +29,7 @@ from callgate.reassemble.eventstream import (
 from callgate.reassemble.profiles import PROFILES, framed, frames
 from callgate.reassemble.profiles.anthropic import from_invoke_message
 from callgate.reassemble.profiles.bedrock_converse import from_message
-from tests.conftest import CONFORMANCE, SHARED_CORPUS, load
+from tests.conftest import CONFORMANCE, SHARED_CORPUS, corpus_params, load
 
 _NAMES = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8).filter(
     lambda name: len(name.encode()) < 256
@@ -233,7 +233,7 @@ RECORDED = sorted(SHARED_CORPUS.glob("real/bedrock-*/*.b64"))
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(RECORDED, ids=lambda p: p.name))
 def test_recorded_bedrock_bodies_read_as_botocore_reads_them(path: Path) -> None:
     body = base64.b64decode(path.read_text())
     framer = MessageFramer()

@@ -40,7 +40,13 @@ from callgate.reassemble import strict_json
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import RedactionRefused, redact_envelope
 from callgate.redact.leaks import encodings
-from tests.conftest import CONFORMANCE, SHARED_CORPUS, conformance_fixtures, load
+from tests.conftest import (
+    CONFORMANCE,
+    CORPUS_ABSENT,
+    SHARED_CORPUS,
+    conformance_fixtures,
+    load,
+)
 
 #: Examples per fuzz test: a slice in ``make test``, many in ``make fuzz``.
 EXAMPLES = int(os.environ.get("CALLGATE_FUZZ_EXAMPLES", "1000"))
@@ -295,6 +301,7 @@ def mutated_recordings(draw: st.DrawFn) -> tuple[Path, bytes]:
 
 
 @pytest.mark.corpus
+@pytest.mark.skipif(not RECORDINGS, reason=CORPUS_ABSENT)
 @settings(
     max_examples=max(50, EXAMPLES // 10),
     deadline=None,
@@ -304,8 +311,6 @@ def mutated_recordings(draw: st.DrawFn) -> tuple[Path, bytes]:
 def test_a_mutated_recording_imports_or_is_refused_with_one_line_per_problem(
     drawn: tuple[Path, bytes], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    if not RECORDINGS:
-        pytest.skip("shared corpus not present")
     source, data = drawn
     folder = tmp_path_factory.mktemp("fuzz")
     recording = folder / f"recording{source.suffix}"

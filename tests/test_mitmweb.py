@@ -6,6 +6,7 @@ Uses Debian's Chromium, headless, and tmux for the console (``make test`` instal
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import shutil
@@ -15,10 +16,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from callgate.cli import serve
 from callgate.cli.loopback import free_port, wait_listening
 from callgate.cli.serve import FakeProvider, collect
 from callgate.reassemble.profiles import frames
@@ -57,13 +60,15 @@ def browse(url: str, profile: Path, *extra: str) -> str:
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
 def test_mitmweb_shows_the_live_warning_then_the_verdict_on_a_failing_flow(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     caplog.set_level(logging.INFO, logger="callgate")
     name = "openai/reused_index_new_id"
-    # Six chunks 2 s apart: the collision comes at 4 s and the end at 12 s, which leaves the
-    # browser 8 s to start and read the page while the stream is still running.
-    upstream = fake_provider(timing=2.0)
+    # The collision comes with the third of six chunks; the upstream holds the rest until the
+    # browser has read the page, so the stream is still running while it looks.
+    looked = threading.Event()
+    monkeypatch.setattr(serve, "pauses", held_after(3, looked))
+    upstream = fake_provider()
     try:
         with Proxy(upstream.url, tmp_path / "fixtures", web=True) as proxy:
             request = threading.Thread(
@@ -73,6 +78,7 @@ def test_mitmweb_shows_the_live_warning_then_the_verdict_on_a_failing_flow(
             wait_for_log(caplog, "identity_collision slot=")  # the live warning
             ui = proxy.web_url
             live = browse(ui, tmp_path / "browser", "--dump-dom")
+            looked.set()
             request.join()
             wait_for_log(caplog, " fail -> ")  # the verdict is marked before the fixture is out
             done = browse(ui, tmp_path / "browser", "--dump-dom")
@@ -82,6 +88,19 @@ def test_mitmweb_shows_the_live_warning_then_the_verdict_on_a_failing_flow(
     assert "\u26a0" in live and "callgate: identity_collision (stream still running)" in live
     assert "\u274c" in done and "callgate: fail (identity_collision)" in done
     assert (tmp_path / "mitmweb.png").stat().st_size > 1000
+
+
+def held_after(sent: int, go: threading.Event) -> Callable[..., Iterator[float]]:
+    """A stand-in for the fake provider's pauses: ``sent`` frames at once, then the rest once
+    ``go`` is set (at most a minute later)."""
+
+    def pauses(envelope: object, timing: object) -> Iterator[float]:
+        for number in itertools.count():
+            if number == sent:
+                go.wait(60)
+            yield 0.0
+
+    return pauses
 
 
 def wait_for_log(caplog: pytest.LogCaptureFixture, text: str, count: int = 1) -> None:
@@ -215,14 +234,17 @@ def test_the_response_tab_of_a_failing_flow_shows_the_callgate_view(
     assert shot.stat().st_size > 1000
 
 
+@pytest.mark.parametrize(
+    "megabytes", [pytest.param(2, id="2MB"), pytest.param(50, id="50MB", marks=pytest.mark.full)]
+)
 def test_a_long_stream_keeps_only_its_head_and_tail_for_mitmweb(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, megabytes: int
 ) -> None:
     caplog.set_level(logging.INFO, logger="callgate")
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     first, *rest = envelope["chunks"]
     filler = {"choices": [{"index": 0, "delta": {"content": "x" * 4000}, "finish_reason": None}]}
-    envelope["chunks"] = [first, *[filler] * 12_600, *rest]  # 50 MB of output text
+    envelope["chunks"] = [first, *[filler] * (megabytes * 252), *rest]  # of output text
     upstream = FakeProvider({"long": envelope}).start()
     limit = 64 << 10
     try:
@@ -241,7 +263,7 @@ def test_a_long_stream_keeps_only_its_head_and_tail_for_mitmweb(
         upstream.close()
     left = len(body) - limit
     note = f"\n: callgate left out {left} bytes of this stream here (limit {limit})\n\n".encode()
-    assert len(body) > 50_000_000 and status == 200
+    assert len(body) > megabytes * 1_000_000 and status == 200
     assert shown == body[: limit // 2] + note + body[-(limit // 2) :]
 
 

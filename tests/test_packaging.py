@@ -23,7 +23,8 @@ import pytest
 from tests.conftest import CONFORMANCE, ROOT
 from tests.proxy_harness import fake_provider, fixtures_in, post, request_body, start_record
 
-pytestmark = pytest.mark.slow
+# One worker builds the wheel and the environments once for the whole module.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 
 DESIGN_FOLDERS = ("cli", "proxy_addon", "reassemble", "redact")
 SDK_PINS = [
@@ -248,6 +249,7 @@ def test_with_the_proxy_extra_record_writes_a_fixture(env_newest: Path, tmp_path
     assert fixture["expect"]["codes"] == ["identity_collision"]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("minor", [11, 12, 13])
 def test_callgate_resolves_beside_every_sdk_it_is_tested_with(
     minor: int, dist: dict[str, Path]

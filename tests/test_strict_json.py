@@ -16,7 +16,7 @@ from callgate.reassemble import strict_json
 from callgate.reassemble.codes import Code
 from callgate.reassemble.limits import DOCUMENT_LIMITS, Limits
 from callgate.reassemble.strict_json import StrictJSONError, loads, loads_bytes
-from tests.conftest import SHARED_CORPUS, require_corpus
+from tests.conftest import CORPUS_ABSENT, SHARED_CORPUS, require_corpus
 
 #: nst/JSONTestSuite's test_parsing folder, in the shared corpus beside the repository.
 SUITE = SHARED_CORPUS / "jsontestsuite" / "test_parsing"
@@ -129,7 +129,7 @@ def suite_files(prefix: str) -> list[Any]:
             pytest.param(
                 None,
                 id=f"{prefix}-suite-absent",
-                marks=pytest.mark.skip(reason=f"JSON test suite not at {SUITE}"),
+                marks=pytest.mark.skip(reason=CORPUS_ABSENT),
             )
         ]
     return [pytest.param(path, id=path.name) for path in sorted(SUITE.glob(f"{prefix}*.json"))]
