@@ -95,12 +95,13 @@ def _canonical(value: object) -> str:
 class Reassembler:
     """Checks one streamed assistant turn.
 
-    ``profile`` names a provider profile ("openai", "mistral", "anthropic"); ``tool_schemas`` maps
-    tool names to JSON Schemas; ``request`` holds the non-prompt request parameters
-    (``tool_choice`` decides whether ``stop`` may end a forced call); ``provider`` selects the
-    provider's named quirks and ``allow_quirks`` adds quirks by name. Feed raw events in order with
-    ``feed``; call ``close`` once at the end of the stream. Raises ``ValueError`` for an unknown
-    profile or quirk, ``RuntimeError`` when fed after ``close``.
+    ``profile`` names a provider profile: a key of ``callgate.reassemble.profiles.PROFILES``;
+    ``tool_schemas`` maps tool names to JSON Schemas; ``request`` holds the non-prompt request
+    parameters (``tool_choice`` decides whether ``"stop"`` may end a forced call); ``provider``
+    selects the provider's named quirks and ``allow_quirks`` adds quirks by name; ``limits``
+    bounds what one call's arguments may cost (``DEFAULT_LIMITS`` when None). Feed raw events in
+    order with ``feed``; call ``close`` once at the end of the stream. Raises ``UsageError`` for
+    an unknown profile or quirk, ``RuntimeError`` when fed after ``close``.
     """
 
     def __init__(

@@ -183,7 +183,7 @@ def check(
 ) -> Report:
     """Judge the streamed turn in ``envelope``.
 
-    Raises ``EnvelopeError`` when it is not an envelope and ``ValueError`` for an unknown quirk.
+    Raises ``EnvelopeError`` when it is not an envelope and ``UsageError`` for an unknown quirk.
     """
     valid = validate_envelope(envelope)
     profile = PROFILES[valid["profile"]]

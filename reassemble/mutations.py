@@ -582,7 +582,8 @@ KINDS: dict[str, Kind] = {
 
 def mutations(blocking: bool | None = None, profile: str | None = None) -> list[str]:
     """The kinds' names: all, the faults (``blocking=True``) or the variations (``False``);
-    with ``profile``, only those its turns can take (whether one turn can, ``mutate`` says)."""
+    with ``profile``, only those its turns can take (whether one turn can, ``mutate`` says).
+    Raises ``KeyError`` for an unknown profile."""
     return [
         name
         for name, kind in KINDS.items()
@@ -594,8 +595,9 @@ def mutations(blocking: bool | None = None, profile: str | None = None) -> list[
 def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dict[str, Any]:
     """The variant of a passing ``envelope`` made by ``kind_name``, its verdict pinned in
     ``expect`` and its making in ``meta.mutation``. Raises ``NotApplicable`` when the kind
-    cannot apply to this turn, or the engine does not say what the kind must make it say, and
-    ``KeyError`` for an unknown kind."""
+    cannot apply to this turn, or the engine does not say what the kind must make it say,
+    ``EnvelopeError`` when ``envelope`` is not an envelope, and ``KeyError`` for an unknown
+    kind."""
     kind = KINDS[kind_name]
     before = check(envelope)
     if before.status is not Status.PASS:

@@ -87,7 +87,9 @@ class SSEDecoder:
         self.bytes_fed = 0
 
     def feed(self, data: bytes) -> list[SSEEvent]:
-        """Decode ``data``; return the events whose blank line it contained."""
+        """Decode ``data``; return the events whose blank line it contained. Raises
+        ``SSEError`` when the bytes so far are not UTF-8 (and again on every later call), and
+        ``RuntimeError`` when fed after ``close``."""
         if self._error is not None:
             # The stream is broken at a known offset; carrying on would only hide that.
             raise self._error

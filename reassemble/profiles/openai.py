@@ -41,8 +41,10 @@ _CONTINUATION = "/choices/0/delta/tool_calls/0"
 
 
 class ChatTranslator:
-    """Reads Chat Completions chunks. ``indexless`` says how index-less tool calls are placed:
-    ``"reject"`` (OpenAI), ``"mistral"`` (id and name required, next slot) or set per quirk."""
+    """Reads Chat Completions chunks. A tool call without ``index`` is placed by ``mistral``
+    and ``quirks``: with ``mistral`` (Mistral's API) one carrying an id and a name takes the
+    choice's next slot; with the ``missing_tool_call_index`` quirk in ``quirks`` one carrying a
+    name takes it, as a tolerated finding; any other is an ``invalid_slot`` finding."""
 
     def __init__(self, quirks: frozenset[str], *, mistral: bool = False) -> None:
         self._mistral = mistral
