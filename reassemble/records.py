@@ -1,11 +1,10 @@
 """``quick_init``: frozen dataclasses almost as quick to build as plain ones.
 
 For a frozen class, dataclasses writes an ``__init__`` that sets each field through
-``object.__setattr__`` (the class's own ``__setattr__`` refuses): a call per field, 4.0
-microseconds for eleven fields on the machine of ``docs/performance.md``, where this takes 1.2
-and a class that is not frozen 0.7. Every turn builds some of these records (findings, calls,
-its report; replay an outcome per fixture), so they take this ``__init__`` instead: the same
-parameters, defaults and default factories, each field stored straight into the instance's
+``object.__setattr__`` (the class's own ``__setattr__`` refuses): a call per field, several
+times what storing the fields straight costs. Every turn builds some of these records (findings,
+calls, its report; replay an outcome per fixture), so they take this ``__init__`` instead: the
+same parameters, defaults and default factories, each field stored straight into the instance's
 dictionary. Everything else (refused assignment, equality, hashing, ``repr``, pickling,
 ``dataclasses.replace``) is dataclasses' own.
 """

@@ -170,8 +170,8 @@ def _compiles(text: object) -> bool:
     return True
 
 
-# jsonschema checks these with an Earley parser at about half a millisecond per character, so a
-# model could stall validation for minutes with one long string. Refusing them is cheaper.
+# jsonschema checks these with an Earley parser, slow enough per character that a model could
+# stall validation with one long string. Refusing them is cheaper.
 _SLOW_FORMATS = frozenset({"iri", "iri-reference"})
 
 

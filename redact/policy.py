@@ -54,7 +54,8 @@ KEPT_HEADERS = (
     "x-stainless-runtime-version",
 )
 #: One JSON value on one line, by the C encoder (``json.dumps`` with options builds an encoder
-#: per call). Values read from JSON hold no cycle, so none is looked for (a third of the time).
+#: per call). Values read from JSON hold no cycle, so none is looked for (the encoder would
+#: otherwise record every list and object it enters).
 _ONE_LINE = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 _PRODUCT = re.compile(r"[A-Za-z][\w.-]*/[\w.+-]+")
 
@@ -261,7 +262,7 @@ def fixture_bytes(envelope: Mapping[str, Any]) -> bytes:
     """How a fixture is stored: indented UTF-8 JSON with a final newline, each event of the
     stream on a line of its own. A diff then shows which events changed, and the events (nearly
     all of a long stream) go through the C encoder: Python 3.11's indenting encoder is pure
-    Python, and was 45% of the time the proxy took to write a 2,000-event fixture."""
+    Python, and was a large share of what writing a long fixture cost the proxy."""
     return _fixture_text(envelope).encode()
 
 

@@ -63,8 +63,8 @@ def _judged(files: list[Path], jobs: int) -> Iterator[Outcome]:
             yield from _shared(files, workers)
 
 
-#: Files per chunk: a few milliseconds of judging, and its outcomes (about 17 KB pickled) fit in
-#: a pipe's 64 KiB buffer, so a worker seldom waits for this process to read.
+#: Files per chunk: enough judging to outweigh taking a chunk, and few enough that its outcomes,
+#: pickled, fit in a pipe's 64 KiB buffer, so a worker seldom waits for this process to read.
 _CHUNK = 32
 
 
