@@ -155,7 +155,13 @@ class Reassembler:
             self._report_unfinished()
         calls = tuple(self._call(slot) for key, slot in sorted(self._slots.items()) if slot.is_call)
         applicable = bool(calls) or self._claimed_calls
-        return Report(self._profile.name, self._provider, applicable, calls, tuple(self._findings))
+        return Report(
+            profile=self._profile.name,
+            provider=self._provider,
+            applicable=applicable,
+            calls=calls,
+            findings=tuple(self._findings),
+        )
 
     # -- dispatch ----------------------------------------------------------------------------------
 
@@ -208,15 +214,15 @@ class Reassembler:
         if path is None:
             path = f"/{self._profile.stream_key}/{self._event}{pointer}"
         finding = Finding(
-            code,
-            message,
-            severity,
-            choice,
-            slot,
-            self._event if event is None else event,
-            path,
-            quirk,
-            detail or {},
+            code=code,
+            message=message,
+            severity=severity,
+            choice=choice,
+            slot=slot,
+            event=self._event if event is None else event,
+            path=path,
+            quirk=quirk,
+            detail=detail or {},
         )
         self._findings.append(finding)
         return finding
@@ -595,15 +601,15 @@ class Reassembler:
         codes = tuple(f.code for f in self._findings if (f.choice, f.slot) == slot.key)
         arguments = slot.arguments if slot.arguments is not None else "".join(slot.fragments)
         return Call(
-            slot.key[0],
-            slot.key[1],
-            slot.call_id,
-            slot.name,
-            arguments,
-            slot.parsed,
-            slot_state(slot.lifecycle, slot.blocked, slot.validated),
-            codes,
-            slot.opened,
-            tuple(slot.grew),
-            slot.ended,
+            choice=slot.key[0],
+            slot=slot.key[1],
+            id=slot.call_id,
+            name=slot.name,
+            arguments=arguments,
+            parsed_arguments=slot.parsed,
+            state=slot_state(slot.lifecycle, slot.blocked, slot.validated),
+            findings=codes,
+            opened=slot.opened,
+            grew=tuple(slot.grew),
+            ended=slot.ended,
         )

@@ -221,7 +221,7 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
         yield ValidationError(f"{instance!r} has non-unique elements")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Dialect:
     name: str
     base: Any  # jsonschema's own class, whose metaschema checks the schema
@@ -236,7 +236,12 @@ class _Dialect:
             base, {"multipleOf": _multiple_of, "uniqueItems": _unique_items}
         )
         return cls(
-            name, base, keywords, frozenset(keeps_false), validator_class, _format_checker(base)
+            name=name,
+            base=base,
+            keywords=keywords,
+            keeps_false=frozenset(keeps_false),
+            validator_class=validator_class,
+            formats=_format_checker(base),
         )
 
 

@@ -73,7 +73,7 @@ _SWAPS: dict[type[ast.AST], type[ast.AST]] = {
 _DELETABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.Raise, ast.Break, ast.Continue)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mutant:
     path: str
     #: The node's place in ``ast.walk`` order, stable for one source text.
@@ -152,7 +152,13 @@ def mutants(path: Path) -> list[Mutant]:
         for kind in _kinds(node, id(node) in bodies):
             line = getattr(node, "lineno", 0)
             found.append(
-                Mutant(relative, index, kind, line, lines[line - 1].strip() if line else "")
+                Mutant(
+                    path=relative,
+                    index=index,
+                    kind=kind,
+                    line=line,
+                    text=lines[line - 1].strip() if line else "",
+                )
             )
     return found
 

@@ -150,7 +150,7 @@ class _Worker:
                 else:
                     index, judgments = message
                     judged[index] = [
-                        Outcome(path, *judgment)
+                        Outcome(fixture=path, **dict(zip(_AFTER_PATH, judgment, strict=True)))
                         for path, judgment in zip(self._chunks[index], judgments, strict=True)
                     ]
             elif ready:  # ended without its end mark, every message read
@@ -175,8 +175,9 @@ def _judge_and_send(chunks: list[list[Path]], counter: Any, writer: connection.C
     writer.close()
 
 
-#: An outcome's fields after ``fixture`` (its first), in order: ``Outcome(fixture, *these)``.
-_without_path = operator.attrgetter(*(field.name for field in dataclasses.fields(Outcome)[1:]))
+#: An outcome's fields after ``fixture`` (its first), in order: what a worker sends of one.
+_AFTER_PATH = tuple(field.name for field in dataclasses.fields(Outcome)[1:])
+_without_path = operator.attrgetter(*_AFTER_PATH)
 
 
 def update_expectations(outcomes: Iterable[Outcome]) -> list[Path]:
