@@ -750,7 +750,7 @@ def test_an_invalid_unicode_escape_keeps_its_backslash_and_u_and_masks_the_rest(
 def test_a_fixture_file_name_keeps_40_characters_of_the_provider_and_nothing_unsafe() -> None:
     from hashlib import sha256
 
-    from callgate.redact.policy import fixture_name
+    from callgate.redact import fixture_name
 
     name = fixture_name({"provider": "My Gateway/" + "p" * 60, "profile": "openai"}, b"x")
     assert name == f"my-gateway-{'p' * 29}-openai-{sha256(b'x').hexdigest()[:12]}.json"

@@ -28,7 +28,7 @@ from callgate.cli.output import console, error_line, line
 from callgate.cli.replay.outcome import Outcome, expectation_now, judge, summarize
 from callgate.cli.replay.reports import ReplayFormat, render
 from callgate.proxy_addon.storage import write_atomic
-from callgate.redact import fixture_bytes
+from callgate.reassemble.envelope import fixture_bytes
 
 #: Above this many fixtures a terminal gets a progress bar; below it the bar would only flicker.
 PROGRESS_THRESHOLD = 20
@@ -183,8 +183,8 @@ _without_path = operator.attrgetter(*_AFTER_PATH)
 def update_expectations(outcomes: Iterable[Outcome]) -> list[Path]:
     """Rewrite the ``expect`` block of every readable fixture whose expectation does not hold to
     ``expectation_now``; every other key keeps its value and place. Written atomically as
-    ``callgate.redact.fixture_bytes`` lays fixtures out, keeping the file's mode. Returns the files
-    written, in order."""
+    ``fixture_bytes`` lays fixtures out, keeping the file's mode. Returns the files written, in
+    order."""
     written = []
     for outcome in outcomes:
         if outcome.facts is None or outcome.report is None or outcome.held:

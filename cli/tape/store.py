@@ -17,8 +17,8 @@ from callgate.cli.files import load_envelope, load_json
 from callgate.cli.tape import EXCHANGE_SUFFIX
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble import Report, check
+from callgate.reassemble.envelope import fixture_bytes
 from callgate.reassemble.errors import InputError
-from callgate.redact import fixture_bytes
 
 _ENTRY = re.compile(r"(\d{3,})(\.json|" + re.escape(EXCHANGE_SUFFIX) + ")")
 
