@@ -15,7 +15,7 @@ PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
 
-.PHONY: demo test test-fast test-full test-mitmproxy12 lint bench instructions fuzz mutate soak load docs browser clean
+.PHONY: demo test test-fast test-full test-mitmproxy12 lint bench instructions fuzz mutation-score soak load docs browser clean
 
 # pytest on both cores: tests that share a server or a built environment carry one
 # xdist_group and run on one worker. The 15 slowest are printed at the end (docs/testing.md).
@@ -114,10 +114,10 @@ fuzz: $(STAMP)
 	  --hypothesis-seed=$(FUZZ_SEED) tests/test_fuzz.py
 
 # How strongly the tests pin the engine and the redactor: MUTANTS sampled mutants of reassemble/
-# and redact/, each run against the fast lane in a copy of the checkout (see tools/mutate.py).
+# and redact/, each run against the fast lane in a copy of the checkout (tools/mutation_score.py).
 MUTANTS ?= 200
-mutate: $(STAMP)
-	MUTANTS=$(MUTANTS) $(BIN)/python -m tools.mutate
+mutation-score: $(STAMP)
+	MUTANTS=$(MUTANTS) $(BIN)/python -m tools.mutation_score
 
 # TURNS turns from CLIENTS clients through one proxy: memory, descriptors and CPU per turn as
 # they go, and one fixture per turn (see bench/soak_proxy.py). `make load` has 200 streams open

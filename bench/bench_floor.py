@@ -9,7 +9,7 @@ garbage collector off while timing (as ``timeit`` does):
 - strict: ``strict_json.loads`` of each chunk text (what the proxy and importers parse with);
 - openai-python: ``json.loads``, the SDK's own chunk construction and
   ``ChatCompletionStreamState.handle_chunk`` per chunk, then ``get_final_completion``: the
-  accumulator most apps run. It runs once (about 50 seconds) in the SDK environment
+  accumulator most apps run. It runs once (it is the slowest row) in the SDK environment
   (``.venv-apps``, made by ``make test``); without it that row is left out.
 
 Run: ``make bench`` (or ``python bench/bench_floor.py [FRAGMENTS]``).

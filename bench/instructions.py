@@ -116,16 +116,16 @@ def writer(events: int, times: int) -> None:
     body = bench_proxy.turn(events, 7) if events else long_argument_turn()
     chunks = bench_proxy.events_of(body)
     exchange = Exchange(
-        "POST",
-        "http://127.0.0.1:1/v1/chat/completions",
-        [
+        method="POST",
+        url="http://127.0.0.1:1/v1/chat/completions",
+        request_headers=[
             ("content-type", "application/json"),
             ("authorization", "Bearer sk-abcdefghijklmnopqrstuvwxyz123456"),
         ],
-        REQUEST,
-        200,
-        [("content-type", "text/event-stream")],
-        body,
+        request_body=REQUEST,
+        status=200,
+        response_headers=[("content-type", "text/event-stream")],
+        response_body=body,
         capture="proxy",
         event_times=[0.001 * n for n in range(len(chunks))],
     )

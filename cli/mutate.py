@@ -15,9 +15,9 @@ from callgate.cli.files import load_envelope
 from callgate.cli.output import line
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble import Status, check
+from callgate.reassemble.envelope import fixture_bytes
 from callgate.reassemble.errors import NotApplicable, UsageError
 from callgate.reassemble.mutations import KINDS, mutate
-from callgate.redact import fixture_bytes
 
 
 def run_mutate(

@@ -36,7 +36,7 @@ class ProxyMode(StrEnum):
     regular = "regular"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RecordOptions:
     upstream: str | None
     listen: str = "127.0.0.1:8080"

@@ -95,12 +95,13 @@ def _canonical(value: object) -> str:
 class Reassembler:
     """Checks one streamed assistant turn.
 
-    ``profile`` names a provider profile ("openai", "mistral", "anthropic"); ``tool_schemas`` maps
-    tool names to JSON Schemas; ``request`` holds the non-prompt request parameters
-    (``tool_choice`` decides whether ``stop`` may end a forced call); ``provider`` selects the
-    provider's named quirks and ``allow_quirks`` adds quirks by name. Feed raw events in order with
-    ``feed``; call ``close`` once at the end of the stream. Raises ``ValueError`` for an unknown
-    profile or quirk, ``RuntimeError`` when fed after ``close``.
+    ``profile`` names a provider profile: a key of ``callgate.reassemble.profiles.PROFILES``;
+    ``tool_schemas`` maps tool names to JSON Schemas; ``request`` holds the non-prompt request
+    parameters (``tool_choice`` decides whether ``"stop"`` may end a forced call); ``provider``
+    selects the provider's named quirks and ``allow_quirks`` adds quirks by name; ``limits``
+    bounds what one call's arguments may cost (``DEFAULT_LIMITS`` when None). Feed raw events in
+    order with ``feed``; call ``close`` once at the end of the stream. Raises ``UsageError`` for
+    an unknown profile or quirk, ``RuntimeError`` when fed after ``close``.
     """
 
     def __init__(
@@ -154,7 +155,13 @@ class Reassembler:
             self._report_unfinished()
         calls = tuple(self._call(slot) for key, slot in sorted(self._slots.items()) if slot.is_call)
         applicable = bool(calls) or self._claimed_calls
-        return Report(self._profile.name, self._provider, applicable, calls, tuple(self._findings))
+        return Report(
+            profile=self._profile.name,
+            provider=self._provider,
+            applicable=applicable,
+            calls=calls,
+            findings=tuple(self._findings),
+        )
 
     # -- dispatch ----------------------------------------------------------------------------------
 
@@ -207,15 +214,15 @@ class Reassembler:
         if path is None:
             path = f"/{self._profile.stream_key}/{self._event}{pointer}"
         finding = Finding(
-            code,
-            message,
-            severity,
-            choice,
-            slot,
-            self._event if event is None else event,
-            path,
-            quirk,
-            detail or {},
+            code=code,
+            message=message,
+            severity=severity,
+            choice=choice,
+            slot=slot,
+            event=self._event if event is None else event,
+            path=path,
+            quirk=quirk,
+            detail=detail or {},
         )
         self._findings.append(finding)
         return finding
@@ -594,15 +601,15 @@ class Reassembler:
         codes = tuple(f.code for f in self._findings if (f.choice, f.slot) == slot.key)
         arguments = slot.arguments if slot.arguments is not None else "".join(slot.fragments)
         return Call(
-            slot.key[0],
-            slot.key[1],
-            slot.call_id,
-            slot.name,
-            arguments,
-            slot.parsed,
-            slot_state(slot.lifecycle, slot.blocked, slot.validated),
-            codes,
-            slot.opened,
-            tuple(slot.grew),
-            slot.ended,
+            choice=slot.key[0],
+            slot=slot.key[1],
+            id=slot.call_id,
+            name=slot.name,
+            arguments=arguments,
+            parsed_arguments=slot.parsed,
+            state=slot_state(slot.lifecycle, slot.blocked, slot.validated),
+            findings=codes,
+            opened=slot.opened,
+            grew=tuple(slot.grew),
+            ended=slot.ended,
         )

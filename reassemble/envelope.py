@@ -2,11 +2,12 @@
 
 ``ENVELOPE_SCHEMA`` is the published JSON Schema (``schemas/envelope-v1.schema.json`` is generated
 from it and a test keeps the two equal). ``check`` validates an envelope against it and runs the
-engine over its stream.
+engine over its stream. ``fixture_bytes`` lays an envelope out as a fixture file holds it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -110,8 +111,9 @@ _TYPED = {
 
 def _plainly_valid(document: object) -> bool:
     """``ENVELOPE_SCHEMA`` read directly: True only for documents the schema accepts (a test
-    holds the two together on generated documents). jsonschema takes 0.1 ms to say the same
-    for a small fixture; anything this does not accept goes to it, and it names the problem."""
+    holds the two together on generated documents), where jsonschema walks every keyword of
+    the schema to say the same; anything this does not accept goes to it, and it names the
+    problem."""
     if not isinstance(document, dict) or not _TOP_KEYS.issuperset(document):
         return False
     profile = document.get("profile")
@@ -183,7 +185,7 @@ def check(
 ) -> Report:
     """Judge the streamed turn in ``envelope``.
 
-    Raises ``EnvelopeError`` when it is not an envelope and ``ValueError`` for an unknown quirk.
+    Raises ``EnvelopeError`` when it is not an envelope and ``UsageError`` for an unknown quirk.
     """
     valid = validate_envelope(envelope)
     profile = PROFILES[valid["profile"]]
@@ -198,3 +200,35 @@ def check(
     for raw in valid[profile.stream_key]:
         reassembler.feed(raw)
     return reassembler.close()
+
+
+# -- as a file ---------------------------------------------------------------------------------
+
+#: One JSON value on one line, by the C encoder (``json.dumps`` with options builds an encoder
+#: per call). Values read from JSON hold no cycle, so none is looked for (the encoder would
+#: otherwise record every list and object it enters).
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+
+
+def fixture_bytes(envelope: Mapping[str, Any]) -> bytes:
+    """How a fixture is stored: indented UTF-8 JSON with a final newline, each event of the
+    stream on a line of its own. A diff then shows which events changed, and the events (nearly
+    all of a long stream) go through the C encoder: Python 3.11's indenting encoder is pure
+    Python, and was a large share of what writing a long fixture cost the proxy. Any other JSON
+    object (a tape's record) is laid out the same way, without a stream."""
+    return fixture_text(envelope).encode()
+
+
+def fixture_text(envelope: Mapping[str, Any]) -> str:
+    """``fixture_bytes`` before encoding: the text a leak gate searches before it is written."""
+    profile = PROFILES.get(envelope.get("profile"))  # type: ignore[arg-type]
+    stream_key = profile.stream_key if profile is not None else None
+    fields = []
+    for key, value in envelope.items():
+        if key == stream_key and isinstance(value, list) and value:
+            text = "[\n    " + ",\n    ".join(map(_ONE_LINE, value)) + "\n  ]"
+        else:
+            # A JSON string holds no raw line break, so every one here is layout.
+            text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        fields.append(f"  {_ONE_LINE(key)}: {text}")
+    return "{\n" + ",\n".join(fields) + "\n}\n" if fields else "{}\n"

@@ -18,7 +18,7 @@ class Severity(StrEnum):
 
 
 @quick_init
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Finding:
     """One observation about the stream.
 

@@ -39,7 +39,7 @@ class Source:
 Make = Callable[[Profile, list[Any], Source], "list[Any] | str"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Kind:
     name: str
     #: The code a fault must produce; None for a variation, which must pass unchanged.
@@ -476,105 +476,114 @@ KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (
         Kind(
-            "truncate",
-            Code.MISSING_TERMINAL,
-            "the stream stops before the event that carries the terminal evidence",
-            _truncate,
+            name="truncate",
+            code=Code.MISSING_TERMINAL,
+            description="the stream stops before the event that carries the terminal evidence",
+            make=_truncate,
         ),
         Kind(
-            "drop_terminal",
-            Code.MISSING_TERMINAL,
-            "every event that carries the terminal evidence is left out",
-            _drop_terminal,
+            name="drop_terminal",
+            code=Code.MISSING_TERMINAL,
+            description="every event that carries the terminal evidence is left out",
+            make=_drop_terminal,
         ),
         Kind(
-            "duplicate_terminal",
-            Code.DUPLICATE_TERMINAL,
-            "the first event that carries the terminal evidence comes twice",
-            _duplicate_terminal,
+            name="duplicate_terminal",
+            code=Code.DUPLICATE_TERMINAL,
+            description="the first event that carries the terminal evidence comes twice",
+            make=_duplicate_terminal,
         ),
         Kind(
-            "delta_after_terminal",
-            Code.DELTA_AFTER_TERMINAL,
-            "the last argument fragment comes again after the terminal evidence",
-            _delta_after_terminal,
-            _whole_calls,
+            name="delta_after_terminal",
+            code=Code.DELTA_AFTER_TERMINAL,
+            description="the last argument fragment comes again after the terminal evidence",
+            make=_delta_after_terminal,
+            never=_whole_calls,
         ),
         Kind(
-            "wrong_terminal",
-            Code.WRONG_TERMINAL_REASON,
-            "the turn ends as if the output hit the token limit",
-            _wrong_terminal,
+            name="wrong_terminal",
+            code=Code.WRONG_TERMINAL_REASON,
+            description="the turn ends as if the output hit the token limit",
+            make=_wrong_terminal,
         ),
         Kind(
-            "reuse_slot",
-            Code.IDENTITY_COLLISION,
-            "the second call comes on the first call's slot, with its own id",
-            _reuse_slot,
-            _no_slot_field,
+            name="reuse_slot",
+            code=Code.IDENTITY_COLLISION,
+            description="the second call comes on the first call's slot, with its own id",
+            make=_reuse_slot,
+            never=_no_slot_field,
         ),
         Kind(
-            "drop_id",
-            Code.MISSING_CALL_ID,
-            "the first call's id is left out",
-            _drop_id,
-            _whole_calls,
+            name="drop_id",
+            code=Code.MISSING_CALL_ID,
+            description="the first call's id is left out",
+            make=_drop_id,
+            never=_whole_calls,
         ),
         Kind(
-            "corrupt_arguments",
-            Code.INVALID_ARGUMENTS_JSON,
-            "the first call's argument text gets a second opening brace",
-            _corrupt_arguments,
-            _whole_calls,
+            name="corrupt_arguments",
+            code=Code.INVALID_ARGUMENTS_JSON,
+            description="the first call's argument text gets a second opening brace",
+            make=_corrupt_arguments,
+            never=_whole_calls,
         ),
         Kind(
-            "schema_violation",
-            Code.SCHEMA_VIOLATION,
-            "an argument gets a value of another type than its schema declares",
-            _schema_violation,
+            name="schema_violation",
+            code=Code.SCHEMA_VIOLATION,
+            description="an argument gets a value of another type than its schema declares",
+            make=_schema_violation,
         ),
         Kind(
-            "provider_error",
-            Code.STREAM_ERROR,
-            "the provider's own error event after the first argument fragment, and nothing after "
-            "it",
-            _provider_error,
+            name="provider_error",
+            code=Code.STREAM_ERROR,
+            description=(
+                "the provider's own error event after the first argument fragment, and nothing "
+                "after it"
+            ),
+            make=_provider_error,
         ),
         Kind(
-            "resplit",
-            None,
-            "each call's argument text cut one character later",
-            _resplit,
-            _whole_calls,
-        ),
-        Kind("interleave", None, "the first two calls' events take turns", _interleave),
-        Kind(
-            "empty_deltas",
-            None,
-            "an empty copy after every argument fragment",
-            _empty_deltas,
-            _whole_calls,
+            name="resplit",
+            code=None,
+            description="each call's argument text cut one character later",
+            make=_resplit,
+            never=_whole_calls,
         ),
         Kind(
-            "repeat_identity",
-            None,
-            "every fragment of a call repeats its id and name",
-            _repeat_identity,
-            _identity_once,
+            name="interleave",
+            code=None,
+            description="the first two calls' events take turns",
+            make=_interleave,
         ),
         Kind(
-            "delayed_identity",
-            None,
-            "each call's id and name come with its second fragment, not its first",
-            _delayed_identity,
-            _identity_once,
+            name="empty_deltas",
+            code=None,
+            description="an empty copy after every argument fragment",
+            make=_empty_deltas,
+            never=_whole_calls,
         ),
         Kind(
-            "split_events",
-            None,
-            "the same events, sent in pieces of 1 to 13 bytes "
-            "(callgate serve re-cuts the framed stream; the events do not change)",
-            _split_events,
+            name="repeat_identity",
+            code=None,
+            description="every fragment of a call repeats its id and name",
+            make=_repeat_identity,
+            never=_identity_once,
+        ),
+        Kind(
+            name="delayed_identity",
+            code=None,
+            description="each call's id and name come with its second fragment, not its first",
+            make=_delayed_identity,
+            never=_identity_once,
+        ),
+        Kind(
+            name="split_events",
+            code=None,
+            description=(
+                "the same events, sent in pieces of 1 to 13 bytes "
+                "(callgate serve re-cuts the framed stream; the events do not change)"
+            ),
+            make=_split_events,
         ),
     )
 }
@@ -582,7 +591,8 @@ KINDS: dict[str, Kind] = {
 
 def mutations(blocking: bool | None = None, profile: str | None = None) -> list[str]:
     """The kinds' names: all, the faults (``blocking=True``) or the variations (``False``);
-    with ``profile``, only those its turns can take (whether one turn can, ``mutate`` says)."""
+    with ``profile``, only those its turns can take (whether one turn can, ``mutate`` says).
+    Raises ``KeyError`` for an unknown profile."""
     return [
         name
         for name, kind in KINDS.items()
@@ -594,8 +604,9 @@ def mutations(blocking: bool | None = None, profile: str | None = None) -> list[
 def mutate(envelope: Mapping[str, Any], kind_name: str, source: str = "") -> dict[str, Any]:
     """The variant of a passing ``envelope`` made by ``kind_name``, its verdict pinned in
     ``expect`` and its making in ``meta.mutation``. Raises ``NotApplicable`` when the kind
-    cannot apply to this turn, or the engine does not say what the kind must make it say, and
-    ``KeyError`` for an unknown kind."""
+    cannot apply to this turn, or the engine does not say what the kind must make it say,
+    ``EnvelopeError`` when ``envelope`` is not an envelope, and ``KeyError`` for an unknown
+    kind."""
     kind = KINDS[kind_name]
     before = check(envelope)
     if before.status is not Status.PASS:

@@ -65,7 +65,7 @@ def provider_from_url(url: str) -> str | None:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SdkRoute:
     """How the provider's official SDK is pointed elsewhere, for tapes: ``callgate_tape`` serves
     each route under ``/<name>/`` on loopback and sets ``base_url_variables`` to
@@ -109,29 +109,43 @@ def _ollama_error(status: int, message: str) -> dict[str, Any]:
 # ollama-python reads OLLAMA_HOST (ollama/_client.py) and a local Ollama takes no key.
 SDK_ROUTES: tuple[SdkRoute, ...] = (
     SdkRoute(
-        "openai",
-        "https://api.openai.com",
-        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
-        "/v1",
-        ("OPENAI_API_KEY",),
-        _openai_error,
+        name="openai",
+        upstream="https://api.openai.com",
+        base_url_variables=("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        sdk_path="/v1",
+        key_variables=("OPENAI_API_KEY",),
+        error_body=_openai_error,
     ),
     SdkRoute(
-        "anthropic",
-        "https://api.anthropic.com",
-        ("ANTHROPIC_BASE_URL",),
-        "",
-        ("ANTHROPIC_API_KEY",),
-        _anthropic_error,
+        name="anthropic",
+        upstream="https://api.anthropic.com",
+        base_url_variables=("ANTHROPIC_BASE_URL",),
+        sdk_path="",
+        key_variables=("ANTHROPIC_API_KEY",),
+        error_body=_anthropic_error,
     ),
-    SdkRoute("mistral", "https://api.mistral.ai", (), "", ("MISTRAL_API_KEY",), _openai_error),
     SdkRoute(
-        "gemini",
-        "https://generativelanguage.googleapis.com",
-        ("GOOGLE_GEMINI_BASE_URL",),
-        "",
-        ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-        _google_error,
+        name="mistral",
+        upstream="https://api.mistral.ai",
+        base_url_variables=(),
+        sdk_path="",
+        key_variables=("MISTRAL_API_KEY",),
+        error_body=_openai_error,
     ),
-    SdkRoute("ollama", "http://localhost:11434", ("OLLAMA_HOST",), "", (), _ollama_error),
+    SdkRoute(
+        name="gemini",
+        upstream="https://generativelanguage.googleapis.com",
+        base_url_variables=("GOOGLE_GEMINI_BASE_URL",),
+        sdk_path="",
+        key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        error_body=_google_error,
+    ),
+    SdkRoute(
+        name="ollama",
+        upstream="http://localhost:11434",
+        base_url_variables=("OLLAMA_HOST",),
+        sdk_path="",
+        key_variables=(),
+        error_body=_ollama_error,
+    ),
 )

@@ -15,7 +15,7 @@ from callgate.reassemble.codes import Code
 from callgate.reassemble.errors import UsageError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Quirk:
     name: str
     relaxes: Code

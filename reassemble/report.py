@@ -30,7 +30,7 @@ EXIT_CODES = {Status.PASS: 0, Status.FAIL: 1, Status.NOT_APPLICABLE: 2, Status.I
 
 
 @quick_init
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Call:
     choice: int
     slot: int
@@ -63,7 +63,7 @@ class Call:
 
 
 @quick_init
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Report:
     profile: str
     provider: str | None

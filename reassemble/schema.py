@@ -170,8 +170,8 @@ def _compiles(text: object) -> bool:
     return True
 
 
-# jsonschema checks these with an Earley parser at about half a millisecond per character, so a
-# model could stall validation for minutes with one long string. Refusing them is cheaper.
+# jsonschema checks these with an Earley parser, slow enough per character that a model could
+# stall validation with one long string. Refusing them is cheaper.
 _SLOW_FORMATS = frozenset({"iri", "iri-reference"})
 
 
@@ -221,7 +221,7 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
         yield ValidationError(f"{instance!r} has non-unique elements")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Dialect:
     name: str
     base: Any  # jsonschema's own class, whose metaschema checks the schema
@@ -236,7 +236,12 @@ class _Dialect:
             base, {"multipleOf": _multiple_of, "uniqueItems": _unique_items}
         )
         return cls(
-            name, base, keywords, frozenset(keeps_false), validator_class, _format_checker(base)
+            name=name,
+            base=base,
+            keywords=keywords,
+            keeps_false=frozenset(keeps_false),
+            validator_class=validator_class,
+            formats=_format_checker(base),
         )
 
 

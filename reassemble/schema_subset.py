@@ -1,12 +1,12 @@
 """A quick yes for arguments that plainly fit a plain schema; jsonschema for everything else.
 
-jsonschema takes about 6 µs per array item even for ``{"type": "integer"}`` (a validator object
-and a generator per value), so one tool call with a thousand numbers costs 6 ms. Most tool
-schemas use a handful of keywords (types, properties, required, items, enum, bounds); for those,
-``accepting`` builds one predicate per subschema, once, that answers True only when jsonschema
-would find no error (a property test holds the two together on generated schemas and values, in
-both dialects). False means "ask jsonschema", which then names what is wrong: the predicate never
-names a violation, so reports read the same either way.
+jsonschema builds a validator object and a generator for every value it checks, even for
+``{"type": "integer"}``, so each array item of a tool call's arguments costs it several Python
+calls. Most tool schemas use a handful of keywords (types, properties, required, items, enum,
+bounds); for those, ``accepting`` builds one predicate per subschema, once, that answers True only
+when jsonschema would find no error (a property test holds the two together on generated schemas
+and values, in both dialects). False means "ask jsonschema", which then names what is wrong: the
+predicate never names a violation, so reports read the same either way.
 
 Anything outside the subset (``$ref``, combinators, ``pattern``, ``format``, ``uniqueItems``,
 ``multipleOf``, tuple ``items``, ...) makes ``accepting`` return None: that schema always goes to

@@ -3,12 +3,12 @@
 Plain functions over data: no file, socket or logging here.
 """
 
+from callgate.reassemble.envelope import fixture_bytes
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.redact.exchange import Exchange
+from callgate.redact.fixture_file import fixture_name
 from callgate.redact.policy import (
     Redacted,
-    fixture_bytes,
-    fixture_name,
     redact_envelope,
     redact_exchange,
     refuse_leaks,

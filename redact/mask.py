@@ -34,7 +34,7 @@ _MASKED_RUN = re.compile(_MASKED)
 _STRING_PIECE = re.compile(r"\\u[0-9A-Fa-f]{4}|\\.?|" + _MASKED, re.DOTALL)
 
 # Strings are masked by the runs and escapes these patterns find, not character by character
-# in Python: a 10 KB argument text took 10 ms character by character, 1.3 ms by runs.
+# in Python: one Python step per run of characters, not one per character.
 
 
 def mask_text(text: str) -> str:

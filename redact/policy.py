@@ -14,8 +14,6 @@ nor any known credential format, may remain.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections import Counter
 from collections.abc import Collection, Mapping
@@ -24,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from callgate.reassemble import Report, check, strict_json
+from callgate.reassemble.envelope import fixture_text
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import (
@@ -53,9 +52,6 @@ KEPT_HEADERS = (
     "x-stainless-runtime",
     "x-stainless-runtime-version",
 )
-#: One JSON value on one line, by the C encoder (``json.dumps`` with options builds an encoder
-#: per call). Values read from JSON hold no cycle, so none is looked for (a third of the time).
-_ONE_LINE = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 _PRODUCT = re.compile(r"[A-Za-z][\w.-]*/[\w.+-]+")
 
 
@@ -63,7 +59,8 @@ _PRODUCT = re.compile(r"[A-Za-z][\w.-]*/[\w.+-]+")
 class Redacted:
     envelope: dict[str, Any]
     report: Report
-    #: ``envelope`` as a fixture stores it (``fixture_bytes``): the text the leak gate passed.
+    #: ``envelope`` as a fixture stores it (``callgate.reassemble.envelope.fixture_bytes``): the
+    #: text the leak gate passed.
     data: bytes
 
 
@@ -161,7 +158,7 @@ def _redacted(
         )
     if pin_expectation:
         out["expect"] = {"status": after.status.value, "codes": after.blocking_codes}
-    text = _fixture_text(out)
+    text = fixture_text(out)
     refuse_leaks(out, secrets, text)
     return Redacted(out, after, text.encode())
 
@@ -255,34 +252,6 @@ def request_context(body: bytes, profile: str) -> tuple[dict[str, Any], dict[str
     when unreadable."""
     request = request_json(body)
     return tool_schemas(request, profile), request_parameters(request)
-
-
-def fixture_bytes(envelope: Mapping[str, Any]) -> bytes:
-    """How a fixture is stored: indented UTF-8 JSON with a final newline, each event of the
-    stream on a line of its own. A diff then shows which events changed, and the events (nearly
-    all of a long stream) go through the C encoder: Python 3.11's indenting encoder is pure
-    Python, and was 45% of the time the proxy took to write a 2,000-event fixture."""
-    return _fixture_text(envelope).encode()
-
-
-def _fixture_text(envelope: Mapping[str, Any]) -> str:
-    profile = PROFILES.get(envelope.get("profile"))  # type: ignore[arg-type]
-    stream_key = profile.stream_key if profile is not None else None
-    fields = []
-    for key, value in envelope.items():
-        if key == stream_key and isinstance(value, list) and value:
-            text = "[\n    " + ",\n    ".join(map(_ONE_LINE, value)) + "\n  ]"
-        else:
-            # A JSON string holds no raw line break, so every one here is layout.
-            text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
-        fields.append(f"  {_ONE_LINE(key)}: {text}")
-    return "{\n" + ",\n".join(fields) + "\n}\n" if fields else "{}\n"
-
-
-def fixture_name(envelope: Mapping[str, Any], data: bytes) -> str:
-    """``<provider>-<profile>-<hash>.json``: nothing from inside the recording names a file."""
-    provider = re.sub(r"[^a-z0-9-]+", "-", str(envelope.get("provider") or "unknown").lower())
-    return f"{provider[:40]}-{envelope['profile']}-{hashlib.sha256(data).hexdigest()[:12]}.json"
 
 
 def tool_schemas(request: Mapping[str, Any], profile: str) -> dict[str, Any]:

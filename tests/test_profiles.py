@@ -624,7 +624,16 @@ def test_routes_and_calls_cannot_be_changed_by_a_caller(cls: str) -> None:
     value: object = (
         SDK_ROUTES[0]
         if cls == "SdkRoute"
-        else Call(0, 0, "id", "f", "{}", {}, SlotState.VALIDATED, ())
+        else Call(
+            choice=0,
+            slot=0,
+            id="id",
+            name="f",
+            arguments="{}",
+            parsed_arguments={},
+            state=SlotState.VALIDATED,
+            findings=(),
+        )
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         value.name = "changed"  # type: ignore[attr-defined]

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import builtins
+import inspect
+import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import callgate
-from callgate.reassemble import Reassembler, check
+from callgate.reassemble import ENVELOPE_SCHEMA, Reassembler, check
 from callgate.reassemble.errors import CallgateError, InputError
+from callgate.redact.stream import REQUEST_PARAMETERS
 
 
 def test_every_public_name_resolves_to_its_definition() -> None:
@@ -86,3 +92,68 @@ def test_the_engine_package_exports_what_a_star_import_gives() -> None:
         "check",
         "validate_envelope",
     ]
+
+
+#: A bare name in double backquotes: what a docstring calls a parameter, an attribute or another
+#: Python name. A dotted path (``meta.mutation``) or a quoted value (``"stop"``) is data.
+_MENTION = re.compile(r"``([A-Za-z_]\w*)``")
+#: Names of the data a docstring may speak of besides Python names: the envelope's members and
+#: the request parameters a fixture keeps.
+_DATA_NAMES = frozenset(ENVELOPE_SCHEMA["properties"]) | frozenset(REQUEST_PARAMETERS)
+
+
+def _public_callables() -> Iterator[tuple[str, Callable[..., Any], object]]:
+    """(label, callable, owner) for each callable of ``callgate.__all__`` and each public method
+    or property of its classes; the owner is the class (or the function itself)."""
+    for name in callgate.__all__:
+        value = getattr(callgate, name)
+        if inspect.isfunction(value):
+            yield name, value, value
+        elif inspect.isclass(value):
+            yield name, value, value
+            for member, attribute in vars(value).items():
+                if isinstance(attribute, property) and attribute.fget is not None:
+                    attribute = attribute.fget
+                if inspect.isfunction(attribute) and not member.startswith("_"):
+                    yield f"{name}.{member}", attribute, value
+
+
+def _own_doc(function: Callable[..., Any]) -> str:
+    # A class without a docstring of its own gets dataclasses' signature line or a base
+    # class's text, which speak of no parameter of its own.
+    doc = vars(function).get("__doc__") if inspect.isclass(function) else function.__doc__
+    return doc or ""
+
+
+def _unexplained(function: Callable[..., Any], owner: object) -> list[str]:
+    """The bare names the docstring mentions that are no parameter of ``function``, no attribute
+    of ``owner``, no name of its module, of builtins or of ``callgate``, and no data name."""
+    parameters = inspect.signature(function).parameters
+    module = vars(sys.modules[function.__module__])
+    return sorted(
+        mention
+        for mention in set(_MENTION.findall(_own_doc(function)))
+        if mention not in parameters
+        and not hasattr(owner, mention)
+        and mention not in module
+        and not hasattr(builtins, mention)
+        and mention not in callgate.__all__
+        and mention not in _DATA_NAMES
+    )
+
+
+def test_public_docstrings_name_no_parameter_the_signature_lacks() -> None:
+    unexplained = {
+        label: names
+        for label, function, owner in _public_callables()
+        if (names := _unexplained(function, owner))
+    }
+    assert unexplained == {}
+
+
+def test_the_docstring_check_catches_a_parameter_that_does_not_exist() -> None:
+    def reads(profile: str, *, limits: object = None) -> None:
+        """``profile`` names a profile; ``indexless`` places calls; ``limits`` bounds them."""
+
+    assert _unexplained(reads, reads) == ["indexless"]
+    assert len(list(_public_callables())) > len(callgate.__all__)  # methods are looked at too

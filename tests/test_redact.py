@@ -98,13 +98,13 @@ def openai_exchange(
         ],
     }
     return Exchange(
-        "POST",
-        "https://api.openai.com/v1/chat/completions" + query,
-        headers or [("content-type", "application/json")],
-        json.dumps(body).encode(),
-        200,
-        [("content-type", "text/event-stream")],
-        sse(*chunks),
+        method="POST",
+        url="https://api.openai.com/v1/chat/completions" + query,
+        request_headers=headers or [("content-type", "application/json")],
+        request_body=json.dumps(body).encode(),
+        status=200,
+        response_headers=[("content-type", "text/event-stream")],
+        response_body=sse(*chunks),
         capture="import:har",
     )
 
@@ -240,13 +240,13 @@ def test_a_credential_left_in_kept_data_refuses_the_write_without_naming_it() ->
 
 def test_a_stream_no_profile_reads_at_an_unknown_endpoint_is_not_applicable() -> None:
     exchange = Exchange(
-        "POST",
-        "https://llm.example/v9/generate",
-        [],
-        b"{}",
-        200,
-        [("content-type", "text/event-stream")],
-        sse({"token": "x"}),
+        method="POST",
+        url="https://llm.example/v9/generate",
+        request_headers=[],
+        request_body=b"{}",
+        status=200,
+        response_headers=[("content-type", "text/event-stream")],
+        response_body=sse({"token": "x"}),
     )
     with pytest.raises(NotApplicable, match=r"^no profile reads endpoint /v9/generate$"):
         redact_exchange(exchange)
@@ -264,13 +264,13 @@ def test_keeping_the_models_text_is_written_into_the_redaction_note() -> None:
 def test_an_error_status_is_not_applicable_whatever_the_body() -> None:
     exchange = openai_exchange(['{"city": "Oslo"}'])
     exchange = Exchange(
-        exchange.method,
-        exchange.url,
-        exchange.request_headers,
-        exchange.request_body,
-        429,
-        exchange.response_headers,
-        exchange.response_body,
+        method=exchange.method,
+        url=exchange.url,
+        request_headers=exchange.request_headers,
+        request_body=exchange.request_body,
+        status=429,
+        response_headers=exchange.response_headers,
+        response_body=exchange.response_body,
     )
     with pytest.raises(NotApplicable, match=r"^HTTP status 429$"):
         redact_exchange(exchange)
@@ -278,13 +278,13 @@ def test_an_error_status_is_not_applicable_whatever_the_body() -> None:
 
 def test_a_non_streamed_exchange_is_not_applicable() -> None:
     exchange = Exchange(
-        "POST",
-        "https://api.openai.com/v1/chat/completions",
-        [],
-        b"{}",
-        200,
-        [("content-type", "application/json")],
-        b'{"choices": []}',
+        method="POST",
+        url="https://api.openai.com/v1/chat/completions",
+        request_headers=[],
+        request_body=b"{}",
+        status=200,
+        response_headers=[("content-type", "application/json")],
+        response_body=b'{"choices": []}',
     )
     with pytest.raises(NotApplicable, match="not streamed: the body is one JSON document"):
         redact_exchange(exchange)
@@ -330,13 +330,13 @@ def test_a_responses_exchange_keeps_every_copy_of_the_arguments_equal_after_mask
         "tools": [{"type": "function", "name": "get_weather", "parameters": WEATHER}],
     }
     exchange = Exchange(
-        "POST",
-        "https://api.openai.com/v1/responses",
-        [],
-        json.dumps(request).encode(),
-        200,
-        [("content-type", "text/event-stream")],
-        body,
+        method="POST",
+        url="https://api.openai.com/v1/responses",
+        request_headers=[],
+        request_body=json.dumps(request).encode(),
+        status=200,
+        response_headers=[("content-type", "text/event-stream")],
+        response_body=body,
     )
     envelope = redact_exchange(exchange).envelope
     assert (envelope["profile"], envelope["expect"]) == (
@@ -564,7 +564,13 @@ def test_a_done_event_without_its_arguments_is_redacted_without_a_site_for_them(
 
 def headers_exchange(headers: list[tuple[str, str]], query: str = "") -> Exchange:
     return Exchange(
-        "POST", f"https://api.openai.com/v1/chat/completions{query}", headers, b"{}", 200, [], b""
+        method="POST",
+        url=f"https://api.openai.com/v1/chat/completions{query}",
+        request_headers=headers,
+        request_body=b"{}",
+        status=200,
+        response_headers=[],
+        response_body=b"",
     )
 
 
@@ -744,7 +750,7 @@ def test_an_invalid_unicode_escape_keeps_its_backslash_and_u_and_masks_the_rest(
 def test_a_fixture_file_name_keeps_40_characters_of_the_provider_and_nothing_unsafe() -> None:
     from hashlib import sha256
 
-    from callgate.redact.policy import fixture_name
+    from callgate.redact import fixture_name
 
     name = fixture_name({"provider": "My Gateway/" + "p" * 60, "profile": "openai"}, b"x")
     assert name == f"my-gateway-{'p' * 29}-openai-{sha256(b'x').hexdigest()[:12]}.json"

@@ -623,13 +623,13 @@ def test_a_fixture_built_with_the_live_verdict_is_the_one_built_by_judging_again
     tap = judging_tap(envelope, framing, enforce=False)
     through(tap, body, 100)
     exchange = Exchange(
-        "POST",
-        "https://llm.example/v1/stream",
-        [],
-        request,
-        200,
-        [("content-type", MEDIA_TYPES[framing][0])],
-        body,
+        method="POST",
+        url="https://llm.example/v1/stream",
+        request_headers=[],
+        request_body=request,
+        status=200,
+        response_headers=[("content-type", MEDIA_TYPES[framing][0])],
+        response_body=body,
         capture="proxy",
     )
     options: dict[str, Any] = {"profile": profile, "provider": envelope.get("provider")}

@@ -9,6 +9,7 @@ of every run stays on loopback (replay has no upstream at all).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import http.client
 import json
 import os
@@ -151,13 +152,13 @@ def test_shapes_of_the_other_apis_name_their_tools_and_system_prompts() -> None:
 
 def exchange(body: bytes, content_type: str = "application/json", status: int = 200) -> Exchange:
     return Exchange(
-        "POST",
-        "https://api.openai.com/v1/embeddings?key=CANARY-QUERY-9e4f",
-        [("authorization", f"Bearer {KEYS['OPENAI_API_KEY']}")],
-        b'{"input": "CANARY-PROMPT-8d1e"}',
-        status,
-        [("content-type", content_type)],
-        body,
+        method="POST",
+        url="https://api.openai.com/v1/embeddings?key=CANARY-QUERY-9e4f",
+        request_headers=[("authorization", f"Bearer {KEYS['OPENAI_API_KEY']}")],
+        request_body=b'{"input": "CANARY-PROMPT-8d1e"}',
+        status=status,
+        response_headers=[("content-type", content_type)],
+        response_body=body,
         capture="tape",
     )
 
@@ -256,6 +257,30 @@ def test_entries_of_one_shape_are_served_in_order_and_other_shapes_in_any_order(
     ]
     assert tape.problems() == []
     assert tape.decide(shape("a")).refusal is not None  # each entry is served once
+
+
+def test_making_a_tape_deletes_nothing_and_opening_one_to_record_all_clears_its_files(
+    tmp_path: Path,
+) -> None:
+    shape = {"route": "openai", "method": "POST", "path": "/v1/embeddings"}
+    record = {
+        "tape_record": 1,
+        "request": shape,
+        "response": {"status": 200, "content_type": "text/plain", "text": "1"},
+    }
+    store.write(tmp_path, 1, shape, record=record)
+    (tmp_path / "notes.txt").write_text("kept")
+    made = Tape(tmp_path, RecordMode.ALL, "test_x")
+    assert made.recording and (tmp_path / "001.exchange.json").is_file()
+    opened = Tape.open(tmp_path, RecordMode.ALL, "test_x", allow_unused=True)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
+    assert opened.recording and opened.allow_unused
+    replayed = Tape.open(tmp_path, RecordMode.NONE, "test_x")
+    assert replayed == Tape(tmp_path, RecordMode.NONE, "test_x")  # the state is not compared
+    given = {f.name for f in dataclasses.fields(Tape) if f.init}
+    compared = {f.name for f in dataclasses.fields(Tape) if f.compare}
+    assert given == {"folder", "mode", "test", "redaction", "allow", "allow_unused"}
+    assert compared == given | {"turns", "exchanges", "mutated"}
 
 
 def test_a_request_the_tape_lacks_gets_the_providers_error_shape_even_when_sent_chunked(

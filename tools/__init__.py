@@ -1,1 +1,2 @@
-"""Scripts that only work from a checkout: the demo driver and the docs generator."""
+"""Scripts that only work from a checkout: the demo driver, the docs generator, the mutation
+score and the build backend."""

@@ -42,7 +42,7 @@ TIMEOUT = 60.0
 SHOWN_ARGUMENTS = 200
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Adapter:
     #: The module the runner imports: probed to choose an interpreter.
     module: str
@@ -57,14 +57,36 @@ class Adapter:
 
 
 ADAPTERS: dict[str, Adapter] = {
-    "openai-python": Adapter("openai", "openai", ("openai", "mistral"), False),
-    "anthropic-python": Adapter("anthropic", "anthropic", ("anthropic",), True),
-    "langchain": Adapter("langchain_openai", "langchain-openai", ("openai", "mistral"), True),
-    "litellm": Adapter("litellm", "litellm", ("openai", "mistral"), False),
-    "ollama-python": Adapter("ollama", "ollama", ("ollama",), True, hands_ids=False),
-    "cohere-python": Adapter("cohere", "cohere", ("cohere",), False),
-    "boto3": Adapter("boto3", "boto3", ("bedrock-converse",), True),
-    "langchain-aws": Adapter("langchain_aws", "langchain-aws", ("bedrock-converse",), True),
+    "openai-python": Adapter(
+        module="openai", package="openai", profiles=("openai", "mistral"), hands_values=False
+    ),
+    "anthropic-python": Adapter(
+        module="anthropic", package="anthropic", profiles=("anthropic",), hands_values=True
+    ),
+    "langchain": Adapter(
+        module="langchain_openai",
+        package="langchain-openai",
+        profiles=("openai", "mistral"),
+        hands_values=True,
+    ),
+    "litellm": Adapter(
+        module="litellm", package="litellm", profiles=("openai", "mistral"), hands_values=False
+    ),
+    "ollama-python": Adapter(
+        module="ollama", package="ollama", profiles=("ollama",), hands_values=True, hands_ids=False
+    ),
+    "cohere-python": Adapter(
+        module="cohere", package="cohere", profiles=("cohere",), hands_values=False
+    ),
+    "boto3": Adapter(
+        module="boto3", package="boto3", profiles=("bedrock-converse",), hands_values=True
+    ),
+    "langchain-aws": Adapter(
+        module="langchain_aws",
+        package="langchain-aws",
+        profiles=("bedrock-converse",),
+        hands_values=True,
+    ),
 }
 
 
@@ -86,7 +108,7 @@ class HandedCall:
     arguments: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AdapterResult:
     adapter: str
     version: str

@@ -29,7 +29,7 @@ from callgate.redact import (
 from callgate.redact.exchange import Exchange
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImportOptions:
     out: Path | None = None
     out_dir: Path = Path(".")

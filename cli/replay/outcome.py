@@ -57,7 +57,7 @@ class Facts:
 
 
 @quick_init
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcome:
     """One fixture replayed. ``error`` is set (and ``facts``/``report`` are not) when the file
     is unreadable or not an envelope."""
@@ -96,12 +96,11 @@ class Outcome:
     ) -> Outcome:
         """The outcome of ``report`` on ``envelope``, read from ``fixture``."""
         return cls(
-            fixture,
-            Facts.of(envelope),
-            report,
-            expectation_problems(envelope, report),
-            None,
-            seconds,
+            fixture=fixture,
+            facts=Facts.of(envelope),
+            report=report,
+            problems=expectation_problems(envelope, report),
+            seconds=seconds,
         )
 
 
@@ -199,7 +198,14 @@ def judge(path: Path) -> Outcome:
         problem = (
             "no *.json fixture in this folder" if folder else str(error).removeprefix(f"{path}: ")
         )
-        return Outcome(path, None, None, [], problem, time.perf_counter() - start)
+        return Outcome(
+            fixture=path,
+            facts=None,
+            report=None,
+            problems=[],
+            error=problem,
+            seconds=time.perf_counter() - start,
+        )
     return Outcome.judged(path, document, report, time.perf_counter() - start)
 
 

@@ -28,7 +28,7 @@ from callgate.cli.output import console, error_line, line
 from callgate.cli.replay.outcome import Outcome, expectation_now, judge, summarize
 from callgate.cli.replay.reports import ReplayFormat, render
 from callgate.proxy_addon.storage import write_atomic
-from callgate.redact import fixture_bytes
+from callgate.reassemble.envelope import fixture_bytes
 
 #: Above this many fixtures a terminal gets a progress bar; below it the bar would only flicker.
 PROGRESS_THRESHOLD = 20
@@ -63,8 +63,8 @@ def _judged(files: list[Path], jobs: int) -> Iterator[Outcome]:
             yield from _shared(files, workers)
 
 
-#: Files per chunk: a few milliseconds of judging, and its outcomes (about 17 KB pickled) fit in
-#: a pipe's 64 KiB buffer, so a worker seldom waits for this process to read.
+#: Files per chunk: enough judging to outweigh taking a chunk, and few enough that its outcomes,
+#: pickled, fit in a pipe's 64 KiB buffer, so a worker seldom waits for this process to read.
 _CHUNK = 32
 
 
@@ -150,7 +150,7 @@ class _Worker:
                 else:
                     index, judgments = message
                     judged[index] = [
-                        Outcome(path, *judgment)
+                        Outcome(fixture=path, **dict(zip(_AFTER_PATH, judgment, strict=True)))
                         for path, judgment in zip(self._chunks[index], judgments, strict=True)
                     ]
             elif ready:  # ended without its end mark, every message read
@@ -175,15 +175,16 @@ def _judge_and_send(chunks: list[list[Path]], counter: Any, writer: connection.C
     writer.close()
 
 
-#: An outcome's fields after ``fixture`` (its first), in order: ``Outcome(fixture, *these)``.
-_without_path = operator.attrgetter(*(field.name for field in dataclasses.fields(Outcome)[1:]))
+#: An outcome's fields after ``fixture`` (its first), in order: what a worker sends of one.
+_AFTER_PATH = tuple(field.name for field in dataclasses.fields(Outcome)[1:])
+_without_path = operator.attrgetter(*_AFTER_PATH)
 
 
 def update_expectations(outcomes: Iterable[Outcome]) -> list[Path]:
     """Rewrite the ``expect`` block of every readable fixture whose expectation does not hold to
     ``expectation_now``; every other key keeps its value and place. Written atomically as
-    ``callgate.redact.fixture_bytes`` lays fixtures out, keeping the file's mode. Returns the files
-    written, in order."""
+    ``fixture_bytes`` lays fixtures out, keeping the file's mode. Returns the files written, in
+    order."""
     written = []
     for outcome in outcomes:
         if outcome.facts is None or outcome.report is None or outcome.held:

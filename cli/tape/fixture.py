@@ -116,7 +116,7 @@ def open_tape(
             f"--callgate-upstream: no route {unknown[0]!r} (one of {', '.join(ROUTES)})"
         )
     try:
-        tape = Tape(folder, mode, node.nodeid, **settings)
+        tape = Tape.open(folder, mode, node.nodeid, **settings)
     except InputError as error:
         pytest.fail(f"tape {node.nodeid}: {error}", pytrace=False)
     server = TapeServer(tape, dict(upstreams)).start()

@@ -180,13 +180,13 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             connection.close()
         exchange = Exchange(
-            self.command,
-            upstream.rstrip("/") + rest,
-            list(self.headers.items()),
-            body,
-            response.status,
-            response.getheaders(),
-            decoded,
+            method=self.command,
+            url=upstream.rstrip("/") + rest,
+            request_headers=list(self.headers.items()),
+            request_body=body,
+            status=response.status,
+            response_headers=response.getheaders(),
+            response_body=decoded,
             complete=complete,
             capture="tape",
             error=None if complete else "upstream error",

@@ -61,7 +61,9 @@ class Decision:
 
 @dataclass
 class Tape:
-    """One test's tape in ``folder``. ``turns`` fills in as the test runs."""
+    """One test's tape in ``folder``, read when it is made (``InputError`` for a bad file).
+    ``turns`` fills in as the test runs. ``Tape.open`` makes the tape of a run, clearing the
+    folder first when ``mode`` records everything anew."""
 
     folder: Path
     mode: RecordMode
@@ -69,27 +71,36 @@ class Tape:
     redaction: str = Redaction.REPLAY
     allow: Collection[str] = ()
     allow_unused: bool = False
-    turns: list[TapeTurn] = field(default_factory=list)
+    turns: list[TapeTurn] = field(default_factory=list, init=False)
     #: Every exchange served or recorded, in order (streamed turns and the rest).
-    exchanges: list[Entry] = field(default_factory=list)
-    _entries: list[Entry] = field(default_factory=list)
-    #: Entries not served yet, in tape order.
-    _unused: list[Entry] = field(default_factory=list)
-    _requests: int = 0
-    _number: int = 1
-    _recording: bool = False
-    _problems: list[str] = field(default_factory=list)
-    _lock: threading.Condition = field(default_factory=threading.Condition)
-    #: Requests gone upstream whose exchange is not on the tape yet.
-    _pending: int = 0
+    exchanges: list[Entry] = field(default_factory=list, init=False)
     #: Entries served as a mutation's variant (their file name -> the kind): their verdict is
     #: the fault the test asked for, not a problem.
-    mutated: dict[str, str] = field(default_factory=dict)
+    mutated: dict[str, str] = field(default_factory=dict, init=False)
+    # The tape's own state: set here, never given, never compared or shown.
+    _entries: list[Entry] = field(default_factory=list, init=False, repr=False, compare=False)
+    #: Entries not served yet, in tape order.
+    _unused: list[Entry] = field(default_factory=list, init=False, repr=False, compare=False)
+    _requests: int = field(default=0, init=False, repr=False, compare=False)
+    _number: int = field(default=1, init=False, repr=False, compare=False)
+    _recording: bool = field(default=False, init=False, repr=False, compare=False)
+    _problems: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+    _lock: threading.Condition = field(
+        default_factory=threading.Condition, init=False, repr=False, compare=False
+    )
+    #: Requests gone upstream whose exchange is not on the tape yet.
+    _pending: int = field(default=0, init=False, repr=False, compare=False)
+
+    @classmethod
+    def open(cls, folder: Path, mode: RecordMode, test: str, **settings: Any) -> Tape:
+        """The tape of one run of ``test`` in ``mode``: with ``all``, the folder's tape files
+        are removed first (other files stay), so everything is recorded anew."""
+        if mode is RecordMode.ALL:
+            store.clear(folder)
+        return cls(folder, mode, test, **settings)
 
     def __post_init__(self) -> None:
-        """Read the tape (``InputError`` for a bad file) and settle whether this run records."""
-        if self.mode is RecordMode.ALL:
-            store.clear(self.folder)
+        """Read the tape and settle whether this run records."""
         self._entries = store.load(self.folder)
         self._unused = list(self._entries)
         self._number = max((e.number for e in self._entries), default=0) + 1

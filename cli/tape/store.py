@@ -17,13 +17,13 @@ from callgate.cli.files import load_envelope, load_json
 from callgate.cli.tape import EXCHANGE_SUFFIX
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble import Report, check
+from callgate.reassemble.envelope import fixture_bytes
 from callgate.reassemble.errors import InputError
-from callgate.redact import fixture_bytes
 
 _ENTRY = re.compile(r"(\d{3,})(\.json|" + re.escape(EXCHANGE_SUFFIX) + ")")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Entry:
     """One exchange on a tape."""
 
@@ -66,12 +66,12 @@ def _entry(number: int, path: Path) -> Entry:
             and isinstance(record["response"].get("status"), int)
         ):
             raise InputError("not a tape record (tape_record 1 with request and response)", path)
-        return Entry(path, number, record["request"], record=record)
+        return Entry(path=path, number=number, shape=record["request"], record=record)
     envelope = load_envelope(path)
     shape = envelope.get("meta", {}).get("tape", {}).get("request")
     if not isinstance(shape, dict):
         raise InputError("a tape's envelope needs meta.tape.request (the request's shape)", path)
-    return Entry(path, number, shape, envelope=envelope, report=check(envelope))
+    return Entry(path=path, number=number, shape=shape, envelope=envelope, report=check(envelope))
 
 
 def write(
@@ -93,7 +93,9 @@ def write(
         assert record is not None
         path = folder / f"{number:03d}{EXCHANGE_SUFFIX}"
         write_atomic(path, fixture_bytes(record))
-    return Entry(path, number, shape, envelope, record, report)
+    return Entry(
+        path=path, number=number, shape=shape, envelope=envelope, record=record, report=report
+    )
 
 
 def clear(folder: Path) -> None:

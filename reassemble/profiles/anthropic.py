@@ -129,8 +129,8 @@ class MessagesTranslator:
                     Code.UNSUPPORTED_EVENT,
                     f"content block type {block_type[:40]!r} is not known",
                     "/content_block/type",
-                    0,
-                    index,
+                    choice=0,
+                    slot=index,
                 ),
                 started,
             ]
@@ -144,7 +144,9 @@ class MessagesTranslator:
         delta_type = delta.get("type") if isinstance(delta, dict) else None
         key = (0, index)
         if not isinstance(delta, dict) or not isinstance(delta_type, str):
-            return [Problem(Code.UNSUPPORTED_EVENT, "delta has no type", "/delta", 0, index)]
+            return [
+                Problem(Code.UNSUPPORTED_EVENT, "delta has no type", "/delta", choice=0, slot=index)
+            ]
         block_type = self._block_types.get(index)
         if block_type is None:  # the engine reports delta_before_start
             partial = delta.get("partial_json")
@@ -157,8 +159,8 @@ class MessagesTranslator:
                     Code.UNSUPPORTED_EVENT,
                     f"{delta_type[:40]!r} delta on a {block_type[:40]!r} block",
                     "/delta/type",
-                    0,
-                    index,
+                    choice=0,
+                    slot=index,
                 )
             ]
         if block_type != "tool_use":
@@ -170,8 +172,8 @@ class MessagesTranslator:
                     Code.UNSUPPORTED_EVENT,
                     "partial_json is not a string",
                     "/delta/partial_json",
-                    0,
-                    index,
+                    choice=0,
+                    slot=index,
                 )
             ]
         return [SlotDelta(key, "/delta/partial_json", arguments=partial)]

@@ -110,7 +110,11 @@ class ConverseTranslator:
         if not isinstance(start, dict) or len(start) > 1:
             return [
                 Problem(
-                    Code.UNSUPPORTED_EVENT, "start is not an object of one member", pointer, *key
+                    Code.UNSUPPORTED_EVENT,
+                    "start is not an object of one member",
+                    pointer,
+                    choice=key[0],
+                    slot=key[1],
                 )
             ]
         member = next(iter(start), None)
@@ -123,14 +127,19 @@ class ConverseTranslator:
                     Code.UNSUPPORTED_EVENT,
                     f"block start {member[:40]!r} is not known",
                     f"{pointer}/{member}",
-                    *key,
+                    choice=key[0],
+                    slot=key[1],
                 )
             ]
         tool = start["toolUse"]
         if not isinstance(tool, dict):
             return [
                 Problem(
-                    Code.UNSUPPORTED_EVENT, "toolUse is not an object", pointer + "/toolUse", *key
+                    Code.UNSUPPORTED_EVENT,
+                    "toolUse is not an object",
+                    pointer + "/toolUse",
+                    choice=key[0],
+                    slot=key[1],
                 )
             ]
         self._is_call[key[1]] = True
@@ -149,7 +158,11 @@ class ConverseTranslator:
         if not isinstance(delta, dict) or len(delta) != 1:
             return [
                 Problem(
-                    Code.UNSUPPORTED_EVENT, "delta is not an object of one member", pointer, *key
+                    Code.UNSUPPORTED_EVENT,
+                    "delta is not an object of one member",
+                    pointer,
+                    choice=key[0],
+                    slot=key[1],
                 )
             ]
         ((member, value),) = delta.items()
@@ -161,7 +174,8 @@ class ConverseTranslator:
                         Code.UNSUPPORTED_EVENT,
                         f"a {member[:40]} delta on a toolUse block",
                         f"{pointer}/{member}",
-                        *key,
+                        choice=key[0],
+                        slot=key[1],
                     )
                 ]
             if is_call is None:  # text and reasoning blocks start with their first delta
@@ -174,7 +188,8 @@ class ConverseTranslator:
                     Code.UNSUPPORTED_EVENT,
                     f"delta {member[:40]!r} is not known",
                     f"{pointer}/{member}",
-                    *key,
+                    choice=key[0],
+                    slot=key[1],
                 )
             ]
         if is_call is False:
@@ -183,7 +198,8 @@ class ConverseTranslator:
                     Code.UNSUPPORTED_EVENT,
                     "a toolUse delta on a block that is not a tool call",
                     pointer + "/toolUse",
-                    *key,
+                    choice=key[0],
+                    slot=key[1],
                 )
             ]
         text = value.get("input") if isinstance(value, dict) else None
@@ -193,7 +209,8 @@ class ConverseTranslator:
                     Code.UNSUPPORTED_EVENT,
                     "toolUse.input is not a string",
                     pointer + "/toolUse/input",
-                    *key,
+                    choice=key[0],
+                    slot=key[1],
                 )
             ]
         return [SlotDelta(key, pointer + "/toolUse/input", arguments=text)]

@@ -80,7 +80,15 @@ class ChatV2Translator:
             return [SlotEnded(key, "")]
         call = _tool_call(raw)
         if not isinstance(call, dict):
-            return [Problem(Code.UNSUPPORTED_EVENT, "tool_calls is not an object", _CALL, 0, index)]
+            return [
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    "tool_calls is not an object",
+                    _CALL,
+                    choice=0,
+                    slot=index,
+                )
+            ]
         function = call.get("function", {})
         if not isinstance(function, dict):
             return [
@@ -88,8 +96,8 @@ class ChatV2Translator:
                     Code.UNSUPPORTED_EVENT,
                     "function is not an object",
                     f"{_CALL}/function",
-                    0,
-                    index,
+                    choice=0,
+                    slot=index,
                 )
             ]
         arguments = function.get("arguments")
@@ -99,8 +107,8 @@ class ChatV2Translator:
                     Code.UNSUPPORTED_EVENT,
                     "arguments is not a string",
                     f"{_CALL}/function/arguments",
-                    0,
-                    index,
+                    choice=0,
+                    slot=index,
                 )
             ]
         if kind == "tool-call-delta":

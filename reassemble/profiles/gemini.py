@@ -143,7 +143,7 @@ class GeminiTranslator:
                         Code.UNSUPPORTED_EVENT,
                         "finishReason is not a string",
                         pointer + "/finishReason",
-                        index,
+                        choice=index,
                     )
                 )
             else:
@@ -157,7 +157,9 @@ class GeminiTranslator:
         if parts is None and isinstance(content, dict):
             return []
         if not isinstance(parts, list):
-            return [Problem(Code.UNSUPPORTED_EVENT, "content has no parts list", pointer, index)]
+            return [
+                Problem(Code.UNSUPPORTED_EVENT, "content has no parts list", pointer, choice=index)
+            ]
         events: list[Event] = []
         for position, part in enumerate(parts):
             events.extend(self._part(index, part, f"{pointer}/parts/{position}"))
@@ -165,7 +167,7 @@ class GeminiTranslator:
 
     def _part(self, index: int, part: object, pointer: str) -> list[Event]:
         if not isinstance(part, dict):
-            return [Problem(Code.UNSUPPORTED_EVENT, "part is not an object", pointer, index)]
+            return [Problem(Code.UNSUPPORTED_EVENT, "part is not an object", pointer, choice=index)]
         unknown = sorted(set(part) - _OTHER_PART_FIELDS - {"functionCall"})
         if unknown:
             return [
@@ -173,7 +175,7 @@ class GeminiTranslator:
                     Code.UNSUPPORTED_EVENT,
                     f"part field {unknown[0][:40]!r} is not known",
                     f"{pointer}/{unknown[0]}",
-                    index,
+                    choice=index,
                 )
             ]
         if "functionCall" not in part:
@@ -182,7 +184,9 @@ class GeminiTranslator:
         pointer += "/functionCall"
         if not isinstance(call, dict):
             return [
-                Problem(Code.UNSUPPORTED_EVENT, "functionCall is not an object", pointer, index)
+                Problem(
+                    Code.UNSUPPORTED_EVENT, "functionCall is not an object", pointer, choice=index
+                )
             ]
         unknown = sorted(set(call) - _CALL_FIELDS)
         if unknown:
@@ -191,7 +195,7 @@ class GeminiTranslator:
                     Code.UNSUPPORTED_EVENT,
                     f"functionCall field {unknown[0][:40]!r} is not known",
                     f"{pointer}/{unknown[0]}",
-                    index,
+                    choice=index,
                 )
             ]
         call = {key: value for key, value in call.items() if value is not None}
@@ -224,7 +228,8 @@ class GeminiTranslator:
                         Code.UNSUPPORTED_EVENT,
                         f"{field_name} is not a string",
                         f"{pointer}/{field_name}",
-                        *key,
+                        choice=key[0],
+                        slot=key[1],
                     ),
                 )
         if call.get("willContinue") is True or "partialArgs" in call:
@@ -235,7 +240,8 @@ class GeminiTranslator:
                         Code.UNSUPPORTED_EVENT,
                         "a streamed call part also carries args",
                         pointer + "/args",
-                        *key,
+                        choice=key[0],
+                        slot=key[1],
                     ),
                 ]
             self._open[index] = _Streamed(key, Rebuild())
@@ -261,7 +267,8 @@ class GeminiTranslator:
                     Code.UNSUPPORTED_EVENT,
                     "a streamed call part carries args",
                     pointer + "/args",
-                    *streamed.key,
+                    choice=streamed.key[0],
+                    slot=streamed.key[1],
                 ),
             ]
         return [*events, *self._partial(streamed, call, pointer)]
@@ -276,7 +283,8 @@ class GeminiTranslator:
                     Code.UNSUPPORTED_EVENT,
                     "partialArgs is not a list",
                     pointer + "/partialArgs",
-                    *streamed.key,
+                    choice=streamed.key[0],
+                    slot=streamed.key[1],
                 )
             ]
         if streamed.rebuild.broken:
@@ -291,7 +299,8 @@ class GeminiTranslator:
                         conflict.code,
                         f"partialArgs: {conflict.message}",
                         f"{pointer}/partialArgs/{position}",
-                        *streamed.key,
+                        choice=streamed.key[0],
+                        slot=streamed.key[1],
                     )
                 ]
         return []
@@ -304,7 +313,7 @@ class GeminiTranslator:
                     Code.INVALID_SLOT,
                     "an empty functionCall part closes no streamed call",
                     pointer,
-                    index,
+                    choice=index,
                 )
             ]
         if streamed.rebuild.open_path is not None:
@@ -315,7 +324,8 @@ class GeminiTranslator:
                     Code.INVALID_ARGUMENTS_JSON,
                     f"partialArgs: the call closed while {open_path} was still continuing",
                     pointer,
-                    *streamed.key,
+                    choice=streamed.key[0],
+                    slot=streamed.key[1],
                 ),
                 SlotEnded(streamed.key, pointer),
             ]
@@ -333,7 +343,11 @@ def _whole(key: SlotKey, args: object, pointer: str) -> list[Event]:
     except RecursionError:
         return [
             Problem(
-                Code.LIMIT_EXCEEDED, "args are nested too deeply to write as JSON", pointer, *key
+                Code.LIMIT_EXCEEDED,
+                "args are nested too deeply to write as JSON",
+                pointer,
+                choice=key[0],
+                slot=key[1],
             )
         ]
     return [SlotDelta(key, pointer, arguments=text)]

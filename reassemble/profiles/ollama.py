@@ -118,7 +118,13 @@ class ChatTranslator:
             return [started]
         self._taken.add(index)
         events: list[Event] = [
-            Problem(Code.UNSUPPORTED_EVENT, f"{label} is not a string", f"{pointer}/{where}", *key)
+            Problem(
+                Code.UNSUPPORTED_EVENT,
+                f"{label} is not a string",
+                f"{pointer}/{where}",
+                choice=key[0],
+                slot=key[1],
+            )
             for label, where, value in (("id", "id", call_id), ("name", "function/name", name))
             if value is not None and not isinstance(value, str)
         ]
@@ -132,7 +138,8 @@ class ChatTranslator:
                     Code.LIMIT_EXCEEDED,
                     "arguments are nested too deeply to write as JSON",
                     arguments,
-                    *key,
+                    choice=key[0],
+                    slot=key[1],
                 )
             )
         else:

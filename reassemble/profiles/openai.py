@@ -41,8 +41,10 @@ _CONTINUATION = "/choices/0/delta/tool_calls/0"
 
 
 class ChatTranslator:
-    """Reads Chat Completions chunks. ``indexless`` says how index-less tool calls are placed:
-    ``"reject"`` (OpenAI), ``"mistral"`` (id and name required, next slot) or set per quirk."""
+    """Reads Chat Completions chunks. A tool call without ``index`` is placed by ``mistral``
+    and ``quirks``: with ``mistral`` (Mistral's API) one carrying an id and a name takes the
+    choice's next slot; with the ``missing_tool_call_index`` quirk in ``quirks`` one carrying a
+    name takes it, as a tolerated finding; any other is an ``invalid_slot`` finding."""
 
     def __init__(self, quirks: frozenset[str], *, mistral: bool = False) -> None:
         self._mistral = mistral
@@ -106,7 +108,7 @@ class ChatTranslator:
             or (index, slot) not in self._seen
         ):
             return None
-        return [SlotDelta((index, slot), _CONTINUATION, None, None, arguments)]
+        return [SlotDelta((index, slot), _CONTINUATION, arguments)]
 
     @staticmethod
     def _stream_error(raw: Mapping[str, object]) -> Problem | None:
@@ -167,10 +169,9 @@ class ChatTranslator:
                 Code.UNSUPPORTED_EVENT,
                 "choices carry a message object equal to their delta",
                 pointer + "/message",
-                index,
-                None,
-                Severity.TOLERATED,
-                "choice_message_mirror",
+                choice=index,
+                severity=Severity.TOLERATED,
+                quirk="choice_message_mirror",
             )
         ]
 
@@ -230,20 +231,25 @@ class ChatTranslator:
     def _fields(choice: int, entry: object, pointer: str) -> tuple[str | None, ...] | Problem:
         """(id, name, arguments) of one tool_calls entry, or why it cannot be read."""
         if not isinstance(entry, dict):
-            return Problem(Code.UNSUPPORTED_EVENT, "tool call is not an object", pointer, choice)
+            return Problem(
+                Code.UNSUPPORTED_EVENT, "tool call is not an object", pointer, choice=choice
+            )
         kind = entry.get("type")
         if kind not in (None, "", "function"):
             return Problem(
                 Code.UNSUPPORTED_EVENT,
                 f"tool call type {str(kind)[:40]!r} is not reassembled",
                 pointer + "/type",
-                choice,
+                choice=choice,
             )
         function = entry.get("function")
         function = {} if function is None else function
         if not isinstance(function, dict):
             return Problem(
-                Code.UNSUPPORTED_EVENT, "function is not an object", pointer + "/function", choice
+                Code.UNSUPPORTED_EVENT,
+                "function is not an object",
+                pointer + "/function",
+                choice=choice,
             )
         call_id, ok_id = _optional_str(entry, "id")
         name, ok_name = _optional_str(function, "name")
@@ -255,7 +261,10 @@ class ChatTranslator:
         ):
             if not ok:
                 return Problem(
-                    Code.UNSUPPORTED_EVENT, f"{where[1:]} is not a string", pointer + where, choice
+                    Code.UNSUPPORTED_EVENT,
+                    f"{where[1:]} is not a string",
+                    pointer + where,
+                    choice=choice,
                 )
         return call_id, name, arguments
 
@@ -269,7 +278,7 @@ class ChatTranslator:
                     Code.INVALID_SLOT,
                     f"tool call index {index!r} is not a non-negative integer",
                     pointer + "/index",
-                    choice,
+                    choice=choice,
                 )
             return (choice, index), []
         next_key = (choice, self._next_slot.get(choice, 0))
@@ -281,10 +290,10 @@ class ChatTranslator:
                     Code.INVALID_SLOT,
                     "tool call has no index; it names a function, so it takes the next slot",
                     pointer,
-                    choice,
-                    next_key[1],
-                    Severity.TOLERATED,
-                    "missing_tool_call_index",
+                    choice=choice,
+                    slot=next_key[1],
+                    severity=Severity.TOLERATED,
+                    quirk="missing_tool_call_index",
                 )
             ]
         need = "an id and a name" if self._mistral else "an index"
@@ -292,7 +301,7 @@ class ChatTranslator:
             Code.INVALID_SLOT,
             f"tool call without index has no {need}; it cannot be placed in a slot",
             pointer,
-            choice,
+            choice=choice,
         )
 
 

@@ -225,8 +225,8 @@ class ResponsesTranslator:
                     Code.UNSUPPORTED_EVENT,
                     f"output item type {kind[:40]!r} is not known",
                     "/item/type",
-                    0,
-                    index,
+                    choice=0,
+                    slot=index,
                 ),
                 started,
             ]
@@ -260,8 +260,8 @@ class ResponsesTranslator:
                     f"the function_call item ended with "
                     f"status {str(item.get('status'))[:40]!r}, not 'completed'",
                     "/item/status",
-                    0,
-                    index,
+                    choice=0,
+                    slot=index,
                 )
             )
         return events
@@ -277,7 +277,7 @@ class ResponsesTranslator:
             ), item
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             return Problem(
-                Code.UNSUPPORTED_EVENT, "output item has no type", "/item", 0, index
+                Code.UNSUPPORTED_EVENT, "output item has no type", "/item", choice=0, slot=index
             ), item
         return index, item
 
@@ -291,8 +291,8 @@ class ResponsesTranslator:
             f"custom tool call {str(item.get('name'))[:64]!r} "
             f"(free-form input, not JSON) has no policy yet; {shown}",
             "/item",
-            0,
-            index,
+            choice=0,
+            slot=index,
         )
 
     # -- arguments -------------------------------------------------------------------------------
@@ -319,7 +319,13 @@ class ResponsesTranslator:
         if not isinstance(text, str):
             return [
                 *events,
-                Problem(Code.UNSUPPORTED_EVENT, f"{field} is not a string", f"/{field}", 0, index),
+                Problem(
+                    Code.UNSUPPORTED_EVENT,
+                    f"{field} is not a string",
+                    f"/{field}",
+                    choice=0,
+                    slot=index,
+                ),
             ]
         return [*events, event((0, index), text)]
 
@@ -343,8 +349,8 @@ class ResponsesTranslator:
                 Code.UNSUPPORTED_EVENT,
                 f"function call arguments for a {item.type[:40]!r} item",
                 "/type",
-                0,
-                index,
+                choice=0,
+                slot=index,
             )
         return index, self._check_item_id(item_id, index, "/item_id")
 
@@ -363,8 +369,8 @@ class ResponsesTranslator:
                         f"with {field} {str(was)[:64]!r}; a later copy says "
                         f"{str(now)[:64]!r}",
                         f"{pointer}/{field}",
-                        0,
-                        index,
+                        choice=0,
+                        slot=index,
                     )
                 )
         return events
@@ -376,8 +382,8 @@ class ResponsesTranslator:
             f"output item {index} was added as "
             f"{known.type[:40]!r}; a later copy says it is {now[:40]!r}",
             pointer,
-            0,
-            index,
+            choice=0,
+            slot=index,
         )
 
     def _check_item_id(self, item_id: str | None, index: int, pointer: str) -> list[Event]:
@@ -394,10 +400,10 @@ class ResponsesTranslator:
                     "item ids change from event to event; "
                     "events are matched to items by output_index",
                     pointer,
-                    0,
-                    index,
-                    Severity.TOLERATED,
-                    "rotating_item_id",
+                    choice=0,
+                    slot=index,
+                    severity=Severity.TOLERATED,
+                    quirk="rotating_item_id",
                 )
             ]
         if index in self._collided:
@@ -409,8 +415,8 @@ class ResponsesTranslator:
                 f"output item {index} has id "
                 f"{str(known)[:64]!r}; a later event says {item_id[:64]!r}",
                 pointer,
-                0,
-                index,
+                choice=0,
+                slot=index,
             )
         ]
 
@@ -441,8 +447,8 @@ class ResponsesTranslator:
                 f"function_call at output_index {index}, which the stream gave "
                 f"({str(item.call_id or item.item_id)[:64]!r})",
                 "/response/output",
-                0,
-                index,
+                choice=0,
+                slot=index,
             )
             for index, item in sorted(self._items.items())
             if item.type == _CALL and index not in listed

@@ -1,4 +1,4 @@
-"""``make mutate``: how strongly the tests pin the engine and the redactor, as a number.
+"""``make mutation-score``: how strongly the tests pin the engine and the redactor, as a number.
 
 How this works: every module under ``reassemble/`` and ``redact/`` is read as a syntax tree and
 each place where one small edit changes what the code does is listed: a comparison turned
@@ -16,7 +16,7 @@ No library is used: mutmut and cosmic-ray both expect the package's files where 
 imported from, and callgate's package is a folder of links to the design folders; a mutator
 over ``ast`` is a page of code and runs each mutant in a copy, so the checkout is never touched.
 
-    python -m tools.mutate [--sample N] [--seed S] [--jobs J] [--only PATH_PREFIX]
+    python -m tools.mutation_score [--sample N] [--seed S] [--jobs J] [--only PATH_PREFIX]
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ _SWAPS: dict[type[ast.AST], type[ast.AST]] = {
 _DELETABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.Raise, ast.Break, ast.Continue)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mutant:
     path: str
     #: The node's place in ``ast.walk`` order, stable for one source text.
@@ -152,7 +152,13 @@ def mutants(path: Path) -> list[Mutant]:
         for kind in _kinds(node, id(node) in bodies):
             line = getattr(node, "lineno", 0)
             found.append(
-                Mutant(relative, index, kind, line, lines[line - 1].strip() if line else "")
+                Mutant(
+                    path=relative,
+                    index=index,
+                    kind=kind,
+                    line=line,
+                    text=lines[line - 1].strip() if line else "",
+                )
             )
     return found
 
@@ -278,14 +284,17 @@ def main() -> int:
         f"(seed {options.seed}, {options.jobs} jobs)",
         flush=True,
     )
-    with tempfile.TemporaryDirectory(prefix="callgate-mutate-") as base:
+    with tempfile.TemporaryDirectory(prefix="callgate-mutation-score-") as base:
         spaces = [Workspace(Path(base), n, timeout=300) for n in range(options.jobs)]
         if not spaces[0].imports_from_here():
-            print("mutate: the copy's tests would import callgate from elsewhere", file=sys.stderr)
+            print(
+                "mutation-score: the copy's tests would import callgate from elsewhere",
+                file=sys.stderr,
+            )
             return 2
         passed, baseline = spaces[0].run_tests()
         if not passed:
-            print("mutate: the tests fail without any mutant", file=sys.stderr)
+            print("mutation-score: the tests fail without any mutant", file=sys.stderr)
             return 2
         for space in spaces:
             space.timeout = max(60.0, baseline * 4)
