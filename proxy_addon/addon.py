@@ -5,7 +5,8 @@ Load it with ``mitmdump -s "$(callgate addon-path)"`` (``proxy_addon/script.py``
 streamed response of a known LLM endpoint it installs a tap that forwards each chunk unchanged
 and checks the stream as it passes (whenever it pauses for a few milliseconds, and at least every
 tenth of a second), marks the flow as soon as a blocking finding is read, and once the client has
-the whole response judges the turn and writes a redacted fixture off the event loop.
+the whole response judges the turn and has a redacted fixture written off the event loop
+(``writer``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import multiprocessing
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,20 +24,18 @@ from mitmproxy import ctx, exceptions, http
 from mitmproxy.hooks import UpdateHook
 
 from callgate.proxy_addon import webview
-from callgate.proxy_addon.storage import write_atomic
 from callgate.proxy_addon.tap import StreamTap
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
+from callgate.proxy_addon.writer import FixtureWriter, Written
 from callgate.reassemble import Finding, Reassembler, Report
 from callgate.reassemble.errors import CallgateError
-from callgate.reassemble.profiles import framed, framing_for, profile_for
+from callgate.reassemble.profiles import framing_for, profile_for
 from callgate.reassemble.providers import provider_from_url
 from callgate.redact import (
     ArgumentMode,
     Exchange,
     NotApplicable,
     RedactionRefused,
-    fixture_name,
-    redact_exchange,
     request_context,
 )
 
@@ -57,10 +54,9 @@ class _Capture:
 class CallgateAddon:
     def __init__(self) -> None:
         self._captures: dict[str, _Capture] = {}
-        self._executor: ProcessPoolExecutor | None = None  # started with the first fixture
-        self._pending: set[Future[Any]] = set()
         #: Flows whose ``_finish`` is scheduled (``_finish_soon``), by id.
         self._finishing: dict[str, tuple[asyncio.Handle, http.HTTPFlow, bool]] = {}
+        self._writer = FixtureWriter()
 
     def load(self, loader: Any) -> None:
         if log.level == logging.NOTSET:  # the root logger stops INFO; our per-turn lines are INFO
@@ -183,24 +179,7 @@ class CallgateAddon:
         for handle, flow, ended_cleanly in list(self._finishing.values()):
             handle.cancel()
             self._finish(flow, ended_cleanly)
-        pending = [asyncio.wrap_future(future) for future in self._pending]
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-
-    def _writer(self) -> ProcessPoolExecutor:
-        """The process fixtures are built in. A process, not a thread: building a fixture
-        (parse, redact, two checks, the indented JSON) is pure Python and, in a thread, held the
-        GIL the event loop streams with. ``forkserver``: the worker starts from a clean process,
-        not a fork of mitmproxy's threads."""
-        if self._executor is None:
-            self._executor = ProcessPoolExecutor(
-                max_workers=1,
-                mp_context=multiprocessing.get_context("forkserver"),
-                initializer=_yield_to_the_stream,
-            )
-        return self._executor
+        await self._writer.close()
 
     # -- the flow's life -------------------------------------------------------------------------
 
@@ -318,8 +297,7 @@ class CallgateAddon:
         mode = ArgumentMode(ctx.options.callgate_arguments)
         allow = ctx.options.callgate_allow_verdict_change
         shown = ctx.options.callgate_web_body == WebBody.redacted and _viewed()
-        future = self._writer().submit(
-            _write_fixture,
+        future = self._writer.write(
             exchange,
             capture.tap.profile,
             capture.provider,
@@ -329,8 +307,6 @@ class CallgateAddon:
             capture.tap.framing if shown else None,
             verdict,
         )
-        self._pending.add(future)
-        future.add_done_callback(self._pending.discard)
         loop = asyncio.get_running_loop()
         future.add_done_callback(
             lambda done: loop.call_soon_threadsafe(_report_written, flow, done)
@@ -345,13 +321,6 @@ LOOK_SECONDS = 0.002
 
 def _soon(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], None]], object]:
     return lambda look: loop.call_later(LOOK_SECONDS, look)
-
-
-def _yield_to_the_stream() -> None:
-    """The writer process runs at a lower priority: where cores are short, the proxy streaming
-    and the app it serves come first, and fixtures are written a little later."""
-    if hasattr(os, "nice"):
-        os.nice(10)
 
 
 def _viewed() -> bool:
@@ -383,37 +352,7 @@ def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchang
     )
 
 
-def _write_fixture(
-    exchange: Exchange,
-    profile: str,
-    provider: str | None,
-    out: Path,
-    mode: ArgumentMode,
-    allow: bool,
-    shown: str | None,
-    verdict: Report | None = None,
-) -> tuple[Path, Report, bytes | None]:
-    """Runs in the writer process: the fixture's path, its report, and with ``shown`` (the
-    response's framing) its stream framed as the provider framed it (the body mitmweb shows).
-    ``verdict``: the live report, so the unredacted stream is not judged a second time."""
-    redacted = redact_exchange(
-        exchange,
-        profile=profile,
-        provider=provider,
-        arguments=mode,
-        allow_verdict_change=allow,
-        verdict=verdict,
-    )
-    path = out / fixture_name(redacted.envelope, redacted.data)
-    write_atomic(path, redacted.data)
-    return (
-        path,
-        redacted.report,
-        None if shown is None else b"".join(framed(redacted.envelope, shown)),
-    )
-
-
-def _report_written(flow: http.HTTPFlow, done: Future[tuple[Path, Report, bytes | None]]) -> None:
+def _report_written(flow: http.HTTPFlow, done: Future[Written]) -> None:
     error = done.exception()
     if isinstance(error, NotApplicable | RedactionRefused):
         log.warning("callgate: %s: no fixture written: %s", flow.id, error)
