@@ -182,7 +182,7 @@ def _provider(value: str) -> str | None:
 
 def _host(entry: str) -> str:
     """A host name as ``Request.pretty_host`` gives it, in lower case. A URL, a port or a path
-    would never match one, and so would silently leave every flow uninspected."""
+    would never match one, and would silently leave the flows to that host uninspected."""
     host = entry.strip().lower()
     if host.startswith("[") and host.endswith("]"):  # an IPv6 literal, written as in a URL
         host = host[1:-1]

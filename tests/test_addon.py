@@ -76,6 +76,11 @@ def llm_flow(
     return flow
 
 
+def tap_of(flow: http.HTTPFlow) -> StreamTap:
+    assert flow.response is not None and isinstance(flow.response.stream, StreamTap)
+    return flow.response.stream
+
+
 def body_of(name: str) -> bytes:
     return b"".join(frames(load(CONFORMANCE / f"{name}.json")))
 
@@ -434,18 +439,18 @@ async def test_callgate_provider_picks_the_profile_that_claims_it() -> None:
         tctx.configure(addon, callgate_provider="mistral")
         second = llm_flow()
         addon.responseheaders(second)
-    assert [flow.response.stream.profile for flow in (first, second)] == ["openai", "mistral"]  # type: ignore[union-attr]
+    assert [tap_of(first).profile, tap_of(second).profile] == ["openai", "mistral"]
 
 
 @in_loop
-async def test_a_changed_option_reaches_the_next_flow(tmp_path: Path) -> None:
+async def test_a_changed_option_reaches_the_next_flow() -> None:
     with running() as (addon, tctx):
         first = llm_flow()
         addon.responseheaders(first)
         tctx.configure(addon, callgate_enforce=True, callgate_max_body=1000)
         second = llm_flow()
         addon.responseheaders(second)
-    taps = [flow.response.stream for flow in (first, second)]  # type: ignore[union-attr]
+    taps = [tap_of(first), tap_of(second)]
     assert [(tap.enforce, tap.max_body) for tap in taps] == [(False, 64 << 20), (True, 1000)]
 
 
