@@ -110,7 +110,7 @@ def long_argument_turn() -> bytes:
 
 def writer(events: int, times: int) -> None:
     """Build and write one turn's fixture ``times`` times, as the proxy's writer process does."""
-    from callgate.proxy_addon.addon import _write_fixture
+    from callgate.proxy_addon.writer import write_fixture
     from callgate.redact import ArgumentMode, Exchange
 
     body = bench_proxy.turn(events, 7) if events else long_argument_turn()
@@ -132,7 +132,7 @@ def writer(events: int, times: int) -> None:
     verdict = tapped(chunks, enforce=False)
     with tempfile.TemporaryDirectory() as out:
         for _ in range(times):
-            _write_fixture(
+            write_fixture(
                 exchange, "openai", "openai", Path(out), ArgumentMode.MASK, False, None, verdict
             )
 

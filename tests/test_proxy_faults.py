@@ -640,9 +640,9 @@ def test_enforce_mode_never_sends_the_end_marker_of_a_stream_without_its_termina
 
 def test_the_fixture_writer_runs_below_the_proxys_priority() -> None:
     """Where cores are short, the stream comes first and fixtures are written a little later."""
-    from callgate.proxy_addon.addon import CallgateAddon
+    from callgate.proxy_addon.writer import FixtureWriter
 
-    writer = CallgateAddon()._writer()
+    writer = FixtureWriter().process()
     try:
         assert writer.submit(os.nice, 0).result(timeout=60) == min(19, os.nice(0) + 10)
     finally:

@@ -1,0 +1,106 @@
+"""Fixtures are built and written in a process of their own, off the event loop.
+
+A process, not a thread: building a fixture (parse, redact, two checks, the indented JSON) is
+pure Python and, in a thread, held the GIL the event loop streams with. The process starts with
+the first fixture, from ``forkserver`` (a clean process, not a fork of mitmproxy's threads), and
+runs at a lower priority. This module imports nothing of mitmproxy: the process imports it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+
+from callgate.proxy_addon.storage import write_atomic
+from callgate.reassemble import Report
+from callgate.reassemble.profiles import framed
+from callgate.redact import ArgumentMode, Exchange, fixture_name, redact_exchange
+
+#: What ``write_fixture`` returns: the fixture's path, its report, and the body a user
+#: interface shows (None unless asked for).
+Written = tuple[Path, Report, bytes | None]
+
+
+class FixtureWriter:
+    """The writer process, started with the first fixture, and the fixtures under way."""
+
+    def __init__(self) -> None:
+        self._executor: ProcessPoolExecutor | None = None
+        self._pending: set[Future[Written]] = set()
+
+    def write(
+        self,
+        exchange: Exchange,
+        profile: str,
+        provider: str | None,
+        out: Path,
+        mode: ArgumentMode,
+        allow: bool,
+        shown: str | None,
+        verdict: Report | None,
+    ) -> Future[Written]:
+        """``write_fixture`` in the writer process."""
+        future = self.process().submit(
+            write_fixture, exchange, profile, provider, out, mode, allow, shown, verdict
+        )
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
+        return future
+
+    def process(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("forkserver"),
+                initializer=_yield_to_the_stream,
+            )
+        return self._executor
+
+    async def close(self) -> None:
+        """Let the fixtures under way be written, then stop the process."""
+        pending = [asyncio.wrap_future(future) for future in self._pending]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+
+def write_fixture(
+    exchange: Exchange,
+    profile: str,
+    provider: str | None,
+    out: Path,
+    mode: ArgumentMode,
+    allow: bool,
+    shown: str | None,
+    verdict: Report | None = None,
+) -> Written:
+    """Runs in the writer process: the fixture's path, its report, and with ``shown`` (the
+    response's framing) its stream framed as the provider framed it (the body mitmweb shows).
+    ``verdict``: the live report, so the unredacted stream is not judged a second time."""
+    redacted = redact_exchange(
+        exchange,
+        profile=profile,
+        provider=provider,
+        arguments=mode,
+        allow_verdict_change=allow,
+        verdict=verdict,
+    )
+    path = out / fixture_name(redacted.envelope, redacted.data)
+    write_atomic(path, redacted.data)
+    return (
+        path,
+        redacted.report,
+        None if shown is None else b"".join(framed(redacted.envelope, shown)),
+    )
+
+
+def _yield_to_the_stream() -> None:
+    """The writer process runs at a lower priority: where cores are short, the proxy streaming
+    and the app it serves come first, and fixtures are written a little later."""
+    if hasattr(os, "nice"):
+        os.nice(10)
