@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from callgate.reassemble import Report, check, strict_json
+from callgate.reassemble.body import StreamBody, parse_stream_body
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import (
@@ -33,7 +34,6 @@ from callgate.reassemble.profiles import (
     profile_of_events,
 )
 from callgate.reassemble.providers import provider_from_url
-from callgate.redact.body import StreamBody, parse_stream_body
 from callgate.redact.exchange import Exchange
 from callgate.redact.leaks import find_leaks, secrets_of
 from callgate.redact.stream import (
