@@ -49,6 +49,16 @@ from callgate.reassemble.profiles.base import Profile
 from callgate.reassemble.readers import READERS, Reader
 from callgate.redact.encoding import Decompressor
 
+# The states by name, looked up once: the tap asks for its state at every chunk, and in Python
+# 3.11 an Enum member looked up through its class costs ten times an attribute.
+READING, HOLDING, PASSED, BLOCKED, BROKEN = (
+    TapState.READING,
+    TapState.HOLDING,
+    TapState.PASSED,
+    TapState.BLOCKED,
+    TapState.BROKEN,
+)
+
 
 def blocked_event(
     profile: str, codes: list[str], framing: str = SSE, opens_array: bool = False
@@ -116,7 +126,7 @@ class StreamTap:
         self.event_times: list[float] = []
         self._started: float | None = None
         self.report: Report | None = None
-        self._state = TapState.READING
+        self._state = READING
         self._stream_ended = False  # an event the profile ends the stream with was read
         self._reader: Reader[Any] = READERS[framing](self._profile, self._received)
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
@@ -142,7 +152,7 @@ class StreamTap:
     @property
     def broken(self) -> bool:
         """The pipeline failed and stopped reading: the report covers what came before."""
-        return self._state is TapState.BROKEN
+        return self._state is BROKEN
 
     @property
     def end_marker_seen(self) -> bool:
@@ -157,7 +167,7 @@ class StreamTap:
             self.catch_up()
             self._break(error)
             return chunk
-        if self._state is TapState.BROKEN:
+        if self._state is BROKEN:
             if not self.enforce:
                 return chunk
             # Broken between calls (reading released events later): what was kept goes now.
@@ -209,7 +219,7 @@ class StreamTap:
                 self._break(error)
 
     def _read_unread(self) -> None:
-        if self.report is not None or self._state is TapState.BROKEN or self._backlog is None:
+        if self.report is not None or self._state is BROKEN or self._backlog is None:
             return
         for data, at in self._backlog.take():
             self._read(self._reader.read(data), at)
@@ -241,7 +251,7 @@ class StreamTap:
         (``may_decide``), with nothing held before them."""
         return (
             self._deciding is not None
-            and self._state is TapState.READING
+            and self._state is READING
             and not self._reader.unreadable
             and not may_decide(data, self._deciding)
         )
@@ -261,7 +271,7 @@ class StreamTap:
             # element) or once a JSON array has closed (its closing bracket, which decides now).
             if end or self._reader.closed:
                 out += self._route(self._reader.rest(), tail=True)
-            if end and self._state is TapState.HOLDING:
+            if end and self._state is HOLDING:
                 out += self._decide()
         except Exception as error:  # release every byte not yet sent, unchanged
             self._break(error)
@@ -274,10 +284,10 @@ class StreamTap:
     def _route(self, block: bytes, *, tail: bool = False) -> list[bytes]:
         """Enforce mode: where one block goes now. A tail is held and goes out only on a pass,
         so an error event never lands after a cut line or element, or after a closed array."""
-        if self._state is TapState.PASSED:
+        if self._state is PASSED:
             self._sent += len(block)
             return [block]
-        if self._state is TapState.BLOCKED:
+        if self._state is BLOCKED:
             return []
         if not tail and self._may_go_unread(block):
             self._release_unread(block)
@@ -291,7 +301,7 @@ class StreamTap:
         # [DONE]). An array's end marker is its closing bracket, seen when its bytes came.
         if (
             tail
-            or self._state is TapState.HOLDING
+            or self._state is HOLDING
             or self._reader.unreadable
             or (self.end_marker_seen and not ended_before)
             or any(map(self._profile.carries_terminal, events))
@@ -323,9 +333,9 @@ class StreamTap:
             self._backlog.drop()
         if not self.enforce:
             return chunk
-        if self._state is TapState.PASSED:  # judged already: the rest goes as the verdict says
+        if self._state is PASSED:  # judged already: the rest goes as the verdict says
             return [decoded] if decoded else []
-        if self._state is TapState.BLOCKED:
+        if self._state is BLOCKED:
             return []
         # Whatever was released stays released; what was held and what follows never goes.
         self._state, self._held = step(self._state, TapInput.FAIL), []
@@ -334,7 +344,7 @@ class StreamTap:
     # -- failure -------------------------------------------------------------------------------
 
     def _break(self, error: Exception) -> None:
-        if self._state is not TapState.BROKEN:
+        if self._state is not BROKEN:
             self._state = step(self._state, TapInput.FAULT)
             self._on_failure(type(error).__name__)
 

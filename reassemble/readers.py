@@ -95,6 +95,13 @@ class Reader(ABC, Generic[F]):
 
     def __init__(self, profile: Profile | None, received: Callable[[], bytes]) -> None:
         self._framer = self._new_framer()
+        # Plain attributes, not properties: the tap asks for them at every chunk.
+        #: The framing's own end marker was read.
+        self.ended = False
+        #: The bytes closed the body before it ended: its tail can be read now.
+        self.closed = False
+        #: The body stopped being readable: nothing after that is read.
+        self.unreadable = False
 
     @abstractmethod
     def _new_framer(self) -> F: ...
@@ -121,21 +128,6 @@ class Reader(ABC, Generic[F]):
     def read_block(self, block: bytes, *, tail: bool = False) -> Iterable[object]:
         """The events of one whole block from ``feed``, or of the tail from ``rest``."""
 
-    @property
-    def ended(self) -> bool:
-        """The framing's own end marker was read."""
-        return False
-
-    @property
-    def closed(self) -> bool:
-        """The bytes closed the body before it ended: its tail can be read now."""
-        return False
-
-    @property
-    def unreadable(self) -> bool:
-        """The body stopped being readable: nothing after that is read."""
-        return False
-
     def takes_whole(self, data: bytes) -> bool:
         """Whether ``data`` is whole blocks that may go unread (``releases_unread``); if so it is
         taken as ``feed`` would take it, and nothing of it is kept."""
@@ -155,8 +147,6 @@ class SSEReader(Reader[EventFramer]):
         self._value = event_reader(profile.names_proof if profile is not None else None)
         self._received = received
         self._decoded = 0  # events the decoder gave so far, [DONE] among them
-        self._ended = False
-        self._unreadable = False
 
     def _new_framer(self) -> EventFramer:
         return EventFramer()
@@ -166,7 +156,7 @@ class SSEReader(Reader[EventFramer]):
         return profile.sse_frame(body)
 
     def read(self, data: bytes) -> Iterable[object]:
-        if self._unreadable:
+        if self.unreadable:
             return ()
         rest: str | None = None
         try:
@@ -174,14 +164,14 @@ class SSEReader(Reader[EventFramer]):
         except SSEError as error:
             # Read as the recorded body is; of the events before the bad byte, those this read
             # completed were lost with the error.
-            self._unreadable = True
+            self.unreadable = True
             decoded, rest = split_at_bad_byte(self._received(), error.offset)
             decoded = decoded[self._decoded :]
         self._decoded += len(decoded)
         texts: list[str] = []
         for sse in decoded:
             if sse.data == _DONE:
-                self._ended = True
+                self.ended = True
             else:
                 texts.append(sse.data)
         if rest is not None:
@@ -194,17 +184,9 @@ class SSEReader(Reader[EventFramer]):
         return self.read(block)
 
     @property
-    def ended(self) -> bool:
-        return self._ended
-
-    @property
-    def unreadable(self) -> bool:
-        return self._unreadable
-
-    @property
     def incomplete(self) -> bool:
         """Once the body ended: it ended inside an event, or stopped being readable."""
-        return self._unreadable or self._decoder.incomplete
+        return self.unreadable or self._decoder.incomplete
 
     def takes_whole(self, data: bytes) -> bool:
         return self._framer.takes_whole(data)
@@ -253,13 +235,10 @@ class ArrayReader(BlockReader[ArrayFramer]):
         self._first = self._first and not blocks
         return map(event_value, texts)
 
-    @property
-    def ended(self) -> bool:
-        return self._framer.closed
-
-    @property
-    def closed(self) -> bool:
-        return self._framer.closed
+    def feed(self, data: bytes) -> list[bytes]:
+        blocks = self._framer.feed(data)
+        self.ended = self.closed = self._framer.closed
+        return blocks
 
 
 class LineReader(BlockReader[LineFramer]):
