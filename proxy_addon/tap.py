@@ -200,7 +200,7 @@ class StreamTap:
             self.report = self.engine.close()
         return self.report
 
-    # -- reading ---------------------------------------------------------------------------------
+    # -- reading -----------------------------------------------------------------------------------
 
     def _received(self) -> bytes:
         return b"".join(self.body)
@@ -298,7 +298,8 @@ class StreamTap:
         self._read(events)
         # The block with the end marker is held too: a stream that ends without the terminal
         # evidence must not tell the client it ended well (openai-python hands on its calls at
-        # [DONE]). An array's end marker is its closing bracket, seen when its bytes came.
+        # [DONE]). An array's end marker, its closing bracket, is seen as its bytes come, before
+        # the blocks ahead of it are read: it is in the tail, held anyway.
         if (
             tail
             or self._state is HOLDING
@@ -341,7 +342,7 @@ class StreamTap:
         self._state, self._held = step(self._state, TapInput.FAIL), []
         return [self._blocked([Code.LIMIT_EXCEEDED.value])]
 
-    # -- failure -------------------------------------------------------------------------------
+    # -- failure -----------------------------------------------------------------------------------
 
     def _break(self, error: Exception) -> None:
         if self._state is not BROKEN:
