@@ -1,1 +1,2 @@
-"""Scripts that only work from a checkout: the demo driver and the docs generator."""
+"""Scripts that only work from a checkout: the demo driver, the docs generator, the mutation
+tester and the stream tap's outputs."""
