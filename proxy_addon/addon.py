@@ -232,7 +232,7 @@ class CallgateAddon:
         )
 
 
-#: How long the tap's reads wait for the stream to pause (``StreamTap._look``): short enough that
+#: How long the tap's reads wait for the stream to pause (``Backlog._look``): short enough that
 #: a failing stream is still marked while it runs, long enough that a burst of chunks is sent
 #: on before any of it is read.
 LOOK_SECONDS = 0.002

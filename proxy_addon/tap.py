@@ -1,22 +1,22 @@
 """The per-flow pipeline behind ``flow.response.stream``: bytes in, the same bytes out.
 
-How this works: each body chunk is decompressed incrementally, split into events (SSE by the
-shared decoder; Gemini's streamed JSON array, without ``alt=sse``, into its elements;
-newline-delimited JSON into its lines; Bedrock's event stream into its messages, each read by the
-profile), parsed as JSON and fed to the engine, whose findings are reported as they happen. In
-observe mode the tap returns every chunk unchanged the moment it comes and reads it then, or,
-given ``defer`` (as the addon gives it), once the stream pauses (``_look``), together with
-the chunks before it, each event timed when its chunk came. In enforce mode it works on whole
-events instead: everything streams as before except the provider's
-terminal evidence (a chunk with ``finish_reason`` and what follows it; Anthropic's
-``message_delta`` and ``message_stop``; Ollama's ``done`` line; Bedrock's ``messageStop`` and
-``metadata``) and the end marker (``[DONE]``, ``message_stop``, the array's closing bracket),
-which are held until the verdict is known at the end marker or the end of the body, then released
-unchanged on a pass or replaced by a provider-shaped error event on a fail. JSON lines and event
-streams are decided at the end of the body only: their clients read on past the end marker. Given
-``defer``, an SSE event whose bytes show it cannot decide the turn (``may_decide``) goes at once
-and is read later, before any event that can. Per chunk the work is proportional to the
-chunk.
+How this works: each body chunk is decompressed incrementally, and the reader of the response's
+framing (``reassemble.readers``: SSE, Gemini's streamed JSON array without ``alt=sse``, JSON
+lines, Bedrock's event stream) cuts it into events, parsed as JSON (or, in an event stream, read
+by the profile) and fed to the engine, whose findings are reported as they happen. In observe
+mode the tap returns every chunk unchanged the moment it comes and reads it then, or, given
+``defer`` (as the addon gives it), once the stream pauses (``backlog``), together with the
+chunks before it, each event timed when its chunk came. In enforce mode it works on whole events
+instead: everything streams as before except the provider's terminal evidence (a chunk with
+``finish_reason`` and what follows it; Anthropic's ``message_delta`` and ``message_stop``;
+Ollama's ``done`` line; Bedrock's ``messageStop`` and ``metadata``) and the end marker
+(``[DONE]``, ``message_stop``, the array's closing bracket), which are held until the verdict is
+known at the end marker or the end of the body, then released unchanged on a pass or replaced by
+a provider-shaped error event on a fail. JSON lines and event streams are decided at the end of
+the body only: their clients read on past the end marker. Given ``defer``, an SSE event whose
+bytes show it cannot decide the turn (``may_decide``) goes at once and is read later, before any
+event that can. Per chunk the work is proportional to the chunk. What the tap does with the next
+bytes is its state, moved only through the table in ``tap_state``.
 
 A body that stops being UTF-8 is the provider's fault, not the pipeline's: the events before the
 bad byte were read, the rest of the body is handed to the engine as one text event (which no
@@ -25,8 +25,9 @@ that block on, as a terminal carried in undecodable bytes must not reach the cli
 
 A body longer than ``max_body`` (decoded) is not kept: a stream that never ends must not cost
 the proxy unbounded memory. From that chunk on the tap keeps nothing and reads nothing; observe
-mode passes every byte on, enforce mode sends the error event once and drops the rest. The turn
-is not judged and no fixture is written (``over_limit``).
+mode passes every byte on, enforce mode sends the error event once and drops the rest (or, the
+turn passed already, passes the rest on). The turn is not judged and no fixture is written
+(``over_limit``).
 
 mitmproxy drops a chunk whose stream callable raises, so nothing here may raise: a failure inside
 the pipeline is reported once, the tap stops inspecting, and every byte still goes through.
@@ -34,36 +35,29 @@ the pipeline is reported once, the tap stops inspecting, and every byte still go
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from collections.abc import Callable, Iterable
-from typing import cast
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
+from callgate.proxy_addon.backlog import Backlog
+from callgate.proxy_addon.tap_state import TapInput, TapState, step
 from callgate.reassemble import Code, Finding, Reassembler, Report
-from callgate.reassemble.eventstream import MessageFramer, message_event
-from callgate.reassemble.framing import (
-    EVENTSTREAM,
-    JSON_ARRAY,
-    NDJSON,
-    SSE,
-    ArrayFramer,
-    Blocks,
-    EventFramer,
-    LineFramer,
-    element_text,
-)
+from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.base import Profile
-from callgate.reassemble.sse import SSEDecoder, SSEError, split_at_bad_byte
-from callgate.redact.body import event_reader, event_value
+from callgate.reassemble.readers import READERS, Reader
 from callgate.redact.encoding import Decompressor
 
-_DONE = "[DONE]"
-#: Given ``defer``, reading waits for the stream to pause for at most this many looks.
-MAX_LOOKS = 50
-#: Seconds within which chunks read later count as having come at once (``_read_unread``).
-SAME_MOMENT = 0.001
+# The states by name, looked up once: the tap asks for its state at every chunk, and in Python
+# 3.11 an Enum member looked up through its class costs ten times an attribute.
+READING, HOLDING, PASSED, BLOCKED, BROKEN = (
+    TapState.READING,
+    TapState.HOLDING,
+    TapState.PASSED,
+    TapState.BLOCKED,
+    TapState.BROKEN,
+)
 
 
 def blocked_event(
@@ -71,15 +65,13 @@ def blocked_event(
 ) -> bytes:
     """The profile's own error event, which makes the provider's SDK raise. In a JSON array it
     is the last element and closes the array (``opens_array``: nothing of it was sent yet)."""
+    record = PROFILES[profile]
+    return READERS[framing].error_frame(record, _error_body(record, codes), first=opens_array)
+
+
+def _error_body(profile: Profile, codes: list[str]) -> Mapping[str, object]:
     message = f"callgate blocked this turn: {', '.join(codes) or 'conformance failure'}"
-    body = PROFILES[profile].error_body(message, codes)
-    if framing == JSON_ARRAY:
-        return f"{'[' if opens_array else ','}{json.dumps(body)}\n]".encode()
-    if framing == NDJSON:
-        return json.dumps(body).encode() + b"\n"
-    if framing == EVENTSTREAM:
-        return PROFILES[profile].message_frame(body)
-    return PROFILES[profile].sse_frame(body)
+    return profile.error_body(message, codes)
 
 
 def deciding_pattern(profile: Profile) -> re.Pattern[bytes]:
@@ -121,59 +113,52 @@ class StreamTap:
         defer: Callable[[Callable[[], None]], object] | None = None,
     ) -> None:
         self.engine = engine
-        self.max_body = max_body
-        #: The decoded body grew past ``max_body``: it was let go, and the turn is not judged.
-        self.over_limit = False
-        self._kept = 0
-        self.profile = profile
-        self._profile = PROFILES[profile]
+        self.profile, self._profile = profile, PROFILES[profile]
         self.enforce = enforce
+        self.framing = framing
+        self.max_body = max_body
         self.decompressor = Decompressor(encoding)
         self.body: list[bytes] = []
+        self._kept = 0  # bytes of the decoded body so far
+        #: The decoded body grew past ``max_body``: it was let go, and the turn is not judged.
+        self.over_limit = False
         #: Seconds from the first body byte to each stream event (for replay with real timing).
         self.event_times: list[float] = []
         self._started: float | None = None
-        self.end_marker_seen = False
         self.report: Report | None = None
-        self.framing = framing
-        self._sse = SSEDecoder()
-        self._sse_value = event_reader(self._profile.names_proof)
-        self._sse_read = 0  # SSE events the decoder gave so far, [DONE] among them
-        # Enforce mode cuts the body into blocks with the framer and reads each block; observe
-        # mode reads chunks as they come (a JSON array through the same framer).
-        framers: dict[str, type[Blocks]] = {
-            SSE: EventFramer,
-            NDJSON: LineFramer,
-            EVENTSTREAM: MessageFramer,
-        }
-        self._framer = framers.get(framing, ArrayFramer)()
-        self._element_seen = False  # JSON array, JSON lines: the first block was read
+        self._state = READING
+        self._stream_ended = False  # an event the profile ends the stream with was read
+        self._reader: Reader[Any] = READERS[framing](self._profile, self._received)
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
-        self._held: list[bytes] = []
-        self._verdict: bool | None = None  # enforce: None until decided, then pass/fail
-        self._broken = False
-        #: The SSE body stopped being UTF-8: nothing after that is read.
-        self._undecodable = False
+        self._held: list[bytes] = []  # enforce: the blocks held, until the verdict
         self._on_finding, self._on_failure = on_finding, on_failure
-        # Given ``defer`` (the addon's runs the callable it is given a few milliseconds later),
-        # chunks pass at once and are read once the stream pauses (``_look``), so the client
-        # does not wait for the reading and one pass reads many: all chunks observing; in
-        # enforce mode, the SSE events that cannot decide the turn (``may_decide``).
-        self._defer = defer
-        self._unread: list[bytes] = []
-        self._arrived: list[float] = []  # when each unread chunk came (time.monotonic())
-        #: Observe mode, given ``defer``: when the body's end came, until it is read.
-        self._end_unread: float | None = None
-        self._looking = False  # a look is waiting to be run
-        self._fresh = False  # something came since the last look
-        self._looks = 0
+        self._backlog = Backlog(defer, self.catch_up) if defer is not None else None
         #: Enforce mode, given ``defer``: what an SSE event that may go before it is read must
         #: not hold (None: every event is read before it goes).
         self._deciding = (
             deciding_pattern(self._profile)
-            if (enforce and defer is not None and framing == SSE and self._profile.terminal_pattern)
+            if enforce
+            and defer is not None
+            and self._reader.releases_unread
+            and self._profile.terminal_pattern
             else None
         )
+
+    @property
+    def state(self) -> TapState:
+        """What the tap does with the bytes that come next (``tap_state``)."""
+        return self._state
+
+    @property
+    def broken(self) -> bool:
+        """The pipeline failed and stopped reading: the report covers what came before."""
+        return self._state is BROKEN
+
+    @property
+    def end_marker_seen(self) -> bool:
+        """The stream's end was read: the framing's end marker (``[DONE]``, the array's closing
+        bracket) or the event the profile ends the stream with."""
+        return self._stream_ended or self._reader.ended
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         try:
@@ -182,7 +167,7 @@ class StreamTap:
             self.catch_up()
             self._break(error)
             return chunk
-        if self._broken:
+        if self._state is BROKEN:
             if not self.enforce:
                 return chunk
             # Broken between calls (reading released events later): what was kept goes now.
@@ -192,85 +177,14 @@ class StreamTap:
         self._kept += len(decoded)
         self.body.append(decoded)
         if not self.enforce:
-            if self._defer is not None:
-                if decoded:
-                    self._read_later(decoded)
-                elif not chunk:
-                    self._end_unread = time.monotonic()  # read with the rest, later
-            elif decoded or not chunk:
-                # Only the empty chunk ends the body: a compressed chunk may decode to nothing yet.
-                self.catch_up()
-                self._observe(decoded)
+            self._observe(chunk, decoded)
             return chunk
         # A chunk of whole events none of which may decide the turn goes as its events would,
         # one by one, without being cut into them.
-        if (
-            self._verdict is None
-            and self._may_go_unread(decoded)
-            and cast(EventFramer, self._framer).takes_whole(decoded)
-        ):
+        if self._may_go_unread(decoded) and self._reader.takes_whole(decoded):
             self._release_unread(decoded)
             return [decoded]
         return self._enforce(decoded, end=not chunk)
-
-    def _may_go_unread(self, data: bytes) -> bool:
-        """Enforce mode, before the verdict: whether SSE events may go before they are read,
-        told from their bytes (``may_decide``), with nothing held before them."""
-        return self._deciding is not None and not (
-            self._held or self._undecodable or may_decide(data, self._deciding)
-        )
-
-    def _release_unread(self, data: bytes) -> None:
-        self._sent += len(data)
-        self._read_later(data)
-
-    def _read_later(self, data: bytes) -> None:
-        self._unread.append(data)
-        self._arrived.append(time.monotonic())
-        self._fresh = True
-        if not self._looking:
-            self._looking, self._looks = True, 0
-            assert self._defer is not None  # only given ``defer`` is anything left unread
-            self._defer(self._look)
-
-    def _look(self) -> None:
-        """Given to ``defer``: read what waits once the stream has paused, that is once a look
-        finds that nothing came since the look before, or at the ``MAX_LOOKS``-th look."""
-        self._looks += 1
-        if self._fresh and self._looks < MAX_LOOKS:
-            self._fresh = False
-            assert self._defer is not None
-            self._defer(self._look)
-            return
-        self._looking = False
-        self.catch_up()
-
-    def _over_limit(self, chunk: bytes, decoded: bytes) -> bytes | list[bytes]:
-        first = not self.over_limit
-        self.over_limit, self.body, self._unread, self._arrived = True, [], [], []
-        if not self.enforce:
-            return chunk
-        if self._verdict is not None:  # judged already: the rest goes as the verdict says
-            return [decoded] if self._verdict and decoded else []
-        self._verdict, self._held = False, []
-        # Whatever was released stays released; what was held and what follows never goes.
-        return (
-            [
-                blocked_event(
-                    self.profile,
-                    [Code.LIMIT_EXCEEDED.value],
-                    self.framing,
-                    opens_array=self._sent == 0,
-                )
-            ]
-            if first
-            else []
-        )
-
-    @property
-    def broken(self) -> bool:
-        """The pipeline failed and stopped reading: the report covers what came before."""
-        return self._broken
 
     def catch_up(self) -> None:
         """Read what passed and was not read yet (given ``defer``); never raises."""
@@ -279,24 +193,6 @@ class StreamTap:
         except Exception as error:  # into mitmproxy or the event loop: stop reading instead
             self._break(error)
 
-    def _read_unread(self) -> None:
-        if self.report is not None or self._broken:
-            return
-        if self._unread:
-            chunks, arrived = self._unread, self._arrived
-            self._unread, self._arrived = [], []
-            # The chunks that came within SAME_MOMENT of the first of them (those of one network
-            # read, in practice) are read in one pass, their events timed when the last came.
-            first = 0
-            for i, at in enumerate(arrived):
-                if at - arrived[first] > SAME_MOMENT:
-                    self._read(self._chunk_events(b"".join(chunks[first:i])), arrived[i - 1])
-                    first = i
-            self._read(self._chunk_events(b"".join(chunks[first:])), arrived[-1])
-        if self._end_unread is not None:
-            ended, self._end_unread = self._end_unread, None
-            self._read(self._chunk_events(b""), ended)
-
     def close(self) -> Report:
         """The verdict; call once the flow has ended (cleanly or not)."""
         if self.report is None:
@@ -304,42 +200,29 @@ class StreamTap:
             self.report = self.engine.close()
         return self.report
 
-    def _observe(self, decoded: bytes) -> None:
-        try:
-            self._read(self._chunk_events(decoded))
-        except Exception as error:  # never raise into mitmproxy
-            self._break(error)
+    # -- reading -----------------------------------------------------------------------------------
 
-    def _enforce(self, decoded: bytes, *, end: bool) -> list[bytes]:
-        blocks = self._framer.feed(decoded)
-        out: list[bytes] = []
-        try:
-            for block in blocks:
-                out += self._route(block)
-            # The tail: what follows the last whole event once the body is over (a cut line or
-            # element) or once a JSON array has closed (its closing bracket, which decides now).
-            if end or self._array_closed:
-                out += self._route(self._framer.rest(), tail=True)
-            if end and self._verdict is None:
-                out += self._decide()
-        except Exception as error:  # release every byte not yet sent, unchanged
-            self._break(error)
-            out.append(self._unsent())
-        # mitmproxy writes every piece of a list as a chunk of its own, an empty one too: on a
-        # chunked response that is a second terminating chunk, which a kept-alive connection
-        # then reads where the next response should start.
-        return [piece for piece in out if piece]
+    def _received(self) -> bytes:
+        return b"".join(self.body)
 
-    def _unsent(self) -> bytes:
-        """Enforce mode, once broken: every byte received and not sent yet, held or cut."""
-        unsent = b"".join(self.body)[self._sent :]
-        self._sent, self._held = self._kept, []
-        return unsent
+    def _observe(self, chunk: bytes, decoded: bytes) -> None:
+        if self._backlog is not None:
+            if decoded:
+                self._backlog.add(decoded)
+            elif not chunk:
+                self._backlog.end()
+        elif decoded or not chunk:
+            # Only the empty chunk ends the body: a compressed chunk may decode to nothing yet.
+            try:
+                self._read(self._reader.read(decoded))
+            except Exception as error:  # never raise into mitmproxy
+                self._break(error)
 
-    def _break(self, error: Exception) -> None:
-        if not self._broken:
-            self._broken = True
-            self._on_failure(type(error).__name__)
+    def _read_unread(self) -> None:
+        if self.report is not None or self._state is BROKEN or self._backlog is None:
+            return
+        for data, at in self._backlog.take():
+            self._read(self._reader.read(data), at)
 
     def _read(self, events: Iterable[object], at: float | None = None) -> None:
         """Each event fed to the engine; its findings reported as they happen. ``at``: when the
@@ -355,127 +238,119 @@ class StreamTap:
             for event in events:
                 read += 1
                 if ends_stream is not None and ends_stream(event):
-                    self.end_marker_seen = True
+                    self._stream_ended = True
                 for finding in feed(event):
                     self._on_finding(finding)
         finally:
             self.event_times += [since] * read
 
-    def _chunk_events(self, data: bytes) -> Iterable[object]:
-        """Each event a chunk completes (empty: the body's end): observing, and the events
-        enforce mode released before reading them."""
-        if self.framing == SSE:
-            return self._sse_events(data)
-        if self.framing == EVENTSTREAM:
-            return self._messages(self._framer.feed(data) if data else [self._framer.rest()])
-        if self.framing == JSON_ARRAY:
-            texts = self._elements(self._framer.feed(data))
-        else:
-            texts = self._lines(self._framer.feed(data) if data else [self._framer.rest()])
-        return map(event_value, texts)
+    # -- enforce mode ------------------------------------------------------------------------------
 
-    def _block_events(self, block: bytes, *, tail: bool) -> Iterable[object]:
-        """Enforce mode: the event in a whole block (a tail holds none, but for JSON lines the
-        last line may lack its newline, and a cut message is read to say so)."""
-        if self.framing == SSE:
-            return self._sse_events(block)
-        if self.framing == EVENTSTREAM:
-            return self._messages([block])
-        if self.framing == JSON_ARRAY:
-            texts = self._elements([] if tail else [block])
-        else:
-            texts = self._lines([block])
-        return map(event_value, texts)
+    def _may_go_unread(self, data: bytes) -> bool:
+        """Enforce mode: whether SSE events may go before they are read, told from their bytes
+        (``may_decide``), with nothing held before them."""
+        return (
+            self._deciding is not None
+            and self._state is READING
+            and not self._reader.unreadable
+            and not may_decide(data, self._deciding)
+        )
 
-    def _messages(self, blocks: list[bytes]) -> Iterable[object]:
-        from_message = self._profile.from_message
-        assert from_message is not None, f"{self.profile} has no event-stream messages"
-        return (message_event(block, from_message) for block in blocks if block)
+    def _release_unread(self, data: bytes) -> None:
+        assert self._backlog is not None  # only given ``defer`` does anything go unread
+        self._sent += len(data)
+        self._backlog.add(data)
 
-    def _elements(self, blocks: list[bytes]) -> list[str | bytes]:
-        texts: list[str | bytes] = [
-            element_text(block, not self._element_seen and i == 0) for i, block in enumerate(blocks)
-        ]
-        self._element_seen = self._element_seen or bool(blocks)
-        self.end_marker_seen = self._array_closed
-        return texts
-
-    def _lines(self, blocks: list[bytes]) -> list[str | bytes]:
-        """The JSON text of each line, blank lines left out (they hold no event), and a byte
-        order mark before the first line, as import reads the body."""
-        if blocks and not self._element_seen:
-            self._element_seen = True
-            blocks = [blocks[0].removeprefix(b"\xef\xbb\xbf"), *blocks[1:]]
-        return [line for block in blocks if (line := block.strip())]
-
-    @property
-    def _array_closed(self) -> bool:
-        return self.framing == JSON_ARRAY and cast(ArrayFramer, self._framer).closed
-
-    def _sse_events(self, data: bytes) -> Iterable[object]:
-        if self._undecodable:
-            return ()
-        rest: str | None = None
+    def _enforce(self, decoded: bytes, *, end: bool) -> list[bytes]:
+        blocks = self._reader.feed(decoded)
+        out: list[bytes] = []
         try:
-            decoded = self._sse.feed(data) if data else self._sse.close()
-        except SSEError as error:
-            # Read as the recorded body is; of the events before the bad byte, those this read
-            # completed were lost with the error.
-            self._undecodable = True
-            decoded, rest = split_at_bad_byte(b"".join(self.body), error.offset)
-            decoded = decoded[self._sse_read :]
-        self._sse_read += len(decoded)
-        texts: list[str] = []
-        for sse in decoded:
-            if sse.data == _DONE:
-                self.end_marker_seen = True
-            else:
-                texts.append(sse.data)
-        if rest is not None:
-            texts.append(rest)
-        return map(self._sse_value, texts)
+            for block in blocks:
+                out += self._route(block)
+            # The tail: what follows the last whole event once the body is over (a cut line or
+            # element) or once a JSON array has closed (its closing bracket, which decides now).
+            if end or self._reader.closed:
+                out += self._route(self._reader.rest(), tail=True)
+            if end and self._state is HOLDING:
+                out += self._decide()
+        except Exception as error:  # release every byte not yet sent, unchanged
+            self._break(error)
+            out.append(self._unsent())
+        # mitmproxy writes every piece of a list as a chunk of its own, an empty one too: on a
+        # chunked response that is a second terminating chunk, which a kept-alive connection
+        # then reads where the next response should start.
+        return [piece for piece in out if piece]
 
     def _route(self, block: bytes, *, tail: bool = False) -> list[bytes]:
         """Enforce mode: where one block goes now. A tail is held and goes out only on a pass,
         so an error event never lands after a cut line or element, or after a closed array."""
-        if self._verdict is not None:
-            self._sent += len(block) if self._verdict else 0
-            return [block] if self._verdict else []
+        if self._state is PASSED:
+            self._sent += len(block)
+            return [block]
+        if self._state is BLOCKED:
+            return []
         if not tail and self._may_go_unread(block):
             self._release_unread(block)
             return [block]
         self._read_unread()  # the events before this one first
         ended_before = self.end_marker_seen
-        events = list(self._block_events(block, tail=tail))
+        events = list(self._reader.read_block(block, tail=tail))
         self._read(events)
         # The block with the end marker is held too: a stream that ends without the terminal
         # evidence must not tell the client it ended well (openai-python hands on its calls at
-        # [DONE]). An array's end marker is its closing bracket, a tail, held already.
-        marks_end = self.end_marker_seen and not ended_before and self.framing != JSON_ARRAY
+        # [DONE]). An array's end marker, its closing bracket, is seen as its bytes come, before
+        # the blocks ahead of it are read: it is in the tail, held anyway.
         if (
             tail
-            or self._held
-            or self._undecodable
-            or marks_end
+            or self._state is HOLDING
+            or self._reader.unreadable
+            or (self.end_marker_seen and not ended_before)
             or any(map(self._profile.carries_terminal, events))
         ):
+            self._state = step(self._state, TapInput.HOLD)
             self._held.append(block)
-            # ollama-python reads lines past the done line, boto3 messages past metadata: there
-            # only the body's end decides.
-            decides = self.end_marker_seen and self.framing not in (NDJSON, EVENTSTREAM)
+            decides = self.end_marker_seen and not self._reader.reads_past_end
             return self._decide() if decides else []
         self._sent += len(block)
         return [block]
 
     def _decide(self) -> list[bytes]:
         report = self.close()
-        self._verdict = report.exit_code != 1
+        passed = report.exit_code != 1
+        self._state = step(self._state, TapInput.PASS if passed else TapInput.FAIL)
         held, self._held = self._held, []
-        if self._verdict:
+        if passed:
             self._sent += sum(map(len, held))
             return held
-        return [
-            blocked_event(
-                self.profile, report.blocking_codes, self.framing, opens_array=self._sent == 0
-            )
-        ]
+        return [self._blocked(report.blocking_codes)]
+
+    def _blocked(self, codes: list[str]) -> bytes:
+        body = _error_body(self._profile, codes)
+        return self._reader.error_frame(self._profile, body, first=self._sent == 0)
+
+    def _over_limit(self, chunk: bytes, decoded: bytes) -> bytes | list[bytes]:
+        self.over_limit, self.body = True, []
+        if self._backlog is not None:
+            self._backlog.drop()
+        if not self.enforce:
+            return chunk
+        if self._state is PASSED:  # judged already: the rest goes as the verdict says
+            return [decoded] if decoded else []
+        if self._state is BLOCKED:
+            return []
+        # Whatever was released stays released; what was held and what follows never goes.
+        self._state, self._held = step(self._state, TapInput.FAIL), []
+        return [self._blocked([Code.LIMIT_EXCEEDED.value])]
+
+    # -- failure -----------------------------------------------------------------------------------
+
+    def _break(self, error: Exception) -> None:
+        if self._state is not BROKEN:
+            self._state = step(self._state, TapInput.FAULT)
+            self._on_failure(type(error).__name__)
+
+    def _unsent(self) -> bytes:
+        """Enforce mode, once broken: every byte received and not sent yet, held or cut."""
+        unsent = b"".join(self.body)[self._sent :]
+        self._sent, self._held = self._kept, []
+        return unsent

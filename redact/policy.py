@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from callgate.reassemble import Report, check, strict_json
+from callgate.reassemble.body import StreamBody, parse_stream_body
 from callgate.reassemble.envelope import fixture_text
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
 from callgate.reassemble.limits import DOCUMENT_LIMITS
@@ -32,7 +33,6 @@ from callgate.reassemble.profiles import (
     profile_of_events,
 )
 from callgate.reassemble.providers import provider_from_url
-from callgate.redact.body import StreamBody, parse_stream_body
 from callgate.redact.exchange import Exchange
 from callgate.redact.leaks import find_leaks, secrets_of
 from callgate.redact.stream import (

@@ -12,6 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from callgate.reassemble import strict_json
+from callgate.reassemble.body import parse_stream_body
+from callgate.reassemble.errors import NotApplicable
 from callgate.reassemble.framing import (
     ArrayFramer,
     Blocks,
@@ -20,7 +22,6 @@ from callgate.reassemble.framing import (
     element_text,
 )
 from callgate.reassemble.profiles import array_frames
-from callgate.redact.body import NotApplicable, parse_stream_body
 from tests.conftest import CONFORMANCE
 
 # Strings full of the characters the framer looks at: brackets, braces, quotes, backslashes.

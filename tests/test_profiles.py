@@ -20,8 +20,8 @@ from callgate.reassemble.profiles import PROFILES, profile_for, profile_of_event
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, function_tools, reason_replaced
 from callgate.reassemble.profiles.openai import ChatTranslator, names_cannot_repeat
 from callgate.reassemble.providers import provider_from_url
+from callgate.reassemble.readers import event_reader, event_value
 from callgate.reassemble.sse import decode_all
-from callgate.redact.body import event_reader, event_value
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import request_body
 

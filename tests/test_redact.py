@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from callgate.reassemble import check
+from callgate.reassemble.body import parse_stream_body
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import framed
@@ -28,7 +29,6 @@ from callgate.redact import (
     redact_exchange,
     request_context,
 )
-from callgate.redact.body import parse_stream_body
 from callgate.redact.encoding import Decompressor, decode_whole
 from callgate.redact.leaks import encodings, find_leaks, secrets_of
 from callgate.redact.mask import Pseudonyms, mask_arguments

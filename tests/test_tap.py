@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from callgate.proxy_addon.backlog import MAX_LOOKS
 from callgate.proxy_addon.tap import (
-    MAX_LOOKS,
     StreamTap,
     blocked_event,
     deciding_pattern,

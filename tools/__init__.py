@@ -1,2 +1,2 @@
 """Scripts that only work from a checkout: the demo driver, the docs generator, the mutation
-score and the build backend."""
+score, the build backend and the stream tap's outputs."""

@@ -104,7 +104,7 @@ class Profile:
     cut_short: Callable[[object], object | None] = _no_event
     #: Given an event's value, parsed without the member-name check, and its JSON text (which
     #: holds no ``\\u`` escape), whether the event's own shape proves that no object in the text
-    #: repeats a name; False sends the text to the full strict parse (``redact.body.event_reader``).
+    #: repeats a name; False sends the text to the full strict parse (``readers.event_reader``).
     #: None: every event takes the full parse.
     names_proof: Callable[[object, str], bool] | None = None
 

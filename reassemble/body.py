@@ -1,18 +1,25 @@
 """A recorded response body as the provider's stream events: SSE, JSON lines, a JSON array or
-AWS event-stream messages."""
+AWS event-stream messages.
+
+How this works: the media type (and the profile, for JSON lines served as ``application/json``
+and for event streams) names the framing. SSE and a streamed array the strict parser refuses as
+a whole are read by the framing's reader (``readers``), as the proxy reads them live, so import
+and the proxy's verdict see the same events; a JSON array is first parsed whole, JSON lines are
+split at line feeds of the decoded text, and event-stream messages are read by the profile
+(``eventstream.body_events``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.errors import NotApplicable
 from callgate.reassemble.eventstream import body_events
-from callgate.reassemble.framing import EVENTSTREAM, MEDIA_TYPES, NDJSON, ArrayFramer, element_text
+from callgate.reassemble.framing import EVENTSTREAM, MEDIA_TYPES, NDJSON, SSE
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import PROFILES, framing_for
-from callgate.reassemble.sse import SSEError, decode_all, split_at_bad_byte
+from callgate.reassemble.readers import ArrayReader, SSEReader, event_value
 
 
 @dataclass(frozen=True)
@@ -50,17 +57,10 @@ def parse_stream_body(
 
 def _sse(body: bytes, profile: str | None) -> StreamBody:
     # Read as the proxy reads each event live: the profile's proof spares most events the
-    # member-name check, and the values are the same either way (``event_reader``).
-    read = event_reader(PROFILES[profile].names_proof) if profile in PROFILES else event_value
-    rest: list[object] = []
-    try:
-        decoded, incomplete = decode_all(body)
-    except SSEError as error:  # the events before the bad byte, then the rest as one text event
-        decoded, text = split_at_bad_byte(body, error.offset)
-        incomplete, rest = True, [text]
-    events = [read(event.data) for event in decoded if event.data != "[DONE]"]
-    done = any(event.data == "[DONE]" for event in decoded)
-    return StreamBody([*events, *rest], "sse", done, incomplete)
+    # member-name check, and the values are the same either way (``readers.event_reader``).
+    reader = SSEReader(PROFILES.get(profile) if profile is not None else None, lambda: body)
+    events = [*reader.read(body), *reader.read(b"")]
+    return StreamBody(events, SSE, reader.ended, reader.incomplete)
 
 
 def _json_lines(body: bytes) -> StreamBody:
@@ -101,42 +101,8 @@ def _framed_json_array(body: bytes) -> StreamBody | None:
     report, as a bad SSE event is). None when the body is not such an array."""
     if not body.lstrip().startswith(b"["):
         return None
-    framer = ArrayFramer()
-    blocks = framer.feed(body)
-    if framer.closed and framer.rest().strip() != b"]":
+    reader = ArrayReader(None, lambda: body)
+    events = reader.read(body)
+    if reader.closed and reader.rest().strip() != b"]":
         return None  # something after the array
-    events = [event_value(element_text(block, i == 0)) for i, block in enumerate(blocks)]
-    return StreamBody(events, "json", incomplete=not framer.closed)
-
-
-def event_value(text: str | bytes) -> object:
-    """One event's JSON value; text that is not strict JSON stays a string, so the engine sees
-    (and reports) it instead of it vanishing."""
-    try:
-        return (
-            strict_json.loads(text, DOCUMENT_LIMITS)
-            if isinstance(text, str)
-            else strict_json.loads_bytes(text, DOCUMENT_LIMITS)
-        )
-    except strict_json.StrictJSONError:
-        return text if isinstance(text, str) else text.decode("utf-8", "replace")
-
-
-def event_reader(names_proof: Callable[[object, str], bool] | None) -> Callable[[str], object]:
-    """``event_value`` for a profile's events. Given the profile's ``names_proof``, a text
-    without ``\\u`` escapes is parsed without the member-name check first (a Python call per
-    object, a third of the parse of a Chat Completions chunk), and kept when the proof holds
-    for it; any other text takes ``event_value``. Either way the value is ``event_value``'s."""
-    if names_proof is None:
-        return event_value
-
-    def value(text: str) -> object:
-        if "\\u" in text:
-            return event_value(text)
-        try:
-            parsed = strict_json.loads(text, DOCUMENT_LIMITS, check_names=False)
-        except strict_json.StrictJSONError:  # the full parse fails too (and keeps the text)
-            return text
-        return parsed if names_proof(parsed, text) else event_value(text)
-
-    return value
+    return StreamBody(list(events), "json", incomplete=not reader.closed)
