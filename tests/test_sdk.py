@@ -357,3 +357,78 @@ def test_real_sdk_models_read_as_their_wire_json() -> None:
         path for path, (from_objects, from_wire) in results.items() if from_objects != from_wire
     ]
     assert differing == []
+
+
+#: The README's example, for openai and anthropic: the SDK streams a fixture from callgate's fake
+#: provider, and each object it hands out goes straight to ``feed``, with the SDK's tools list.
+STREAMED_SCRIPT = """
+import json, sys
+import anthropic, openai
+import callgate
+
+base, results = sys.argv[1], {}
+for path in sys.argv[2:]:
+    envelope = json.loads(open(path, encoding="utf-8").read())
+    profile, name = envelope["profile"], path.rsplit("/", 1)[1].removesuffix(".json")
+    schemas, messages = envelope["tool_schemas"], [{"role": "user", "content": "Weather?"}]
+    if profile == "openai":
+        tools = [{"type": "function", "function": {"name": n, "parameters": s}}
+                 for n, s in schemas.items()]
+        client = openai.OpenAI(base_url=f"{base}/f/openai/{name}/v1", api_key="k")
+        stream = client.chat.completions.create(
+            model="m", messages=messages, tools=tools, stream=True)
+    else:
+        tools = [{"name": n, "input_schema": s} for n, s in schemas.items()]
+        client = anthropic.Anthropic(base_url=f"{base}/f/anthropic/{name}", api_key="k")
+        stream = client.messages.create(
+            model="m", max_tokens=64, messages=messages, tools=tools, stream=True)
+    engine = callgate.Reassembler(profile, tools=tools, provider=envelope.get("provider"))
+    kinds = set()
+    for event in stream:
+        kinds.add(type(event).__module__.split(".")[0])
+        engine.feed(event)
+    results[path] = [sorted(kinds), engine.close().to_dict()]
+print(json.dumps(results))
+"""
+
+
+@pytest.mark.sdk
+def test_sdk_streams_fed_straight_to_the_engine_with_the_sdks_tools_read_as_recorded() -> None:
+    from tests.proxy_harness import fake_provider
+
+    paths = [
+        CONFORMANCE / path
+        for path in (
+            "openai/valid_fragmented.json",
+            "openai/valid_parallel_interleaved.json",
+            "openai/reused_index_new_id.json",
+            "anthropic/valid_fragmented.json",
+            "anthropic/valid_text_then_two_tools.json",
+            "anthropic/reused_index_new_id.json",
+        )
+    ]
+    provider = fake_provider()
+    try:
+        done = subprocess.run(
+            [str(APPS_PYTHON), "-c", STREAMED_SCRIPT, provider.url, *map(str, paths)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=False,
+        )
+    finally:
+        provider.close()
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    for path in paths:
+        kinds, report = results[str(path)]
+        assert kinds == [path.parent.name]  # every event was the SDK's own object
+        expected = check(envelope(path)).to_dict()
+        # Event indices aside: the anthropic SDK hands out no ``ping`` event.
+        assert report["status"] == expected["status"]
+        assert without_events(report["calls"]) == without_events(expected["calls"]) != []
+        assert [f["code"] for f in report["findings"]] == [f["code"] for f in expected["findings"]]
+
+
+def without_events(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{key: value for key, value in call.items() if key != "events"} for call in calls]
