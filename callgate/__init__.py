@@ -1,9 +1,10 @@
 """callgate: may the tool calls of this streamed LLM turn be executed?
 
-The public face of the Python API. Feed a provider's raw stream events to a ``Reassembler`` (or
-a whole envelope to ``check``) and read the ``Report``: its ``status``, the reassembled ``calls``
-and the ``findings``, each with a stable ``Code``. ``redact_envelope`` turns an envelope into a
-fixture that is safe to keep.
+The public face of the Python API. Feed a provider's raw stream events (as parsed from the wire,
+or the SDK's own event objects) to a ``Reassembler`` given the tools (a name-to-schema mapping, or
+the list handed to the SDK), or a whole envelope to ``check``, and read the ``Report``: its
+``status``, the reassembled ``calls`` and the ``findings``, each with a stable ``Code``.
+``redact_envelope`` turns an envelope into a fixture that is safe to keep.
 
 How this works: the names below load on first use (PEP 562), so ``import callgate`` costs
 nothing. That matters because pytest imports ``callgate.cli.pytest_plugin``, and with it this

@@ -46,7 +46,9 @@ app = typer.Typer(
 
 @app.command("check")
 def check_command(
-    fixtures: Annotated[list[Path], typer.Argument(help="Envelope JSON files to judge.")],
+    fixtures: Annotated[
+        list[Path], typer.Argument(help="Envelope JSON files or folders (recursive) to judge.")
+    ],
     report: Annotated[
         ReportFormat, typer.Option(help="json: one report per line; text: a readable summary.")
     ] = ReportFormat.json,
@@ -55,7 +57,9 @@ def check_command(
         typer.Option("--allow-quirk", help="Tolerate a named provider quirk (repeatable)."),
     ] = None,
 ) -> None:
-    """Judge each fixture: exit 0 pass, 1 block, 2 invalid input or no streamed tool call."""
+    """Judge each fixture. One file: exit 0 pass, 1 block, 2 invalid input or no streamed tool
+    call. Several: 0 some turn applicable and every applicable one passed, 1 a turn blocked, 2 no
+    turn applicable or a file unreadable."""
     _exit(run_check, fixtures, report, allow_quirk or [], sys.stdout, sys.stderr)
 
 

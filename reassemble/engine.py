@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -39,6 +39,7 @@ from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.quirks import quirks_in_force
 from callgate.reassemble.report import Call, Report
 from callgate.reassemble.schema import SchemaProblem, ToolSchema, compiled_schema
+from callgate.reassemble.sdk import event_json, tool_schemas_of
 from callgate.reassemble.state import GROWING, SlotInput, SlotState, slot_state, step
 
 _TABLE_MESSAGES = {
@@ -96,19 +97,22 @@ class Reassembler:
     """Checks one streamed assistant turn.
 
     ``profile`` names a provider profile: a key of ``callgate.reassemble.profiles.PROFILES``;
-    ``tool_schemas`` maps tool names to JSON Schemas; ``request`` holds the non-prompt request
-    parameters (``tool_choice`` decides whether ``"stop"`` may end a forced call); ``provider``
-    selects the provider's named quirks and ``allow_quirks`` adds quirks by name; ``limits``
-    bounds what one call's arguments may cost (``DEFAULT_LIMITS`` when None). Feed raw events in
-    order with ``feed``; call ``close`` once at the end of the stream. Raises ``UsageError`` for
-    an unknown profile or quirk, ``RuntimeError`` when fed after ``close``.
+    ``tool_schemas`` (or, by keyword, ``tools``) maps tool names to JSON Schemas, or is the tools
+    as the provider's SDK takes them (``callgate.reassemble.sdk.tool_schemas_of``); ``request``
+    holds the non-prompt request parameters (``tool_choice`` decides whether ``"stop"`` may end a
+    forced call); ``provider`` selects the provider's named quirks and ``allow_quirks`` adds
+    quirks by name; ``limits`` bounds what one call's arguments may cost (``DEFAULT_LIMITS`` when
+    None). Feed raw events in order with ``feed``; call ``close`` once at the end of the stream.
+    Raises ``UsageError`` for an unknown profile or quirk or a tools list it cannot read,
+    ``RuntimeError`` when fed after ``close``.
     """
 
     def __init__(
         self,
         profile: str,
-        tool_schemas: Mapping[str, object] | None = None,
+        tool_schemas: Mapping[str, object] | Sequence[object] | None = None,
         *,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
         request: Mapping[str, object] | None = None,
         provider: str | None = None,
         limits: Limits | None = None,
@@ -116,6 +120,8 @@ class Reassembler:
     ) -> None:
         if profile not in PROFILES:
             raise UsageError(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
+        if tools is not None and tool_schemas is not None:
+            raise UsageError("give the tools once: tool_schemas or tools, not both")
         self._profile = PROFILES[profile]
         self._provider = provider
         self._quirks = quirks_in_force(provider, allow_quirks)
@@ -123,7 +129,7 @@ class Reassembler:
         self._accepted = self._profile.accepted_reasons(request)
         self._translator = self._profile.translator(self._quirks, request)
         self._limits = limits or DEFAULT_LIMITS
-        self._tool_schemas = dict(tool_schemas or {})
+        self._tool_schemas = tool_schemas_of(tool_schemas if tools is None else tools, profile)
         self._compiled: dict[str, ToolSchema | SchemaProblem] = {}
         self._slots: dict[SlotKey, _Slot] = {}
         self._ids: dict[str, SlotKey] = {}
@@ -136,9 +142,13 @@ class Reassembler:
     # -- the public face -------------------------------------------------------------------------
 
     def feed(self, raw: object) -> list[Finding]:
-        """Take the next raw provider event; return the findings it raised, in order."""
+        """Take the next raw provider event, as parsed from the wire (a dict) or as the provider's
+        SDK hands it out (a pydantic model, read as its wire JSON); return the findings it
+        raised, in order. Raises ``TypeError`` for anything else that is not a JSON value."""
         if self._closed:
             raise RuntimeError("Reassembler.feed() called after close()")
+        if type(raw) is not dict:  # one comparison for the dicts that are nearly every event
+            raw = event_json(raw)
         self._event += 1
         first = len(self._findings)
         for event in self._translator.translate(raw):

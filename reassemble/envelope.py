@@ -8,14 +8,14 @@ engine over its stream. ``fixture_bytes`` lays an envelope out as a fixture file
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from callgate.reassemble.engine import Reassembler
-from callgate.reassemble.errors import InputError
+from callgate.reassemble.errors import InputError, UsageError
 from callgate.reassemble.limits import Limits
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.report import Report, Status
@@ -180,18 +180,23 @@ def validate_envelope(envelope: object) -> Mapping[str, Any]:
 def check(
     envelope: object,
     *,
+    tools: Mapping[str, object] | Sequence[object] | None = None,
     allow_quirks: Iterable[str] = (),
     limits: Limits | None = None,
 ) -> Report:
-    """Judge the streamed turn in ``envelope``.
+    """Judge the streamed turn in ``envelope``. ``tools``, for an envelope without
+    ``tool_schemas``, are its tools as the provider's SDK takes them (see ``Reassembler``).
 
-    Raises ``EnvelopeError`` when it is not an envelope and ``UsageError`` for an unknown quirk.
+    Raises ``EnvelopeError`` when it is not an envelope and ``UsageError`` for an unknown quirk,
+    a tools list it cannot read, or tools given both ways.
     """
     valid = validate_envelope(envelope)
     profile = PROFILES[valid["profile"]]
+    if tools is not None and "tool_schemas" in valid:
+        raise UsageError("give the tools once: the envelope's tool_schemas or tools, not both")
     reassembler = Reassembler(
         valid["profile"],
-        valid.get("tool_schemas", {}),
+        valid.get("tool_schemas", {}) if tools is None else tools,
         request=valid.get("request"),
         provider=valid.get("provider"),
         limits=limits,

@@ -20,7 +20,7 @@ from html import escape
 from math import log10
 
 from callgate.cli.replay.outcome import Outcome
-from callgate.reassemble import Call, Finding, Report
+from callgate.reassemble import Call, Finding, Report, Status
 
 #: Geometry of the timeline, in px. The plot never grows past PLOT_MAX however long the stream,
 #: and a short stream is not stretched past MAX_STEP per event, so bars stay comparable.
@@ -95,6 +95,8 @@ def _fixture_section(index: int, outcome: Outcome) -> str:
 def _verdict(report: Report | None) -> str | None:
     if report is None:
         return None
+    if report.status is Status.NOT_APPLICABLE:  # a turn without a tool call blocked nothing
+        return f"{report.status.value} (no tool call)"
     return f"{report.status.value} ({'executable' if report.executable else 'blocked'})"
 
 
