@@ -349,17 +349,3 @@ def read_events(
                 connection.close()
                 return
     connection.close()
-
-
-def run_app(sdk: str, base_url: str, *args: str) -> dict[str, Any]:
-    """Run the SDK app once; its JSON report."""
-    done = subprocess.run(
-        [str(APPS_PYTHON), str(CLIENT), sdk, base_url, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
