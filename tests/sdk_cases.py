@@ -19,7 +19,9 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -170,3 +172,31 @@ class AppReports:
     def report(self, item: pytest.Item, role: str) -> dict[str, Any]:
         """The report of ``item``'s turn of ``role``; fails the test where the app failed."""
         return self._outcomes[turn_key(item.name, role)].result()
+
+
+@dataclass(frozen=True)
+class InnerTest:
+    """One test of a pytest session run in a subprocess, as its ``--junitxml`` tells it (with
+    ``junit_logging=system-out``): ``failed`` for a failure or an error in any of its phases,
+    ``skipped``, or ``passed``; the messages and texts of its failures, errors or skip; what it
+    printed."""
+
+    outcome: str
+    report: str
+    stdout: str
+
+
+def inner_tests(junit: Path) -> dict[str, InnerTest]:
+    """Each test of a ``--junitxml`` file, by its name (``test_x[param]``)."""
+    tests = {}
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        problems = [e for e in case if e.tag in ("failure", "error", "skipped")]
+        outcome = "passed"
+        if any(e.tag != "skipped" for e in problems):
+            outcome = "failed"
+        elif problems:
+            outcome = "skipped"
+        report = "\n".join(f"{e.get('message', '')}\n{e.text or ''}" for e in problems)
+        stdout = "".join(e.text or "" for e in case.iter("system-out"))
+        tests[case.attrib["name"]] = InnerTest(outcome, report, stdout)
+    return tests
