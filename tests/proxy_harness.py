@@ -161,34 +161,39 @@ class _Listening:
         self._callback()
 
 
-#: The options a test of a shared proxy may set, at the addon's defaults: each test sets them
-#: all, so none carries over from the test before.
-SHARED_OPTIONS = {"callgate_enforce": False, "callgate_provider": ""}
-
-
 class SharedProxy:
     """One proxy to ``upstream`` for many tests: starting one (and its fixture writer) costs far
     more than a turn through it. Each test takes it (``take``) with its own fixture folder and
-    options; mitmproxy reads the options when a turn starts and the folder when the turn ends,
-    and a test's turns have ended (its client read them to the end, or it waited for their
-    fixtures) before the next test takes the proxy. It stops when a test starts a proxy of its
-    own, and starts again when a test takes it next."""
+    options (those an earlier test set go back to their defaults); mitmproxy reads the options
+    when a turn starts and the folder when the turn ends, and a test's turns have ended (its
+    client read them to the end, or it waited for their fixtures) before the next test takes
+    the proxy. It stops when a test starts a proxy of its own, and starts again when a test
+    takes it next (or when mitmproxy's one master is another's by then)."""
 
     def __init__(self, upstream: str, folder: Path) -> None:
         self._upstream, self._folder = upstream, folder
         self._proxy: Proxy | None = None
         self._starts = 0
+        self._changed: set[str] = set()
 
     def take(self, out: Path, **options: Any) -> Proxy:
         """The proxy, now with ``options`` (the others at their defaults) and its fixtures
         going to ``out``."""
-        assert set(options) <= set(SHARED_OPTIONS), f"not for a shared proxy: {options}"
+        from mitmproxy import ctx
+
+        if self._proxy is not None and ctx.master is not self._proxy.master:
+            self.close()
         if self._proxy is None:
             self._starts += 1
             proxy = Proxy(self._upstream, self._folder / f"start{self._starts}" / "fixtures")
             proxy.displaced = self.close
-            self._proxy = proxy.__enter__()
-        self._proxy.set(callgate_out=str(out), **{**SHARED_OPTIONS, **options})
+            self._proxy, self._changed = proxy.__enter__(), set()
+        master_options = self._proxy.master.options
+        self._changed |= set(options)
+        self._proxy.set(
+            callgate_out=str(out),
+            **{name: options.get(name, master_options.default(name)) for name in self._changed},
+        )
         self._proxy.out = out
         return self._proxy
 
