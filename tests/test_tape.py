@@ -339,6 +339,9 @@ def suite_run(
     in that ``--junitxml`` file."""
     environment = {k: v for k, v in os.environ.items() if k not in CLEARED} | env
     command = [str(APPS_PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_app.py"]
+    # langsmith's plugin (it comes with langchain) imports langsmith's client in every session,
+    # most of an empty session's start, and has no part in these tests.
+    command += ["-p", "no:langsmith_plugin"]
     command += (
         ["-s"] if junit is None else [f"--junitxml={junit}", "-o", "junit_logging=system-out"]
     )
