@@ -7,6 +7,9 @@ as it did when each turn had an interpreter of its own. A turn that crashes the 
 exception outside the SDK call, a bad argument) is that turn's failure, with its traceback; a
 turn that hangs is that turn's failure after ``TURN_TIMEOUT``, and the turns after it go on in a
 new interpreter.
+
+Likewise for a pytest session run in a subprocess (a user's suite): one session runs many inner
+tests, and ``inner_tests`` tells each one's outcome and output apart, from its ``--junitxml``.
 """
 
 from __future__ import annotations
