@@ -9,6 +9,7 @@ the apps are the real openai, anthropic and mistralai SDKs in their own virtuale
 from __future__ import annotations
 
 import asyncio
+import errno
 import http.client
 import json
 import os
@@ -16,11 +17,11 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from callgate.cli.loopback import free_port, listening, wait_listening
+from callgate.cli.loopback import free_port, wait_listening
 from callgate.cli.record import WEB_COLUMNS
 from callgate.cli.serve import FakeProvider, collect
 
@@ -34,33 +35,74 @@ def fake_provider(timing: float = 0.0) -> FakeProvider:
 
 
 class Proxy:
-    """mitmproxy (reverse mode to ``upstream``) with the callgate addon, on its own loop."""
+    """mitmproxy (reverse mode to ``upstream``) with the callgate addon, on its own loop. It
+    listens on a port the OS picks, known (``port``, ``url``) once the proxy is entered.
+
+    One at a time in a process: mitmproxy keeps its master and options in one global
+    (``mitmproxy.ctx``), so a second master would read the first one's options. A proxy that
+    can stop for another (``displaced``, set by ``SharedProxy``) does; any other one is an
+    error."""
+
+    #: The proxy running in this process, if any.
+    running: ClassVar[Proxy | None] = None
 
     def __init__(self, upstream: str, out: Path, *, web: bool = False, **options: Any) -> None:
         from callgate.proxy_addon.addon import CallgateAddon
 
-        self.port, self.out, self.web = free_port(), out, web
-        self.web_port = free_port() if web else 0
-        self.web_url = f"http://127.0.0.1:{self.web_port}/"
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port, self.out, self.web = 0, out, web
+        self.url = ""
+        self.web_port, self.web_url = 0, ""
         self.addon = CallgateAddon()
+        self.displaced: Callable[[], None] | None = None
         self._upstream, self._options = upstream, {"callgate_out": str(out), **options}
+
+    def __enter__(self) -> Proxy:
+        if Proxy.running is not None:
+            if Proxy.running.displaced is None:
+                raise RuntimeError("another proxy runs in this process: mitmproxy's ctx is global")
+            Proxy.running.displaced()
+        for _ in range(WEB_PORT_TRIES if self.web else 1):
+            # mitmweb binds the port it is given and tells no other: a port picked free can be
+            # taken before it binds it, and then another is picked.
+            self.web_port = free_port() if self.web else 0
+            self.web_url = f"http://127.0.0.1:{self.web_port}/"
+            failure = self._start()
+            if failure is None:
+                Proxy.running = self
+                return self
+            if not (isinstance(failure, OSError) and failure.errno == errno.EADDRINUSE):
+                break
+        raise RuntimeError(f"mitmproxy did not start: {failure!r}") from failure
+
+    def _start(self) -> BaseException | None:
+        """Run mitmproxy in a thread until it listens; what stopped it instead, if anything."""
         self._ready = threading.Event()
+        self._failure: BaseException | None = None
         # asyncio.run, as `callgate record` uses: at shutdown it cancels the connections still
         # open and closes the loop, so no transport outlives its loop.
         self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True)
-
-    def __enter__(self) -> Proxy:
         self._thread.start()
-        if not self._ready.wait(30):
-            raise RuntimeError("mitmproxy did not start")
-        return self
+        if not self._ready.wait(60):
+            return TimeoutError("mitmproxy did not start within 60 s")
+        if self._failure is not None:
+            self._thread.join(30)
+        return self._failure
 
     def __exit__(self, *exc: object) -> None:
         self._loop.call_soon_threadsafe(self.master.shutdown)
         self._thread.join(30)
+        if Proxy.running is self:
+            Proxy.running = None
 
     async def _main(self) -> None:
+        try:
+            await self._run()
+        except BaseException as failure:  # handed to the thread that waits for the start
+            self._failure = failure
+        finally:
+            self._ready.set()
+
+    async def _run(self) -> None:
         from mitmproxy import options
         from mitmproxy.tools.dump import DumpMaster
         from mitmproxy.tools.web.master import WebMaster
@@ -69,7 +111,7 @@ class Proxy:
         opts = options.Options(
             mode=[f"reverse:{self._upstream}"],
             listen_host="127.0.0.1",
-            listen_port=self.port,
+            listen_port=0,
             confdir=str(self.out.parent / "confdir"),
         )
         if self.web:
@@ -82,13 +124,15 @@ class Proxy:
                 self.web_url += "?token=callgate-test-token"
         else:
             self.master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-        self.master.addons.add(self.addon)
+        self.master.addons.add(self.addon, _Listening(self._listening))
         self.master.options.update(**self._options)
-        task = asyncio.create_task(self.master.run())
-        while not listening(self.port):
-            await asyncio.sleep(0.05)
+        await self.master.run()
+
+    def _listening(self) -> None:
+        """mitmproxy runs: its servers listen (and mitmweb's, when there is one)."""
+        _, self.port, *_ = self.master.addons.get("proxyserver").listen_addrs()[0]
+        self.url = f"http://127.0.0.1:{self.port}"
         self._ready.set()
-        await task
 
     def set(self, **options: Any) -> None:
         """Change options between requests."""
@@ -100,6 +144,63 @@ class Proxy:
 
         self._loop.call_soon_threadsafe(apply)
         done.wait(10)
+
+
+#: How many ports mitmweb is offered before a proxy with a web UI gives up starting.
+WEB_PORT_TRIES = 3
+
+
+class _Listening:
+    """A mitmproxy addon that calls back when mitmproxy runs: its ``running`` hook comes after
+    the proxy servers (and mitmweb's) listen."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+
+    def running(self) -> None:
+        self._callback()
+
+
+class SharedProxy:
+    """One proxy to ``upstream`` for many tests: starting one (and its fixture writer) costs far
+    more than a turn through it. Each test takes it (``take``) with its own fixture folder and
+    options (those an earlier test set go back to their defaults); mitmproxy reads the options
+    when a turn starts and the folder when the turn ends, and a test's turns have ended (its
+    client read them to the end, or it waited for their fixtures) before the next test takes
+    the proxy. It stops when a test starts a proxy of its own, and starts again when a test
+    takes it next (or when mitmproxy's one master is another's by then)."""
+
+    def __init__(self, upstream: str, folder: Path) -> None:
+        self._upstream, self._folder = upstream, folder
+        self._proxy: Proxy | None = None
+        self._starts = 0
+        self._changed: set[str] = set()
+
+    def take(self, out: Path, **options: Any) -> Proxy:
+        """The proxy, now with ``options`` (the others at their defaults) and its fixtures
+        going to ``out``."""
+        from mitmproxy import ctx
+
+        if self._proxy is not None and ctx.master is not self._proxy.master:
+            self.close()
+        if self._proxy is None:
+            self._starts += 1
+            proxy = Proxy(self._upstream, self._folder / f"start{self._starts}" / "fixtures")
+            proxy.displaced = self.close
+            self._proxy, self._changed = proxy.__enter__(), set()
+        master_options = self._proxy.master.options
+        self._changed |= set(options)
+        self._proxy.set(
+            callgate_out=str(out),
+            **{name: options.get(name, master_options.default(name)) for name in self._changed},
+        )
+        self._proxy.out = out
+        return self._proxy
+
+    def close(self) -> None:
+        if self._proxy is not None:
+            proxy, self._proxy = self._proxy, None
+            proxy.__exit__(None, None, None)
 
 
 def start_record(
@@ -253,17 +354,3 @@ def read_events(
                 connection.close()
                 return
     connection.close()
-
-
-def run_app(sdk: str, base_url: str, *args: str) -> dict[str, Any]:
-    """Run the SDK app once; its JSON report."""
-    done = subprocess.run(
-        [str(APPS_PYTHON), str(CLIENT), sdk, base_url, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result

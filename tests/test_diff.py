@@ -7,23 +7,129 @@ values asserted here are what the libraries produced, matching notes/peers.md.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
+import json
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from callgate.cli.diff import command, mutations
 from callgate.cli.diff.command import AdapterResult, HandedCall, run_adapter, run_diff
 from callgate.reassemble import check
+from callgate.reassemble.errors import NotApplicable, SetupError
+from callgate.reassemble.mutations import KINDS, mutate
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import APPS_PYTHON
 
-pytestmark = pytest.mark.sdk
+#: The tests that share the module's adapter runs (``adapter_runs``): on one xdist worker, so
+#: each adapter's runner starts once.
+pytestmark = [pytest.mark.sdk, pytest.mark.xdist_group("diff-adapter-runs")]
+
+#: The fixtures the tests below have each adapter run on, and (``--mutations``) those whose
+#: variants they have it run on.
+RUNS = {
+    "openai-python": [
+        "openai/reused_index_new_id",
+        "openai/valid_fragmented",
+        "mistral/native_whole_call",
+        "openai/truncated",
+        "openai/stream_error",
+    ],
+    "anthropic-python": ["anthropic/reused_index_new_id", "anthropic/valid_fragmented"],
+    "ollama-python": [
+        "ollama/reused_index_new_id",
+        "ollama/valid_parallel_calls_two_lines",
+        "ollama/truncated_before_done",
+    ],
+    "boto3": [
+        "bedrock-converse/reused_index_new_id",
+        "bedrock-converse/valid_parallel_calls",
+        "bedrock-converse/valid_no_argument_tool",
+    ],
+    "langchain-aws": [
+        "bedrock-converse/reused_index_new_id",
+        "bedrock-converse/valid_parallel_calls",
+        "bedrock-converse/truncated_inside_input",
+    ],
+    "cohere-python": [
+        "cohere/stream_error",
+        "cohere/valid_parallel_calls",
+        "cohere/valid_no_argument_tool",
+    ],
+    "langchain": [
+        "openai/reused_index_new_id",
+        "openai/truncated",
+        "openai/repeated_identical_id_and_name",
+        "mistral/native_parallel_calls",
+        "openai/valid_fragmented",
+    ],
+    "litellm": [
+        "openai/reused_index_new_id",
+        "openai/truncated",
+        "mistral/native_parallel_calls",
+        "openai/valid_fragmented",
+    ],
+}
+MUTATED = {
+    "openai-python": ["openai/valid_parallel_interleaved"],
+    "langchain": ["openai/valid_parallel_interleaved"],
+    "litellm": ["openai/valid_parallel_interleaved"],
+    "anthropic-python": ["anthropic/valid_text_then_two_tools"],
+}
+
+
+def planned(adapter: str) -> list[dict[str, Any]]:
+    """The envelopes the tests have ``adapter`` run on: ``RUNS``, and the variants of ``MUTATED``
+    as ``callgate diff --mutations`` makes them."""
+    envelopes = [load(fixture(name)) for name in RUNS.get(adapter, [])]
+    for name in MUTATED.get(adapter, []):
+        for kind in KINDS:
+            with contextlib.suppress(NotApplicable):  # --mutations leaves it out likewise
+                envelopes.append(mutate(load(fixture(name)), kind, fixture(name).name))
+    return envelopes
+
+
+@pytest.fixture(scope="module")
+def adapter_runs() -> Iterator[None]:
+    """Each adapter's runs in one run of its runner (``--many``), the first time a test has the
+    SDK environment run that adapter: importing a library costs seconds, one stream through it
+    milliseconds. ``callgate diff`` then takes the result of the same runner on the same
+    envelope; a run not planned (another interpreter, an envelope not in ``RUNS``), or any run of
+    an adapter whose batch failed, is made as it comes, so a failure is the failing test's
+    own."""
+    real = command.run_adapter_many
+    python, results, batched = str(APPS_PYTHON), {}, set()
+
+    def key(adapter: str, envelope: dict[str, Any]) -> str:
+        return json.dumps([adapter, envelope], sort_keys=True)
+
+    def run_adapter_many(
+        interpreter: str, adapter: str, envelopes: Sequence[dict[str, Any]]
+    ) -> list[AdapterResult]:
+        if interpreter == python and adapter not in batched:
+            batched.add(adapter)
+            batch = [*planned(adapter), *envelopes]
+            with contextlib.suppress(SetupError):
+                ran = real(python, adapter, batch)
+                results.update(zip((key(adapter, e) for e in batch), ran, strict=True))
+        keys = [key(adapter, envelope) for envelope in envelopes]
+        if interpreter == python and all(k in results for k in keys):
+            return [results[k] for k in keys]
+        return real(interpreter, adapter, envelopes)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(command, "run_adapter_many", run_adapter_many)
+        patch.setattr(mutations, "run_adapter_many", run_adapter_many)
+        yield
 
 
 @pytest.fixture
-def apps_python() -> str:
+def apps_python(adapter_runs: None) -> str:
     if not APPS_PYTHON.exists():
         pytest.skip(f"no SDK virtualenv at {APPS_PYTHON} (make test builds it)")
     return str(APPS_PYTHON)

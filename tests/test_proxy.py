@@ -12,6 +12,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,15 @@ from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import (
     APPS_PYTHON,
     Proxy,
+    SharedProxy,
     fake_provider,
     fixtures_in,
     post,
     read_events,
     request_body,
-    run_app,
     tools_file,
 )
+from tests.sdk_cases import AppReports, AppSession, Turn, selected, turn_key
 
 pytestmark = pytest.mark.proxy
 
@@ -41,15 +43,40 @@ needs_apps = pytest.mark.skipif(
 )
 
 
+#: The tests that share the module's proxy (``proxies``): on one xdist worker, so it starts
+#: once.
+POOLED = pytest.mark.xdist_group("shared-proxy")
+#: The SDK tests that share one batch of app turns, likewise.
+SDK_BATCH = pytest.mark.xdist_group("proxy-sdk-batch")
+
+
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Any]:
+    """One fake provider for the module: what it serves depends only on each request's path and
+    headers, never on the requests before it."""
     provider = fake_provider()
     yield provider
     provider.close()
 
 
+@pytest.fixture(scope="module")
+def proxies(upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedProxy]:
+    """The proxy to ``upstream`` the module's tests share, each with its own options and fixture
+    folder. A test that counts or looks for log lines starts a proxy of its own: the shared
+    proxy's log line of an earlier test's fixture can come while the next test runs."""
+    shared = SharedProxy(upstream.url, tmp_path_factory.mktemp("proxies"))
+    yield shared
+    shared.close()
+
+
 @pytest.fixture
-def proxy(upstream: Any, tmp_path: Path) -> Iterator[Proxy]:
+def proxy(proxies: SharedProxy, tmp_path: Path) -> Proxy:
+    return proxies.take(tmp_path / "fixtures")
+
+
+@pytest.fixture
+def own_proxy(upstream: Any, tmp_path: Path) -> Iterator[Proxy]:
+    """A proxy for this test alone, for a test that counts or looks for log lines."""
     with Proxy(upstream.url, tmp_path / "fixtures") as running:
         yield running
 
@@ -58,6 +85,7 @@ def chat_path(name: str) -> str:
     return f"/f/{name}/v1/chat/completions"
 
 
+@POOLED
 @pytest.mark.parametrize(
     "name",
     [
@@ -104,6 +132,7 @@ def test_events_reach_the_client_as_they_are_sent(tmp_path: Path) -> None:
     assert len(recorded) == 8 and min(b - a for a, b in itertools.pairwise(recorded)) > 250
 
 
+@POOLED
 def test_an_upstream_abort_gives_a_fixture_with_missing_terminal(proxy: Proxy) -> None:
     events = list(
         read_events(
@@ -137,6 +166,7 @@ def test_a_client_that_hangs_up_mid_stream_is_recorded_as_such(tmp_path: Path) -
     assert fixture["meta"]["stream"]["complete"] is False
 
 
+@POOLED
 def test_a_failure_inside_the_pipeline_costs_the_client_no_byte(
     upstream: Any, proxy: Proxy, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -163,7 +193,7 @@ def test_a_failure_inside_the_pipeline_costs_the_client_no_byte(
 
 
 def test_fifty_concurrent_streams_give_fifty_correct_fixtures(
-    upstream: Any, proxy: Proxy, caplog: pytest.LogCaptureFixture
+    own_proxy: Proxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -177,7 +207,7 @@ def test_fifty_concurrent_streams_give_fifty_correct_fixtures(
         statuses = [
             status
             for status, _, _ in pool.map(
-                lambda n: post(proxy.url, chat_path(n), request_body(n)), names
+                lambda n: post(own_proxy.url, chat_path(n), request_body(n)), names
             )
         ]
     assert statuses == [200] * 50
@@ -203,26 +233,112 @@ def written_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
-    proxy: Proxy, caplog: pytest.LogCaptureFixture
+    own_proxy: Proxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     key, query_key, prompt = "sk-proj-CANARYkey0123456789abcdef", "AIzaCANARYq", "CANARYprompt"
     body = json.loads(request_body("openai/reused_index_new_id"))
     body["messages"] = [{"role": "user", "content": prompt}]
     post(
-        proxy.url,
+        own_proxy.url,
         chat_path("openai/reused_index_new_id") + f"?key={query_key}",
         json.dumps(body).encode(),
         {"authorization": f"Bearer {key}", "x-api-key": key},
     )
-    fixture = json.dumps(fixtures_in(proxy.out, 1)[0])
+    fixture = json.dumps(fixtures_in(own_proxy.out, 1)[0])
     logs = "\n".join(r.getMessage() for r in caplog.records)
     assert "identity_collision" in logs
     for canary in (key, query_key, prompt, "CANARY"):
         assert canary not in fixture and canary not in logs
 
 
+@dataclass
+class SdkRuns:
+    """The app turns of this module's SDK tests, run in one interpreter, and the fixtures the
+    observing proxy wrote for them."""
+
+    apps: AppReports
+    captured: list[dict[str, Any]]
+
+    def captured_for(self, name: str) -> list[dict[str, Any]]:
+        """The fixtures of the turns served conformance fixture ``name``."""
+        return [f for f in self.captured if f["meta"]["endpoint"].startswith(f"/f/{name}/")]
+
+
+def fixture_name(base: str) -> str:
+    """The conformance fixture an SDK base URL path (``/f/NAME[/v1]``) is served."""
+    return base.split("/f/")[1].removesuffix("/v1").rstrip("/")
+
+
+@pytest.fixture(scope="module")
+def sdk_runs(
+    request: pytest.FixtureRequest,
+    upstream: Any,
+    proxies: SharedProxy,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> SdkRuns:
+    """Every selected SDK case's turns, straight to the upstream and through the proxy, in one
+    interpreter: a group of turns for each of the proxy's settings (observe or enforce, told the
+    provider for Mistral or not). Each observing group writes to a folder of its own, where
+    each case finds its fixture by the path it asked for."""
+    folder = tmp_path_factory.mktemp("sdk")
+
+    def tools(base: str) -> tuple[str, str]:
+        (folder / "tools" / fixture_name(base)).mkdir(parents=True, exist_ok=True)
+        return ("--tools", tools_file(fixture_name(base), folder / "tools" / fixture_name(base)))
+
+    # (enforce, provider) -> (item, role, sdk, path, proxied) for each turn in that setting.
+    groups: dict[tuple[bool, str], list[tuple[str, str, str, str, bool]]] = {}
+    for item, case in selected(request, test_each_sdk_streams_through_the_proxy_unchanged).items():
+        sdk, base = case["sdk"], case["base"]
+        group = groups.setdefault((False, "mistral" if sdk == "mistral" else ""), [])
+        group += [(item, "direct", sdk, base, False), (item, "through", sdk, base, True)]
+    cohere = test_enforce_mode_ends_a_bad_cohere_turn_with_error_which_cohere_python_hands_on
+    enforce_cases = [
+        *selected(request, test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only).items(),
+        *(
+            (item, {"sdk": "cohere", "good": COHERE_GOOD, "bad": COHERE_BAD})
+            for item in selected(request, cohere)
+        ),
+    ]
+    for item, case in enforce_cases:
+        sdk, good, bad = case["sdk"], case["good"], case["bad"]
+        group = groups.setdefault((True, "mistral" if sdk == "mistral" else ""), [])
+        group += [
+            (item, "passed", sdk, good, True),
+            (item, "blocked", sdk, bad, True),
+            (item, "direct", sdk, good, False),
+            (item, "direct_bad", sdk, bad, False),
+        ]
+    outcomes, captured = {}, []
+    with AppSession() as apps:
+        for (enforce, provider), turns in groups.items():
+            out = folder / ("enforce" if enforce else "observe") / (provider or "any")
+            proxy = proxies.take(out, callgate_enforce=enforce, callgate_provider=provider)
+            outcomes |= apps.run(
+                {
+                    turn_key(item, role): Turn(
+                        sdk, (proxy.url if proxied else upstream.url) + path, tools(path)
+                    )
+                    for item, role, sdk, path, proxied in turns
+                }
+            )
+            if not enforce:
+                captured += captured_in(out, sum(proxied for *_, proxied in turns))
+    return SdkRuns(AppReports(outcomes), captured)
+
+
+def captured_in(folder: Path, count: int) -> list[dict[str, Any]]:
+    """The ``count`` fixtures expected in ``folder``, or those that came (each test then says
+    which of its own is missing)."""
+    try:
+        return fixtures_in(folder, count)
+    except AssertionError:
+        return [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))]
+
+
 @pytest.mark.sdk
+@SDK_BATCH
 @needs_apps
 @pytest.mark.parametrize(
     ("sdk", "base", "calls"),
@@ -239,18 +355,15 @@ def test_canaries_in_headers_query_and_prompt_reach_no_fixture_and_no_log(
     ],
 )
 def test_each_sdk_streams_through_the_proxy_unchanged(
-    upstream: Any, proxy: Proxy, sdk: str, base: str, calls: int, tmp_path: Path
+    sdk_runs: SdkRuns, request: pytest.FixtureRequest, sdk: str, base: str, calls: int
 ) -> None:
-    if sdk == "mistral":
-        proxy.set(callgate_provider="mistral")
-    name = base.split("/f/")[1].removesuffix("/v1").rstrip("/")
-    tools = tools_file(name, tmp_path)
-    direct = run_app(sdk, upstream.url + base, "--tools", tools)
-    through = run_app(sdk, proxy.url + base, "--tools", tools)
+    name = fixture_name(base)
+    direct = sdk_runs.apps.report(request.node, "direct")
+    through = sdk_runs.apps.report(request.node, "through")
     assert through["error"] is None and len(through["tool_calls"]) == calls
     for key in ("kinds", "finish", "tool_calls"):
         assert through[key] == direct[key]
-    fixture = fixtures_in(proxy.out, 1)[0]
+    (fixture,) = sdk_runs.captured_for(name)
     assert (fixture["profile"], fixture["expect"]) == (
         name.split("/")[0],
         {"status": "pass", "codes": []},
@@ -258,6 +371,7 @@ def test_each_sdk_streams_through_the_proxy_unchanged(
 
 
 @pytest.mark.sdk
+@SDK_BATCH
 @needs_apps
 @pytest.mark.parametrize(
     ("sdk", "good", "bad", "raised", "says", "handed"),
@@ -350,8 +464,8 @@ def test_each_sdk_streams_through_the_proxy_unchanged(
     ],
 )
 def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
-    upstream: Any,
-    tmp_path: Path,
+    sdk_runs: SdkRuns,
+    request: pytest.FixtureRequest,
     sdk: str,
     good: str,
     bad: str,
@@ -359,15 +473,9 @@ def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
     says: str,
     handed: list[dict[str, Any]],
 ) -> None:
-    tools = tools_file(good.split("/f/")[1].removesuffix("/v1").rstrip("/"), tmp_path)
-    provider = "mistral" if sdk == "mistral" else ""
-    with Proxy(
-        upstream.url, tmp_path / "fixtures", callgate_enforce=True, callgate_provider=provider
-    ) as running:
-        passed = run_app(sdk, running.url + good, "--tools", tools)
-        blocked = run_app(sdk, running.url + bad, "--tools", tools)
-    direct, direct_bad = (
-        run_app(sdk, upstream.url + path, "--tools", tools) for path in (good, bad)
+    passed, blocked, direct, direct_bad = (
+        sdk_runs.apps.report(request.node, role)
+        for role in ("passed", "blocked", "direct", "direct_bad")
     )
     assert passed["error"] is None and direct_bad["error"] is None
     assert direct_bad["tool_calls"] == handed  # unguarded, the app gets the bad turn's calls
@@ -376,21 +484,20 @@ def test_enforce_mode_makes_the_sdk_raise_on_a_bad_turn_only(
     assert blocked["tool_calls"] == []
 
 
+COHERE_GOOD, COHERE_BAD = "/f/cohere/valid_parallel_calls", "/f/cohere/reused_index_new_id"
+
+
 @pytest.mark.sdk
+@SDK_BATCH
 @needs_apps
 def test_enforce_mode_ends_a_bad_cohere_turn_with_error_which_cohere_python_hands_on(
-    upstream: Any, tmp_path: Path
+    sdk_runs: SdkRuns, request: pytest.FixtureRequest
 ) -> None:
     """cohere-python raises on no event inside a stream (it skips what it cannot read, with a
     warning): the app learns of the block from the finish reason, ERROR instead of TOOL_CALL."""
-    good, bad = "/f/cohere/valid_parallel_calls", "/f/cohere/reused_index_new_id"
-    tools = tools_file("cohere/valid_parallel_calls", tmp_path)
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
-        passed, blocked = (
-            run_app("cohere", running.url + path, "--tools", tools) for path in (good, bad)
-        )
-    direct, direct_bad = (
-        run_app("cohere", upstream.url + path, "--tools", tools) for path in (good, bad)
+    passed, blocked, direct, direct_bad = (
+        sdk_runs.apps.report(request.node, role)
+        for role in ("passed", "blocked", "direct", "direct_bad")
     )
     assert (passed["kinds"], passed["finish"], passed["tool_calls"]) == (
         direct["kinds"],
@@ -401,25 +508,27 @@ def test_enforce_mode_ends_a_bad_cohere_turn_with_error_which_cohere_python_hand
     assert (blocked["kinds"], blocked["finish"]) == (direct_bad["kinds"], "ERROR")
 
 
+@POOLED
 def test_enforce_mode_bytes_of_a_good_turn_are_unchanged_even_when_compressed(
-    upstream: Any, tmp_path: Path
+    upstream: Any, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     name = "openai/valid_parallel_interleaved"
     path, body = chat_path(name), request_body(name)
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
-        plain = post(running.url, path, body)
-        gz = post(running.url, path, body, {"x-callgate-compress": "gzip"})
+    running = proxies.take(tmp_path / "fixtures", callgate_enforce=True)
+    plain = post(running.url, path, body)
+    gz = post(running.url, path, body, {"x-callgate-compress": "gzip"})
     assert plain[2] == post(upstream.url, path, body)[2]
     assert "content-encoding" not in gz[1] and gz[2] == plain[2]
 
 
+@POOLED
 def test_enforce_mode_replaces_the_terminal_of_a_bad_turn_with_an_error_event(
-    upstream: Any, tmp_path: Path
+    upstream: Any, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     name = "openai/reused_index_new_id"
     path = chat_path(name)
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
-        body = post(running.url, path, request_body(name))[2]
+    running = proxies.take(tmp_path / "fixtures", callgate_enforce=True)
+    body = post(running.url, path, request_body(name))[2]
     original = post(upstream.url, path, request_body(name))[2]
     kept, _, _ = original.partition(
         b'data: {"id": "chatcmpl-fixture", "object": '
@@ -445,6 +554,7 @@ def test_raw_writers_are_refused_unless_allowed(upstream: Any, tmp_path: Path) -
         )
 
 
+@POOLED
 @pytest.mark.parametrize(
     ("name", "expect"),
     [
@@ -483,6 +593,7 @@ def test_a_gemini_rest_call_is_captured_and_its_key_never_kept(
 GEMINI_ARRAY = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?key=k"
 
 
+@POOLED
 def test_a_gemini_json_array_cut_by_the_upstream_gives_a_fixture_with_missing_terminal(
     proxy: Proxy,
 ) -> None:
@@ -505,14 +616,15 @@ def test_a_gemini_json_array_cut_by_the_upstream_gives_a_fixture_with_missing_te
     assert fixture["meta"]["stream"]["complete"] is False
 
 
+@POOLED
 def test_enforce_mode_on_a_gemini_json_array_passes_a_good_turn_and_ends_a_bad_one_with_an_error(
-    upstream: Any, tmp_path: Path
+    upstream: Any, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     good, bad = "gemini/valid_parallel_two_chunks", "gemini/vertex_missing_closing_part"
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as running:
-        passed, blocked = (
-            post(running.url, f"/f/{n}{GEMINI_ARRAY}", request_body(n))[2] for n in (good, bad)
-        )
+    running = proxies.take(tmp_path / "fixtures", callgate_enforce=True)
+    passed, blocked = (
+        post(running.url, f"/f/{n}{GEMINI_ARRAY}", request_body(n))[2] for n in (good, bad)
+    )
     assert passed == post(upstream.url, f"/f/{good}{GEMINI_ARRAY}", request_body(good))[2]
     chunks = load(CONFORMANCE / f"{bad}.json")["chunks"]
     terminal = next(i for i, c in enumerate(chunks) if c["candidates"][0].get("finishReason"))
@@ -532,16 +644,17 @@ def test_enforce_mode_on_a_gemini_json_array_passes_a_good_turn_and_ends_a_bad_o
 COHERE = "/v2/chat"
 
 
+@POOLED
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
 def test_a_cohere_turn_is_judged_and_a_bad_one_ends_with_cohere_s_error_in_enforce_mode(
-    upstream: Any, tmp_path: Path, enforce: bool
+    upstream: Any, proxies: SharedProxy, tmp_path: Path, enforce: bool
 ) -> None:
     good, bad = "cohere/valid_parallel_calls", "cohere/reused_index_new_id"
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
-        passed, blocked = (
-            post(running.url, f"/f/{n}{COHERE}", request_body(n))[2] for n in (good, bad)
-        )
-        fixtures = fixtures_in(running.out, 2)
+    running = proxies.take(tmp_path / "fixtures", callgate_enforce=enforce)
+    passed, blocked = (
+        post(running.url, f"/f/{n}{COHERE}", request_body(n))[2] for n in (good, bad)
+    )
+    fixtures = fixtures_in(running.out, 2)
     direct = [post(upstream.url, f"/f/{n}{COHERE}", request_body(n))[2] for n in (good, bad)]
     assert passed == direct[0]
     assert sorted(
@@ -572,16 +685,15 @@ def test_a_cohere_turn_is_judged_and_a_bad_one_ends_with_cohere_s_error_in_enfor
     )
 
 
+@POOLED
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
 def test_an_ollama_turn_is_judged_and_a_bad_one_ends_with_an_error_line_in_enforce_mode(
-    upstream: Any, tmp_path: Path, enforce: bool
+    upstream: Any, proxies: SharedProxy, tmp_path: Path, enforce: bool
 ) -> None:
     good, bad = "ollama/valid_parallel_calls_one_line", "ollama/call_after_done"
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
-        passed, blocked = (
-            post(running.url, f"/f/{n}/api/chat", request_body(n)) for n in (good, bad)
-        )
-        fixtures = fixtures_in(running.out, 2)
+    running = proxies.take(tmp_path / "fixtures", callgate_enforce=enforce)
+    passed, blocked = (post(running.url, f"/f/{n}/api/chat", request_body(n)) for n in (good, bad))
+    fixtures = fixtures_in(running.out, 2)
     direct = [post(upstream.url, f"/f/{n}/api/chat", request_body(n))[2] for n in (good, bad)]
     assert passed[2] == direct[0] and passed[1]["content-type"] == "application/x-ndjson"
     assert sorted(
@@ -612,6 +724,7 @@ def test_an_ollama_turn_is_judged_and_a_bad_one_ends_with_an_error_line_in_enfor
 BEDROCK = "/model/anthropic.claude-3-haiku-20240307-v1%3A0"
 
 
+@POOLED
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
 @pytest.mark.parametrize(
     ("good", "bad", "endpoint"),
@@ -629,14 +742,20 @@ BEDROCK = "/model/anthropic.claude-3-haiku-20240307-v1%3A0"
     ],
 )
 def test_a_bedrock_turn_is_judged_and_a_bad_one_ends_with_an_exception_in_enforce_mode(
-    upstream: Any, tmp_path: Path, enforce: bool, good: str, bad: str, endpoint: str
+    upstream: Any,
+    proxies: SharedProxy,
+    tmp_path: Path,
+    enforce: bool,
+    good: str,
+    bad: str,
+    endpoint: str,
 ) -> None:
     path = f"{BEDROCK}{endpoint}"
-    with Proxy(
-        upstream.url, tmp_path / "fixtures", callgate_enforce=enforce, callgate_provider="bedrock"
-    ) as running:
-        passed, blocked = (post(running.url, f"/f/{n}{path}", request_body(n)) for n in (good, bad))
-        fixtures = fixtures_in(running.out, 2)
+    running = proxies.take(
+        tmp_path / "fixtures", callgate_enforce=enforce, callgate_provider="bedrock"
+    )
+    passed, blocked = (post(running.url, f"/f/{n}{path}", request_body(n)) for n in (good, bad))
+    fixtures = fixtures_in(running.out, 2)
     direct = [post(upstream.url, f"/f/{n}{path}", request_body(n))[2] for n in (good, bad)]
     assert passed[2] == direct[0]
     assert passed[1]["content-type"] == "application/vnd.amazon.eventstream"
@@ -711,21 +830,22 @@ def turns_on_one_connection(port: int, turns: list[tuple[str, bytes]]) -> list[b
     return bodies
 
 
+@POOLED
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
 def test_turns_on_one_kept_alive_connection_each_end_once(
-    upstream: Any, tmp_path: Path, enforce: bool
+    upstream: Any, proxies: SharedProxy, tmp_path: Path, enforce: bool
 ) -> None:
     """A chunked response ends with exactly one terminating chunk: a second one lands where the
     next response's status line should be."""
     good, bad = "openai/valid_parallel_interleaved", "openai/reused_index_new_id"
     turns = [(chat_path(name), request_body(name)) for name in (good, bad, good)]
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as running:
-        bodies = turns_on_one_connection(running.port, turns)
-        reused = http.client.HTTPConnection("127.0.0.1", running.port, timeout=30)
-        for path, body in turns:  # a client that reuses its connection, as most do
-            reused.request("POST", path, body, {"content-type": "application/json"})
-            assert reused.getresponse().read() == bodies[turns.index((path, body))]
-        reused.close()
+    running = proxies.take(tmp_path / "fixtures", callgate_enforce=enforce)
+    bodies = turns_on_one_connection(running.port, turns)
+    reused = http.client.HTTPConnection("127.0.0.1", running.port, timeout=30)
+    for path, body in turns:  # a client that reuses its connection, as most do
+        reused.request("POST", path, body, {"content-type": "application/json"})
+        assert reused.getresponse().read() == bodies[turns.index((path, body))]
+    reused.close()
     direct = [post(upstream.url, path, body)[2] for path, body in turns]
     assert bodies[0] == bodies[2] == direct[0]
     if enforce:

@@ -19,7 +19,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +29,7 @@ import pytest
 from callgate.proxy_addon.tap import blocked_event
 from callgate.reassemble.profiles import frames
 from tests.conftest import CONFORMANCE, load
-from tests.proxy_harness import Proxy, fake_provider, fixtures_in, post, request_body
+from tests.proxy_harness import Proxy, SharedProxy, fake_provider, fixtures_in, post, request_body
 
 pytestmark = pytest.mark.proxy
 
@@ -55,6 +54,7 @@ class FaultyUpstream:
         self.head, self.body, self.cut, self.stall, self.endless = HEAD, b"", None, False, False
         self.hold, self.answer = False, True
         self.release, self.peer_closed = threading.Event(), threading.Event()
+        self.requested = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -77,6 +77,7 @@ class FaultyUpstream:
         )
         while len(body) < length:
             body += connection.recv(65536)
+        self.requested.set()
         if self.endless:  # the first event over and over, until the other side goes away
             connection.sendall(self.head)
             event = chunked(EVENTS[:1])[:-5]
@@ -115,9 +116,27 @@ class FaultyUpstream:
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[FaultyUpstream]:
+    """One faulty upstream for the module: each test sets what it answers, and puts back what
+    the next test must not inherit."""
     server = FaultyUpstream()
     yield server
     server.close()
+
+
+#: The tests that share the module's proxy (``proxies``): on one xdist worker, so it starts
+#: once.
+SHARED = pytest.mark.xdist_group("faults-shared-proxy")
+
+
+@pytest.fixture(scope="module")
+def proxies(
+    upstream: FaultyUpstream, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedProxy]:
+    """The proxy to ``upstream`` the module's tests share, each with its own options and fixture
+    folder."""
+    shared = SharedProxy(upstream.url, tmp_path_factory.mktemp("proxies"))
+    yield shared
+    shared.close()
 
 
 def receive(url: str, headers: dict[str, str] | None = None) -> tuple[bytes, bool]:
@@ -170,25 +189,26 @@ def cuts() -> list[int]:
     return [*places, at, len(body) - 2]
 
 
+@SHARED
 def test_a_reset_at_any_event_boundary_or_mid_event_costs_the_client_no_byte(
-    upstream: FaultyUpstream, tmp_path: Path
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     upstream.body, verdicts = chunked(EVENTS), {}
-    with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
-        for cut in cuts():
-            upstream.cut = cut
-            out = tmp_path / "fixtures" / str(cut)
-            proxy.set(callgate_out=str(out))
-            got, clean = receive(proxy.url)
-            assert (got, clean) == (payload_before(cut), False), cut
-            fixture = fixtures_in(out, 1)[0]
-            verdicts[cut] = (
-                len(fixture["chunks"]),
-                fixture["expect"]["status"],
-                fixture["expect"]["codes"],
-                fixture["meta"]["stream"]["complete"],
-                fixture["meta"]["stream"].get("error"),
-            )
+    proxy = proxies.take(tmp_path / "fixtures")
+    for cut in cuts():
+        upstream.cut = cut
+        out = tmp_path / "fixtures" / str(cut)
+        proxy.set(callgate_out=str(out))
+        got, clean = receive(proxy.url)
+        assert (got, clean) == (payload_before(cut), False), cut
+        fixture = fixtures_in(out, 1)[0]
+        verdicts[cut] = (
+            len(fixture["chunks"]),
+            fixture["expect"]["status"],
+            fixture["expect"]["codes"],
+            fixture["meta"]["stream"]["complete"],
+            fixture["meta"]["stream"].get("error"),
+        )
     assert verdicts == {cut: expected_verdict(cut) for cut in cuts()}
 
 
@@ -210,14 +230,15 @@ def expected_verdict(cut: int) -> tuple[int, str, list[str], bool, str]:
     return chunks, status, codes, whole == len(EVENTS), "upstream error"
 
 
+@SHARED
 def test_bytes_that_are_not_utf8_pass_through_and_are_reported(
-    upstream: FaultyUpstream, tmp_path: Path
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     broken = [*EVENTS[:2], b'data: {"bad": "\xff\xfe"}\n\n', *EVENTS[2:]]
     upstream.body, upstream.cut = chunked(broken), None
-    with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
-        got, clean = receive(proxy.url)
-        fixture = fixtures_in(proxy.out, 1)[0]
+    proxy = proxies.take(tmp_path / "fixtures")
+    got, clean = receive(proxy.url)
+    fixture = fixtures_in(proxy.out, 1)[0]
     assert (got, clean) == (b"".join(broken), True)
     # The two events before the bad byte, then the rest as text: what came after it (the
     # finish among it) cannot be read, so the terminal evidence is missing too.
@@ -228,8 +249,9 @@ def test_bytes_that_are_not_utf8_pass_through_and_are_reported(
     assert isinstance(fixture["chunks"][2], str)
 
 
+@SHARED
 def test_a_gzip_body_cut_mid_member_reaches_the_client_as_sent_and_fails_the_turn(
-    upstream: FaultyUpstream, tmp_path: Path
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     compressed = gzip.compress(b"".join(EVENTS))
     # The first cut whose decompressed prefix holds three whole events (the text compresses
@@ -243,9 +265,9 @@ def test_a_gzip_body_cut_mid_member_reaches_the_client_as_sent_and_fails_the_tur
     upstream.body = chunked([compressed[:cut]])[:-5]  # and no terminating chunk
     upstream.cut = None
     try:
-        with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
-            got, clean = receive(proxy.url, {"accept-encoding": "gzip"})
-            fixture = fixtures_in(proxy.out, 1)[0]
+        proxy = proxies.take(tmp_path / "fixtures")
+        got, clean = receive(proxy.url, {"accept-encoding": "gzip"})
+        fixture = fixtures_in(proxy.out, 1)[0]
     finally:
         upstream.head = HEAD
     assert (got, clean) == (compressed[:cut], False)
@@ -256,28 +278,29 @@ def test_a_gzip_body_cut_mid_member_reaches_the_client_as_sent_and_fails_the_tur
     assert fixture["meta"]["stream"]["complete"] is False
 
 
+@SHARED
 def test_a_stalled_upstream_keeps_what_came_and_is_recorded_when_the_client_gives_up(
-    upstream: FaultyUpstream, tmp_path: Path
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     upstream.body, upstream.cut, upstream.stall = chunked(EVENTS), len(chunked(EVENTS[:3])), True
     upstream.release.clear()
     try:
-        with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
-            host, port = proxy.url.removeprefix("http://").split(":")
-            connection = http.client.HTTPConnection(host, int(port), timeout=1.5)
-            connection.request(
-                "POST",
-                "/v1/chat/completions",
-                request_body(NAME),
-                {"content-type": "application/json"},
-            )
-            response = connection.getresponse()
-            got = bytearray()
-            with pytest.raises(TimeoutError):
-                while piece := response.read1(65536):
-                    got += piece
-            connection.close()  # the client gives up
-            fixture = fixtures_in(proxy.out, 1)[0]
+        proxy = proxies.take(tmp_path / "fixtures")
+        host, port = proxy.url.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=1.5)
+        connection.request(
+            "POST",
+            "/v1/chat/completions",
+            request_body(NAME),
+            {"content-type": "application/json"},
+        )
+        response = connection.getresponse()
+        got = bytearray()
+        with pytest.raises(TimeoutError):
+            while piece := response.read1(65536):
+                got += piece
+        connection.close()  # the client gives up
+        fixture = fixtures_in(proxy.out, 1)[0]
     finally:
         upstream.stall = False
         upstream.release.set()
@@ -286,8 +309,9 @@ def test_a_stalled_upstream_keeps_what_came_and_is_recorded_when_the_client_give
     assert fixture["meta"]["stream"]["error"] == "client disconnected"
 
 
+@SHARED
 def test_a_50_mb_event_reaches_the_client_whole_and_the_turn_is_judged(
-    upstream: FaultyUpstream, tmp_path: Path
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     big = "x" * (50 << 20)
     chunk: dict[str, Any] = json.loads(EVENTS[0].removeprefix(b"data: "))
@@ -295,17 +319,18 @@ def test_a_50_mb_event_reaches_the_client_whole_and_the_turn_is_judged(
     huge = b"data: " + json.dumps(chunk).encode() + b"\n\n"
     events = [huge, *EVENTS[1:]]
     upstream.body, upstream.cut = chunked(events), None
-    with Proxy(upstream.url, tmp_path / "fixtures") as proxy:
-        got, clean = receive(proxy.url)
-        fixture = fixtures_in(proxy.out, 1, timeout=120)[0]
+    proxy = proxies.take(tmp_path / "fixtures")
+    got, clean = receive(proxy.url)
+    fixture = fixtures_in(proxy.out, 1, timeout=120)[0]
     assert clean and got == b"".join(events)
     assert fixture["expect"] == {"status": "pass", "codes": []}
     # Text is masked to its own length: the fixture still says how big the event was.
     assert len(fixture["chunks"][0]["choices"][0]["delta"]["content"]) == len(big)
 
 
+@SHARED
 def test_enforce_mode_never_releases_what_follows_bytes_that_are_not_utf8(
-    upstream: FaultyUpstream, tmp_path: Path
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     # The bad byte sits in the chunk that carries the finish: a client decoding leniently would
     # read finish_reason tool_calls from it and run the calls.
@@ -316,9 +341,9 @@ def test_enforce_mode_never_releases_what_follows_bytes_that_are_not_utf8(
         *EVENTS[finish + 1 :],
     ]
     upstream.body, upstream.cut = chunked(broken), None
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
-        got, clean = receive(proxy.url)
-        fixture = fixtures_in(proxy.out, 1)[0]
+    proxy = proxies.take(tmp_path / "fixtures", callgate_enforce=True)
+    got, clean = receive(proxy.url)
+    fixture = fixtures_in(proxy.out, 1)[0]
     codes = ["missing_terminal", "unsupported_event"]
     assert (got, clean) == (b"".join(EVENTS[:finish]) + blocked_event("openai", codes), True)
     assert fixture["expect"] == {"status": "fail", "codes": codes}
@@ -328,6 +353,8 @@ def test_a_body_past_the_limit_passes_through_unjudged_and_unrecorded(
     upstream: FaultyUpstream, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     upstream.body, upstream.cut = chunked(EVENTS), None
+    # A proxy of its own: its shutdown judges the turn and ends the fixture writes, so what is
+    # not logged or written by then never is.
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_max_body=1000) as proxy:
         got, clean = receive(proxy.url)
     assert (got, clean) == (b"".join(EVENTS), True)
@@ -343,6 +370,7 @@ def test_enforce_mode_cuts_a_body_past_the_limit_with_the_error_event(
     upstream: FaultyUpstream, tmp_path: Path
 ) -> None:
     upstream.body, upstream.cut = chunked(EVENTS), None
+    # A proxy of its own, as above: no fixture by its shutdown is no fixture.
     with Proxy(
         upstream.url, tmp_path / "fixtures", callgate_max_body=1000, callgate_enforce=True
     ) as proxy:
@@ -352,27 +380,28 @@ def test_enforce_mode_cuts_a_body_past_the_limit_with_the_error_event(
     assert not (tmp_path / "fixtures").exists()
 
 
+@SHARED
 def test_a_stream_that_never_ends_keeps_streaming_and_holds_no_more_than_the_limit(
-    upstream: FaultyUpstream, tmp_path: Path
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     upstream.endless = True
     upstream.release.clear()
     try:
-        with Proxy(upstream.url, tmp_path / "fixtures", callgate_max_body=100_000) as proxy:
-            host, port = proxy.url.removeprefix("http://").split(":")
-            connection = http.client.HTTPConnection(host, int(port), timeout=30)
-            connection.request(
-                "POST",
-                "/v1/chat/completions",
-                request_body(NAME),
-                {"content-type": "application/json"},
-            )
-            response = connection.getresponse()
-            got = 0
-            while got < 5_000_000:  # fifty times the limit
-                got += len(response.read1(65536))
-            taps = [c.tap for c in proxy.addon._captures.values()]
-            connection.close()
+        proxy = proxies.take(tmp_path / "fixtures", callgate_max_body=100_000)
+        host, port = proxy.url.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        connection.request(
+            "POST",
+            "/v1/chat/completions",
+            request_body(NAME),
+            {"content-type": "application/json"},
+        )
+        response = connection.getresponse()
+        got = 0
+        while got < 5_000_000:  # fifty times the limit
+            got += len(response.read1(65536))
+        taps = [c.tap for c in proxy.addon._captures.values()]
+        connection.close()
     finally:
         upstream.endless = False
         upstream.release.set()
@@ -386,17 +415,18 @@ def hang_up(connection: http.client.HTTPConnection) -> None:
     connection.close()
 
 
-def receive_then_hang_up(url: str, expected: int | None) -> bytes:
+def receive_then_hang_up(url: str, expected: int | None, upstream: FaultyUpstream) -> bytes:
     """Ask for a turn, read ``expected`` body bytes (``None``: what comes within 0.3 s; a
-    negative number: not even the head) and hang up."""
+    negative number: not even the head, once the request reached ``upstream``) and hang up."""
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    upstream.requested.clear()
     connection.request(
         "POST", "/v1/chat/completions", request_body(NAME), {"content-type": "application/json"}
     )
     got = bytearray()
     if expected is not None and expected < 0:
-        time.sleep(0.3)
+        assert upstream.requested.wait(10)
     else:
         response = connection.getresponse()
         if expected is None:
@@ -414,52 +444,55 @@ def receive_then_hang_up(url: str, expected: int | None) -> bytes:
     return bytes(got)
 
 
+@SHARED
 @pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
 def test_a_client_hanging_up_at_any_point_leaves_a_fixture_and_frees_the_upstream(
-    upstream: FaultyUpstream, tmp_path: Path, enforce: bool
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path, enforce: bool
 ) -> None:
     """Before the answer's head, after it, at every event boundary and in the middle of every
     event: the proxy closes the upstream connection, writes the turn's fixture with what came
     (``client disconnected``), and carries on with the next client."""
     upstream.body, upstream.hold, verdicts, expected = chunked(EVENTS), True, {}, {}
-    places = [-1, 0, *cuts()[:-1]]
+    places, unanswered = [-1, 0, *cuts()[:-1]], []
     try:
-        with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=enforce) as proxy:
-            for cut in places:
-                upstream.cut, upstream.answer = max(cut, 0), cut >= 0
-                upstream.peer_closed.clear()
-                out = tmp_path / "fixtures" / str(cut)
-                proxy.set(callgate_out=str(out))
-                sent = payload_before(max(cut, 0))
-                got = receive_then_hang_up(
-                    proxy.url, -1 if cut < 0 else None if enforce else len(sent)
-                )
-                assert upstream.peer_closed.wait(10), cut
-                if enforce:  # whole events released in order, never more than came
-                    released = [
-                        e for n, e in enumerate(EVENTS) if got.startswith(b"".join(EVENTS[: n + 1]))
-                    ]
-                    assert got == b"".join(released) and sent.startswith(got), cut
-                else:
-                    assert got == sent, cut
-                if cut < 0:  # no answer, no turn: nothing to judge
-                    time.sleep(0.5)
-                    assert not out.exists()
-                    continue
-                fixture = fixtures_in(out, 1)[0]
-                verdicts[cut] = (
-                    len(fixture["chunks"]),
-                    fixture["expect"]["status"],
-                    fixture["expect"]["codes"],
-                    fixture["meta"]["stream"]["complete"],
-                    fixture["meta"]["stream"].get("error"),
-                )
-                chunks, status, codes, complete, _ = expected_verdict(cut)
-                expected[cut] = (chunks, status, codes, complete, "client disconnected")
-            upstream.hold, upstream.cut, upstream.answer = False, None, True
-            proxy.set(callgate_out=str(tmp_path / "fixtures" / "after"))
-            assert receive(proxy.url) == (b"".join(EVENTS), True)
-            assert fixtures_in(tmp_path / "fixtures" / "after", 1)[0]["expect"]["status"] == "pass"
+        proxy = proxies.take(tmp_path / "fixtures", callgate_enforce=enforce)
+        for cut in places:
+            upstream.cut, upstream.answer = max(cut, 0), cut >= 0
+            upstream.peer_closed.clear()
+            out = tmp_path / "fixtures" / str(cut)
+            proxy.set(callgate_out=str(out))
+            sent = payload_before(max(cut, 0))
+            got = receive_then_hang_up(
+                proxy.url, -1 if cut < 0 else None if enforce else len(sent), upstream
+            )
+            assert upstream.peer_closed.wait(10), cut
+            if enforce:  # whole events released in order, never more than came
+                released = [
+                    e for n, e in enumerate(EVENTS) if got.startswith(b"".join(EVENTS[: n + 1]))
+                ]
+                assert got == b"".join(released) and sent.startswith(got), cut
+            else:
+                assert got == sent, cut
+            if cut < 0:  # no answer, no turn: nothing to judge (looked at once later turns are in)
+                unanswered.append(out)
+                continue
+            fixture = fixtures_in(out, 1)[0]
+            verdicts[cut] = (
+                len(fixture["chunks"]),
+                fixture["expect"]["status"],
+                fixture["expect"]["codes"],
+                fixture["meta"]["stream"]["complete"],
+                fixture["meta"]["stream"].get("error"),
+            )
+            chunks, status, codes, complete, _ = expected_verdict(cut)
+            expected[cut] = (chunks, status, codes, complete, "client disconnected")
+        upstream.hold, upstream.cut, upstream.answer = False, None, True
+        proxy.set(callgate_out=str(tmp_path / "fixtures" / "after"))
+        assert receive(proxy.url) == (b"".join(EVENTS), True)
+        assert fixtures_in(tmp_path / "fixtures" / "after", 1)[0]["expect"]["status"] == "pass"
+        # One process writes the fixtures, in the order the turns ended: a fixture of a turn
+        # that ended before the last one would be in by now.
+        assert [out for out in unanswered if out.exists()] == []
     finally:
         upstream.hold, upstream.cut, upstream.answer = False, None, True
     assert verdicts == expected
@@ -618,8 +651,9 @@ def test_two_hundred_streams_at_once_each_reach_their_client_and_their_own_fixtu
     ), done.stdout
 
 
+@SHARED
 def test_enforce_mode_never_sends_the_end_marker_of_a_stream_without_its_terminal(
-    upstream: FaultyUpstream, tmp_path: Path
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
 ) -> None:
     """Found by serving every fault to the SDKs through the proxy: a stream cut before its
     finish chunk but closed with ``data: [DONE]`` went out with the [DONE], and the error event
@@ -628,9 +662,9 @@ def test_enforce_mode_never_sends_the_end_marker_of_a_stream_without_its_termina
     without = [*EVENTS[:finish], EVENTS[-1]]
     assert EVENTS[-1] == b"data: [DONE]\n\n"
     upstream.body, upstream.cut = chunked(without), None
-    with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
-        got, clean = receive(proxy.url)
-        fixture = fixtures_in(proxy.out, 1)[0]
+    proxy = proxies.take(tmp_path / "fixtures", callgate_enforce=True)
+    got, clean = receive(proxy.url)
+    fixture = fixtures_in(proxy.out, 1)[0]
     assert (got, clean) == (
         b"".join(EVENTS[:finish]) + blocked_event("openai", ["missing_terminal"]),
         True,
@@ -663,10 +697,14 @@ def test_the_objects_mitmproxy_made_starting_up_are_frozen_once_it_runs() -> Non
         gc.unfreeze()
 
 
-def test_a_turn_that_ends_just_before_shutdown_is_judged_and_recorded(tmp_path: Path) -> None:
+def test_a_turn_that_ends_just_before_shutdown_is_judged_and_recorded(
+    proxies: SharedProxy, tmp_path: Path
+) -> None:
     """The addon judges a flow right after its response hook; shutting down before that moment
     still judges it and writes its fixture."""
     import asyncio
+
+    proxies.close()  # mitmproxy keeps one master in a process: the test context makes its own
 
     from mitmproxy import http as mitm_http
     from mitmproxy.test import taddons, tflow, tutils

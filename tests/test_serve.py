@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +16,65 @@ from callgate.reassemble.framing import EVENTSTREAM
 from callgate.reassemble.mutations import mutate, mutations
 from callgate.reassemble.profiles import framed, frames
 from tests.conftest import CONFORMANCE, load
-from tests.proxy_harness import APPS_PYTHON, post, read_events, run_app, tools_file
+from tests.proxy_harness import APPS_PYTHON, post, read_events, tools_file
+from tests.sdk_cases import AppReports, AppSession, Turn, selected, turn_key
+
+#: The SDK tests that share one interpreter of the app (``apps``): on one xdist worker, so the
+#: SDKs are imported once.
+SDK_BATCH = pytest.mark.xdist_group("serve-sdk-batch")
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[FakeProvider]:
+    """One fake provider for the module: what it serves depends only on each request (its path
+    and headers), never on the requests before it."""
     provider = FakeProvider(collect([CONFORMANCE])).start()
     yield provider
     provider.close()
+
+
+@pytest.fixture(scope="module")
+def apps() -> Iterator[AppSession]:
+    with AppSession() as session:
+        yield session
+
+
+@pytest.fixture(scope="module")
+def served_apps(
+    request: pytest.FixtureRequest,
+    served: FakeProvider,
+    apps: AppSession,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AppReports:
+    """The turns of every selected SDK app case of this module straight to ``served``, run in
+    one batch; each test asserts on its own."""
+    folder = tmp_path_factory.mktemp("tools")
+
+    def tools(name: str) -> str:
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        return tools_file(name, folder / name)
+
+    turns = {}
+    for item, params in selected(
+        request, test_real_sdks_hand_their_apps_what_callgate_blocks
+    ).items():
+        base = params["base"]
+        name = base.split("/f/")[1].removesuffix("/v1")
+        turns[turn_key(item, "direct")] = Turn(
+            params["sdk"], served.url + base, ("--tools", tools(name))
+        )
+    unguarded = test_what_each_sdk_hands_an_unguarded_app_for_each_served_fault
+    for item, params in selected(request, unguarded).items():
+        turns[turn_key(item, "direct")] = unguarded_turn(
+            served.url, params["sdk"], params["kind"], tools
+        )
+    return AppReports(apps.run(turns))
+
+
+def unguarded_turn(url: str, sdk: str, kind: str, tools: Callable[[str], str]) -> Turn:
+    """The app of ``sdk`` against ``url``, served its fixture as the fault ``kind``."""
+    name, path = SERVED[sdk]
+    return Turn(sdk, url + path, ("--tools", tools(name), "--header", f"x-callgate-mutate={kind}"))
 
 
 def test_chat_fixtures_go_out_as_data_lines_ending_with_done(served: FakeProvider) -> None:
@@ -161,6 +212,7 @@ def test_timing_values(value: str, parsed: Any) -> None:
 
 
 @pytest.mark.sdk
+@SDK_BATCH
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
 @pytest.mark.parametrize(
     ("sdk", "base", "handed"),
@@ -181,14 +233,13 @@ def test_timing_values(value: str, parsed: Any) -> None:
     ],
 )
 def test_real_sdks_hand_their_apps_what_callgate_blocks(
-    served: FakeProvider, tmp_path: Path, sdk: str, base: str, handed: list[Any]
+    served_apps: AppReports,
+    request: pytest.FixtureRequest,
+    sdk: str,
+    base: str,
+    handed: list[Any],
 ) -> None:
-    result = run_app(
-        sdk,
-        served.url + base,
-        "--tools",
-        tools_file(base.split("/f/")[1].removesuffix("/v1"), tmp_path),
-    )
+    result = served_apps.report(request.node, "direct")
     assert result["error"] is None and result["tool_calls"] == handed
 
 
@@ -345,20 +396,17 @@ def test_the_unguarded_table_holds_every_fault_that_applies_to_each_sdks_fixture
 
 
 @pytest.mark.sdk
+@SDK_BATCH
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
 @pytest.mark.parametrize(("sdk", "kind"), list(UNGUARDED))
 def test_what_each_sdk_hands_an_unguarded_app_for_each_served_fault(
-    served: FakeProvider, tmp_path: Path, sdk: str, kind: str
+    served_apps: AppReports,
+    request: pytest.FixtureRequest,
+    sdk: str,
+    kind: str,
 ) -> None:
-    name, path = SERVED[sdk]
-    result = run_app(
-        sdk,
-        served.url + path,
-        "--tools",
-        tools_file(name, tmp_path),
-        "--header",
-        f"x-callgate-mutate={kind}",
-    )
+    name, _ = SERVED[sdk]
+    result = served_apps.report(request.node, "direct")
     raised = result["error"]["type"] if result["error"] else None
     assert (raised, result["finish"], result["tool_calls"]) == UNGUARDED[sdk, kind]
     assert mutate(load(CONFORMANCE / f"{name}.json"), kind)["expect"]["status"] == "fail"
@@ -366,26 +414,29 @@ def test_what_each_sdk_hands_an_unguarded_app_for_each_served_fault(
 
 @pytest.mark.sdk
 @pytest.mark.proxy
+@SDK_BATCH
 @pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
 def test_through_the_proxy_in_enforce_mode_every_sdk_raises_on_every_fault_and_runs_nothing(
-    served: FakeProvider, tmp_path: Path
+    served: FakeProvider, apps: AppSession, tmp_path: Path
 ) -> None:
     from tests.proxy_harness import Proxy
 
+    def tools(name: str) -> str:
+        (tmp_path / name).mkdir(parents=True, exist_ok=True)
+        return tools_file(name, tmp_path / name)
+
     got, expected = {}, {}
     with Proxy(served.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
-        for sdk, kind in UNGUARDED:
-            name, path = SERVED[sdk]
-            result = run_app(
-                sdk,
-                proxy.url + path,
-                "--tools",
-                tools_file(name, tmp_path),
-                "--header",
-                f"x-callgate-mutate={kind}",
-            )
-            got[sdk, kind] = (result["error"] is not None, result["tool_calls"])
-            expected[sdk, kind] = (True, [])
+        outcomes = apps.run(
+            {
+                f"{sdk} {kind}": unguarded_turn(proxy.url, sdk, kind, tools)
+                for sdk, kind in UNGUARDED
+            }
+        )
+    for sdk, kind in UNGUARDED:
+        result = outcomes[f"{sdk} {kind}"].result()
+        got[sdk, kind] = (result["error"] is not None, result["tool_calls"])
+        expected[sdk, kind] = (True, [])
     assert got == expected
 
 

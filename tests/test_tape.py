@@ -16,8 +16,9 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from contextlib import closing
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from callgate.redact import Exchange
 from callgate.redact.record import exchange_record
 from tests.conftest import CONFORMANCE, ROOT, load
 from tests.proxy_harness import APPS_PYTHON
+from tests.sdk_cases import InnerTest, inner_tests, selected
 
 SUITE = ROOT / "tests" / "apps" / "tape_suite.py"
 KEYS = {
@@ -68,6 +70,9 @@ TOOL_LOOP = "test_openai_tool_loop"
 CLOSED_PORT = "http://127.0.0.1:9/v1"
 FOLDER = Path("tapes/test_app")
 PARIS = ["get_weather", '{"city":"Paris","unit":"c"}']
+#: The tests that share the module's recordings (``studio``): on one xdist worker, so each
+#: tape is recorded once.
+STUDIO = pytest.mark.xdist_group("tape-studio")
 
 
 # -- without the SDKs: shapes, records, the session's verdicts -----------------------------------
@@ -321,6 +326,11 @@ def test_exchange_records_are_not_fixtures_to_replay(tmp_path: Path) -> None:
 
 
 # -- the real SDKs, recording from a fake provider and replaying offline ------------------------
+#
+# Each run of the user's suite is a pytest session of its own, with the SDKs to import: so the
+# module records each tape once (``studio``), and replays all of them in one session, each test
+# asserting on its own inner tests there (their outcomes and output, from ``--junitxml``). A test
+# that changes a tape, or the app's environment, runs its sessions on a copy of its own.
 
 
 def fake(*fixtures: str) -> FakeProvider:
@@ -332,8 +342,53 @@ def fake(*fixtures: str) -> FakeProvider:
 
 @pytest.fixture
 def app(tmp_path: Path) -> Path:
-    shutil.copy(SUITE, tmp_path / "test_app.py")
-    return tmp_path
+    return new_app(tmp_path)
+
+
+def new_app(folder: Path) -> Path:
+    """``folder`` with the user's suite in it, as ``test_app.py``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SUITE, folder / "test_app.py")
+    return folder
+
+
+def suite_run(
+    app: Path,
+    *selection: str,
+    upstream: FakeProvider | None,
+    mode: str | None,
+    env: dict[str, str],
+    junit: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run the user's suite in ``app``: its output on the terminal, or (``junit``) each test's
+    in that ``--junitxml`` file."""
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED} | env
+    command = [str(APPS_PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_app.py"]
+    # langsmith's plugin (it comes with langchain) imports langsmith's client in every session,
+    # most of an empty session's start, and has no part in these tests.
+    command += ["-p", "no:langsmith_plugin"]
+    command += (
+        ["-s"] if junit is None else [f"--junitxml={junit}", "-o", "junit_logging=system-out"]
+    )
+    command += selection
+    if mode:
+        command.append(f"--callgate-record-mode={mode}")
+    if upstream is not None:
+        environment |= KEYS
+        for route in ("openai", "anthropic", "mistral", "gemini"):
+            command += ["--callgate-upstream", f"{route}={upstream.url}"]
+    return subprocess.run(
+        command, cwd=app, env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def results_in(output: str) -> list[dict[str, Any]]:
+    """The RESULT line of each test that printed one, in order."""
+    return [
+        json.loads(line.split("RESULT ", 1)[1])
+        for line in output.splitlines()
+        if "RESULT {" in line
+    ]
 
 
 def run_app(
@@ -344,60 +399,178 @@ def run_app(
     **env: str,
 ) -> tuple[int, str, list[dict[str, Any]]]:
     """Run the user's suite; (exit code, output, the RESULT of each test in order)."""
-    environment = {k: v for k, v in os.environ.items() if k not in CLEARED} | env
-    command = [
-        str(APPS_PYTHON),
-        "-m",
-        "pytest",
-        "-q",
-        "-s",
-        "-p",
-        "no:cacheprovider",
-        "test_app.py",
-        *selection,
-    ]
-    if mode:
-        command.append(f"--callgate-record-mode={mode}")
-    if upstream is not None:
-        environment |= KEYS
-        for route in ("openai", "anthropic", "mistral", "gemini"):
-            command += ["--callgate-upstream", f"{route}={upstream.url}"]
-    done = subprocess.run(
-        command, cwd=app, env=environment, capture_output=True, text=True, timeout=300, check=False
-    )
+    done = suite_run(app, *selection, upstream=upstream, mode=mode, env=env)
     output = done.stdout + done.stderr
-    results = [
-        json.loads(line.split("RESULT ", 1)[1])
-        for line in output.splitlines()
-        if "RESULT {" in line
-    ]
-    return done.returncode, output, results
+    return done.returncode, output, results_in(output)
+
+
+@dataclass(frozen=True)
+class Session:
+    """A run of the user's suite: its exit code and output, and each of its tests."""
+
+    code: int
+    output: str
+    tests: dict[str, InnerTest]
+
+    def test(self, name: str) -> InnerTest:
+        assert name in self.tests, self.output
+        return self.tests[name]
+
+    def passed(self, *names: str) -> None:
+        """Each of the tests ``names`` passed."""
+        for name in names:
+            assert self.test(name).outcome == "passed", (name, self.test(name).report)
+
+    def results(self, *names: str) -> list[dict[str, Any]]:
+        """The RESULT lines of the tests ``names``, in that order."""
+        return [result for name in names for result in results_in(self.test(name).stdout)]
+
+
+def run_session(
+    app: Path,
+    *selection: str,
+    upstream: FakeProvider | None = None,
+    mode: str | None = None,
+    **env: str,
+) -> Session:
+    """``run_app``, each inner test's outcome and output told apart."""
+    junit = app.parent / f"{app.name}.junit.xml"
+    done = suite_run(app, *selection, upstream=upstream, mode=mode, env=env, junit=junit)
+    tests = inner_tests(junit) if junit.is_file() else {}
+    return Session(done.returncode, done.stdout + done.stderr, tests)
 
 
 def tape_files(folder: Path) -> list[str]:
     return sorted(path.name for path in folder.iterdir() if not path.name.startswith("."))
 
 
-@pytest.fixture
-def recorded_loop(app: Path) -> Iterator[Path]:
-    """The tool loop's tape, recorded once: a streamed call, then a streamed text answer."""
+ASYNC_TESTS = ("test_openai_async", "test_anthropic", "test_gemini", "test_mistral", "test_ollama")
+REUSED = "test_openai_parallel_workers[Paris]"
+KINDS = ",".join(callgate.mutations(blocking=True))
+
+
+def record_loop(app: Path, **env: str) -> Session:
+    """The tool loop's tape: a streamed call, then a streamed text answer."""
     with closing(fake("openai/valid_fragmented", "openai/text_only")) as upstream:
-        code, output, results = run_app(app, "-k", TOOL_LOOP, upstream=upstream, mode="once")
-    assert code == 0, output
-    assert results == [
+        return run_session(app, "-k", TOOL_LOOP, upstream=upstream, mode="once", **env)
+
+
+def record_async(app: Path) -> Session:
+    with (
+        closing(fake("openai/valid_fragmented")) as openai,
+        closing(fake("anthropic/valid_fragmented")) as anthropic,
+        closing(fake("gemini/valid_single_call")) as gemini,
+        closing(fake("mistral/native_whole_call")) as mistral,
+        closing(fake("ollama/valid_single_call")) as ollama,
+    ):
+        command = []
+        for route, server in (
+            ("openai", openai),
+            ("anthropic", anthropic),
+            ("gemini", gemini),
+            ("mistral", mistral),
+            ("ollama", ollama),
+        ):
+            command += ["--callgate-upstream", f"{route}={server.url}"]
+        return run_session(app, "-k", " or ".join(ASYNC_TESTS), *command, mode="once", **KEYS)
+
+
+def record_langchain(app: Path) -> Session:
+    with closing(fake("openai/valid_fragmented")) as upstream:
+        return run_session(
+            app, "-k", "test_langchain", upstream=upstream, mode="once", OPENAI_API_BASE=CLOSED_PORT
+        )
+
+
+def record_not_streamed(app: Path) -> Session:
+    with closing(CompletionUpstream()) as upstream:
+        command = ["--callgate-upstream", f"openai={upstream.url}"]
+        return run_session(app, "-k", "test_openai_not_streamed", *command, mode="once", **KEYS)
+
+
+def record_reused(app: Path) -> Session:
+    with closing(fake("openai/reused_index_new_id")) as upstream:
+        return run_session(
+            app, "-k", "test_openai_parallel_workers and Paris", upstream=upstream, mode="once"
+        )
+
+
+#: Each recording: how it is made, and the user's tests that replay it.
+RECORDINGS: dict[str, tuple[Callable[[Path], Session], tuple[str, ...]]] = {
+    "loop": (record_loop, (TOOL_LOOP, "test_openai_first_turn_on_every_fault")),
+    "loop_strict": (lambda app: record_loop(app, APP_REDACTION="strict"), ()),
+    "async": (record_async, ASYNC_TESTS),
+    "langchain": (record_langchain, ("test_langchain",)),
+    "not_streamed": (record_not_streamed, ("test_openai_not_streamed",)),
+    "reused": (record_reused, ("test_openai_parallel_workers and Paris",)),
+}
+
+
+class Studio:
+    """The module's recordings, each made once in an app folder of its own when a test first
+    asks for it; and one replay of the recordings the selected tests replay (``replayed``),
+    their tapes copied into one more app folder. Tests that change a tape copy its folder."""
+
+    def __init__(self, folder: Path, replays: set[str]) -> None:
+        self._folder, self._replays = folder, replays
+        self._recorded: dict[str, tuple[Path, Session]] = {}
+        self._replayed: tuple[Path, Session] | None = None
+
+    def recorded(self, name: str) -> tuple[Path, Session]:
+        """The app folder where recording ``name`` was made, and its session."""
+        if name not in self._recorded:
+            app = new_app(self._folder / name)
+            self._recorded[name] = app, RECORDINGS[name][0](app)
+        return self._recorded[name]
+
+    def replayed(self) -> tuple[Path, Session]:
+        """The app folder of the replay, and its session: no upstream, no key."""
+        if self._replayed is None:
+            app = new_app(self._folder / "replay")
+            for name in sorted(self._replays):
+                tapes = self.recorded(name)[0] / "tapes"
+                shutil.copytree(tapes, app / "tapes", dirs_exist_ok=True)
+            selection = " or ".join(
+                f"({test})" for name in sorted(self._replays) for test in RECORDINGS[name][1]
+            )
+            # Only test_langchain reads OPENAI_API_BASE, only the fault test APP_KINDS.
+            session = run_session(
+                app, "-k", selection, APP_KINDS=KINDS, OPENAI_API_BASE=CLOSED_PORT
+            )
+            self._replayed = app, session
+        return self._replayed
+
+    def copy(self, name: str, folder: Path) -> Path:
+        """A copy of recording ``name``'s app folder, in ``folder``, to change."""
+        shutil.copytree(self.recorded(name)[0], folder, dirs_exist_ok=True)
+        return folder
+
+
+@pytest.fixture(scope="module")
+def studio(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Studio:
+    replays = {recording for test, recording in REPLAYED_BY.items() if selected(request, test)}
+    return Studio(tmp_path_factory.mktemp("studio"), replays)
+
+
+def loop_recorded(studio: Studio, name: str = "loop") -> Path:
+    """The tool loop's tape folder, recorded once: a streamed call, then a streamed text
+    answer."""
+    app, session = studio.recorded(name)
+    session.passed(TOOL_LOOP)
+    assert session.results(TOOL_LOOP) == [
         {"calls": [PARIS], "answer": "Hello there", "turns": ["pass", "not_applicable"]}
     ]
-    yield app / FOLDER / TOOL_LOOP
+    return app / FOLDER / TOOL_LOOP
 
 
 @pytest.mark.sdk
-def test_a_tool_loop_recorded_once_replays_offline_with_the_same_result(
-    app: Path, recorded_loop: Path
-) -> None:
+@STUDIO
+def test_a_tool_loop_recorded_once_replays_offline_with_the_same_result(studio: Studio) -> None:
+    recorded_loop = loop_recorded(studio)
     assert tape_files(recorded_loop) == ["001.json", "002.json"]
-    code, output, results = run_app(app, "-k", TOOL_LOOP)  # no upstream, no key: replay only
-    assert code == 0, output
-    assert results == [
+    _, replayed = studio.replayed()  # no upstream, no key: replay only
+    replayed.passed(TOOL_LOOP)
+    assert replayed.results(TOOL_LOOP) == [
         {"calls": [PARIS], "answer": "Hello there", "turns": ["pass", "not_applicable"]}
     ]
     # Tapes are fixtures: callgate replay judges them against their pinned verdicts.
@@ -419,9 +592,13 @@ def test_a_tool_loop_recorded_once_replays_offline_with_the_same_result(
 
 
 @pytest.mark.sdk
+@STUDIO
 def test_an_extra_request_a_changed_model_or_tool_set_and_a_missing_request_fail_with_why(
-    app: Path, recorded_loop: Path
+    studio: Studio, tmp_path: Path
 ) -> None:
+    loop_recorded(studio)
+    app = studio.copy("loop", tmp_path)
+    recorded_loop = app / FOLDER / TOOL_LOOP
     for change, line in [
         (
             {"APP_EXTRA": "1"},
@@ -455,7 +632,11 @@ def test_an_extra_request_a_changed_model_or_tool_set_and_a_missing_request_fail
 
 
 @pytest.mark.sdk
-def test_new_episodes_appends_and_all_records_anew(app: Path, recorded_loop: Path) -> None:
+@STUDIO
+def test_new_episodes_appends_and_all_records_anew(studio: Studio, tmp_path: Path) -> None:
+    loop_recorded(studio)
+    app = studio.copy("loop", tmp_path)
+    recorded_loop = app / FOLDER / TOOL_LOOP
     with closing(fake("openai/text_only")) as upstream:
         code, output, results = run_app(
             app, "-k", TOOL_LOOP, upstream=upstream, mode="new_episodes", APP_EXTRA="1"
@@ -472,13 +653,11 @@ def test_new_episodes_appends_and_all_records_anew(app: Path, recorded_loop: Pat
 
 
 @pytest.mark.sdk
+@STUDIO
 @pytest.mark.parametrize("redaction", ["replay", "strict"])
-def test_no_canary_reaches_a_tape_in_any_encoding(app: Path, redaction: str) -> None:
-    with closing(fake("openai/valid_fragmented", "openai/text_only")) as upstream:
-        code, output, _ = run_app(
-            app, "-k", TOOL_LOOP, upstream=upstream, mode="once", APP_REDACTION=redaction
-        )
-    assert code == 0, output
+def test_no_canary_reaches_a_tape_in_any_encoding(studio: Studio, redaction: str) -> None:
+    app, session = studio.recorded("loop" if redaction == "replay" else "loop_strict")
+    session.passed(TOOL_LOOP)
     files = sorted((app / "tapes").rglob("*.json"))
     assert [f.name for f in files] == ["001.json", "002.json"]
     texts = [f.read_text() for f in files]
@@ -495,28 +674,13 @@ def test_no_canary_reaches_a_tape_in_any_encoding(app: Path, redaction: str) -> 
 
 
 @pytest.mark.sdk
+@STUDIO
 def test_async_openai_anthropic_gemini_mistral_and_ollama_clients_replay_what_they_recorded(
-    app: Path,
+    studio: Studio,
 ) -> None:
-    selection = "test_openai_async or test_anthropic or test_gemini or test_mistral or test_ollama"
-    with (
-        closing(fake("openai/valid_fragmented")) as openai,
-        closing(fake("anthropic/valid_fragmented")) as anthropic,
-        closing(fake("gemini/valid_single_call")) as gemini,
-        closing(fake("mistral/native_whole_call")) as mistral,
-        closing(fake("ollama/valid_single_call")) as ollama,
-    ):
-        command = []
-        for route, server in (
-            ("openai", openai),
-            ("anthropic", anthropic),
-            ("gemini", gemini),
-            ("mistral", mistral),
-            ("ollama", ollama),
-        ):
-            command += ["--callgate-upstream", f"{route}={server.url}"]
-        code, output, recorded = run_app(app, "-k", selection, *command, mode="once", **KEYS)
-    assert code == 0, output
+    app, recording = studio.recorded("async")
+    recording.passed(*ASYNC_TESTS)
+    recorded = recording.results(*ASYNC_TESTS)
     assert recorded == [
         {"arguments": '{"city":"Paris","unit":"c"}', "turns": ["pass"]},
         {"calls": [["get_weather", {"city": "Paris", "unit": "c"}]], "turns": ["pass"]},
@@ -524,9 +688,9 @@ def test_async_openai_anthropic_gemini_mistral_and_ollama_clients_replay_what_th
         {"calls": [["get_weather", '{"city": "San Francisco"}']], "turns": ["pass"]},
         {"calls": [["get_weather", {"city": "Paris"}]], "turns": ["pass"]},
     ]
-    code, output, replayed = run_app(app, "-k", selection)
-    assert code == 0, output
-    assert replayed == recorded
+    _, replayed = studio.replayed()
+    replayed.passed(*ASYNC_TESTS)
+    assert replayed.results(*ASYNC_TESTS) == recorded
     assert sorted(p.parent.name for p in (app / "tapes").rglob("001.json")) == [
         "test_anthropic",
         "test_gemini",
@@ -557,35 +721,35 @@ def test_pytest_xdist_workers_record_and_replay_their_own_tapes(app: Path) -> No
 
 
 @pytest.mark.sdk
+@STUDIO
 def test_a_tape_of_a_reused_index_fails_its_test_unless_the_marker_allows_the_code(
-    app: Path,
+    studio: Studio,
 ) -> None:
-    selection = ["-k", "test_openai_parallel_workers and Paris"]
-    with closing(fake("openai/reused_index_new_id")) as upstream:
-        code, output, _ = run_app(app, *selection, upstream=upstream, mode="once")
-    assert code == 1
+    app, recording = studio.recorded("reused")
+    assert recording.test(REUSED).outcome == "failed"
     assert (
         "001.json: the turn does not pass: fail [identity_collision] (allow it with "
         "@pytest.mark.callgate_tape(allow=['identity_collision']))"
-    ) in output
-    assert run_app(app, *selection)[0] == 1  # replayed, it fails the same way
+    ) in recording.test(REUSED).report
+    assert studio.replayed()[1].test(REUSED).outcome == "failed"  # replayed, it fails the same way
+    selection = ["-k", "test_openai_parallel_workers and Paris"]
     code, output, _ = run_app(app, *selection, APP_ALLOW='["identity_collision"]')
     assert code == 0, output
 
 
 @pytest.mark.sdk
-def test_langchain_over_the_openai_sdk_replays_what_it_recorded(app: Path) -> None:
-    with closing(fake("openai/valid_fragmented")) as upstream:
-        code, output, recorded = run_app(
-            app, "-k", "test_langchain", upstream=upstream, mode="once", OPENAI_API_BASE=CLOSED_PORT
-        )
-    assert code == 0, output
+@STUDIO
+def test_langchain_over_the_openai_sdk_replays_what_it_recorded(studio: Studio) -> None:
+    _, recording = studio.recorded("langchain")
+    recording.passed("test_langchain")
+    recorded = recording.results("test_langchain")
     assert recorded == [
         {"calls": [["get_weather", {"city": "Paris", "unit": "c"}]], "turns": ["pass"]}
     ]
     # langchain reads OPENAI_API_BASE before OPENAI_BASE_URL: the tape sets both.
-    code, output, replayed = run_app(app, "-k", "test_langchain", OPENAI_API_BASE=CLOSED_PORT)
-    assert (code, replayed) == (0, recorded), output
+    _, replayed = studio.replayed()
+    replayed.passed("test_langchain")
+    assert replayed.results("test_langchain") == recorded
 
 
 class CompletionUpstream(ThreadingHTTPServer):
@@ -646,13 +810,13 @@ class CompletionUpstream(ThreadingHTTPServer):
 
 
 @pytest.mark.sdk
-def test_a_non_streamed_completion_is_kept_as_an_exchange_record_and_replayed(app: Path) -> None:
-    with closing(CompletionUpstream()) as upstream:
-        command = ["--callgate-upstream", f"openai={upstream.url}"]
-        code, output, recorded = run_app(
-            app, "-k", "test_openai_not_streamed", *command, mode="once", **KEYS
-        )
-    assert code == 0, output
+@STUDIO
+def test_a_non_streamed_completion_is_kept_as_an_exchange_record_and_replayed(
+    studio: Studio,
+) -> None:
+    app, recording = studio.recorded("not_streamed")
+    recording.passed("test_openai_not_streamed")
+    recorded = recording.results("test_openai_not_streamed")
     assert recorded == [
         {
             "text": "Checking the weather.",
@@ -667,22 +831,28 @@ def test_a_non_streamed_completion_is_kept_as_an_exchange_record_and_replayed(ap
         record["response"]["json"]["choices"][0]["message"]["tool_calls"][0]["id"]
         == "call_redacted2"
     )
-    code, output, replayed = run_app(app, "-k", "test_openai_not_streamed")
-    assert (code, replayed) == (0, recorded), output
+    _, replayed = studio.replayed()
+    replayed.passed("test_openai_not_streamed")
+    assert replayed.results("test_openai_not_streamed") == recorded
 
 
 @pytest.mark.sdk
+@STUDIO
 def test_a_recorded_turn_is_served_as_each_fault_and_its_verdict_never_fails_the_test(
-    app: Path, recorded_loop: Path
+    studio: Studio,
 ) -> None:
     """``callgate_tape.mutate(kind)``: the unguarded accumulator of the app hands on the
     recorded call (or its mangled arguments) on every fault but the provider's error; each
     served turn's verdict names the fault, and none fails the test."""
-    kinds = callgate.mutations(blocking=True)
-    code, output, results = run_app(
-        app, "-k", "first_turn_on_every_fault", "-rs", APP_KINDS=",".join(kinds)
-    )
-    assert code == 0, output
+    loop_recorded(studio)
+    app, replayed = studio.replayed()
+    faults = {
+        name: test
+        for name, test in replayed.tests.items()
+        if name.startswith("test_openai_first_turn_on_every_fault[")
+    }
+    assert [name.split("[")[1][:-1] for name in faults] == KINDS.split(",")
+    results = replayed.results(*faults)
     city = PARIS[1]
     assert {r["kind"]: (r["calls"], r["codes"]) for r in results} == {
         "truncate": ([PARIS], [["missing_terminal"]]),
@@ -698,8 +868,23 @@ def test_a_recorded_turn_is_served_as_each_fault_and_its_verdict_never_fails_the
         ),
         "provider_error": ("APIError", [["missing_terminal", "stream_error"]]),
     }
-    assert "9 passed, 1 skipped" in output
+    outcomes = [test.outcome for test in faults.values()]
+    assert (outcomes.count("passed"), outcomes.count("skipped")) == (9, 1), replayed.output
+    tape = app / FOLDER / TOOL_LOOP
     assert (
-        f"reuse_slot applies to no turn of tape {recorded_loop}: 001.json: reuse_slot: no "
+        f"reuse_slot applies to no turn of tape {tape}: 001.json: reuse_slot: no "
         "second call in the first call's choice to move onto its slot"
-    ) in output
+    ) in faults["test_openai_first_turn_on_every_fault[reuse_slot]"].report
+
+
+#: The recording each test asserts a replay of (``Studio.replayed``).
+REPLAYED_BY = {
+    test_a_tool_loop_recorded_once_replays_offline_with_the_same_result: "loop",
+    test_async_openai_anthropic_gemini_mistral_and_ollama_clients_replay_what_they_recorded: (
+        "async"
+    ),
+    test_a_tape_of_a_reused_index_fails_its_test_unless_the_marker_allows_the_code: "reused",
+    test_langchain_over_the_openai_sdk_replays_what_it_recorded: "langchain",
+    test_a_non_streamed_completion_is_kept_as_an_exchange_record_and_replayed: "not_streamed",
+    test_a_recorded_turn_is_served_as_each_fault_and_its_verdict_never_fails_the_test: "loop",
+}

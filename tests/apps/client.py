@@ -8,13 +8,23 @@ reason, the tool calls the SDK assembled, and the exception the SDK raised, if a
               bedrock-invoke BASE_URL [--key KEY] [--prompt TEXT]
               [--header NAME=VALUE]
               [--tools SCHEMAS.json]
+
+    client.py --batch
+
+The batch form runs many turns in one interpreter, so the SDKs are imported once: each line of
+standard input is one case, ``{"id": ID, "argv": [SDK, BASE_URL, ...]}`` with ``argv`` as the
+one-turn form takes it, and each case's result is one line on standard output as soon as it
+ends: ``{"id": ID, "report": REPORT}``, or ``{"id": ID, "crash": TRACEBACK}`` where the one-turn
+form would have exited non-zero. A case's crash is its own result; the next case still runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -283,31 +293,36 @@ def run_bedrock_invoke(args: argparse.Namespace, out: dict[str, Any]) -> None:
     ]
 
 
+#: When the current turn's request started: the times in a report count from here.
 START = time.monotonic()
+RUNNERS = {
+    "openai": run_openai,
+    "openai-responses": run_openai_responses,
+    "anthropic": run_anthropic,
+    "mistral": run_mistral,
+    "gemini": run_gemini,
+    "ollama": run_ollama,
+    "cohere": run_cohere,
+    "bedrock": run_bedrock,
+    "bedrock-invoke": run_bedrock_invoke,
+}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument(
-        "sdk",
-        choices=[
-            "openai",
-            "openai-responses",
-            "anthropic",
-            "mistral",
-            "gemini",
-            "ollama",
-            "cohere",
-            "bedrock",
-            "bedrock-invoke",
-        ],
-    )
+def parser(exit_on_error: bool) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(exit_on_error=exit_on_error)
+    parser.add_argument("sdk", choices=list(RUNNERS))
     parser.add_argument("base_url")
     parser.add_argument("--key", default="sk-test-0000000000000000")
     parser.add_argument("--prompt", default="What is the weather in Oslo?")
     parser.add_argument("--header", action="append", default=[])
     parser.add_argument("--tools", help="JSON file: tool name -> argument schema")
-    args = parser.parse_args()
+    return parser
+
+
+def turn(argv: list[str], exit_on_error: bool = True) -> dict[str, Any]:
+    """One turn as ``argv`` describes it: the report (what the SDK raised is in it)."""
+    global START
+    args = parser(exit_on_error).parse_args(argv)
     args.tools = json.loads(Path(args.tools).read_text()) if args.tools else TOOLS
     args.headers = dict(h.split("=", 1) for h in args.header)
     out: dict[str, Any] = {
@@ -317,22 +332,30 @@ def main() -> None:
         "tool_calls": [],
         "error": None,
     }
+    START = time.monotonic()
     try:
-        runners = {
-            "openai": run_openai,
-            "openai-responses": run_openai_responses,
-            "anthropic": run_anthropic,
-            "mistral": run_mistral,
-            "gemini": run_gemini,
-            "ollama": run_ollama,
-            "cohere": run_cohere,
-            "bedrock": run_bedrock,
-            "bedrock-invoke": run_bedrock_invoke,
-        }
-        runners[args.sdk](args, out)
+        RUNNERS[args.sdk](args, out)
     except Exception as error:  # the point: record what the SDK raises
         out["error"] = {"type": type(error).__name__, "message": str(error)[:300]}
-    print(json.dumps(out, default=str))
+    return out
+
+
+def batch() -> None:
+    """Each case on standard input in turn, one line each, until its end."""
+    for text in sys.stdin:
+        case = json.loads(text)
+        try:
+            line = {"id": case["id"], "report": turn(case["argv"], exit_on_error=False)}
+        except (Exception, SystemExit) as error:  # the case's result, not the batch's
+            line = {"id": case["id"], "crash": "".join(traceback.format_exception(error))}
+        print(json.dumps(line, default=str), flush=True)
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--batch"]:
+        batch()
+    else:
+        print(json.dumps(turn(sys.argv[1:]), default=str))
 
 
 if __name__ == "__main__":
