@@ -310,10 +310,13 @@ def test_a_stalled_upstream_keeps_what_came_and_is_recorded_when_the_client_give
 
 
 @SHARED
-def test_a_50_mb_event_reaches_the_client_whole_and_the_turn_is_judged(
-    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
+@pytest.mark.parametrize(
+    "megabytes", [pytest.param(4, id="4MB"), pytest.param(50, id="50MB", marks=pytest.mark.full)]
+)
+def test_a_large_event_reaches_the_client_whole_and_the_turn_is_judged(
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path, megabytes: int
 ) -> None:
-    big = "x" * (50 << 20)
+    big = "x" * (megabytes << 20)
     chunk: dict[str, Any] = json.loads(EVENTS[0].removeprefix(b"data: "))
     chunk["choices"][0]["delta"]["content"] = big
     huge = b"data: " + json.dumps(chunk).encode() + b"\n\n"
@@ -631,6 +634,7 @@ def test_an_http2_stream_cancelled_mid_turn_is_recorded_and_spares_its_neighbour
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_two_hundred_streams_at_once_each_reach_their_client_and_their_own_fixture() -> None:
     """``make load`` at a tenth of its length: mitmdump with the addon, 200 clients whose first
     turns are all open at once (the upstream holds each until all are), two turns each. Every
