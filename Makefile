@@ -70,7 +70,7 @@ test-full: lint $(APPS_STAMP) browser
 # The engine, redaction, reports and CLI: an answer in under a minute. No proxy, browser, SDK,
 # corpus or packaging test (see the markers in pyproject.toml).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m 'not (slow or proxy or browser or sdk or corpus)'
+	$(BIN)/python -m pytest -q -n 2 -m 'not (slow or proxy or browser or sdk or corpus)'
 
 $(STAMP12): pyproject.toml
 	$(PYTHON12) -m venv $(VENV12)

@@ -14,7 +14,12 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
+
+# It reads the corpus's absence, and is one subprocess: make test runs it, test-fast leaves it.
+pytestmark = pytest.mark.corpus
 
 
 def test_without_the_shared_corpus_its_tests_skip_with_one_reason_and_none_fails(
@@ -33,6 +38,7 @@ def test_without_the_shared_corpus_its_tests_skip_with_one_reason_and_none_fails
             f"--junitxml={report}",
             "-m",
             "corpus",
+            "--ignore=tests/test_suite.py",
             "tests",
         ],
         cwd=ROOT,
