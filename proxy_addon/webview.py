@@ -80,7 +80,14 @@ def _text(value: str | bytes) -> str:
 def render(report: Mapping[str, Any], body: bytes, framing: str) -> Iterator[Line]:
     """The view's lines, each a list of ``(style, text)``; styles as mitmproxy names them."""
     status = report.get("status", "?")
-    verdict = "EXECUTABLE" if report.get("executable") else "BLOCKED"
+    # A turn without a tool call blocked nothing (the same words as ``callgate check``).
+    verdict = (
+        "EXECUTABLE"
+        if report.get("executable")
+        else "no tool call"
+        if status == "not_applicable"
+        else "BLOCKED"
+    )
     codes = sorted({f["code"] for f in report.get("findings", []) if f["severity"] == "blocking"})
     yield [
         ("header", f"callgate: {status} ({verdict})"),

@@ -33,6 +33,13 @@ def test_a_failing_turn_renders_verdict_calls_findings_and_marks_the_events_stru
     assert styles[lines.index("events") + 3] == "error"
 
 
+def test_a_turn_without_a_tool_call_is_not_applicable_and_blocked_nothing() -> None:
+    redacted = redact_envelope(load(CONFORMANCE / "ollama" / "text_only.json"))
+    body = b"".join(framed(redacted.envelope, NDJSON))
+    first = "".join(text for _, text in next(render(redacted.report.to_dict(), body, NDJSON)))
+    assert first == "callgate: not_applicable (no tool call)  ollama/ollama  no blocking finding"
+
+
 def test_a_gemini_array_body_is_read_one_element_a_line() -> None:
     envelope = load(CONFORMANCE / "gemini" / "valid_parallel_one_chunk.json")
     body = b"".join(array_frames(envelope))
