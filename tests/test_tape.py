@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, urlsplit
 
 import pytest
 
@@ -31,7 +31,7 @@ import callgate
 from callgate.cli.files import find_fixtures
 from callgate.cli.replay.runner import replay
 from callgate.cli.serve import FakeProvider
-from callgate.cli.tape import RecordMode, store
+from callgate.cli.tape import RecordMode, store, upstream_problem
 from callgate.cli.tape.fixture import CallgateTape, tape_folder
 from callgate.cli.tape.server import TapeServer
 from callgate.cli.tape.session import Tape
@@ -408,6 +408,28 @@ def test_a_tape_name_with_a_slash_is_a_path_below_the_tapes_folder(tmp_path: Pat
     )
     with pytest.raises(pytest.UsageError):
         tape_folder(cast(pytest.Item, SimpleNamespace(path=node.path, nodeid="t")), "../x")
+
+
+@pytest.mark.parametrize(
+    ("url", "without"),
+    [
+        ("http://127.0.0.1:9101/v1", "http://127.0.0.1:9101"),
+        ("https://openrouter.ai/api/v1/", "https://openrouter.ai/api"),
+        ("http://127.0.0.1:9101/v1beta", "http://127.0.0.1:9101"),
+        ("http://127.0.0.1:9101/gw/v2alpha1", "http://127.0.0.1:9101/gw"),
+    ],
+)
+def test_an_upstream_that_repeats_the_apis_prefix_is_refused_with_the_url_to_give(
+    url: str, without: str
+) -> None:
+    prefix = "/" + url.rstrip("/").rsplit("/", 1)[1]
+    path = urlsplit(url).path.rstrip("/")
+    assert upstream_problem(url) == (
+        f"requests already start with {prefix} (they would go to {path}{prefix}/...); "
+        f"give the URL without it: {without}"
+    )
+    assert upstream_problem(without) is None
+    assert upstream_problem("http://gateway/openai/v1x") is None
 
 
 def test_exchange_records_are_not_fixtures_to_replay(tmp_path: Path) -> None:
