@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from callgate.cli.tape import EXCHANGE_SUFFIX, RecordMode
+from callgate.cli.tape import EXCHANGE_SUFFIX, RecordMode, upstream_problem
 
 if TYPE_CHECKING:  # pytest does not export these names; they only type repr_failure
     from _pytest._code.code import TerminalRepr, TracebackStyle
@@ -184,6 +184,8 @@ def _tape_options(config: pytest.Config) -> tuple[RecordMode, dict[str, str]]:
         name, equals, url = item.partition("=")
         if not (equals and name and url.startswith(("http://", "https://"))):
             raise pytest.UsageError(f"--callgate-upstream takes NAME=http(s)://..., not {item!r}")
+        if problem := upstream_problem(url):
+            raise pytest.UsageError(f"--callgate-upstream {item}: {problem}")
         upstreams[name] = url
     return RecordMode(raw), upstreams
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from callgate.cli.extras import PROXY_EXTRA, has_mitmproxy
 from callgate.cli.loopback import split_listen
@@ -62,6 +63,22 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def upstream_problem(upstream: str) -> str | None:
+    """Why ``upstream`` cannot be the reverse proxy's target, in one line; None when it can.
+    mitmproxy forwards each request with its own path and takes a scheme, host and port alone
+    (a path fails its start with a traceback), so the API's prefix (``/v1``) belongs in the
+    app's base URL: ``http://127.0.0.1:8080/v1`` to the proxy, ``https://api.openai.com`` to
+    ``--upstream``."""
+    parts = urlsplit(upstream)
+    if parts.path.strip("/") or parts.query or parts.fragment:
+        host = f"{parts.scheme}://{parts.netloc}" if parts.scheme else parts.netloc
+        return (
+            f"--upstream takes a scheme, host and port alone, not {upstream!r}: requests keep "
+            f"their own path (/v1/... from the app's base URL); give {host}"
+        )
+    return None
 
 
 def mitmproxy_options(options: RecordOptions) -> dict[str, Any]:
@@ -119,6 +136,8 @@ def run_record(options: RecordOptions) -> int:
         raise SetupError(f"record runs mitmproxy, which is not installed: {PROXY_EXTRA}")
     if options.mode is ProxyMode.reverse and not options.upstream:
         raise UsageError("--upstream is required in reverse mode")
+    if options.upstream and (problem := upstream_problem(options.upstream)):
+        raise UsageError(problem)
     host, _ = split_listen(options.listen)
     if not is_loopback(host):
         print(

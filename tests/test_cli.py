@@ -121,6 +121,20 @@ def test_a_bad_listen_address_is_one_line_and_exit_2(command: list[str], listen:
     )
 
 
+@pytest.mark.parametrize("upstream", ["http://127.0.0.1:9101/v1", "https://openrouter.ai/api/v1/"])
+def test_a_record_upstream_with_a_path_is_one_line_and_exit_2(upstream: str) -> None:
+    """mitmproxy keeps each request's own path, so the path would be said twice (or, as
+    mitmproxy itself refuses it, fail the proxy's start with a traceback)."""
+    result = runner.invoke(app, ["record", "--upstream", upstream])
+    host = upstream.split("/", 3)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2,
+        "",
+        f"callgate: --upstream takes a scheme, host and port alone, not {upstream!r}: requests "
+        f"keep their own path (/v1/... from the app's base URL); give {host[0]}//{host[2]}\n",
+    )
+
+
 @pytest.mark.parametrize("hostile", ["[/x]", "[bold]loud[/bold]", "[link=file:///etc]y[/link]"])
 def test_fixture_text_that_looks_like_markup_is_printed_as_it_is(
     hostile: str, tmp_path: Path

@@ -210,6 +210,14 @@ def test_a_bad_record_mode_upstream_or_marker_is_one_usage_line(
     monkeypatch.delenv("CALLGATE_RECORD_MODE")
     result = pytester.runpytest_inprocess(*plugin(), "--callgate-upstream", "openai")
     assert "ERROR: --callgate-upstream takes NAME=http(s)://..., not 'openai'" in result.errlines
+    result = pytester.runpytest_inprocess(
+        *plugin(), "--callgate-upstream", "openai=http://127.0.0.1:9101/v1"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "ERROR: --callgate-upstream openai=http://127.0.0.1:9101/v1: requests already start "
+        "with /v1 (they would go to /v1/v1/...); give the URL without it: http://127.0.0.1:9101"
+    ) in result.errlines
     result = pytester.runpytest_inprocess(*plugin(), "-k", "test_bad_marker")
     result.assert_outcomes(errors=1)
     assert any(
@@ -226,6 +234,57 @@ def test_a_bad_record_mode_upstream_or_marker_is_one_usage_line(
         *plugin(), "-k", "test_mutate_while_recording", "--callgate-record-mode=once"
     )
     result.assert_outcomes(failed=1)
+    folder = pytester.path / "tapes" / "test_app" / "test_mutate_while_recording"
     assert any(
-        "mutate replays a recorded tape; record it first" in line for line in result.outlines
+        f"tape test_app.py::test_mutate_while_recording: no recorded tape at {folder} to mutate "
+        "(mutate never records): record it first" in line
+        for line in result.outlines
+    ), result.outlines
+
+
+FAULTS_TEST = """
+import pytest
+
+@pytest.mark.callgate_tape(name="test_agent/test_weather", mutate="truncate", allow_unused=True)
+def test_fault(callgate_tape):
+    print("FAULTED", callgate_tape.folder, callgate_tape.recording)
+
+@pytest.mark.callgate_tape(name="test_agent/test_wether")
+def test_typo(callgate_tape):
+    callgate_tape.mutate("truncate")
+
+@pytest.mark.callgate_tape(name="test_agent/test_wether", mutate="truncate")
+def test_typo_in_the_marker(callgate_tape):
+    pass
+"""
+
+
+@pytest.mark.parametrize("mode", ["none", "once", "new_episodes", "all"])
+def test_fault_tests_in_their_own_module_mutate_another_modules_tape_in_every_mode(
+    pytester: pytest.Pytester, mode: str
+) -> None:
+    """``name="test_agent/test_weather"`` in ``test_faults.py`` is the tape ``test_agent.py``
+    recorded; a misspelt one fails naming where it looked, whatever the record mode."""
+    from callgate.cli.tape import store
+    from callgate.reassemble import check
+
+    tapes = pytester.path / "tapes"
+    envelope = json.loads((CONFORMANCE / GOOD[0]).read_text(encoding="utf-8"))
+    shape = {"route": "openai", "method": "POST", "path": "/v1/chat/completions"}
+    store.write(
+        tapes / "test_agent" / "test_weather", 1, shape, envelope=envelope, report=check(envelope)
     )
+    pytester.makepyfile(test_faults=FAULTS_TEST)
+    result = pytester.runpytest_inprocess(*plugin(), "-s", f"--callgate-record-mode={mode}")
+    result.assert_outcomes(passed=1, failed=1, errors=1)  # the marker's fails the test's setup
+    faulted = f"FAULTED {tapes / 'test_agent' / 'test_weather'} False"
+    assert any(faulted in line for line in result.outlines), result.outlines
+    for test in ("test_typo", "test_typo_in_the_marker"):
+        assert any(
+            line.startswith(
+                f"tape test_faults.py::{test}: no recorded tape at "
+                f"{tapes / 'test_agent' / 'test_wether'} to mutate (mutate never records)"
+            )
+            for line in result.outlines
+        ), result.outlines
+    assert sorted(p.name for p in (tapes / "test_agent" / "test_weather").iterdir()) == ["001.json"]

@@ -21,8 +21,9 @@ from contextlib import closing
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote, quote_plus
+from types import SimpleNamespace
+from typing import Any, cast
+from urllib.parse import quote, quote_plus, urlsplit
 
 import pytest
 
@@ -30,11 +31,13 @@ import callgate
 from callgate.cli.files import find_fixtures
 from callgate.cli.replay.runner import replay
 from callgate.cli.serve import FakeProvider
-from callgate.cli.tape import RecordMode, store
+from callgate.cli.tape import RecordMode, store, upstream_problem
+from callgate.cli.tape.fixture import CallgateTape, tape_folder
 from callgate.cli.tape.server import TapeServer
 from callgate.cli.tape.session import Tape
 from callgate.cli.tape.shape import describe, request_shape
 from callgate.reassemble import check
+from callgate.reassemble.errors import InputError
 from callgate.redact import Exchange
 from callgate.redact.record import exchange_record
 from tests.conftest import CONFORMANCE, ROOT, load
@@ -278,8 +281,9 @@ def test_making_a_tape_deletes_nothing_and_opening_one_to_record_all_clears_its_
     made = Tape(tmp_path, RecordMode.ALL, "test_x")
     assert made.recording and (tmp_path / "001.exchange.json").is_file()
     opened = Tape.open(tmp_path, RecordMode.ALL, "test_x", allow_unused=True)
+    assert opened.recording and opened.allow_unused and opened.decide(shape).record
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
-    assert opened.recording and opened.allow_unused
+    opened.recorded(None, shape, "not recorded")
     replayed = Tape.open(tmp_path, RecordMode.NONE, "test_x")
     assert replayed == Tape(tmp_path, RecordMode.NONE, "test_x")  # the state is not compared
     given = {f.name for f in dataclasses.fields(Tape) if f.init}
@@ -317,6 +321,115 @@ def test_a_request_the_tape_lacks_gets_the_providers_error_shape_even_when_sent_
         "request 1 is not on the tape: POST /v1/messages (anthropic), model claude-x, "
         "stream; the tape holds next: nothing more." in answer["error"]["message"]
     )
+
+
+def streamed_tape(folder: Path) -> Path:
+    """``folder`` holding a recorded tape of one streamed turn with two calls."""
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    shape = {"route": "openai", "method": "POST", "path": "/v1/chat/completions", "model": "m"}
+    store.write(folder, 1, shape, envelope=envelope, report=check(envelope))
+    return folder
+
+
+def handed(tape: Tape) -> CallgateTape:
+    """What the fixture hands a test, without a server (``mutate`` serves nothing)."""
+    return CallgateTape(tape, cast(TapeServer, None))
+
+
+def failure_of(action: Callable[[], object]) -> str:
+    """The line ``action`` fails its test with (a skip is no failure)."""
+    with pytest.raises(BaseException) as failed:
+        action()
+    assert failed.type is pytest.fail.Exception, failed.value
+    return str(failed.value)
+
+
+@pytest.mark.parametrize("mode", list(RecordMode))
+def test_mutating_a_tape_that_does_not_exist_fails_naming_where_it_looked(
+    tmp_path: Path, mode: RecordMode
+) -> None:
+    tape = Tape.open(tmp_path / "test_typo", mode, "test_faults.py::test_x")
+    assert failure_of(lambda: handed(tape).mutate("truncate")) == (
+        f"tape test_faults.py::test_x: no recorded tape at {tmp_path / 'test_typo'} to mutate "
+        "(mutate never records): record it first by running the test that makes it, without "
+        "mutate, with --callgate-record-mode=once; or name a recorded tape with "
+        "@pytest.mark.callgate_tape(name=...)"
+    )
+
+
+def test_a_fault_that_applies_to_no_turn_of_the_tape_fails_the_test(tmp_path: Path) -> None:
+    shape = {"route": "openai", "method": "POST", "path": "/v1/embeddings"}
+    record = {"tape_record": 1, "request": shape, "response": {"status": 200, "text": "1"}}
+    store.write(tmp_path, 1, shape, record=record)
+    tape = Tape.open(tmp_path, RecordMode.NONE, "test_x")
+    assert failure_of(lambda: handed(tape).mutate("truncate")) == (
+        f"tape test_x: truncate applies to no turn of tape {tmp_path}: it holds no streamed turn"
+    )
+
+
+@pytest.mark.parametrize("mode", list(RecordMode))
+def test_a_mutated_tape_is_replayed_as_its_fault_in_every_mode_and_records_nothing(
+    tmp_path: Path, mode: RecordMode
+) -> None:
+    folder = streamed_tape(tmp_path / "tape")
+    tape = Tape.open(folder, mode, "test_x")
+    handed(tape).mutate("reuse_slot")
+    assert not tape.recording
+    entry = tape.decide(store.load(folder)[0].shape).entry
+    assert entry is not None and tape.mutated == {"001.json": "reuse_slot"}
+    other = {"route": "openai", "method": "POST", "path": "/v1/chat/completions", "model": "n"}
+    assert tape.decide(other).refusal is not None  # not recorded, in new_episodes either
+    assert tape_files(folder) == ["001.json"]  # and all cleared nothing
+
+
+def test_opening_a_tape_to_record_all_clears_its_files_at_the_first_request(
+    tmp_path: Path,
+) -> None:
+    folder = streamed_tape(tmp_path / "tape")
+    tape = Tape.open(folder, RecordMode.ALL, "test_x")
+    assert tape_files(folder) == ["001.json"]
+    assert tape.decide(store.load(folder)[0].shape).record
+    assert tape_files(folder) == []
+    tape.recorded(None, {"route": "openai"}, "gone")  # what the server does for a failed one
+    (folder / "001.json").write_text("{")
+    assert Tape.open(folder, RecordMode.ALL, "test_x").recording  # an unreadable one, anew
+    with pytest.raises(InputError):
+        Tape.open(folder, RecordMode.NEW_EPISODES, "test_x")
+
+
+def test_a_tape_name_with_a_slash_is_a_path_below_the_tapes_folder(tmp_path: Path) -> None:
+    node = cast(pytest.Item, SimpleNamespace(path=tmp_path / "test_faults.py", name="test_x"))
+    tapes = tmp_path / "tapes"
+    assert tape_folder(node, None) == tapes / "test_faults" / "test_x"
+    assert tape_folder(node, "test_y[a b]") == tapes / "test_faults" / "test_y[a_b]"
+    assert tape_folder(node, "test_agent/test_weather") == tapes / "test_agent" / "test_weather"
+    assert tape_folder(node, "agents/test_agent/test w[1]") == (
+        tapes / "agents" / "test_agent" / "test_w[1]"
+    )
+    with pytest.raises(pytest.UsageError):
+        tape_folder(cast(pytest.Item, SimpleNamespace(path=node.path, nodeid="t")), "../x")
+
+
+@pytest.mark.parametrize(
+    ("url", "without"),
+    [
+        ("http://127.0.0.1:9101/v1", "http://127.0.0.1:9101"),
+        ("https://openrouter.ai/api/v1/", "https://openrouter.ai/api"),
+        ("http://127.0.0.1:9101/v1beta", "http://127.0.0.1:9101"),
+        ("http://127.0.0.1:9101/gw/v2alpha1", "http://127.0.0.1:9101/gw"),
+    ],
+)
+def test_an_upstream_that_repeats_the_apis_prefix_is_refused_with_the_url_to_give(
+    url: str, without: str
+) -> None:
+    prefix = "/" + url.rstrip("/").rsplit("/", 1)[1]
+    path = urlsplit(url).path.rstrip("/")
+    assert upstream_problem(url) == (
+        f"requests already start with {prefix} (they would go to {path}{prefix}/...); "
+        f"give the URL without it: {without}"
+    )
+    assert upstream_problem(without) is None
+    assert upstream_problem("http://gateway/openai/v1x") is None
 
 
 def test_exchange_records_are_not_fixtures_to_replay(tmp_path: Path) -> None:
@@ -869,10 +982,11 @@ def test_a_recorded_turn_is_served_as_each_fault_and_its_verdict_never_fails_the
         "provider_error": ("APIError", [["missing_terminal", "stream_error"]]),
     }
     outcomes = [test.outcome for test in faults.values()]
-    assert (outcomes.count("passed"), outcomes.count("skipped")) == (9, 1), replayed.output
+    assert (outcomes.count("passed"), outcomes.count("failed")) == (9, 1), replayed.output
     tape = app / FOLDER / TOOL_LOOP
     assert (
-        f"reuse_slot applies to no turn of tape {tape}: 001.json: reuse_slot: no "
+        f"tape test_app.py::test_openai_first_turn_on_every_fault[reuse_slot]: reuse_slot "
+        f"applies to no turn of tape {tape}: 001.json: reuse_slot: no "
         "second call in the first call's choice to move onto its slot"
     ) in faults["test_openai_first_turn_on_every_fault[reuse_slot]"].report
 

@@ -13,7 +13,9 @@ This module stays light: the pytest plugin imports it in every run.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
+from urllib.parse import urlsplit
 
 #: How a tape's other exchanges are named; fixture finders pass over them.
 EXCHANGE_SUFFIX = ".exchange.json"
@@ -30,3 +32,24 @@ class RecordMode(StrEnum):
     NEW_EPISODES = "new_episodes"
     #: Record everything anew.
     ALL = "all"
+
+
+#: An API version at the end of a path (``/v1``, ``/v1beta``): every API a route serves puts it
+#: first in its requests' paths (``/v1/chat/completions``, ``/v1beta/models/...``), so an upstream
+#: URL that ends with it would have it twice (``http://host/v1`` + ``/v1/chat/completions``).
+_API_VERSION = re.compile(r"/v\d+(?:alpha|beta)?\d*$")
+
+
+def upstream_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a route's upstream, in one line; None when it can. A request is
+    forwarded to the upstream's path followed by the request's whole path, so an upstream that
+    ends with an API version is refused with the URL to give, not guessed at: a gateway may
+    serve its API below any path."""
+    path = urlsplit(url).path.rstrip("/")
+    if (version := _API_VERSION.search(path)) is None:
+        return None
+    prefix = version.group()
+    return (
+        f"requests already start with {prefix} (they would go to {path}{prefix}/...); "
+        f"give the URL without it: {url.rstrip('/')[: -len(prefix)]}"
+    )

@@ -83,23 +83,26 @@ class CallgateTape:
     def mutate(self, kind: str) -> None:
         """Serve the tape's recorded streamed turns as their ``kind`` variants (one of
         ``callgate.mutations()``), so the test sees what its app does with that fault. A turn the
-        kind cannot apply to is served as recorded; when it applies to none, the test is
-        skipped, saying why. A variant's verdict is what the test asked for: it never fails the
-        test."""
+        kind cannot apply to is served as recorded. The test fails with one line when there is
+        no recorded tape, or when the kind applies to none of its turns: a fault test that
+        tests nothing must not pass. A variant's verdict is what the test asked for: it never
+        fails the test. In every record mode a mutated tape is replayed, never recorded."""
         if kind not in KINDS:
             raise ValueError(f"no mutation {kind!r} (one of {', '.join(KINDS)})")
-        if self._tape.recording:
+        if not self._tape.held:
             pytest.fail(
-                f"tape {self.folder}: mutate replays a recorded tape; record it first "
-                "(--callgate-record-mode=once), or name a recorded one with "
+                f"tape {self._tape.test}: no recorded tape at {self.folder} to mutate (mutate "
+                "never records): record it first by running the test that makes it, without "
+                "mutate, with --callgate-record-mode=once; or name a recorded tape with "
                 "@pytest.mark.callgate_tape(name=...)",
                 pytrace=False,
             )
         reasons = self._tape.mutate(kind)
         if not self._tape.mutated:
-            pytest.skip(
-                f"{kind} applies to no turn of tape {self.folder}: "
-                f"{reasons[0] if reasons else 'it holds no streamed turn'}"
+            pytest.fail(
+                f"tape {self._tape.test}: {kind} applies to no turn of tape {self.folder}: "
+                f"{reasons[0] if reasons else 'it holds no streamed turn'}",
+                pytrace=False,
             )
 
 
@@ -138,8 +141,19 @@ def open_tape(
 
 
 def tape_folder(node: pytest.Item, name: str | None) -> Path:
-    """``<the test file's folder>/tapes/<module>/<test name or the marker's name>``."""
-    return node.path.parent / "tapes" / node.path.stem / _UNSAFE.sub("_", name or node.name)
+    """``<the test file's folder>/tapes/<module>/<test name or the marker's name>``; a name
+    with a ``/`` is a path below ``tapes/`` (``test_agent/test_weather``: another module's
+    tape). Raises ``pytest.UsageError`` for a name that would leave ``tapes/``."""
+    tapes = node.path.parent / "tapes"
+    if name is None or "/" not in name:
+        return tapes / node.path.stem / _UNSAFE.sub("_", name or node.name)
+    parts = [part for part in name.split("/") if part]
+    if not parts or any(part in (".", "..") for part in parts):
+        raise pytest.UsageError(
+            f"{node.nodeid}: callgate_tape name {name!r}: a path below tapes/ such as "
+            "'test_agent/test_weather', without '.' or '..'"
+        )
+    return tapes.joinpath(*(_UNSAFE.sub("_", part) for part in parts))
 
 
 def _settings(node: pytest.Item, options: Mapping[str, Any]) -> dict[str, Any]:

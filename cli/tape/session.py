@@ -23,7 +23,7 @@ from callgate.cli.tape import RecordMode, store
 from callgate.cli.tape.shape import describe
 from callgate.cli.tape.store import Entry
 from callgate.reassemble import Report, check
-from callgate.reassemble.errors import NotApplicable, RedactionRefused
+from callgate.reassemble.errors import InputError, NotApplicable, RedactionRefused
 from callgate.reassemble.mutations import mutate
 from callgate.reassemble.providers import provider_from_url
 from callgate.redact import ArgumentMode, Exchange, redact_exchange, refuse_leaks
@@ -63,7 +63,7 @@ class Decision:
 class Tape:
     """One test's tape in ``folder``, read when it is made (``InputError`` for a bad file).
     ``turns`` fills in as the test runs. ``Tape.open`` makes the tape of a run, clearing the
-    folder first when ``mode`` records everything anew."""
+    folder when ``mode`` records everything anew (at its first request that goes upstream)."""
 
     folder: Path
     mode: RecordMode
@@ -90,18 +90,27 @@ class Tape:
     )
     #: Requests gone upstream whose exchange is not on the tape yet.
     _pending: int = field(default=0, init=False, repr=False, compare=False)
+    #: Whether the folder's tape files are still to be removed before the first recording.
+    _clear: bool = field(default=False, init=False, repr=False, compare=False)
 
     @classmethod
     def open(cls, folder: Path, mode: RecordMode, test: str, **settings: Any) -> Tape:
         """The tape of one run of ``test`` in ``mode``: with ``all``, the folder's tape files
-        are removed first (other files stay), so everything is recorded anew."""
-        if mode is RecordMode.ALL:
-            store.clear(folder)
-        return cls(folder, mode, test, **settings)
+        are removed (other files stay) when the first request goes upstream, so everything is
+        recorded anew, while a test that mutates the tape before its first request replays it."""
+        tape = cls(folder, mode, test, **settings)
+        tape._clear = mode is RecordMode.ALL
+        return tape
 
     def __post_init__(self) -> None:
-        """Read the tape and settle whether this run records."""
-        self._entries = store.load(self.folder)
+        """Read the tape and settle whether this run records. With ``all`` a file that cannot
+        be read is no error: the tape is recorded anew unless the test mutates it, and then
+        there is no recorded tape to mutate."""
+        try:
+            self._entries = store.load(self.folder)
+        except InputError:
+            if self.mode is not RecordMode.ALL:
+                raise
         self._unused = list(self._entries)
         self._number = max((e.number for e in self._entries), default=0) + 1
         self._recording = self.mode is RecordMode.ALL or (
@@ -111,13 +120,23 @@ class Tape:
     @property
     def recording(self) -> bool:
         """Whether requests go upstream: ``all``, ``once`` on an empty tape, or ``new_episodes``
-        (for the requests the tape does not hold)."""
+        (for the requests the tape does not hold); never once the tape is mutated."""
+        if self.mutated:
+            return False
         return self._recording or self.mode is RecordMode.NEW_EPISODES
+
+    @property
+    def held(self) -> bool:
+        """Whether the folder held a recorded tape when it was opened."""
+        return bool(self._entries)
 
     def decide(self, shape: Mapping[str, Any]) -> Decision:
         with self._lock:
             self._requests += 1
             if self._recording:
+                if self._clear:
+                    store.clear(self.folder)
+                    self._clear, self._number = False, 1
                 self._pending += 1
                 return Decision(record=True)
             wanted = dict(shape)
@@ -126,7 +145,7 @@ class Tape:
                 self._unused.remove(entry)
                 self._served(entry, recorded=False)
                 return Decision(entry=entry)
-            if self.mode is RecordMode.NEW_EPISODES:
+            if self.recording:  # new_episodes, on a tape that is not mutated
                 self._pending += 1
                 return Decision(record=True)
             refusal = self._mismatch(shape, self._unused[0] if self._unused else None)
@@ -135,7 +154,8 @@ class Tape:
 
     def mutate(self, kind: str) -> list[str]:
         """Serve every streamed turn not served yet as its ``kind`` variant; why the kind does
-        not apply, for each turn served as recorded instead."""
+        not apply, for each turn served as recorded instead. Once a variant is served, the tape
+        records nothing in any mode: a request it does not hold is refused."""
         with self._lock:
             reasons = []
             for n, entry in enumerate(self._unused):
@@ -150,6 +170,8 @@ class Tape:
                     entry, envelope=variant, report=check(variant)
                 )
                 self.mutated[entry.path.name] = kind
+            if self.mutated:
+                self._recording = self._clear = False
             return reasons
 
     def settled(self, timeout: float = 30.0) -> None:
