@@ -233,7 +233,24 @@ def record_command(
     _exit(run_record, options)
 
 
-@app.command("serve")
+#: ``serve``'s help, one paragraph a line (typer keeps a docstring's line breaks).
+SERVE_HELP = "\n\n".join(
+    [
+        "A fake provider on loopback that streams fixtures with each profile's real framing.",
+        "/f/<fixture>/ then the provider's own path serves one fixture (its path under the served"
+        " folder, without .json) on every request.",
+        "/s/<scenario>/ then the provider's path plays a scenario, one turn per request, for agent"
+        " loops: a folder of fixtures (in name order) or a <name>.scenario.json file listing"
+        ' fixtures as /f/ names them: {"description": "...", "turns": ["openai/valid_fragmented",'
+        ' "openai/text_only"]}. After its last turn a request gets a 400 saying it has ended.'
+        " Each scenario's position is the server's, shared by all connections; POST"
+        " /s/<scenario>/reset (or a restart) starts it over. --mutate and x-callgate-mutate apply"
+        " to a scenario's tool turns only; its text turns are served as they are.",
+    ]
+)
+
+
+@app.command("serve", help=SERVE_HELP)
 def serve_command(
     paths: Annotated[list[Path], typer.Argument(help="Fixture files or folders.")],
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on.")] = "127.0.0.1:8000",
@@ -248,7 +265,7 @@ def serve_command(
         typer.Option(help="Serve each fixture's variant of this kind (see callgate mutate)."),
     ] = None,
 ) -> None:
-    """A fake provider on loopback that streams fixtures with each profile's real framing."""
+    """A fake provider on loopback that streams fixtures (``SERVE_HELP``)."""
     from callgate.cli.serve import run_serve
 
     _exit(run_serve, paths, listen, timing, mutate)

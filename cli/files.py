@@ -12,6 +12,9 @@ from callgate.reassemble import EnvelopeError, strict_json, validate_envelope
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 
+#: The ending of a ``callgate serve`` scenario file: a list of fixtures, not a fixture.
+SCENARIO_SUFFIX = ".scenario.json"
+
 
 def load_json(path: Path) -> Any:
     """The strictly parsed JSON document in ``path`` (UTF-8, RFC 8259, no duplicate keys)."""
@@ -38,10 +41,11 @@ def load_envelope(path: Path) -> dict[str, Any]:
 
 
 def find_fixtures(paths: Sequence[Path]) -> list[Path]:
-    """Every ``*.json`` file under ``paths`` (folders recursively, hidden entries and a tape's
-    ``*.exchange.json`` records skipped, links to folders not followed; a path may also be a
-    file), sorted as paths sort and without repeats. A folder holding none stays in the list,
-    so that replaying it reports the folder instead of silently judging nothing."""
+    """Every ``*.json`` file under ``paths`` (folders recursively, hidden entries, a tape's
+    ``*.exchange.json`` records and ``serve``'s ``*.scenario.json`` lists skipped, links to
+    folders not followed; a path may also be a file), sorted as paths sort and without repeats.
+    A folder holding none stays in the list, so that replaying it reports the folder instead of
+    silently judging nothing."""
     # By the path's text (hashing a Path costs more than the listing), each Path built once.
     found: dict[str, Path] = {}
     for path in paths:
@@ -74,7 +78,7 @@ def _json_files(top: Path) -> dict[str, Path]:
                     folders.append((entry.path, folder_path / entry.name))
                 elif (
                     entry.name.endswith(".json")
-                    and not entry.name.endswith(EXCHANGE_SUFFIX)
+                    and not entry.name.endswith((EXCHANGE_SUFFIX, SCENARIO_SUFFIX))
                     and entry.is_file()
                 ):
                     found[entry.path[cut:]] = folder_path / entry.name

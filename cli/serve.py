@@ -9,13 +9,20 @@ chunked transfer encoding, one flush per event, so clients see events as they ar
 
 Which fixture: the URL prefix ``/f/<name>/`` (``<name>`` is the fixture's path relative to the
 served folder, without ``.json``) followed by the provider's own path, or the header ``x-callgate-
-fixture: <name>``; otherwise the fixtures in turn. Timing: ``fast`` (no pause), a number of seconds
-between events, or ``recorded``: the gaps the proxy measured when it captured the fixture
-(``meta.stream.event_times_ms``; fast where a fixture has none). Request headers simulate
+fixture: <name>``; otherwise the fixtures in turn. For an agent loop, which asks again after each
+tool turn, the prefix ``/s/<name>/`` plays a scenario (``callgate.cli.scenarios``): a folder's
+fixtures in name order, or the fixtures a ``<name>.scenario.json`` lists, one per request; after
+the last turn a request gets a 400 saying the scenario has ended. The position is the server's,
+per scenario, shared by every connection; ``POST /s/<name>/reset`` starts it over.
+
+Timing: ``fast`` (no pause), a number of seconds between events, or ``recorded``: the gaps the
+proxy measured when it captured the fixture (``meta.stream.event_times_ms``; fast where a fixture
+has none). Request headers simulate
 faults: ``x-callgate-abort-after: N`` cuts the connection after N events, ``x-callgate-compress:
 gzip`` compresses the body (flushed per event), and ``x-callgate-mutate: KIND`` (or ``--mutate
 KIND`` for every request) serves the fixture's variant of that kind
-(``callgate.reassemble.mutations``), or a 422 saying why the kind cannot apply to it.
+(``callgate.reassemble.mutations``), or a 422 saying why the kind cannot apply to it; in a
+scenario, to its tool turns only (a text turn is served as it is).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import cycle, repeat
 from pathlib import Path
@@ -35,6 +42,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.loopback import split_listen
+from callgate.cli.scenarios import PREFIX, Answer, Scenarios, collect_scenarios, scenario_files
 from callgate.reassemble.errors import InputError, NotApplicable, UsageError
 from callgate.reassemble.framing import JSON_ARRAY, MEDIA_TYPES
 from callgate.reassemble.mutations import KINDS, mutate
@@ -43,15 +51,31 @@ from callgate.reassemble.profiles import framed, framing_of_request
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
     """Fixtures by name, found as ``callgate replay`` finds them. Raises ``InputError`` for a
-    file that is not an envelope, or a folder that holds none."""
-    fixtures: dict[str, dict[str, Any]] = {}
+    file that is not an envelope, or a folder that holds neither a fixture nor a scenario."""
+    return {name: load_envelope(path) for name, path in fixture_files(paths).items()}
+
+
+def collect_served(
+    paths: Sequence[Path],
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """The fixtures and the scenarios under ``paths`` (``collect``, ``collect_scenarios``)."""
+    files = fixture_files(paths)
+    fixtures = {name: load_envelope(path) for name, path in files.items()}
+    return fixtures, collect_scenarios(paths, fixtures, files)
+
+
+def fixture_files(paths: Sequence[Path]) -> dict[str, Path]:
+    """The file of each fixture name: its path under its served folder, without ``.json``."""
+    files: dict[str, Path] = {}
     for root in paths:
         for path in find_fixtures([root]):
             if path.is_dir():
+                if scenario_files(path):
+                    continue
                 raise InputError("no *.json fixture in this folder", path)
             name = path.relative_to(root).with_suffix("") if root.is_dir() else Path(path.stem)
-            fixtures[name.as_posix()] = load_envelope(path)
-    return fixtures
+            files[name.as_posix()] = path
+    return files
 
 
 class LoopbackServer(ThreadingHTTPServer):
@@ -92,10 +116,12 @@ class FakeProvider:
         port: int = 0,
         timing: float | str = 0.0,
         mutate: str | None = None,
+        scenarios: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if not fixtures:
             raise ValueError("no fixtures to serve")
         self.fixtures, self.timing, self.mutate = fixtures, timing, mutate
+        self.scenarios = Scenarios(scenarios or {}, fixtures)
         self._order = list(fixtures)
         self._turn = 0
         self._lock = threading.Lock()
@@ -223,17 +249,31 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
+        if self.path.startswith(PREFIX):
+            self._play_scenario()
+            return
         chosen = self.provider.choose(self.path, self.headers.get("x-callgate-fixture"))
         if chosen is None:
             self._error(404, "no such fixture")
             return
-        envelope = chosen[1]
+        self._serve(*chosen)
+
+    def _play_scenario(self) -> None:
+        """The scenario's next turn, its tool turns mutated as asked, its text turns as they
+        are; or the scenario's own answer (unknown, ended, reset)."""
+        turn = self.provider.scenarios.play(urlsplit(self.path).path)
+        if isinstance(turn, Answer):
+            self._json(turn.status, turn.body)
+            return
+        self._serve(turn.fixture, self.provider.fixtures[turn.fixture], mutable=turn.has_call)
+
+    def _serve(self, name: str, envelope: dict[str, Any], *, mutable: bool = True) -> None:
         kind = self.headers.get("x-callgate-mutate") or self.provider.mutate
-        if kind:
+        if kind and mutable:
             try:
-                envelope = mutate(envelope, kind, chosen[0])
+                envelope = mutate(envelope, kind, name)
             except (NotApplicable, KeyError) as refused:
-                self._error(422, f"{chosen[0]}: cannot serve {kind}: {refused}")
+                self._error(422, f"{name}: cannot serve {kind}: {refused}")
                 return
         send_envelope(
             self,
@@ -244,7 +284,10 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _error(self, status: int, message: str) -> None:
-        body = json.dumps({"error": {"message": message, "type": "callgate_serve"}}).encode()
+        self._json(status, {"error": {"message": message, "type": "callgate_serve"}})
+
+    def _json(self, status: int, document: dict[str, Any]) -> None:
+        body = json.dumps(document).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
@@ -275,10 +318,10 @@ def run_serve(paths: Sequence[Path], listen: str, timing: str, kind: str | None 
     if kind is not None and kind not in KINDS:
         raise UsageError(f"--mutate: unknown kind {kind!r} (one of {', '.join(KINDS)})")
     host, port = split_listen(listen)
-    fixtures = collect(paths)
-    provider = FakeProvider(fixtures, host, port, pause, kind)
+    fixtures, scenarios = collect_served(paths)
+    provider = FakeProvider(fixtures, host, port, pause, kind, scenarios)
     print(
-        f"callgate serve: {len(fixtures)} fixtures on {provider.url} "
+        f"callgate serve: {len(fixtures)} fixtures, {len(scenarios)} scenarios on {provider.url} "
         f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})"
     )
     with contextlib.suppress(KeyboardInterrupt):

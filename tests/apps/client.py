@@ -1,13 +1,14 @@
-"""A user's app, in miniature: one streamed tool-call turn through a real provider SDK.
+"""A user's app, in miniature: one streamed tool-call turn through a real provider SDK
+(``openai-loop``: an agent loop of several, each turn in the report's ``turns``).
 
 Run with the SDK virtualenv (``.venv-apps/bin/python``). Prints one JSON line: the arrival time of
 each streamed event (seconds since the request started), the event kinds, the finish or stop
 reason, the tool calls the SDK assembled, and the exception the SDK raised, if any.
 
-    client.py openai|openai-responses|anthropic|mistral|gemini|ollama|cohere|bedrock|
+    client.py openai|openai-loop|openai-responses|anthropic|mistral|gemini|ollama|cohere|bedrock|
               bedrock-invoke BASE_URL [--key KEY] [--prompt TEXT]
               [--header NAME=VALUE]
-              [--tools SCHEMAS.json]
+              [--tools SCHEMAS.json] [--turns N]
 
     client.py --batch
 
@@ -67,6 +68,55 @@ def run_openai(args: argparse.Namespace, out: dict[str, Any]) -> None:
                 slot["name"] += (call.function.name or "") if call.function else ""
                 slot["arguments"] += (call.function.arguments or "") if call.function else ""
     out["tool_calls"] = list(calls.values())
+
+
+def run_openai_loop(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """An agent loop, as agent frameworks run one: each turn's tool calls are run (each answered
+    ``"sunny"``) and sent back with the conversation, until a turn calls no tool or ``--turns``
+    turns were made. ``out["turns"]``: each turn's finish reason, calls (with their ids) and
+    text."""
+    import openai
+
+    client = openai.OpenAI(
+        base_url=args.base_url, api_key=args.key, max_retries=0, default_headers=args.headers
+    )
+    messages: list[dict[str, Any]] = [{"role": "user", "content": args.prompt}]
+    out["turns"] = []
+    for _ in range(args.turns):
+        turn = openai_loop_turn(client, messages, openai_tools(args.tools))
+        out["turns"].append(turn)
+        if not turn["tool_calls"]:
+            return
+        calls = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {k: c[k] for k in ("name", "arguments")},
+            }
+            for c in turn["tool_calls"]
+        ]
+        messages.append({"role": "assistant", "content": turn["text"] or None, "tool_calls": calls})
+        messages += [{"role": "tool", "tool_call_id": c["id"], "content": "sunny"} for c in calls]
+
+
+def openai_loop_turn(client: Any, messages: list[Any], tools: list[Any]) -> dict[str, Any]:
+    """One streamed turn of the loop: its finish reason, calls accumulated by index, and text."""
+    stream = client.chat.completions.create(
+        model="gpt-4o-mini", stream=True, messages=messages, tools=tools
+    )
+    turn: dict[str, Any] = {"finish": None, "tool_calls": [], "text": ""}
+    calls: dict[int, dict[str, str]] = {}
+    for chunk in stream:
+        for choice in chunk.choices:
+            turn["finish"] = choice.finish_reason or turn["finish"]
+            turn["text"] += choice.delta.content or ""
+            for call in choice.delta.tool_calls or []:
+                slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] += call.id or ""
+                slot["name"] += (call.function.name or "") if call.function else ""
+                slot["arguments"] += (call.function.arguments or "") if call.function else ""
+    turn["tool_calls"] = list(calls.values())
+    return turn
 
 
 def run_openai_responses(args: argparse.Namespace, out: dict[str, Any]) -> None:
@@ -297,6 +347,7 @@ def run_bedrock_invoke(args: argparse.Namespace, out: dict[str, Any]) -> None:
 START = time.monotonic()
 RUNNERS = {
     "openai": run_openai,
+    "openai-loop": run_openai_loop,
     "openai-responses": run_openai_responses,
     "anthropic": run_anthropic,
     "mistral": run_mistral,
@@ -316,6 +367,7 @@ def parser(exit_on_error: bool) -> argparse.ArgumentParser:
     parser.add_argument("--prompt", default="What is the weather in Oslo?")
     parser.add_argument("--header", action="append", default=[])
     parser.add_argument("--tools", help="JSON file: tool name -> argument schema")
+    parser.add_argument("--turns", type=int, default=4, help="openai-loop: its turn limit")
     return parser
 
 
