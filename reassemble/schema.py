@@ -28,7 +28,6 @@ from urllib.parse import unquote
 
 from jsonschema import Draft7Validator, Draft202012Validator, FormatChecker, ValidationError
 from jsonschema import validators as jsonschema_validators
-from jsonschema.exceptions import SchemaError
 from referencing import Registry
 
 from callgate.reassemble.codes import Code
@@ -490,11 +489,34 @@ _CACHE_LOCK = threading.Lock()
 def _compile(schema: object) -> ToolSchema:
     document = _plain(schema, "")
     dialect = _dialect_of(document)
-    try:
-        dialect.base.check_schema(document, format_checker=dialect.formats)
-    except SchemaError as error:
-        raise _Reject(Code.INVALID_SCHEMA, _pointer(error.absolute_path), error.message) from None
+    error = _first_schema_error(document, dialect)
+    if error is not None:
+        raise _Reject(Code.INVALID_SCHEMA, _pointer(error.absolute_path), error.message)
     walk = _Walk(dialect)
     document = walk.visit(document, "")
     walk.link_refs()
     return ToolSchema(document, dialect, walk)
+
+
+def _first_schema_error(document: object, dialect: _Dialect) -> ValidationError | None:
+    """What the metaschema says of ``document`` first, in document order. ``check_schema`` raises
+    the first error jsonschema yields, and for a schema wrong in two places that order follows
+    string hashing: the message (and so a fixture's report) changed from one process to the next.
+    """
+    checker = dialect.base(dialect.base.META_SCHEMA, format_checker=dialect.formats)
+    errors = list(checker.iter_errors(document))
+    if not errors:
+        return None
+    order = {path: number for number, path in enumerate(_paths(document, ()))}
+    return min(errors, key=lambda error: order.get(tuple(error.absolute_path), len(order)))
+
+
+def _paths(value: object, here: tuple[str | int, ...]) -> Iterator[tuple[str | int, ...]]:
+    """Every place in a JSON value, in document order (a container before what it holds)."""
+    yield here
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*here, key))
+    elif isinstance(value, list):
+        for number, item in enumerate(value):
+            yield from _paths(item, (*here, number))

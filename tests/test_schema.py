@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from decimal import Decimal
 from typing import Any
 
@@ -983,3 +986,28 @@ def test_the_quick_yes_holds_each_bound_at_its_limit(
     assert (
         next(_DIALECTS[DRAFT202012].base({keyword: limit}).iter_errors(value), None) is None
     ) is fits
+
+
+def test_a_schema_wrong_in_two_places_names_the_first_in_every_process() -> None:
+    """langchain-cohere sends ``"type": "str"`` and ``"int"``: which one the message names
+    followed string hashing, so a fixture's report changed from one process to the next."""
+    code = (
+        "from callgate.reassemble.schema import compile_schema\n"
+        "print(compile_schema({'type': 'object', 'properties': {"
+        "'name': {'type': 'str'}, 'age': {'type': 'int'}}}))"
+    )
+    said = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert said == {
+        "SchemaProblem(code=<Code.INVALID_SCHEMA: 'invalid_schema'>, "
+        "schema_path='/properties/name/type', "
+        "message=\"'str' is not valid under any of the given schemas\")\n"
+    }
