@@ -351,6 +351,8 @@ class StreamTap:
 
     def _unsent(self) -> bytes:
         """Enforce mode, once broken: every byte received and not sent yet, held or cut."""
+        if self._sent == self._kept:  # all of it went already: no need to join the body again
+            return b""
         unsent = b"".join(self.body)[self._sent :]
         self._sent, self._held = self._kept, []
         return unsent
