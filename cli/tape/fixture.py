@@ -22,7 +22,7 @@ import pytest
 
 from callgate.cli.tape import RecordMode
 from callgate.cli.tape.server import ROUTES, TapeServer
-from callgate.cli.tape.session import Redaction, Tape, TapeTurn
+from callgate.cli.tape.session import Faulted, Redaction, Tape, TapeTurn
 from callgate.cli.tape.store import Entry
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.mutations import KINDS
@@ -67,6 +67,14 @@ class CallgateTape:
         return list(self._tape.exchanges)
 
     @property
+    def faulted(self) -> Faulted | None:
+        """After ``mutate``: whether the fault was served (``served``, at ``turn`` of
+        ``turns``) and what the app asked after it (``requests_after``, of which
+        ``refused_after`` the tape did not hold); None when the tape is not mutated."""
+        self._tape.settled()
+        return self._tape.faulted
+
+    @property
     def url(self) -> str:
         return self._server.url
 
@@ -86,7 +94,10 @@ class CallgateTape:
         kind cannot apply to is served as recorded. The test fails with one line when there is
         no recorded tape, or when the kind applies to none of its turns: a fault test that
         tests nothing must not pass. A variant's verdict is what the test asked for: it never
-        fails the test. In every record mode a mutated tape is replayed, never recorded."""
+        fails the test. In every record mode a mutated tape is replayed, never recorded. The
+        recorded script ends at the fault: a request after it that the tape does not hold gets
+        the provider's error, and neither that nor the entries left unrequested after it fail
+        the test (``faulted`` says what happened)."""
         if kind not in KINDS:
             raise ValueError(f"no mutation {kind!r} (one of {', '.join(KINDS)})")
         if not self._tape.held:
