@@ -362,9 +362,12 @@ def test_a_fault_that_applies_to_no_turn_of_the_tape_fails_the_test(tmp_path: Pa
     record = {"tape_record": 1, "request": shape, "response": {"status": 200, "text": "1"}}
     store.write(tmp_path, 1, shape, record=record)
     tape = Tape.open(tmp_path, RecordMode.NONE, "test_x")
-    assert failure_of(lambda: handed(tape).mutate("truncate")) == (
+    fault_test = handed(tape)
+    assert failure_of(lambda: fault_test.mutate("truncate")) == (
         f"tape test_x: truncate applies to no turn of tape {tmp_path}: it holds no streamed turn"
     )
+    # That line is the test's failure: the exchange it left unrequested adds no second one.
+    assert fault_test.problems() == [] and len(tape.problems()) == 1
 
 
 @pytest.mark.parametrize("mode", list(RecordMode))

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -39,6 +39,9 @@ class CallgateTape:
 
     def __init__(self, tape: Tape, server: TapeServer) -> None:
         self._tape, self._server = tape, server
+        #: Why ``mutate`` failed the test: then that is the test's one line, and the tape
+        #: it did not mutate adds no other.
+        self._unmutated: str | None = None
 
     @property
     def folder(self) -> Path:
@@ -86,7 +89,7 @@ class CallgateTape:
         return self._server.base_url(provider)
 
     def problems(self) -> list[str]:
-        return self._tape.problems()
+        return [] if self._unmutated else self._tape.problems()
 
     def mutate(self, kind: str) -> None:
         """Serve the tape's recorded streamed turns as their ``kind`` variants (one of
@@ -101,20 +104,22 @@ class CallgateTape:
         if kind not in KINDS:
             raise ValueError(f"no mutation {kind!r} (one of {', '.join(KINDS)})")
         if not self._tape.held:
-            pytest.fail(
+            self._fail(
                 f"tape {self._tape.test}: no recorded tape at {self.folder} to mutate (mutate "
                 "never records): record it first by running the test that makes it, without "
                 "mutate, with --callgate-record-mode=once; or name a recorded tape with "
-                "@pytest.mark.callgate_tape(name=...)",
-                pytrace=False,
+                "@pytest.mark.callgate_tape(name=...)"
             )
         reasons = self._tape.mutate(kind)
         if not self._tape.mutated:
-            pytest.fail(
+            self._fail(
                 f"tape {self._tape.test}: {kind} applies to no turn of tape {self.folder}: "
-                f"{reasons[0] if reasons else 'it holds no streamed turn'}",
-                pytrace=False,
+                f"{reasons[0] if reasons else 'it holds no streamed turn'}"
             )
+
+    def _fail(self, line: str) -> NoReturn:
+        self._unmutated = line
+        pytest.fail(line, pytrace=False)
 
 
 @contextmanager
