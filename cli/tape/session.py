@@ -8,6 +8,12 @@ goes upstream, and what came back is redacted (``callgate.redact``) and written 
 entry. At the end, ``problems`` lists every reason the test must fail: a request the tape did
 not hold, entries left unused, a turn whose verdict blocks (unless allowed), an exchange that
 could not be kept.
+
+A mutated tape is a script that ends at its fault: once a turn is served as its variant, the app
+may go on as it would in production (run other tools, stop, ask something else), so a request
+after it that the tape does not hold gets the provider's error and is no failure, nor are the
+entries after the fault that went unrequested. ``Faulted`` tells the test what happened; its own
+assertions decide.
 """
 
 from __future__ import annotations
@@ -50,6 +56,28 @@ class TapeTurn:
 
 
 @dataclass(frozen=True)
+class Faulted:
+    """What a mutated tape served, and what the app asked after its fault."""
+
+    #: The mutation the test asked for.
+    kind: str
+    #: Whether a turn was served as its variant: False when the app never asked for one.
+    served: bool = False
+    #: The first faulted turn's index in ``turns`` and its file; None until it is served.
+    turn: int | None = None
+    file: str | None = None
+    #: Requests the app made after the fault was served.
+    requests_after: int = 0
+    #: Of those, the ones the tape did not hold: each got the provider's error.
+    refused_after: int = 0
+
+    @property
+    def matched_after(self) -> bool:
+        """Whether every request after the fault was one the tape holds."""
+        return self.refused_after == 0
+
+
+@dataclass(frozen=True)
 class Decision:
     """What the server does with one request: serve ``entry``, go upstream (``record``), or
     answer ``refusal`` as the provider's error."""
@@ -77,6 +105,10 @@ class Tape:
     #: Entries served as a mutation's variant (their file name -> the kind): their verdict is
     #: the fault the test asked for, not a problem.
     mutated: dict[str, str] = field(default_factory=dict, init=False)
+    #: What the mutated tape served so far; None while the tape is not mutated.
+    faulted: Faulted | None = field(default=None, init=False)
+    #: The entry the fault was first served from: unused entries after it are no failure.
+    _fault: Entry | None = field(default=None, init=False, repr=False, compare=False)
     # The tape's own state: set here, never given, never compared or shown.
     _entries: list[Entry] = field(default_factory=list, init=False, repr=False, compare=False)
     #: Entries not served yet, in tape order.
@@ -144,13 +176,35 @@ class Tape:
             if entry is not None:
                 self._unused.remove(entry)
                 self._served(entry, recorded=False)
+                self._count_after_fault(entry, refused=False)
                 return Decision(entry=entry)
             if self.recording:  # new_episodes, on a tape that is not mutated
                 self._pending += 1
                 return Decision(record=True)
+            if self._fault is not None:
+                self._count_after_fault(None, refused=True)
+                return Decision(refusal=self._after_fault(shape))
             refusal = self._mismatch(shape, self._unused[0] if self._unused else None)
             self._problems.append(refusal)
             return Decision(refusal=refusal)
+
+    def _count_after_fault(self, entry: Entry | None, *, refused: bool) -> None:
+        """Note the fault when ``entry`` is its first variant served, else one request more
+        after it."""
+        if self.faulted is None:
+            return
+        if self._fault is None:
+            if entry is not None and entry.path.name in self.mutated:
+                self._fault = entry
+                self.faulted = dataclasses.replace(
+                    self.faulted, served=True, turn=len(self.turns) - 1, file=entry.path.name
+                )
+            return
+        self.faulted = dataclasses.replace(
+            self.faulted,
+            requests_after=self.faulted.requests_after + 1,
+            refused_after=self.faulted.refused_after + refused,
+        )
 
     def mutate(self, kind: str) -> list[str]:
         """Serve every streamed turn not served yet as its ``kind`` variant; why the kind does
@@ -172,6 +226,7 @@ class Tape:
                 self.mutated[entry.path.name] = kind
             if self.mutated:
                 self._recording = self._clear = False
+                self.faulted = Faulted(kind)
             return reasons
 
     def settled(self, timeout: float = 30.0) -> None:
@@ -237,6 +292,8 @@ class Tape:
         with self._lock:
             problems = list(self._problems)
             unused = self._unused if not self._recording else []
+            if self._fault is not None:  # the script ended at the fault
+                unused = [e for e in unused if e.number < self._fault.number]
             if unused and not self.allow_unused:
                 problems.append(
                     f"tape {self._where()}: {len(unused)} recorded exchange(s) were not requested, "
@@ -263,11 +320,30 @@ class Tape:
 
     def _mismatch(self, shape: Mapping[str, Any], entry: Entry | None) -> str:
         held = f"{entry.path.name} ({describe(entry.shape)})" if entry else "nothing more"
+        if self.mutated:  # a mutated tape records nothing, in any mode
+            advice = (
+                "The tape is mutated before its fault was served, so the app asks otherwise "
+                "than when it was recorded: re-record the tape from the test that makes it, "
+                "without mutate (delete the folder and run it with --callgate-record-mode=once)"
+            )
+        else:
+            advice = (
+                "To record it: --callgate-record-mode=new_episodes, or delete the folder and "
+                "run with --callgate-record-mode=once"
+            )
         return (
             f"tape {self._where()}: request {self._requests} is not on the tape: "
-            f"{describe(shape)}; the tape holds next: {held}. To record it: "
-            "--callgate-record-mode=new_episodes, or delete the folder and run with "
-            "--callgate-record-mode=once"
+            f"{describe(shape)}; the tape holds next: {held}. {advice}"
+        )
+
+    def _after_fault(self, shape: Mapping[str, Any]) -> str:
+        """What the app is answered, as its provider's error, for a request after the fault
+        the tape does not hold: no failure, the recorded script ended at the fault."""
+        assert self._fault is not None and self.faulted is not None
+        return (
+            f"callgate tape: request {self._requests} came after the fault "
+            f"{self.faulted.kind} served at {self._fault.path.name} and is not on the tape: "
+            f"{describe(shape)}; the recorded script ends at the fault"
         )
 
     def _where(self) -> str:
