@@ -429,7 +429,7 @@ def test_an_anthropic_fixture_with_openai_python_is_one_line_and_exit_2(apps_pyt
     assert err == (
         f"callgate: {fixture('anthropic/valid_fragmented')}: profile anthropic: "
         "--adapter openai-python reads openai and mistral streams; "
-        "use anthropic-python\n"
+        "use anthropic-python or vercel-ai-anthropic\n"
     )
 
 
