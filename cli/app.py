@@ -143,6 +143,13 @@ def diff_command(
         str | None,
         typer.Option(help="An interpreter that has the adapter's library (default: this one)."),
     ] = None,
+    node_modules: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="For vercel-ai adapters: a node_modules folder with ai and its provider "
+            "(default: found from here, as Node finds it); repeat to compare releases."
+        ),
+    ] = None,
     mutations: Annotated[
         bool, typer.Option(help="Every fault and variation of one passing turn, as one table.")
     ] = False,
@@ -153,20 +160,30 @@ def diff_command(
     """What a real accumulator hands a tool runner, beside callgate's verdict: exit 0 all agree,
     1 some disagree, 2 invalid input or adapter missing."""
     adapters = [a.value for a in adapter]
+    folders = node_modules or []
     if mutations:
         from callgate.cli.diff.mutations import run_diff_mutations
 
         if len(fixtures) != 1:
             _exit(_usage, "--mutations takes one fixture")
         _exit(
-            run_diff_mutations, fixtures[0], adapters, python, report.value, sys.stdout, sys.stderr
+            run_diff_mutations,
+            fixtures[0],
+            adapters,
+            python,
+            report.value,
+            sys.stdout,
+            sys.stderr,
+            folders,
         )
     if report is not DiffReport.text:
         _exit(_usage, "--report markdown and html go with --mutations")
     from callgate.cli.diff.command import run_diff
 
     _exit(
-        lambda: max(run_diff(fixtures, name, python, sys.stdout, sys.stderr) for name in adapters)
+        lambda: max(
+            run_diff(fixtures, name, python, sys.stdout, sys.stderr, folders) for name in adapters
+        )
     )
 
 
