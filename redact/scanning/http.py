@@ -1,0 +1,146 @@
+"""A recorded HTTP exchange as a recorder stored it, scanned part by part: the URL, each
+header, and both bodies (their content-encoding undone, JSON walked string by string), with the
+prompt fields of the request body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from callgate.redact.leaks import credential_header, json_strings
+from callgate.redact.scanning.findings import Kind, ScanFinding
+from callgate.redact.scanning.text import credential_patterns, inflated
+
+Headers = list[tuple[str, str]]
+
+#: Where each API puts a request's prompt, by the pattern a finding names.
+PROMPT_FIELDS = {
+    "messages": "messages",
+    "contents": "contents",
+    "input": "input",
+    "prompt": "prompt",
+    "system": "system",
+    "systemInstruction": "system",
+    "system_instruction": "system",
+    "instructions": "instructions",
+}
+#: What marks a tool's result inside a prompt: a role, a content type, or a key of its own.
+_TOOL_ROLES = frozenset({"tool", "function", "ipython"})
+_TOOL_TYPES = frozenset({"tool_result", "function_call_output", "tool-result", "function_result"})
+_TOOL_KEYS = frozenset({"functionResponse", "function_response", "toolResult"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedExchange:
+    """One exchange of a cassette or a flow file, bodies as stored (possibly compressed)."""
+
+    #: Where it is in its file: "interaction 2", "flow 5".
+    label: str
+    url: str
+    #: What the file calls the URL field: "request.uri" in a cassette, "request.url" elsewhere.
+    url_field: str = "request.url"
+    request_headers: Headers
+    request_body: bytes
+    response_headers: Headers
+    response_body: bytes
+
+
+def scan_exchange(exchange: RecordedExchange) -> list[ScanFinding]:
+    label = exchange.label
+    findings = credential_findings(f"{label} {exchange.url_field}", exchange.url)
+    for name, value in exchange.request_headers:
+        findings += _header(f"{label} request.headers.{name.lower()}", name, value)
+    findings += body_findings(f"{label} request.body", exchange.request_body, request=True)
+    for name, value in exchange.response_headers:
+        findings += credential_findings(f"{label} response.headers.{name.lower()}", value)
+    findings += body_findings(f"{label} response.body", exchange.response_body, request=False)
+    return findings
+
+
+def _header(where: str, name: str, value: str) -> list[ScanFinding]:
+    found = credential_findings(where, value)
+    if not found and credential_header(name, value):
+        found.append(ScanFinding(where, Kind.CREDENTIAL, "credential-header"))
+    return found
+
+
+def body_findings(where: str, body: bytes, *, request: bool) -> list[ScanFinding]:
+    """A body's findings: JSON is walked (each string named by its pointer after ``where``),
+    any other text is searched whole. A request body's prompt fields are prompt findings."""
+    text = inflated(body).decode("utf-8", "replace")
+    if not text.strip():
+        return []
+    document = _json(text)
+    if document is not _NOT_JSON:
+        return json_findings(where, document, request=request)
+    # Server-sent events and JSON lines: each line on its own, its JSON walked.
+    findings = []
+    for number, line in enumerate(text.split("\n"), 1):
+        data = line[5:] if line.startswith("data:") else line
+        event = _json(data) if data.strip() else _NOT_JSON
+        at = f"{where} line {number}".lstrip()
+        if event is not _NOT_JSON:
+            findings += json_findings(at, event, request=False)
+        else:
+            findings += credential_findings(at, line)
+    return findings
+
+
+_NOT_JSON = object()
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def json_findings(where: str, document: Any, *, request: bool) -> list[ScanFinding]:
+    """Credentials in every string of ``document`` (keys too), and, for a request body, its
+    prompt fields. Locations are ``where`` then the JSON pointer."""
+    prefix = f"{where} " if where else ""
+    findings = []
+    for pointer, text in json_strings(document):
+        findings += credential_findings(f"{prefix}{pointer or '/'}".rstrip(), text)
+    if request and isinstance(document, Mapping):
+        findings += [ScanFinding(f"{prefix}{p}", Kind.PROMPT, n) for p, n in prompts(document)]
+    return findings
+
+
+def prompts(request: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(JSON pointer, pattern) of each non-empty prompt field of a request, and of each tool
+    result inside one."""
+    for field, pattern in PROMPT_FIELDS.items():
+        value = request.get(field)
+        if value not in (None, "", [], {}):
+            yield f"/{field}", pattern
+            yield from ((p, "tool-result") for p in _tool_results(value, f"/{field}"))
+
+
+def _tool_results(value: object, path: str) -> Iterator[str]:
+    if isinstance(value, dict):
+        if (
+            _text(value.get("role")) in _TOOL_ROLES
+            or _text(value.get("type")) in _TOOL_TYPES
+            or not _TOOL_KEYS.isdisjoint(value)
+        ):
+            yield path
+            return
+        for key, child in value.items():
+            token = str(key).replace("~", "~0").replace("/", "~1")
+            yield from _tool_results(child, f"{path}/{token}")
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _tool_results(child, f"{path}/{index}")
+
+
+def credential_findings(where: str, text: str) -> list[ScanFinding]:
+    return [ScanFinding(where, Kind.CREDENTIAL, name) for name in credential_patterns(text)]
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
