@@ -41,7 +41,6 @@ def sarif_log(results: Sequence[ScanResult], *, root: Path | None) -> str:
         driver["version"] = version
     run = {
         "tool": {"driver": driver},
-        "automationDetails": {"id": "callgate-scan/"},
         "invocations": [_invocation(results, root)],
         "results": found,
     }
