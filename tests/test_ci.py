@@ -46,6 +46,17 @@ def test_the_action_takes_path_report_python_version_and_version() -> None:
     assert "pip install" in install["run"] and "${{ inputs.version }}" in str(install["env"])
 
 
+def test_the_readmes_github_actions_step_uses_this_action_with_its_inputs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("GitHub Actions, with the action at the root") :]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    checkout, step = yaml.safe_load(section[start : section.index("\n```", start)])
+    assert checkout == {"uses": "actions/checkout@v4"}
+    assert step["uses"] == "OWNER/callgate@v0.1.0"
+    assert step["with"] == {"path": "tests/fixtures", "report": "sarif"}
+    assert set(step["with"]) <= set(action()["inputs"])
+
+
 def run_action(workdir: Path, inputs: dict[str, str]) -> dict[str, dict[str, str]]:
     """The action's shell steps run as a runner runs them: bash, in ``workdir``, each step's
     ``env`` with its expressions filled in from ``inputs`` and the outputs of the steps before,
