@@ -94,12 +94,39 @@ def test_callgates_own_fixtures_hold_nothing() -> None:
 def test_a_file_that_is_no_recording_is_named_once_and_passes(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("# cassettes\n")
     (tmp_path / "settings.yaml").write_text("retries: 3\n")
+    (tmp_path / "package.json").write_text('{"name": "app", "prompt": "shown at login"}')
     code, out, err = scan(str(tmp_path), str(tmp_path / "README.md"))
     assert (code, err) == (0, "")
     assert out.splitlines() == [
         f"skipped {tmp_path / 'README.md'}: not a recording",
+        f"skipped {tmp_path / 'package.json'}: not a recording",
         f"skipped {tmp_path / 'settings.yaml'}: not a recording",
     ]
+
+
+def test_a_request_body_names_its_prompt_fields_and_tool_results(tmp_path: Path) -> None:
+    request = {
+        "model": "m",
+        "instructions": "Be brief.",
+        "input": [
+            {"role": "user", "content": "hi"},
+            {"type": "function_call_output", "call_id": "c1", "output": "42"},
+        ],
+    }
+    gemini = {"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "f"}}]}]}
+    (tmp_path / "responses.request.json").write_text(json.dumps(request))
+    (tmp_path / "gemini.request.json").write_text(json.dumps(gemini))
+    code, out, _ = scan(str(tmp_path))
+    assert (code, out.splitlines()) == (
+        1,
+        [
+            f"{tmp_path / 'gemini.request.json'}:/contents: prompt (contents)",
+            f"{tmp_path / 'gemini.request.json'}:/contents/0/parts/0: prompt (tool-result)",
+            f"{tmp_path / 'responses.request.json'}:/input: prompt (input)",
+            f"{tmp_path / 'responses.request.json'}:/input/1: prompt (tool-result)",
+            f"{tmp_path / 'responses.request.json'}:/instructions: prompt (instructions)",
+        ],
+    )
 
 
 def test_an_unreadable_recording_is_exit_2_with_one_line(tmp_path: Path) -> None:

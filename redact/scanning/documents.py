@@ -38,7 +38,7 @@ def scan_document(document: Any) -> list[ScanFinding] | None:
             return json_findings("", document, request=False) + unmasked_record(document)
         if _is_envelope(document):
             return _envelope(document)
-        if not PROMPT_FIELDS.keys().isdisjoint(document):
+        if _is_request(document):
             return json_findings("", document, request=True)
     if isinstance(document, list) and document and all(isinstance(i, dict) for i in document):
         return json_findings("", document, request=False)  # a body of JSON chunks
@@ -53,6 +53,14 @@ def scan_exchanges(exchanges: Iterable[RecordedExchange]) -> list[ScanFinding]:
 def scan_body(body: bytes) -> list[ScanFinding]:
     """The findings in a raw response body (SSE, JSON lines, an event stream), by line."""
     return body_findings("", body, request=False)
+
+
+def _is_request(document: Mapping[str, Any]) -> bool:
+    """A model request's body: a conversation, or a prompt field beside the model it is for (a
+    ``prompt`` key alone is too common in other JSON to be one)."""
+    if "messages" in document or "contents" in document:
+        return True
+    return "model" in document and not PROMPT_FIELDS.keys().isdisjoint(document)
 
 
 def _is_envelope(document: Mapping[str, Any]) -> bool:

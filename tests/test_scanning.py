@@ -1,0 +1,90 @@
+"""``callgate.redact.scanning`` on data, no file: which encodings a credential is found in,
+which pattern names it, and where a finding says it is."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import zlib
+from urllib.parse import quote
+
+from callgate.redact.leaks import PATTERNS
+from callgate.redact.scanning import Kind, ScanFinding, scan_body, scan_document
+from callgate.redact.scanning.text import credential_patterns
+from tests.scan_canaries import KEYS, OPENAI_KEY
+
+ANTHROPIC = KEYS["anthropic-key"]
+
+
+def test_a_key_is_found_plain_url_encoded_base64_base64url_and_compressed() -> None:
+    wrapped = f"note: {ANTHROPIC}?"
+    forms = {
+        "plain": wrapped,
+        "url": quote(wrapped, safe=""),
+        "base64": base64.b64encode(wrapped.encode()).decode(),
+        "base64url": base64.urlsafe_b64encode(b"\xfb\xff" + wrapped.encode()).decode(),
+        "gzip in base64": base64.b64encode(gzip.compress(wrapped.encode())).decode(),
+        "zlib in base64": base64.b64encode(zlib.compress(wrapped.encode())).decode(),
+        "base64 in URL": quote(base64.b64encode(wrapped.encode()).decode(), safe=""),
+    }
+    found = {name: credential_patterns(text) for name, text in forms.items()}
+    assert found == {name: ["anthropic-key"] for name in forms}
+
+
+def test_a_key_inside_another_format_is_named_once() -> None:
+    assert credential_patterns(f"Authorization: Bearer {OPENAI_KEY}") == ["openai-key"]
+    assert credential_patterns(ANTHROPIC) == ["anthropic-key"]
+    assert credential_patterns("Bearer abcdefghijklmnop") == ["bearer-token"]
+
+
+def test_two_keys_in_one_string_are_both_named_in_pattern_order() -> None:
+    assert credential_patterns(f"{KEYS['jwt']} and {KEYS['aws-access-key']}") == [
+        "aws-access-key",
+        "jwt",
+    ]
+
+
+def test_every_leak_gate_format_has_a_canary() -> None:
+    assert set(KEYS) | {"openai-key", "bearer-token"} == set(PATTERNS)
+
+
+def test_text_without_credentials_names_none() -> None:
+    text = "data: " + json.dumps({"id": "chatcmpl-" + "A1b2" * 8, "sig": "Zm9v" * 20})
+    assert credential_patterns(text) == []
+
+
+def test_sse_and_json_lines_are_named_by_line_and_pointer() -> None:
+    body = f'event: delta\ndata: {{"delta": {{"text": "{ANTHROPIC}"}}}}\n\n: {ANTHROPIC}\n'
+    assert scan_body(body.encode()) == [
+        ScanFinding("line 2 /delta/text", Kind.CREDENTIAL, "anthropic-key"),
+        ScanFinding("line 4", Kind.CREDENTIAL, "anthropic-key"),
+    ]
+
+
+def test_a_cassette_header_named_like_a_credential_with_a_token_is_a_finding() -> None:
+    interaction = {
+        "request": {
+            "method": "POST",
+            "uri": "https://example.test/v1",
+            "headers": {"X-Goog-Api-Key": ["Opaque1234567890abcdef"], "Accept": ["*/*"]},
+        },
+        "response": {"status": {"code": 200}, "headers": {}, "body": {"string": ""}},
+    }
+    assert scan_document({"interactions": [interaction]}) == [
+        ScanFinding(
+            "interaction 1 request.headers.x-goog-api-key", Kind.CREDENTIAL, "credential-header"
+        )
+    ]
+
+
+def test_a_filtered_cassette_header_is_no_finding() -> None:
+    interaction = {
+        "request": {"uri": "https://example.test", "headers": {"authorization": ["DUMMY"]}},
+        "response": {"body": {"string": "ok"}},
+    }
+    assert scan_document({"interactions": [interaction]}) == []
+
+
+def test_json_that_is_no_recording_is_none() -> None:
+    assert [scan_document(doc) for doc in ({"name": "app"}, ["a.json"], 3, "text")] == [None] * 4
