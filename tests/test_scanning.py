@@ -88,3 +88,29 @@ def test_a_filtered_cassette_header_is_no_finding() -> None:
 
 def test_json_that_is_no_recording_is_none() -> None:
     assert [scan_document(doc) for doc in ({"name": "app"}, ["a.json"], 3, "text")] == [None] * 4
+
+
+def test_a_header_credential_of_no_known_format_is_found_again_elsewhere_in_its_exchange() -> None:
+    opaque = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"  # an Azure OpenAI key has no prefix
+    echoed = base64.b64encode(f"key={opaque};".encode()).decode()
+    interaction = {
+        "request": {
+            "uri": f"https://example.test/v1?api-key={opaque}",
+            "headers": {"api-key": [opaque]},
+            "body": json.dumps({"model": "m", "metadata": {"k": quote(opaque)}}),
+        },
+        "response": {"headers": {"x-echo": [echoed]}, "body": {"string": f"data: {opaque}\n"}},
+    }
+    assert scan_document({"interactions": [interaction]}) == [
+        ScanFinding("interaction 1 request.uri", Kind.CREDENTIAL, "credential-from-exchange"),
+        ScanFinding("interaction 1 request.headers.api-key", Kind.CREDENTIAL, "credential-header"),
+        ScanFinding(
+            "interaction 1 request.body /metadata/k", Kind.CREDENTIAL, "credential-from-exchange"
+        ),
+        ScanFinding(
+            "interaction 1 response.headers.x-echo", Kind.CREDENTIAL, "credential-from-exchange"
+        ),
+        ScanFinding(
+            "interaction 1 response.body line 1", Kind.CREDENTIAL, "credential-from-exchange"
+        ),
+    ]

@@ -55,6 +55,8 @@ PATTERN_DOCS: dict[Kind, dict[str, str]] = {
         **_CREDENTIAL_DOCS,
         "credential-header": "A request header named like a credential (authorization, "
         "x-api-key, cookie, ...) holding a token-like value.",
+        "credential-from-exchange": "The value of such a header again elsewhere in its exchange "
+        "(the URL, another header, a body), plain, URL-encoded or base64.",
     },
     Kind.PROMPT: {
         "messages": "A request's conversation: messages (Chat Completions, Messages, Mistral, "

@@ -6,11 +6,11 @@ prompt fields of the request body.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from callgate.redact.leaks import credential_header, json_strings
+from callgate.redact.leaks import MIN_SECRET_CHARS, credential_header, find_leaks, json_strings
 from callgate.redact.scanning.findings import Kind, ScanFinding
 from callgate.redact.scanning.text import credential_patterns, inflated
 
@@ -49,14 +49,29 @@ class RecordedExchange:
 
 
 def scan_exchange(exchange: RecordedExchange) -> list[ScanFinding]:
+    """The exchange's findings. A request header's credential of no known format is also looked
+    for, in every encoding the leak gate knows, in the URL, the other headers and the bodies
+    (``credential-from-exchange``), as the leak gate does before a fixture is written."""
     label = exchange.label
-    findings = credential_findings(f"{label} {exchange.url_field}", exchange.url)
+    secrets = frozenset(
+        token
+        for name, value in exchange.request_headers
+        if credential_header(name, value)
+        for token in (value, value.partition(" ")[2].strip())
+        if len(token) >= MIN_SECRET_CHARS
+    )
+    findings = credential_findings(f"{label} {exchange.url_field}", exchange.url, secrets)
     for name, value in exchange.request_headers:
         findings += _header(f"{label} request.headers.{name.lower()}", name, value)
-    findings += body_findings(f"{label} request.body", exchange.request_body, request=True)
+    findings += body_findings(
+        f"{label} request.body", exchange.request_body, request=True, secrets=secrets
+    )
     for name, value in exchange.response_headers:
-        findings += credential_findings(f"{label} response.headers.{name.lower()}", value)
-    findings += body_findings(f"{label} response.body", exchange.response_body, request=False)
+        where = f"{label} response.headers.{name.lower()}"
+        findings += credential_findings(where, value, secrets)
+    findings += body_findings(
+        f"{label} response.body", exchange.response_body, request=False, secrets=secrets
+    )
     return findings
 
 
@@ -67,7 +82,9 @@ def _header(where: str, name: str, value: str) -> list[ScanFinding]:
     return found
 
 
-def body_findings(where: str, body: bytes, *, request: bool) -> list[ScanFinding]:
+def body_findings(
+    where: str, body: bytes, *, request: bool, secrets: Collection[str] = ()
+) -> list[ScanFinding]:
     """A body's findings: JSON is walked (each string named by its pointer after ``where``),
     any other text is searched whole. A request body's prompt fields are prompt findings."""
     text = inflated(body).decode("utf-8", "replace")
@@ -75,7 +92,7 @@ def body_findings(where: str, body: bytes, *, request: bool) -> list[ScanFinding
         return []
     document = _json(text)
     if document is not _NOT_JSON:
-        return json_findings(where, document, request=request)
+        return json_findings(where, document, request=request, secrets=secrets)
     # Server-sent events and JSON lines: each line on its own, its JSON walked.
     findings = []
     for number, line in enumerate(text.split("\n"), 1):
@@ -83,9 +100,9 @@ def body_findings(where: str, body: bytes, *, request: bool) -> list[ScanFinding
         event = _json(data) if data.strip() else _NOT_JSON
         at = f"{where} line {number}".lstrip()
         if event is not _NOT_JSON:
-            findings += json_findings(at, event, request=False)
+            findings += json_findings(at, event, request=False, secrets=secrets)
         else:
-            findings += credential_findings(at, line)
+            findings += credential_findings(at, line, secrets)
     return findings
 
 
@@ -99,13 +116,15 @@ def _json(text: str) -> Any:
         return _NOT_JSON
 
 
-def json_findings(where: str, document: Any, *, request: bool) -> list[ScanFinding]:
+def json_findings(
+    where: str, document: Any, *, request: bool, secrets: Collection[str] = ()
+) -> list[ScanFinding]:
     """Credentials in every string of ``document`` (keys too), and, for a request body, its
     prompt fields. Locations are ``where`` then the JSON pointer."""
     prefix = f"{where} " if where else ""
     findings = []
     for pointer, text in json_strings(document):
-        findings += credential_findings(f"{prefix}{pointer or '/'}".rstrip(), text)
+        findings += credential_findings(f"{prefix}{pointer or '/'}".rstrip(), text, secrets)
     if request and isinstance(document, Mapping):
         findings += [ScanFinding(f"{prefix}{p}", Kind.PROMPT, n) for p, n in prompts(document)]
     return findings
@@ -138,8 +157,13 @@ def _tool_results(value: object, path: str) -> Iterator[str]:
             yield from _tool_results(child, f"{path}/{index}")
 
 
-def credential_findings(where: str, text: str) -> list[ScanFinding]:
-    return [ScanFinding(where, Kind.CREDENTIAL, name) for name in credential_patterns(text)]
+def credential_findings(where: str, text: str, secrets: Collection[str] = ()) -> list[ScanFinding]:
+    """The credentials in ``text``: each known format, else any encoding of one of
+    ``secrets``."""
+    names = credential_patterns(text)
+    if not names and secrets and find_leaks(text, secrets):
+        names = ["credential-from-exchange"]
+    return [ScanFinding(where, Kind.CREDENTIAL, name) for name in names]
 
 
 def _text(value: object) -> str:
