@@ -114,3 +114,24 @@ def test_a_header_credential_of_no_known_format_is_found_again_elsewhere_in_its_
             "interaction 1 response.body line 1", Kind.CREDENTIAL, "credential-from-exchange"
         ),
     ]
+
+
+def test_a_har_entry_finds_a_header_credential_again_in_its_base64_body() -> None:
+    opaque = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
+    entry = {
+        "request": {
+            "url": "https://example.test/",
+            "headers": [{"name": "api-key", "value": opaque}],
+        },
+        "response": {
+            "content": {"encoding": "base64", "text": base64.b64encode(opaque.encode()).decode()}
+        },
+    }
+    assert scan_document({"log": {"entries": [entry]}}) == [
+        ScanFinding("/log/entries/0/request/headers/0/value", Kind.CREDENTIAL, "credential-header"),
+        ScanFinding(
+            "/log/entries/0/response/content/text line 1",
+            Kind.CREDENTIAL,
+            "credential-from-exchange",
+        ),
+    ]

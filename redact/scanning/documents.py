@@ -19,6 +19,7 @@ from callgate.redact.scanning.http import (
     RecordedExchange,
     body_findings,
     credential_findings,
+    header_secrets,
     json_findings,
     prompts,
     scan_exchange,
@@ -146,26 +147,28 @@ def _har(document: dict[str, Any]) -> list[ScanFinding]:
 
 
 def _har_entry(base: str, entry: Any) -> list[ScanFinding]:
+    """An entry's strings; its bodies decoded and walked; a request header named like a
+    credential with a token-like value, and that value again anywhere in the entry."""
+    headers = _dict(_dict(entry).get("request")).get("headers")
+    pairs = {
+        f"/request/headers/{index}/value": (_dict(h).get("name"), _dict(h).get("value"))
+        for index, h in enumerate(headers if isinstance(headers, list) else [])
+    }
+    named = {p: (n, v) for p, (n, v) in pairs.items() if isinstance(n, str) and isinstance(v, str)}
+    secrets = header_secrets(named.values())
     findings = []
     for pointer, text in json_strings(entry):
+        where = base + pointer
         if pointer in _HAR_BODIES:
             holder = _dict(_dict(entry).get(pointer.split("/")[1])).get(pointer.split("/")[2])
             body = _har_bytes(_dict(holder), text)
-            findings += body_findings(base + pointer, body, request=_HAR_BODIES[pointer])
+            findings += body_findings(where, body, request=_HAR_BODIES[pointer], secrets=secrets)
+        elif pointer in named and text == named[pointer][1] and credential_header(*named[pointer]):
+            findings += credential_findings(where, text) or [
+                ScanFinding(where, Kind.CREDENTIAL, "credential-header")
+            ]
         else:
-            findings += credential_findings(base + pointer, text)
-    headers = _dict(_dict(entry).get("request")).get("headers")
-    for index, header in enumerate(headers if isinstance(headers, list) else []):
-        where = f"{base}/request/headers/{index}/value"
-        name, value = _dict(header).get("name"), _dict(header).get("value")
-        known = any(f.location == where for f in findings)
-        if (
-            isinstance(name, str)
-            and isinstance(value, str)
-            and not known
-            and (credential_header(name, value))
-        ):
-            findings.append(ScanFinding(where, Kind.CREDENTIAL, "credential-header"))
+            findings += credential_findings(where, text, secrets)
     return findings
 
 

@@ -6,7 +6,7 @@ prompt fields of the request body.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,13 +53,7 @@ def scan_exchange(exchange: RecordedExchange) -> list[ScanFinding]:
     for, in every encoding the leak gate knows, in the URL, the other headers and the bodies
     (``credential-from-exchange``), as the leak gate does before a fixture is written."""
     label = exchange.label
-    secrets = frozenset(
-        token
-        for name, value in exchange.request_headers
-        if credential_header(name, value)
-        for token in (value, value.partition(" ")[2].strip())
-        if len(token) >= MIN_SECRET_CHARS
-    )
+    secrets = header_secrets(exchange.request_headers)
     findings = credential_findings(f"{label} {exchange.url_field}", exchange.url, secrets)
     for name, value in exchange.request_headers:
         findings += _header(f"{label} request.headers.{name.lower()}", name, value)
@@ -73,6 +67,18 @@ def scan_exchange(exchange: RecordedExchange) -> list[ScanFinding]:
         f"{label} response.body", exchange.response_body, request=False, secrets=secrets
     )
     return findings
+
+
+def header_secrets(headers: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The values of request headers named like credentials (``credential_header``), and the
+    token after their scheme: what must not appear anywhere else in the exchange."""
+    return frozenset(
+        token
+        for name, value in headers
+        if credential_header(name, value)
+        for token in (value, value.partition(" ")[2].strip())
+        if len(token) >= MIN_SECRET_CHARS
+    )
 
 
 def _header(where: str, name: str, value: str) -> list[ScanFinding]:
