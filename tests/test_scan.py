@@ -95,12 +95,16 @@ def test_a_file_that_is_no_recording_is_named_once_and_passes(tmp_path: Path) ->
     (tmp_path / "README.md").write_text("# cassettes\n")
     (tmp_path / "settings.yaml").write_text("retries: 3\n")
     (tmp_path / "package.json").write_text('{"name": "app", "prompt": "shown at login"}')
+    (tmp_path / "tsconfig.json").write_text('{\n  // comments\n  "strict": true\n}\n')
+    (tmp_path / "deployment.yaml").write_text("name: {{ .Values.name }}\n  bad: [\n")
     code, out, err = scan(str(tmp_path), str(tmp_path / "README.md"))
     assert (code, err) == (0, "")
     assert out.splitlines() == [
         f"skipped {tmp_path / 'README.md'}: not a recording",
+        f"skipped {tmp_path / 'deployment.yaml'}: not a recording",
         f"skipped {tmp_path / 'package.json'}: not a recording",
         f"skipped {tmp_path / 'settings.yaml'}: not a recording",
+        f"skipped {tmp_path / 'tsconfig.json'}: not a recording",
     ]
 
 
@@ -131,12 +135,16 @@ def test_a_request_body_names_its_prompt_fields_and_tool_results(tmp_path: Path)
 
 def test_an_unreadable_recording_is_exit_2_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "broken.yaml").write_text("interactions: [\n")
-    code, out, err = scan(str(tmp_path / "broken.yaml"), str(tmp_path / "missing.har"))
+    (tmp_path / "cut.json").write_text('{"profile": "openai", "chunks": [')
+    paths = [tmp_path / "broken.yaml", tmp_path / "cut.json", tmp_path / "missing.har"]
+    code, out, err = scan(*map(str, paths))
     assert (code, out) == (2, "")
     assert err.splitlines() == [
-        f"callgate: {tmp_path / 'broken.yaml'}: not a VCR cassette: did not find expected node "
+        f"callgate: {paths[0]}: not a VCR cassette: did not find expected node "
         "content at line 2 column 1",
-        f"callgate: {tmp_path / 'missing.har'}: cannot read: No such file or directory",
+        f"callgate: {paths[1]}: not JSON: Expecting value at line 1 column 34 (the file ends "
+        "there: truncated?)",
+        f"callgate: {paths[2]}: cannot read: No such file or directory",
     ]
 
 

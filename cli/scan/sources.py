@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,10 @@ _FLOW_SUFFIXES = (".flow", ".mitm")
 _BODY_SUFFIXES = (".sse", ".jsonl", ".ndjson", ".eventstream")
 _HAR_START = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"log"')
 _TNETSTRING_START = re.compile(rb"\A\d+:")
+#: Keys of recordings (cassettes, HAR, fixtures, tape records, request bodies), quoted or not.
+_RECORDING_KEYS = re.compile(
+    rb"""["']?\b(?:interactions|log|entries|profile|tape_record|messages|contents)\b["']?\s*:"""
+)
 
 
 def scan_file(path: Path) -> list[ScanFinding] | None:
@@ -46,10 +51,23 @@ def scan_file(path: Path) -> list[ScanFinding] | None:
     if suffix in _FLOW_SUFFIXES or (suffix not in _JSON_SUFFIXES and _TNETSTRING_START.match(data)):
         return _flows(data)
     if suffix in _JSON_SUFFIXES or _HAR_START.match(data):
-        return scan_document(_json(data))
+        return _parsed(data, _json)
     if suffix in _YAML_SUFFIXES:
-        return scan_document(load_yaml(data)) if data.strip() else None
+        return _parsed(data, load_yaml) if data.strip() else None
     return None
+
+
+def _parsed(data: bytes, parse: Callable[[bytes], Any]) -> list[ScanFinding] | None:
+    """The findings of a document, or None for one that is no recording. A file that does not
+    parse is unreadable when it names what a recording holds; without any of those names it is
+    other JSON or YAML (a template, JSON with comments), not a broken recording."""
+    try:
+        document = parse(data)
+    except InputError:
+        if _RECORDING_KEYS.search(data):
+            raise
+        return None
+    return scan_document(document)
 
 
 def _json(data: bytes) -> Any:
