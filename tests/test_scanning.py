@@ -9,6 +9,9 @@ import json
 import zlib
 from urllib.parse import quote
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from callgate.redact.leaks import PATTERNS
 from callgate.redact.scanning import Kind, ScanFinding, scan_body, scan_document
 from callgate.redact.scanning.text import credential_patterns
@@ -87,7 +90,8 @@ def test_a_filtered_cassette_header_is_no_finding() -> None:
 
 
 def test_json_that_is_no_recording_is_none() -> None:
-    assert [scan_document(doc) for doc in ({"name": "app"}, ["a.json"], 3, "text")] == [None] * 4
+    documents = ({"name": "app"}, {"profile": ["openai"], "chunks": []}, ["a.json"], 3, "text")
+    assert [scan_document(document) for document in documents] == [None] * 5
 
 
 def test_a_header_credential_of_no_known_format_is_found_again_elsewhere_in_its_exchange() -> None:
@@ -135,3 +139,20 @@ def test_a_har_entry_finds_a_header_credential_again_in_its_base64_body() -> Non
             "credential-from-exchange",
         ),
     ]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner),
+    max_leaves=20,
+)
+KEYED = st.dictionaries(
+    st.sampled_from(["interactions", "log", "profile", "chunks", "meta", "request", "messages"]),
+    JSON,
+)
+
+
+@given(st.one_of(JSON, KEYED, KEYED.map(lambda d: {**d, "profile": "openai", "chunks": [d]})))
+def test_any_json_document_is_judged_without_an_exception(document: object) -> None:
+    found = scan_document(document)
+    assert found is None or all(isinstance(finding, ScanFinding) for finding in found)

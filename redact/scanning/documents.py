@@ -65,7 +65,8 @@ def _is_request(document: Mapping[str, Any]) -> bool:
 
 
 def _is_envelope(document: Mapping[str, Any]) -> bool:
-    profile = PROFILES.get(document.get("profile"))  # type: ignore[arg-type]
+    name = document.get("profile")
+    profile = PROFILES.get(name) if isinstance(name, str) else None
     return profile is not None and profile.stream_key in document
 
 

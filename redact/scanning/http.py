@@ -91,8 +91,9 @@ def _header(where: str, name: str, value: str) -> list[ScanFinding]:
 def body_findings(
     where: str, body: bytes, *, request: bool, secrets: Collection[str] = ()
 ) -> list[ScanFinding]:
-    """A body's findings: JSON is walked (each string named by its pointer after ``where``),
-    any other text is searched whole. A request body's prompt fields are prompt findings."""
+    """A body's findings, gzip or zlib undone: JSON is walked (each string named by its pointer
+    after ``where``); any other text (SSE, JSON lines) line by line, each line's JSON walked.
+    A request body's prompt fields are prompt findings. ``secrets``: see ``scan_exchange``."""
     text = inflated(body).decode("utf-8", "replace")
     if not text.strip():
         return []
