@@ -57,6 +57,32 @@ def test_the_readmes_github_actions_step_uses_this_action_with_its_inputs() -> N
     assert set(step["with"]) <= set(action()["inputs"])
 
 
+@pytest.mark.parametrize(
+    ("version", "requirement"), [("", "callgate"), ("0.3.1", "callgate==0.3.1")]
+)
+def test_the_install_step_asks_pip_for_callgate_or_the_given_version(
+    tmp_path: Path, version: str, requirement: str
+) -> None:
+    """The install step with a ``python`` on PATH that writes down what it was asked to run:
+    the one part of the action that needs PyPI."""
+    install = next(s for s in action()["runs"]["steps"] if s.get("id") == "install")
+    asked = tmp_path / "asked"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{asked}"\n')
+    python.chmod(0o755)
+    env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}", "CALLGATE_VERSION": version}
+    assert install["env"] == {"CALLGATE_VERSION": "${{ inputs.version }}"}
+    subprocess.run(["bash", "-e", "-c", install["run"]], cwd=tmp_path, env=env, check=True)
+    assert asked.read_text().splitlines() == [
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--quiet",
+        requirement,
+    ]
+
+
 def run_action(workdir: Path, inputs: dict[str, str]) -> dict[str, dict[str, str]]:
     """The action's shell steps run as a runner runs them: bash, in ``workdir``, each step's
     ``env`` with its expressions filled in from ``inputs`` and the outputs of the steps before,
