@@ -15,10 +15,12 @@ from callgate.cli.diff.mutations import DiffReport
 from callgate.cli.output import error_line
 from callgate.cli.record import ProxyMode
 from callgate.cli.replay.reports import ReplayFormat
+from callgate.cli.scan import ScanFormat
 from callgate.proxy_addon.webview import WebBody
 from callgate.reassemble.errors import CallgateError, UsageError
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import ArgumentMode
+from callgate.redact.scanning import Kind
 
 
 def _exit(run: Callable[..., int], *arguments: Any) -> NoReturn:
@@ -128,6 +130,32 @@ def replay_command(
     _exit(
         run_replay, paths, report.value, output, jobs, update_expectations, sys.stdout, sys.stderr
     )
+
+
+@app.command("scan")
+def scan_command(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Recordings, or folders of them (recursive): cassettes, HAR, flows, fixtures, "
+            "tapes, raw bodies."
+        ),
+    ],
+    kind: Annotated[
+        list[Kind] | None,
+        typer.Option("--kind", help="Report only this kind (repeatable; default: all)."),
+    ] = None,
+    report_format: Annotated[
+        ScanFormat,
+        typer.Option("--format", help="text: one line per finding; sarif: a SARIF 2.1.0 log."),
+    ] = ScanFormat.text,
+    output: Annotated[Path | None, typer.Option(help="Write the SARIF log to this file.")] = None,
+) -> None:
+    """Find credentials, prompts and unmasked output in recordings, one line each, never what
+    was found: exit 0 clean, 1 found, 2 a file unreadable."""
+    from callgate.cli.scan.command import run_scan
+
+    _exit(run_scan, paths, kind or [], report_format, output, sys.stdout, sys.stderr)
 
 
 @app.command("diff")
