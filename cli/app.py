@@ -400,7 +400,9 @@ def tape_serve_command(
 @tape_app.command("run")
 def tape_run_command(
     folder: Annotated[Path, typer.Argument(help="The folder of tapes: one folder per tape.")],
-    command: Annotated[list[str], typer.Argument(help="The command to run, after --.")],
+    command: Annotated[
+        list[str] | None, typer.Argument(help="The command to run, after --.")
+    ] = None,
     tape: Annotated[
         str, typer.Option(help="The tape the SDK variables (OPENAI_BASE_URL...) point at.")
     ] = "default",
@@ -417,7 +419,7 @@ def tape_run_command(
     from callgate.cli.tape.command import run_tape_run
 
     options = _tape_options(folder, record_mode, upstream, redaction, allow, allow_unused, mutate)
-    _exit(run_tape_run, options, command, tape, sys.stdout, sys.stderr)
+    _exit(run_tape_run, options, command or [], tape, sys.stdout, sys.stderr)
 
 
 @app.command("addon-path")
