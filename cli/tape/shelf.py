@@ -23,6 +23,7 @@ from callgate.cli.tape.server import ROUTES, Located, Refused
 from callgate.cli.tape.session import Advice, Redaction, Tally, Tape
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.mutations import KINDS
+from callgate.reassemble.providers import route_of_path
 
 #: The URL prefix of a tape.
 PREFIX = "/t/"
@@ -37,18 +38,6 @@ ADVICE = Advice(
     allow="{flags}",
 )
 _NAME = re.compile(r"[A-Za-z0-9_.+=-]+")
-
-
-def route_of(path: str) -> str:
-    """The route whose API has ``path``: Anthropic's Messages, Gemini's models, Ollama's
-    ``/api/``; OpenAI's (Chat Completions, Responses and the APIs that copy them) otherwise."""
-    if path.startswith("/v1/messages"):
-        return "anthropic"
-    if path.startswith("/api/"):
-        return "ollama"
-    if path.startswith(("/v1beta/", "/v1alpha/")) or "generateContent" in path:
-        return "gemini"
-    return "openai"
 
 
 @dataclass
@@ -99,7 +88,9 @@ class Shelf:
         name, _, below = path.removeprefix(PREFIX).partition("/")
         first, _, rest = below.partition("/")
         route, rest = (
-            (first, "/" + rest) if first in ROUTES else (route_of("/" + below), "/" + below)
+            (first, "/" + rest)
+            if first in ROUTES
+            else (route_of_path("/" + below).name, "/" + below)
         )
         if not _NAME.fullmatch(name) or name in (".", ".."):
             return Refused(
