@@ -3,32 +3,22 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 
 from callgate.cli.check import ReportFormat, run_check
 from callgate.cli.diff.command import AdapterName
 from callgate.cli.diff.mutations import DiffReport
-from callgate.cli.output import error_line
+from callgate.cli.output import error_line, exit_with
 from callgate.cli.record import ProxyMode
 from callgate.cli.replay.reports import ReplayFormat
+from callgate.cli.tape.face import tape_app
 from callgate.proxy_addon.webview import WebBody
-from callgate.reassemble.errors import CallgateError, UsageError
+from callgate.reassemble.errors import UsageError
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import ArgumentMode
-
-
-def _exit(run: Callable[..., int], *arguments: Any) -> NoReturn:
-    """Run a command and exit with its code. Every command maps a ``CallgateError`` the same
-    way: its one line on stderr, exit 2."""
-    try:
-        code = run(*arguments)
-    except CallgateError as error:
-        code = error_line(error, sys.stderr)
-    raise typer.Exit(code)
 
 
 def _usage(message: str) -> int:
@@ -60,7 +50,7 @@ def check_command(
     """Judge each fixture. One file: exit 0 pass, 1 block, 2 invalid input or no streamed tool
     call. Several: 0 some turn applicable and every applicable one passed, 1 a turn blocked, 2 no
     turn applicable or a file unreadable."""
-    _exit(run_check, fixtures, report, allow_quirk or [], sys.stdout, sys.stderr)
+    exit_with(run_check, fixtures, report, allow_quirk or [], sys.stdout, sys.stderr)
 
 
 @app.command("import")
@@ -106,7 +96,7 @@ def import_command(
         arguments=arguments,
         allow_verdict_change=allow_verdict_change,
     )
-    _exit(run_import, sources, options, sys.stdout, sys.stderr)
+    exit_with(run_import, sources, options, sys.stdout, sys.stderr)
 
 
 @app.command("replay")
@@ -125,7 +115,7 @@ def replay_command(
     """Check every fixture against its pinned expectation: exit 0 all held, 1 not, 2 unreadable."""
     from callgate.cli.replay.runner import run_replay
 
-    _exit(
+    exit_with(
         run_replay, paths, report.value, output, jobs, update_expectations, sys.stdout, sys.stderr
     )
 
@@ -165,8 +155,8 @@ def diff_command(
         from callgate.cli.diff.mutations import run_diff_mutations
 
         if len(fixtures) != 1:
-            _exit(_usage, "--mutations takes one fixture")
-        _exit(
+            exit_with(_usage, "--mutations takes one fixture")
+        exit_with(
             run_diff_mutations,
             fixtures[0],
             adapters,
@@ -177,10 +167,10 @@ def diff_command(
             folders,
         )
     if report is not DiffReport.text:
-        _exit(_usage, "--report markdown and html go with --mutations")
+        exit_with(_usage, "--report markdown and html go with --mutations")
     from callgate.cli.diff.command import run_diff
 
-    _exit(
+    exit_with(
         lambda: max(
             run_diff(fixtures, name, python, sys.stdout, sys.stderr, folders) for name in adapters
         )
@@ -192,7 +182,7 @@ def explain_command(code: Annotated[str, typer.Argument(help="A finding code.")]
     """What a finding code means, what typically causes it, and how to recover."""
     from callgate.cli.explain import run_explain
 
-    _exit(run_explain, code, sys.stdout, sys.stderr)
+    exit_with(run_explain, code, sys.stdout, sys.stderr)
 
 
 @app.command("record")
@@ -247,7 +237,7 @@ def record_command(
         allow_raw_dump=allow_raw_dump,
         web_body=web_body.value,
     )
-    _exit(run_record, options)
+    exit_with(run_record, options)
 
 
 #: ``serve``'s help, one paragraph a line (typer keeps a docstring's line breaks).
@@ -285,7 +275,7 @@ def serve_command(
     """A fake provider on loopback that streams fixtures (``SERVE_HELP``)."""
     from callgate.cli.serve import run_serve
 
-    _exit(run_serve, paths, listen, timing, mutate)
+    exit_with(run_serve, paths, listen, timing, mutate)
 
 
 @app.command("mutate")
@@ -305,121 +295,10 @@ def mutate_command(
     <stem>.<kind>.json. Exit 0, 1 when a kind asked for by name could not apply."""
     from callgate.cli.mutate import run_mutate
 
-    _exit(run_mutate, fixture, kind or [], out_dir, sys.stdout, sys.stderr)
+    exit_with(run_mutate, fixture, kind or [], out_dir, sys.stdout, sys.stderr)
 
 
-tape_app = typer.Typer(
-    name="tape",
-    help="Tapes for any test runner: a folder of tapes served at /t/<tape>/ on loopback.",
-    no_args_is_help=True,
-)
 app.add_typer(tape_app)
-
-#: The options ``tape serve`` and ``tape run`` share, as typer takes them.
-RecordModeOption = Annotated[
-    str | None,
-    typer.Option(
-        "--record-mode",
-        help="none (replay only, the default), once (record a tape that has no files), "
-        "new_episodes or all. Wins over $CALLGATE_RECORD_MODE.",
-    ),
-]
-UpstreamOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--upstream",
-        metavar="NAME=URL",
-        help="Record route NAME (openai, anthropic, mistral, gemini, ollama) from URL instead "
-        "of the provider's public host. Repeatable.",
-    ),
-]
-RedactionOption = Annotated[
-    str, typer.Option(help="replay (keep the model's text and arguments) or strict.")
-]
-AllowOption = Annotated[
-    list[str] | None,
-    typer.Option("--allow", help="A blocking code a recorded turn may have (repeatable)."),
-]
-AllowUnusedOption = Annotated[
-    bool, typer.Option(help="Recorded exchanges the app did not request fail no tape.")
-]
-MutateOption = Annotated[
-    str | None,
-    typer.Option(help="Serve every tape as its variants of this kind (see callgate mutate)."),
-]
-
-
-def _tape_options(
-    folder: Path,
-    record_mode: str | None,
-    upstream: list[str] | None,
-    redaction: str,
-    allow: list[str] | None,
-    allow_unused: bool,
-    mutate: str | None,
-) -> Any:
-    import os
-
-    from callgate.cli.tape.command import TapeOptions
-
-    try:
-        return TapeOptions.parse(
-            folder,
-            record_mode,
-            upstream or [],
-            os.environ,
-            redaction=redaction,
-            allow=tuple(allow or ()),
-            allow_unused=allow_unused,
-            mutate=mutate,
-        )
-    except CallgateError as error:
-        raise typer.Exit(error_line(error, sys.stderr)) from None
-
-
-@tape_app.command("serve")
-def tape_serve_command(
-    folder: Annotated[Path, typer.Argument(help="The folder of tapes: one folder per tape.")],
-    listen: Annotated[str, typer.Option(help="HOST:PORT to listen on.")] = "127.0.0.1:8100",
-    record_mode: RecordModeOption = None,
-    upstream: UpstreamOption = None,
-    redaction: RedactionOption = "replay",
-    allow: AllowOption = None,
-    allow_unused: AllowUnusedOption = False,
-    mutate: MutateOption = None,
-) -> None:
-    """Serve FOLDER/<tape>/ at http://HOST:PORT/t/<tape>/ then the provider's path (a route name
-    first picks the route: /t/<tape>/mistral/v1/...). On SIGINT or SIGTERM: one line per tape
-    (served, unused, mismatched, blocking); exit 1 when a tape failed."""
-    from callgate.cli.tape.command import run_tape_serve
-
-    options = _tape_options(folder, record_mode, upstream, redaction, allow, allow_unused, mutate)
-    _exit(run_tape_serve, options, listen, sys.stdout, sys.stderr)
-
-
-@tape_app.command("run")
-def tape_run_command(
-    folder: Annotated[Path, typer.Argument(help="The folder of tapes: one folder per tape.")],
-    command: Annotated[
-        list[str] | None, typer.Argument(help="The command to run, after --.")
-    ] = None,
-    tape: Annotated[
-        str, typer.Option(help="The tape the SDK variables (OPENAI_BASE_URL...) point at.")
-    ] = "default",
-    record_mode: RecordModeOption = None,
-    upstream: UpstreamOption = None,
-    redaction: RedactionOption = "replay",
-    allow: AllowOption = None,
-    allow_unused: AllowUnusedOption = False,
-    mutate: MutateOption = None,
-) -> None:
-    """Run COMMAND with the tapes served on a free loopback port: $CALLGATE_TAPE_URL, and the
-    SDK variables pointing at --tape. Exit with COMMAND's code, or 1 when it passed and a tape
-    failed."""
-    from callgate.cli.tape.command import run_tape_run
-
-    options = _tape_options(folder, record_mode, upstream, redaction, allow, allow_unused, mutate)
-    _exit(run_tape_run, options, command or [], tape, sys.stdout, sys.stderr)
 
 
 @app.command("addon-path")
