@@ -7,8 +7,9 @@ hash = $(shell $(PYTHON) -c 'import hashlib,sys;print(hashlib.sha256(open("$(1)"
 STAMP := $(VENV)/.installed-$(call hash,pyproject.toml)
 APPS_STAMP := $(APPS)/.installed-$(call hash,tests/apps/requirements.txt)-$(call hash,pyproject.toml)
 PIP := --quiet --disable-pip-version-check
-# The ai releases `diff --adapter vercel-ai` is tested with, each pinned by its lockfile.
-NODE_ENVS := tests/node/ai-7 tests/node/ai-6
+# The ai releases `diff --adapter vercel-ai` is tested with, and the Node example app that
+# `callgate tape run` replays, each pinned by its lockfile.
+NODE_ENVS := tests/node/ai-7 tests/node/ai-6 examples/node
 node_stamp = $(1)/node_modules/.installed-$(call hash,$(1)/package-lock.json)
 NODE_STAMPS := $(foreach env,$(NODE_ENVS),$(call node_stamp,$(env)))
 
@@ -52,14 +53,14 @@ browser:
 	  else echo "chromium or tmux is missing and this is not root: their tests will skip"; fi; \
 	fi
 
-# Node.js and npm from the machine's package manager, for the Vercel AI SDK's diff adapters; then
-# each pinned release in its folder (npm ci starts node_modules afresh, stamp and all).
+# Node.js and npm from the machine's package manager, for the Vercel AI SDK's diff adapters and
+# the Node example; then each pinned folder (npm ci starts node_modules afresh, stamp and all).
 node:
 	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	      nodejs npm >/dev/null; \
-	  else echo "node or npm is missing and this is not root: the vercel-ai diff tests will skip"; fi; \
+	  else echo "node or npm is missing and this is not root: the Node tests will skip"; fi; \
 	fi
 
 define NODE_ENV

@@ -288,7 +288,7 @@ def test_making_a_tape_deletes_nothing_and_opening_one_to_record_all_clears_its_
     assert replayed == Tape(tmp_path, RecordMode.NONE, "test_x")  # the state is not compared
     given = {f.name for f in dataclasses.fields(Tape) if f.init}
     compared = {f.name for f in dataclasses.fields(Tape) if f.compare}
-    assert given == {"folder", "mode", "test", "redaction", "allow", "allow_unused"}
+    assert given == {"folder", "mode", "test", "redaction", "allow", "allow_unused", "advice"}
     assert compared == given | {"turns", "exchanges", "mutated", "faulted"}
 
 

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from callgate.cli.tape import RecordMode
+from callgate.cli.tape import DUMMY_KEY, RecordMode
 from callgate.cli.tape.server import ROUTES, TapeServer
 from callgate.cli.tape.session import Faulted, Redaction, Tape, TapeTurn
 from callgate.cli.tape.store import Entry
@@ -29,8 +29,6 @@ from callgate.reassemble.mutations import KINDS
 
 #: The marker's keywords.
 MARKER_OPTIONS = ("name", "providers", "redaction", "allow", "allow_unused", "mutate")
-#: What a dummy API key holds: nothing that looks like a real one.
-DUMMY_KEY = "callgate-tape-replay"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\[\]=+-]+")
 
 
@@ -103,19 +101,16 @@ class CallgateTape:
         the test (``faulted`` says what happened)."""
         if kind not in KINDS:
             raise ValueError(f"no mutation {kind!r} (one of {', '.join(KINDS)})")
-        if not self._tape.held:
-            self._fail(
-                f"tape {self._tape.test}: no recorded tape at {self.folder} to mutate (mutate "
-                "never records): record it first by running the test that makes it, without "
-                "mutate, with --callgate-record-mode=once; or name a recorded tape with "
+        held = self._tape.held
+        if why := self._tape.fault(kind):
+            advice = (
+                ""
+                if held
+                else ": record it first by running the test that makes it, without mutate, "
+                "with --callgate-record-mode=once; or name a recorded tape with "
                 "@pytest.mark.callgate_tape(name=...)"
             )
-        reasons = self._tape.mutate(kind)
-        if not self._tape.mutated:
-            self._fail(
-                f"tape {self._tape.test}: {kind} applies to no turn of tape {self.folder}: "
-                f"{reasons[0] if reasons else 'it holds no streamed turn'}"
-            )
+            self._fail(f"tape {self._tape.test}: {why}{advice}")
 
     def _fail(self, line: str) -> NoReturn:
         self._unmutated = line

@@ -78,6 +78,39 @@ class Faulted:
 
 
 @dataclass(frozen=True)
+class Advice:
+    """How the tape's user does what a problem line advises: the pytest fixture's options by
+    default, ``callgate tape``'s for the command."""
+
+    #: How to record a request the tape does not hold.
+    record: str = (
+        "--callgate-record-mode=new_episodes, or delete the folder and run with "
+        "--callgate-record-mode=once"
+    )
+    #: How to record a tape anew that a fault was asked of.
+    rerecord: str = (
+        "re-record the tape from the test that makes it, without mutate (delete the folder and "
+        "run it with --callgate-record-mode=once)"
+    )
+    #: How to accept recorded exchanges the app did not request.
+    allow_unused: str = "allow_unused=True in @pytest.mark.callgate_tape accepts that"
+    #: How to accept a turn's blocking codes (``{codes}``: their list; ``{flags}``: an
+    #: ``--allow CODE`` each).
+    allow: str = "@pytest.mark.callgate_tape(allow={codes})"
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One tape's counts at the end: exchanges served (replayed or recorded), recorded exchanges
+    left unrequested, requests the tape did not hold, turns whose verdict blocks."""
+
+    served: int
+    unused: int
+    mismatched: int
+    blocking: int
+
+
+@dataclass(frozen=True)
 class Decision:
     """What the server does with one request: serve ``entry``, go upstream (``record``), or
     answer ``refusal`` as the provider's error."""
@@ -99,6 +132,7 @@ class Tape:
     redaction: str = Redaction.REPLAY
     allow: Collection[str] = ()
     allow_unused: bool = False
+    advice: Advice = Advice()
     turns: list[TapeTurn] = field(default_factory=list, init=False)
     #: Every exchange served or recorded, in order (streamed turns and the rest).
     exchanges: list[Entry] = field(default_factory=list, init=False)
@@ -117,6 +151,7 @@ class Tape:
     _number: int = field(default=1, init=False, repr=False, compare=False)
     _recording: bool = field(default=False, init=False, repr=False, compare=False)
     _problems: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+    _mismatched: int = field(default=0, init=False, repr=False, compare=False)
     _lock: threading.Condition = field(
         default_factory=threading.Condition, init=False, repr=False, compare=False
     )
@@ -186,6 +221,7 @@ class Tape:
                 return Decision(refusal=self._after_fault(shape))
             refusal = self._mismatch(shape, self._unused[0] if self._unused else None)
             self._problems.append(refusal)
+            self._mismatched += 1
             return Decision(refusal=refusal)
 
     def _count_after_fault(self, entry: Entry | None, *, refused: bool) -> None:
@@ -228,6 +264,18 @@ class Tape:
                 self._recording = self._clear = False
                 self.faulted = Faulted(kind)
             return reasons
+
+    def fault(self, kind: str) -> str | None:
+        """Serve the tape as its ``kind`` variants (``mutate``); why not, when there is no
+        recorded tape or the kind applies to none of its turns (a fault test that tests nothing
+        must not pass). The caller makes that its one failure."""
+        if not self.held:
+            return f"no recorded tape at {self.folder} to mutate (mutate never records)"
+        reasons = self.mutate(kind)
+        if self.mutated:
+            return None
+        why = reasons[0] if reasons else "it holds no streamed turn"
+        return f"{kind} applies to no turn of tape {self.folder}: {why}"
 
     def settled(self, timeout: float = 30.0) -> None:
         """Wait until every request that went upstream is on the tape (or failed): a client has
@@ -291,27 +339,51 @@ class Tape:
         self.settled()
         with self._lock:
             problems = list(self._problems)
-            unused = self._unused if not self._recording else []
-            if self._fault is not None:  # the script ended at the fault
-                unused = [e for e in unused if e.number < self._fault.number]
+            unused = self._unrequested()
             if unused and not self.allow_unused:
                 problems.append(
                     f"tape {self._where()}: {len(unused)} recorded exchange(s) were not requested, "
                     f"from {unused[0].path.name} ({describe(unused[0].shape)}); the app made "
-                    "fewer requests than when it was recorded (allow_unused=True in "
-                    "@pytest.mark.callgate_tape accepts that)"
+                    f"fewer requests than when it was recorded ({self.advice.allow_unused})"
                 )
-            for turn in self.turns:
-                if turn.path.name in self.mutated:
-                    continue
-                blocking = [c for c in turn.report.blocking_codes if c not in self.allow]
-                if blocking:
-                    problems.append(
-                        f"tape {self._where()}: {turn.path.name}: the turn does not pass: "
-                        f"{turn.report.status.value} [{', '.join(blocking)}] (allow it with "
-                        f"@pytest.mark.callgate_tape(allow={blocking!r}))"
-                    )
+            for turn, blocking in self._blocking():
+                flags = " ".join(f"--allow {code}" for code in blocking)
+                allow = self.advice.allow.format(codes=repr(blocking), flags=flags)
+                problems.append(
+                    f"tape {self._where()}: {turn.path.name}: the turn does not pass: "
+                    f"{turn.report.status.value} [{', '.join(blocking)}] (allow it with {allow})"
+                )
             return problems
+
+    def tally(self) -> Tally:
+        """The tape's counts once every request is on it (``Tally``)."""
+        self.settled()
+        with self._lock:
+            return Tally(
+                served=len(self.exchanges),
+                unused=len(self._unrequested()),
+                mismatched=self._mismatched,
+                blocking=len(self._blocking()),
+            )
+
+    def _unrequested(self) -> list[Entry]:
+        """Recorded entries the app did not request: none while recording, and none after a
+        served fault (the script ended there)."""
+        unused = self._unused if not self._recording else []
+        if self._fault is not None:
+            unused = [e for e in unused if e.number < self._fault.number]
+        return unused
+
+    def _blocking(self) -> list[tuple[TapeTurn, list[str]]]:
+        """The turns whose verdict blocks with codes not allowed (a variant's is what the test
+        asked for), each with those codes."""
+        found = []
+        for turn in self.turns:
+            if turn.path.name in self.mutated:
+                continue
+            if blocking := [c for c in turn.report.blocking_codes if c not in self.allow]:
+                found.append((turn, blocking))
+        return found
 
     def _served(self, entry: Entry, *, recorded: bool) -> None:
         self.exchanges.append(entry)
@@ -323,14 +395,10 @@ class Tape:
         if self.mutated:  # a mutated tape records nothing, in any mode
             advice = (
                 "The tape is mutated before its fault was served, so the app asks otherwise "
-                "than when it was recorded: re-record the tape from the test that makes it, "
-                "without mutate (delete the folder and run it with --callgate-record-mode=once)"
+                f"than when it was recorded: {self.advice.rerecord}"
             )
         else:
-            advice = (
-                "To record it: --callgate-record-mode=new_episodes, or delete the folder and "
-                "run with --callgate-record-mode=once"
-            )
+            advice = f"To record it: {self.advice.record}"
         return (
             f"tape {self._where()}: request {self._requests} is not on the tape: "
             f"{describe(shape)}; the tape holds next: {held}. {advice}"
