@@ -1,18 +1,21 @@
 """The gate: an SDK's stream items handed on at once, the turn's terminal evidence held until the
 turn is judged.
 
-How this works: the same rule as the proxy's enforce mode, without bytes. ``read`` takes each
-wire event as it comes (a dict, or the SDK's pydantic model of one) and feeds it to the engine;
+How this works: the same rule as the proxy's enforce mode. ``read_text`` takes the data of each
+SSE event as the SDK's stream decodes it, ``read`` a wire event already parsed (a dict, or an
+SDK's pydantic model of one), and each is fed to the engine;
 the first event the profile says ``carries_terminal`` (Chat Completions' chunk with a
 ``finish_reason``, Anthropic's ``message_delta``, the Responses API's ``response.completed``)
 switches the gate to holding. ``pass_on`` says whether an item the app is to see goes now, or is
 kept because the gate holds. ``judge``, at the end of the stream, returns what was held when the
 turn may run, and raises ``Blocked`` when it may not: the held items never reach the app.
 
-An item and its evidence are told apart because SDK helpers (openai's ``.stream()``, anthropic's
-``MessageStream``) hand out events they make themselves from the wire events, some of them
-snapshots that parse before the provider ended anything: only wire events are read, the items
-are whatever the app iterates. The table below says which SDK objects callgate reads, and how.
+An item and its evidence are told apart: the evidence is what the provider sent, read before
+the SDK turns it into objects (an SDK's model can repair what the wire got wrong: openai's
+coerces a string index to a number; its stream raises on an error event instead of handing it
+on), and SDK helpers (openai's ``.stream()``, anthropic's ``MessageStream``) hand out events they
+make themselves, some of them snapshots that parse before the provider ended anything. The
+items are whatever the app iterates. The table below says which SDK objects callgate reads.
 
 Like the engine, the gate is sans-I/O: it never reads, writes or closes anything.
 """
@@ -21,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from callgate.reassemble.engine import Reassembler
 from callgate.reassemble.profiles import PROFILES, profile_for
+from callgate.reassemble.readers import event_reader
 from callgate.reassemble.report import Report
 from callgate.reassemble.sdk import event_json
 
@@ -59,6 +63,7 @@ class Gate(Generic[Item]):
             profile, tools=tools, request=request, provider=provider, allow_quirks=allow
         )
         self._carries_terminal = PROFILES[profile].carries_terminal
+        self._value = event_reader(PROFILES[profile].names_proof)
         self._holding = False
         self._held: list[Item] = []
         #: The verdict, once ``judge`` gave it.
@@ -76,6 +81,13 @@ class Gate(Generic[Item]):
         if not self._holding and self._carries_terminal(event):
             self._holding = True
         self._engine.feed(event)
+
+    def read_text(self, text: str) -> None:
+        """The data of the next SSE event, as the provider sent it: parsed as the proxy parses it
+        (strictly: a repeated member name is a finding, not a value the SDK kept), ``[DONE]``
+        left out as the proxy's reader leaves it out."""
+        if text != "[DONE]":
+            self.read(self._value(text))
 
     def pass_on(self, item: Item) -> bool:
         """Whether ``item`` goes to the app now; if not, the gate keeps it for ``judge``."""
@@ -99,8 +111,9 @@ class Gate(Generic[Item]):
 
 # -- the SDK objects callgate reads ---------------------------------------------------------------
 
-#: How a stream object hands out its events: ``events`` (its items are the wire events),
-#: ``helper`` (its items are made from the wire events of the stream in its ``_raw_stream``),
+#: How a stream object hands out its events: ``events`` (one item per wire event, whose SSE
+#: events its ``_iter_events`` decodes), ``helper`` (its items are made from the wire events of
+#: the stream in its ``_raw_stream``),
 #: ``manager`` (a context manager whose ``__enter__`` gives a helper).
 EVENTS, HELPER, MANAGER = "events", "helper", "manager"
 
@@ -175,14 +188,3 @@ def stream_profile(kind: StreamType, url: str | None, provider: str | None) -> s
         if found in _OPENAI_STREAMS:
             return found
     return kind.profile
-
-
-def stream_error_event(package: str, body: object) -> dict[str, Any] | None:
-    """The wire event behind an SDK's exception for a provider's error event in the stream,
-    given the exception's ``body``: openai's ``APIError`` keeps the event's ``error`` member,
-    anthropic's status error the whole event. None when ``body`` is no such thing."""
-    if not isinstance(body, dict):
-        return None
-    if package == "openai":
-        return {"error": body}
-    return body if package in STREAM_TYPES else None

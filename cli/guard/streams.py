@@ -2,16 +2,17 @@
 
 How this works: iterating a ``GuardedStream`` iterates the SDK's object and hands each item on
 as it comes, until the gate holds; at the end of the SDK's stream the gate judges, and the held
-items follow on a pass or ``Blocked`` is raised instead. Where the SDK's items are the wire
-events (``Stream``), each item is read as it passes; where they are a helper's own events
-(openai's ``ChatCompletionStream``, anthropic's ``MessageStream``), the helper's ``_raw_stream``
-is replaced by a tap that reads each wire event as the helper takes it, so the helper's
-snapshots never count as evidence.
+items follow on a pass or ``Blocked`` is raised instead. The evidence is read below the SDK's
+objects: the SDK's ``Stream`` (the object itself, or the one in a helper's ``_raw_stream``) has
+its ``_iter_events`` tapped, so the gate reads the data of each SSE event just before the SDK
+makes an object of it. Neither a helper's snapshots nor an SDK model's repairs count as
+evidence, and an error event the SDK raises on is read as sent. An iterable given with a
+profile is read item by item.
 
-An exception from the SDK while it reads is judged too: the provider's error event it stands
-for is read, or, for a helper, the rest of the wire events are (a helper may fail on a broken
-call the provider would still have ended). A turn that may not run raises ``Blocked`` from the
-SDK's exception; one that could have re-raises the exception as it was.
+An exception from the SDK while it reads is judged too, after the rest of the wire is read (a
+helper may fail on a broken call the provider would still have ended). A turn that may not run
+raises ``Blocked`` from the SDK's exception; one that could have re-raises the exception as it
+was.
 
 Leaving the loop early (``break``, an exception in the app's loop), ``close()`` and the end of a
 ``with`` block all close the SDK's stream, and with it the HTTP response. A sync ``for`` loop
@@ -26,7 +27,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any
 
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import Blocked, Gate, stream_error_event
+from callgate.reassemble.gate import Blocked, Gate
 from callgate.reassemble.report import Call, Report
 
 #: Methods of the SDKs' helpers that read the stream to its end themselves: through the guard,
@@ -36,38 +37,42 @@ _READS_TO_END = frozenset(
 )
 
 
-class _Tap:
-    """Stands for a helper's wire stream: each wire event is read by the gate as the helper
-    takes it."""
+def _tap(wire: Any, gate: Gate[Any]) -> None:
+    """Have ``gate`` read the data of each SSE event the SDK's stream ``wire`` decodes, as it
+    takes it: its ``_iter_events`` is called once, when the stream is first read."""
+    events = wire._iter_events
+    read = gate.read_text
+    if inspect.isasyncgenfunction(events):
 
-    def __init__(self, raw: Any, gate: Gate[Any]) -> None:
-        self._raw, self._gate = raw, gate
+        async def read_async() -> AsyncIterator[Any]:
+            async for sse in events():
+                if sse.data:
+                    read(sse.data)
+                yield sse
 
-    def __iter__(self) -> Iterator[Any]:
-        read = self._gate.read
-        for event in self._raw:
-            read(event)
-            yield event
+        wire._iter_events = read_async
+        return
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
-        read = self._gate.read
-        async for event in self._raw:
-            read(event)
-            yield event
+    def read_sync() -> Iterator[Any]:
+        for sse in events():
+            if sse.data:
+                read(sse.data)
+            yield sse
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._raw, name)
+    wire._iter_events = read_sync
 
 
 class _Guarded:
     """What the sync and the async guarded streams share: the gate, the verdict, the rest."""
 
-    def __init__(self, stream: Any, gate: Gate[Any], *, package: str, helper: bool) -> None:
-        self._stream, self._gate, self._package = stream, gate, package
-        self._raw: Any = None
-        if helper:
-            self._raw = stream._raw_stream
-            stream._raw_stream = _Tap(self._raw, gate)
+    def __init__(self, stream: Any, gate: Gate[Any], *, wire: Any) -> None:
+        self._stream, self._gate = stream, gate
+        #: The SDK's stream of wire events (the stream, or a helper's), or None when the items
+        #: are the wire events (an iterable given with a profile).
+        self._wire = wire
+        self._reads_items = wire is None
+        if wire is not None:
+            _tap(wire, gate)
 
     @property
     def report(self) -> Report | None:
@@ -92,14 +97,8 @@ class _Guarded:
     def __repr__(self) -> str:
         return f"<callgate guarded {self._stream!r}>"
 
-    def _error_event(self, error: Exception) -> object | None:
-        module = type(error).__module__.partition(".")[0]
-        if module != self._package:
-            return None
-        return stream_error_event(self._package, getattr(error, "body", None))
-
-    def _verdict_on(self, error: Exception) -> Blocked | None:
-        """After the SDK raised ``error`` and the rest was read: ``Blocked`` to raise, or None
+    def _verdict(self) -> Blocked | None:
+        """After the SDK raised and the rest of the wire was read: ``Blocked`` to raise, or None
         when the turn could have run."""
         try:
             self._gate.judge()
@@ -111,9 +110,8 @@ class _Guarded:
 class GuardedStream(_Guarded):
     """A sync SDK stream, guarded (``callgate.guard``)."""
 
-    def __init__(self, stream: Any, gate: Gate[Any], *, package: str, helper: bool) -> None:
-        super().__init__(stream, gate, package=package, helper=helper)
-        self._reads_items = not helper
+    def __init__(self, stream: Any, gate: Gate[Any], *, wire: Any) -> None:
+        super().__init__(stream, gate, wire=wire)
         self._iterator = self._run()
 
     def __iter__(self) -> Iterator[Any]:
@@ -185,16 +183,13 @@ class GuardedStream(_Guarded):
         yield from gate.judge()
 
     def _judge_failure(self, error: Exception) -> None:
-        event = self._error_event(error)
-        if event is not None:
-            self._gate.read(event)
-        elif self._raw is not None:
+        if self._wire is not None:
             try:
-                for raw in self._raw:
-                    self._gate.read(raw)
+                for _ in self._wire:  # what a helper that failed left unread
+                    pass
             except Exception:  # the wire failed too: judged on what came
                 pass
-        blocked = self._verdict_on(error)
+        blocked = self._verdict()
         if blocked is not None:
             raise blocked from error
 
@@ -202,9 +197,8 @@ class GuardedStream(_Guarded):
 class AsyncGuardedStream(_Guarded):
     """An async SDK stream, guarded (``callgate.guard``)."""
 
-    def __init__(self, stream: Any, gate: Gate[Any], *, package: str, helper: bool) -> None:
-        super().__init__(stream, gate, package=package, helper=helper)
-        self._reads_items = not helper
+    def __init__(self, stream: Any, gate: Gate[Any], *, wire: Any) -> None:
+        super().__init__(stream, gate, wire=wire)
         self._iterator = self._run()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
@@ -280,15 +274,12 @@ class AsyncGuardedStream(_Guarded):
             yield item
 
     async def _judge_failure(self, error: Exception) -> None:
-        event = self._error_event(error)
-        if event is not None:
-            self._gate.read(event)
-        elif self._raw is not None:
+        if self._wire is not None:
             try:
-                async for raw in self._raw:
-                    self._gate.read(raw)
+                async for _ in self._wire:  # what a helper that failed left unread
+                    pass
             except Exception:  # the wire failed too: judged on what came
                 pass
-        blocked = self._verdict_on(error)
+        blocked = self._verdict()
         if blocked is not None:
             raise blocked from error

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from typing import Any
 
 from callgate.cli.guard.streams import AsyncGuardedStream, GuardedStream
@@ -71,8 +72,10 @@ def guard(
     if kind.role == MANAGER:
         manager = AsyncGuardedManager if kind.asynchronous else GuardedManager
         return manager(stream, tools, settings)
-    _require_unread(stream)
-    url = _request_url(stream._raw_stream if kind.role == HELPER else stream)
+    wire = None if not package else stream._raw_stream if kind.role == HELPER else stream
+    for reader in (stream, wire):
+        _require_unread(reader)
+    url = _request_url(wire)
     provider = provider or (provider_from_url(url) if url else None)
     gate: Gate[Any] = Gate(
         profile or stream_profile(kind, url, provider),
@@ -82,7 +85,7 @@ def guard(
         allow=allow,
     )
     wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
-    return wrapper(stream, gate, package=package, helper=kind.role == HELPER)
+    return wrapper(stream, gate, wire=wire)
 
 
 def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
@@ -105,9 +108,17 @@ def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
 
 
 def _require_unread(stream: object) -> None:
-    iterator = getattr(stream, "_iterator", None)
-    if iterator is not None and not _unstarted(iterator):
+    """Refuse a stream that gave out events already. Its generator is looked at without making
+    it: anthropic's stream makes it on first use, on a copy of itself, which must carry the
+    tap; one made but not started is dropped, to be made again."""
+    state = vars(stream) if hasattr(stream, "__dict__") else {}
+    iterator = state.get("_iterator")
+    if iterator is None:
+        return
+    if not _unstarted(iterator):
         raise UsageError("guard() takes a stream nothing has read from yet")
+    if isinstance(getattr(type(stream), "_iterator", None), cached_property):
+        del state["_iterator"]
 
 
 def _unstarted(iterator: object) -> bool:
