@@ -82,12 +82,18 @@ class Gate(Generic[Item]):
             self._holding = True
         self._engine.feed(event)
 
-    def read_text(self, text: str) -> None:
+    def read_text(self, text: str) -> object:
         """The data of the next SSE event, as the provider sent it: parsed as the proxy parses it
         (strictly: a repeated member name is a finding, not a value the SDK kept), ``[DONE]``
-        left out as the proxy's reader leaves it out."""
-        if text != "[DONE]":
-            self.read(self._value(text))
+        left out as the proxy's reader leaves it out. Returns the event read: its JSON value,
+        or the text when it is no strict JSON (or ``[DONE]``)."""
+        if text == "[DONE]":
+            return text
+        event = self._value(text)
+        if not self._holding and self._carries_terminal(event):
+            self._holding = True
+        self._engine.feed(event)
+        return event
 
     def pass_on(self, item: Item) -> bool:
         """Whether ``item`` goes to the app now; if not, the gate keeps it for ``judge``."""

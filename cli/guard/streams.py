@@ -39,7 +39,11 @@ _READS_TO_END = frozenset(
 
 def _tap(wire: Any, gate: Gate[Any]) -> None:
     """Have ``gate`` read the data of each SSE event the SDK's stream ``wire`` decodes, as it
-    takes it: its ``_iter_events`` is called once, when the stream is first read."""
+    takes it: its ``_iter_events`` is called once, when the stream is first read.
+
+    An event whose data parsed strictly as a JSON object is handed to the SDK with that value
+    as what its ``json()`` gives: it is what the SDK's own ``json.loads`` of the same text
+    gives (strict JSON is a part of what it reads), and the text is parsed once, not twice."""
     events = wire._iter_events
     read = gate.read_text
     if inspect.isasyncgenfunction(events):
@@ -47,7 +51,7 @@ def _tap(wire: Any, gate: Gate[Any]) -> None:
         async def read_async() -> AsyncIterator[Any]:
             async for sse in events():
                 if sse.data:
-                    read(sse.data)
+                    _parsed(sse, read(sse.data))
                 yield sse
 
         wire._iter_events = read_async
@@ -56,10 +60,15 @@ def _tap(wire: Any, gate: Gate[Any]) -> None:
     def read_sync() -> Iterator[Any]:
         for sse in events():
             if sse.data:
-                read(sse.data)
+                _parsed(sse, read(sse.data))
             yield sse
 
     wire._iter_events = read_sync
+
+
+def _parsed(sse: Any, value: object) -> None:
+    if type(value) is dict:
+        sse.json = lambda: value
 
 
 class _Guarded:
@@ -168,6 +177,9 @@ class GuardedStream(_Guarded):
 
     def _run(self) -> Generator[Any, None, None]:
         gate, source = self._gate, iter(self._stream)
+        if not self._reads_items:
+            yield from self._run_wire(gate, source)
+            return
         while True:
             try:
                 item = next(source)
@@ -180,6 +192,20 @@ class GuardedStream(_Guarded):
                 gate.read(item)
             if gate.pass_on(item):
                 yield item
+        yield from gate.judge()
+
+    def _run_wire(self, gate: Gate[Any], source: Iterator[Any]) -> Generator[Any, None, None]:
+        """``_run`` where the tap reads the wire: the gate is told nothing of the items, and
+        whatever the loop raises comes from the SDK (a generator is thrown nothing but
+        ``GeneratorExit`` here, which is no ``Exception``)."""
+        pass_on = gate.pass_on
+        try:
+            for item in source:
+                if pass_on(item):
+                    yield item
+        except Exception as error:
+            self._judge_failure(error)
+            raise
         yield from gate.judge()
 
     def _judge_failure(self, error: Exception) -> None:
