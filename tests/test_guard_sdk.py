@@ -24,7 +24,8 @@ from callgate.reassemble.profiles import PROFILES
 from tests.conftest import CONFORMANCE, ROOT, fixture_id, load
 from tests.proxy_harness import APPS_PYTHON
 
-pytestmark = pytest.mark.sdk
+#: One worker runs the module: each SDK's cases are one interpreter's batch, run once.
+pytestmark = [pytest.mark.sdk, pytest.mark.xdist_group("guard-sdk-batch")]
 
 APP = ROOT / "tests" / "apps" / "guard_app.py"
 SDKS = {"openai": ("openai", "openai-responses"), "anthropic": ("anthropic",)}
