@@ -197,6 +197,26 @@ def test_misuse_is_a_one_line_usage_error(call: Any, line: str) -> None:
     assert str(raised.value).startswith(line) and "\n" not in str(raised.value)
 
 
+def test_leaving_an_async_loop_early_closes_the_async_generator() -> None:
+    document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    closed: list[bool] = []
+
+    async def events() -> AsyncIterator[Any]:
+        try:
+            for event in events_of(document):
+                yield event
+        finally:
+            closed.append(True)
+
+    async def run() -> None:
+        async with guard(events(), document["tool_schemas"], profile="openai") as guarded:
+            async for _ in guarded:
+                break
+        assert closed == [True]  # at the block's end, not when the event loop shuts down
+
+    asyncio.run(run())
+
+
 def test_an_async_iterable_is_guarded_the_same_way() -> None:
     async def events(document: dict[str, Any]) -> AsyncIterator[Any]:
         for event in events_of(document):

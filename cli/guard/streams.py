@@ -249,7 +249,9 @@ class AsyncGuardedStream(_Guarded):
     async def close(self) -> None:
         """Close the SDK's stream (and its HTTP response)."""
         await self._iterator.aclose()
-        closing: Callable[[], object] | None = getattr(self._stream, "close", None)
+        closing: Callable[[], object] | None = getattr(self._stream, "close", None) or getattr(
+            self._stream, "aclose", None
+        )
         if closing is not None:
             closed = closing()
             if inspect.isawaitable(closed):
