@@ -113,18 +113,21 @@ test-mitmproxy12: $(STAMP12) $(APPS_STAMP) browser
 	$(VENV12)/bin/python $(PYTEST) -p no:cacheprovider -m '$(MARKS)'
 endif
 
-bench: $(STAMP)
+bench: $(STAMP) $(APPS_STAMP)
 	$(BIN)/python bench/bench_engine.py
 	$(BIN)/python bench/bench_framing.py
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_floor.py
 	$(BIN)/python bench/bench_proxy.py
+	PYTHONPATH=. $(APPS)/bin/python bench/bench_guard.py
 
 # Instructions counted by callgrind (needs valgrind), which the machine's speed does not move:
-# the tap per event, the fixture writer per fixture, replay against its floor.
-instructions: $(STAMP)
+# the tap per event, the fixture writer per fixture, replay against its floor, and a turn through
+# an SDK with callgate.guard against one without.
+instructions: $(STAMP) $(APPS_STAMP)
 	$(BIN)/python bench/instructions.py
+	PYTHONPATH=. $(APPS)/bin/python bench/bench_guard.py instructions
 
 # The fuzz tests at length (make test runs a slice): FUZZ_EXAMPLES each, from a seed it prints.
 FUZZ_EXAMPLES ?= 50000

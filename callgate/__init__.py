@@ -4,7 +4,9 @@ The public face of the Python API. Feed a provider's raw stream events (as parse
 or the SDK's own event objects) to a ``Reassembler`` given the tools (a name-to-schema mapping, or
 the list handed to the SDK), or a whole envelope to ``check``, and read the ``Report``: its
 ``status``, the reassembled ``calls`` and the ``findings``, each with a stable ``Code``.
-``redact_envelope`` turns an envelope into a fixture that is safe to keep.
+``redact_envelope`` turns an envelope into a fixture that is safe to keep. ``guard`` wraps the
+stream an SDK returned (``guarded`` a client) so that a turn whose calls may not run raises
+``Blocked`` before its end reaches the app.
 
 How this works: the names below load on first use (PEP 562), so ``import callgate`` costs
 nothing. That matters because pytest imports ``callgate.cli.pytest_plugin``, and with it this
@@ -45,6 +47,9 @@ _EXPORTS = {
     "RedactionRefused": "callgate.redact",
     "redact_envelope": "callgate.redact",
     "mutate": "callgate.reassemble.mutations",
+    "Blocked": "callgate.reassemble.gate",
+    "guard": "callgate.cli.guard",
+    "guarded": "callgate.cli.guard",
     "mutations": "callgate.reassemble.mutations",
 }
 
@@ -53,6 +58,7 @@ __all__ = [
     "ENVELOPE_SCHEMA",
     "QUIRKS",
     "ArgumentMode",
+    "Blocked",
     "Call",
     "CallgateError",
     "Code",
@@ -72,6 +78,8 @@ __all__ = [
     "UsageError",
     "__version__",
     "check",
+    "guard",
+    "guarded",
     "mutate",
     "mutations",
     "redact_envelope",
@@ -79,6 +87,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from callgate.cli.guard import guard, guarded
     from callgate.reassemble import (
         DEFAULT_LIMITS,
         ENVELOPE_SCHEMA,
@@ -104,6 +113,7 @@ if TYPE_CHECKING:
         SetupError,
         UsageError,
     )
+    from callgate.reassemble.gate import Blocked
     from callgate.reassemble.mutations import mutate, mutations
     from callgate.redact import ArgumentMode, RedactionRefused, redact_envelope
 

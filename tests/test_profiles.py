@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from callgate.reassemble import Code, Reassembler, check
 from callgate.reassemble.events import Event
 from callgate.reassemble.eventstream import decode
-from callgate.reassemble.profiles import PROFILES, profile_for, profile_of_events
+from callgate.reassemble.profiles import PROFILES, anthropic, profile_for, profile_of_events
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, function_tools, reason_replaced
 from callgate.reassemble.profiles.openai import ChatTranslator, names_cannot_repeat
 from callgate.reassemble.providers import provider_from_url
@@ -922,3 +922,68 @@ def test_a_chat_chunk_read_with_the_names_proof_is_what_the_full_parse_gives(
 )
 def test_the_names_proof_holds_for_a_plain_arguments_chunk_only(text: str, holds: bool) -> None:
     assert names_cannot_repeat(json.loads(text), text) is holds
+
+
+@settings(max_examples=300)
+@given(
+    partial=st.text(alphabet='ab:{}[]",\\ ', max_size=12),
+    extra=st.none() | st.sampled_from([1, "x:y", None, {"k": 1}, [1], "\\u003a"]),
+    compact=st.booleans(),
+    repeat=st.none() | st.integers(0, 20),
+    repeated=st.sampled_from([1, "x:y", None, {"k": 1}, "\\u003a"]),
+)
+def test_an_anthropic_delta_read_with_the_names_proof_is_what_the_full_parse_gives(
+    partial: str, extra: Any, compact: bool, repeat: int | None, repeated: Any
+) -> None:
+    """A ``content_block_delta`` with colons in its strings, now and then a member of another
+    kind and now and then a member written twice: read with the proof, it is what the full
+    strict parse gives."""
+    event: dict[str, Any] = {
+        "type": "content_block_delta",
+        "index": 1,
+        "delta": {"type": "input_json_delta", "partial_json": partial},
+    }
+    if extra is not None:
+        event["delta"]["extra"] = extra
+    text = json.dumps(event, separators=(",", ":") if compact else None)
+    members = list(_MEMBER.finditer(text))
+    if repeat is not None and members:
+        member = members[repeat % len(members)]
+        text = (
+            text[: member.start()]
+            + f'"{member.group(1)}": {json.dumps(repeated)}, '
+            + text[member.start() :]
+        )
+    read, full = event_reader(anthropic.names_cannot_repeat)(text), event_value(text)
+    assert (type(read), read) == (type(full), full)
+
+
+@pytest.mark.parametrize(
+    ("text", "holds"),
+    [
+        (
+            '{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta",'
+            '"partial_json":"{\\"a\\": 1"}}',
+            True,
+        ),
+        (
+            '{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", '
+            '"text": "a:b"}}',
+            True,
+        ),
+        (
+            '{"type":"content_block_delta","index":0,"index":0,"delta":{"type":"text_delta",'
+            '"text":"a"}}',
+            False,
+        ),
+        (
+            '{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":1}}',
+            False,
+        ),
+        ('{"type":"message_stop"}', False),
+    ],
+)
+def test_the_anthropic_names_proof_holds_for_a_delta_of_scalars_only(
+    text: str, holds: bool
+) -> None:
+    assert anthropic.names_cannot_repeat(json.loads(text), text) is holds

@@ -260,6 +260,32 @@ def to_invoke_message(event: object) -> bytes:
     return event_message("chunk", json.dumps({"bytes": data}).encode())
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def names_cannot_repeat(value: Any, text: str) -> bool:
+    """The ``names_proof`` of an event that holds one object below its own, and only scalars
+    besides (a ``content_block_delta``: nearly every event of a turn): it holds when the text's
+    ``:`` characters, less those in the two objects' strings, are exactly their members.
+
+    Why that proves it: outside strings, a ``:`` ends each member name written in the text, and
+    an object that repeats a name keeps fewer members than were written; inside strings, with
+    no ``\\u`` escape in the text, each ``:`` of a parsed string is one in the text. The two
+    objects are all the objects of the value, so when the count equals their members, every
+    object keeps every member written."""
+    delta = value.get("delta") if type(value) is dict else None
+    if type(delta) is not dict:
+        return False
+    colons = text.count(":") - len(value) - len(delta)
+    for holder in (value, delta):
+        for field in holder.values():
+            if type(field) is str:
+                colons -= field.count(":")
+            elif field is not delta and not isinstance(field, _SCALARS):
+                return False
+    return colons == 0
+
+
 PROFILE = Profile(
     name="anthropic",
     stream_key="events",
@@ -287,4 +313,5 @@ PROFILE = Profile(
     ),
     argument_sites=argument_sites,
     structural_keys=frozenset({"stop_reason"}),
+    names_proof=names_cannot_repeat,
 )

@@ -1,0 +1,176 @@
+"""``callgate.guard``: which SDK object this is, and the guarded stream (or manager) for it.
+
+How this works: the object's class is looked up by its package and name in the gate's table
+(``callgate.reassemble.gate.STREAM_TYPES``), so no SDK is imported here. The profile comes from
+the table, refined by the URL of the request where the SDK keeps it (openai's one ``Stream``
+class carries Chat Completions and Responses events), and the provider from that URL's host
+unless given. Any other object is read as an iterable of wire events when ``profile=`` names
+their profile. A stream something has read from already cannot be guarded: the events it gave
+out were never judged.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from typing import Any
+
+from callgate.cli.guard.streams import AsyncGuardedStream, GuardedStream
+from callgate.reassemble.errors import UsageError
+from callgate.reassemble.gate import EVENTS, HELPER, MANAGER, Gate, StreamType, stream_profile
+from callgate.reassemble.gate import stream_type as table_type
+from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.providers import provider_from_url
+
+#: What ``guard`` was given besides the stream: handed to the streams a manager gives.
+Settings = dict[str, Any]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<no tools>"
+
+
+MISSING: Any = _Missing()
+
+
+def guard(
+    stream: Any,
+    tools: Any = MISSING,
+    *,
+    provider: str | None = None,
+    allow: Iterable[str] = (),
+    profile: str | None = None,
+    tool_choice: object = None,
+) -> Any:
+    """Wrap the stream object an SDK returned so that its tool calls are judged before the app
+    sees the end of the turn. ``tools`` is the list of tools the app gave the SDK, in that SDK's
+    shape (an empty list when it gave none); ``provider`` names the provider when the URL's host
+    does not tell it; ``allow`` names quirks to tolerate; ``profile`` reads any iterable (or
+    async iterable) of wire events, or overrides the one the object's type gives;
+    ``tool_choice`` is the request's (a forced call may end with ``"stop"``).
+
+    Returns an object that behaves like ``stream`` (iteration, a with block, attributes), with
+    the turn's report and calls once read; iterating it raises ``Blocked`` instead of handing
+    out the turn's terminal evidence when the calls may not run. Raises ``UsageError`` (one
+    line) without tools, for an object callgate cannot read, for a stream already read from, or
+    for tools it cannot read.
+    """
+    if tools is MISSING or tools is None:
+        raise UsageError(
+            "guard() needs the tools the app gave the SDK (tools=[...], [] for none): a call "
+            "to a tool callgate was not told about is unknown_tool"
+        )
+    settings: Settings = {
+        "provider": provider,
+        "allow": tuple(allow),
+        "profile": profile,
+        "tool_choice": tool_choice,
+    }
+    kind, package = _kind_of(stream, profile)
+    if kind.role == MANAGER:
+        manager = AsyncGuardedManager if kind.asynchronous else GuardedManager
+        return manager(stream, tools, settings)
+    wire = None if not package else stream._raw_stream if kind.role == HELPER else stream
+    for reader in (stream, wire):
+        _require_unread(reader)
+    url = _request_url(wire)
+    provider = provider or (provider_from_url(url) if url else None)
+    gate: Gate[Any] = Gate(
+        profile or stream_profile(kind, url, provider),
+        tools,
+        request={"tool_choice": tool_choice} if tool_choice is not None else None,
+        provider=provider,
+        allow=allow,
+    )
+    wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
+    return wrapper(stream, gate, wire=wire)
+
+
+def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
+    """How to read ``stream``, and the SDK package it comes from ("" for a plain iterable)."""
+    if profile is not None and profile not in PROFILES:
+        raise UsageError(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
+    cls = type(stream)
+    package = cls.__module__.partition(".")[0]
+    kind = table_type(package, cls.__name__)
+    if kind is not None:
+        return kind, package
+    if profile is not None and hasattr(stream, "__aiter__"):
+        return StreamType(profile, EVENTS, asynchronous=True), ""
+    if profile is not None and hasattr(stream, "__iter__"):
+        return StreamType(profile, EVENTS, asynchronous=False), ""
+    raise UsageError(
+        f"guard() cannot read a {cls.__module__}.{cls.__qualname__}: give it the stream an "
+        "SDK returned, or an iterable of wire events with profile="
+    )
+
+
+def _require_unread(stream: object) -> None:
+    """Refuse a stream that gave out events already. Its generator is looked at without making
+    it: anthropic's stream makes it on first use, on a copy of itself, which must carry the
+    tap; one made but not started is dropped, to be made again."""
+    state = vars(stream) if hasattr(stream, "__dict__") else {}
+    iterator = state.get("_iterator")
+    if iterator is None:
+        return
+    if not _unstarted(iterator):
+        raise UsageError("guard() takes a stream nothing has read from yet")
+    if isinstance(getattr(type(stream), "_iterator", None), cached_property):
+        del state["_iterator"]
+
+
+def _unstarted(iterator: object) -> bool:
+    if inspect.isgenerator(iterator):
+        return inspect.getgeneratorstate(iterator) == inspect.GEN_CREATED
+    if inspect.isasyncgen(iterator):
+        frame = iterator.ag_frame
+        return frame is not None and not iterator.ag_running and frame.f_lasti == 0
+    return True
+
+
+def _request_url(stream: object) -> str | None:
+    """The URL the SDK sent the stream's request to, where it keeps its HTTP response."""
+    try:
+        return str(stream.response.request.url)  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):  # no response, or httpx's "request not set"
+        return None
+
+
+class GuardedManager:
+    """openai's ``.stream()`` and anthropic's ``messages.stream()`` context managers, guarded:
+    entering gives the guarded helper stream."""
+
+    def __init__(self, manager: Any, tools: Any, settings: Settings) -> None:
+        self._manager, self._tools, self._settings = manager, tools, settings
+
+    def __enter__(self) -> Any:
+        return guard(self._manager.__enter__(), self._tools, **self._settings)
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._manager.__exit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._manager, name)
+
+
+class AsyncGuardedManager(GuardedManager):
+    """The async form of ``GuardedManager``."""
+
+    async def __aenter__(self) -> Any:
+        return guard(await self._manager.__aenter__(), self._tools, **self._settings)
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._manager.__aexit__(*exc)
+
+
+def guard_settings(kwargs: Mapping[str, Any]) -> tuple[list[Any], object]:
+    """The tools and ``tool_choice`` of an SDK call's keyword arguments: what it left out (or
+    passed as the SDK's "not given" marker) is none."""
+    tools = kwargs.get("tools")
+    choice = kwargs.get("tool_choice")
+    return (
+        list(tools) if isinstance(tools, list | tuple) else [],
+        choice if isinstance(choice, str | dict) else None,
+    )

@@ -1,0 +1,196 @@
+"""The gate: an SDK's stream items handed on at once, the turn's terminal evidence held until the
+turn is judged.
+
+How this works: the same rule as the proxy's enforce mode. ``read_text`` takes the data of each
+SSE event as the SDK's stream decodes it, ``read`` a wire event already parsed (a dict, or an
+SDK's pydantic model of one), and each is fed to the engine;
+the first event the profile says ``carries_terminal`` (Chat Completions' chunk with a
+``finish_reason``, Anthropic's ``message_delta``, the Responses API's ``response.completed``)
+switches the gate to holding. ``pass_on`` says whether an item the app is to see goes now, or is
+kept because the gate holds. ``judge``, at the end of the stream, returns what was held when the
+turn may run, and raises ``Blocked`` when it may not: the held items never reach the app.
+
+An item and its evidence are told apart: the evidence is what the provider sent, read before
+the SDK turns it into objects (an SDK's model can repair what the wire got wrong: openai's
+coerces a string index to a number; its stream raises on an error event instead of handing it
+on), and SDK helpers (openai's ``.stream()``, anthropic's ``MessageStream``) hand out events they
+make themselves, some of them snapshots that parse before the provider ended anything. The
+items are whatever the app iterates. The table below says which SDK objects callgate reads.
+
+Like the engine, the gate is sans-I/O: it never reads, writes or closes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from callgate.reassemble.engine import Reassembler
+from callgate.reassemble.profiles import PROFILES, profile_for
+from callgate.reassemble.readers import event_reader
+from callgate.reassemble.report import Report
+from callgate.reassemble.sdk import event_json
+
+Item = TypeVar("Item")
+
+
+class Blocked(Exception):
+    """The turn's tool calls may not run. ``report`` is the verdict; ``str()`` is one line naming
+    the blocking codes. Not a ``CallgateError``: a blocked turn is an answer about the provider's
+    stream, not a misuse of callgate, and an app's handler for bad input must not swallow it."""
+
+    def __init__(self, report: Report) -> None:
+        codes = ", ".join(report.blocking_codes) or "conformance failure"
+        super().__init__(f"callgate blocked this turn: {codes}")
+        self.report = report
+
+
+class Gate(Generic[Item]):
+    """One streamed turn between an SDK and the app. ``profile``, ``tools``, ``request``,
+    ``provider`` and ``allow`` are the engine's (``Reassembler``); raises its ``UsageError``s."""
+
+    def __init__(
+        self,
+        profile: str,
+        tools: Mapping[str, object] | Sequence[object],
+        *,
+        request: Mapping[str, object] | None = None,
+        provider: str | None = None,
+        allow: Iterable[str] = (),
+    ) -> None:
+        self._engine = Reassembler(
+            profile, tools=tools, request=request, provider=provider, allow_quirks=allow
+        )
+        self._carries_terminal = PROFILES[profile].carries_terminal
+        self._value = event_reader(PROFILES[profile].names_proof)
+        self._holding = False
+        self._held: list[Item] = []
+        #: The verdict, once ``judge`` gave it.
+        self.report: Report | None = None
+
+    @property
+    def holding(self) -> bool:
+        """The terminal evidence came: what the app is to see next waits for the verdict."""
+        return self._holding
+
+    def read(self, raw: object) -> None:
+        """The next wire event (a dict, or an SDK's model of one). Raises ``TypeError`` for
+        anything else, as ``Reassembler.feed`` does."""
+        event = raw if type(raw) is dict else event_json(raw)
+        if not self._holding and self._carries_terminal(event):
+            self._holding = True
+        self._engine.feed(event)
+
+    def read_text(self, text: str) -> object:
+        """The data of the next SSE event, as the provider sent it: parsed as the proxy parses it
+        (strictly: a repeated member name is a finding, not a value the SDK kept), ``[DONE]``
+        left out as the proxy's reader leaves it out. Returns the event read: its JSON value,
+        or the text when it is no strict JSON (or ``[DONE]``)."""
+        if text == "[DONE]":
+            return text
+        event = self._value(text)
+        if not self._holding and self._carries_terminal(event):
+            self._holding = True
+        self._engine.feed(event)
+        return event
+
+    def pass_on(self, item: Item) -> bool:
+        """Whether ``item`` goes to the app now; if not, the gate keeps it for ``judge``."""
+        if self._holding and self.report is None:
+            self._held.append(item)
+            return False
+        return True
+
+    def judge(self) -> list[Item]:
+        """The end of the stream: the held items, in order, when the turn may run (it passes, or
+        holds no tool call); raises ``Blocked`` when it may not. Judging again gives nothing
+        more (and raises again for a blocked turn)."""
+        if self.report is None:
+            self.report = self._engine.close()
+        if self.report.exit_code == 1:
+            self._held.clear()
+            raise Blocked(self.report)
+        held, self._held = self._held, []
+        return held
+
+
+# -- the SDK objects callgate reads ---------------------------------------------------------------
+
+#: How a stream object hands out its events: ``events`` (one item per wire event, whose SSE
+#: events its ``_iter_events`` decodes), ``helper`` (its items are made from the wire events of
+#: the stream in its ``_raw_stream``),
+#: ``manager`` (a context manager whose ``__enter__`` gives a helper).
+EVENTS, HELPER, MANAGER = "events", "helper", "manager"
+
+
+@dataclass(frozen=True)
+class StreamType:
+    """One SDK stream class callgate reads."""
+
+    #: The profile its wire events are read with; for an SDK whose one stream class serves
+    #: several APIs, the default, refined by ``stream_profile``.
+    profile: str
+    role: str
+    asynchronous: bool
+
+
+def _kinds(profile: str, role: str, *names: str) -> dict[str, StreamType]:
+    return {
+        name: StreamType(profile, role, asynchronous=name.startswith("Async")) for name in names
+    }
+
+
+#: SDK package -> class name -> how callgate reads an object of that class. Classes are told by
+#: name, so that ``import callgate`` never imports an SDK.
+STREAM_TYPES: dict[str, dict[str, StreamType]] = {
+    "openai": {
+        **_kinds("openai", EVENTS, "Stream", "AsyncStream"),
+        **_kinds("openai", HELPER, "ChatCompletionStream", "AsyncChatCompletionStream"),
+        **_kinds(
+            "openai", MANAGER, "ChatCompletionStreamManager", "AsyncChatCompletionStreamManager"
+        ),
+        **_kinds("openai-responses", HELPER, "ResponseStream", "AsyncResponseStream"),
+        **_kinds(
+            "openai-responses", MANAGER, "ResponseStreamManager", "AsyncResponseStreamManager"
+        ),
+    },
+    "anthropic": {
+        **_kinds("anthropic", EVENTS, "Stream", "AsyncStream"),
+        **_kinds("anthropic", HELPER, "MessageStream", "AsyncMessageStream"),
+        **_kinds("anthropic", MANAGER, "MessageStreamManager", "AsyncMessageStreamManager"),
+    },
+}
+
+#: SDK package -> the client methods (attribute paths from the client) whose streamed result
+#: ``guarded`` guards: ``create`` when called with ``stream=True``, ``stream`` always.
+CLIENT_STREAMS: dict[str, frozenset[tuple[str, ...]]] = {
+    "openai": frozenset(
+        {
+            ("chat", "completions", "create"),
+            ("chat", "completions", "stream"),
+            ("responses", "create"),
+            ("responses", "stream"),
+        }
+    ),
+    "anthropic": frozenset({("messages", "create"), ("messages", "stream")}),
+}
+
+#: The profiles an ``events`` stream of openai's may be read with, told from its request's
+#: URL (``profile_for``): Chat Completions and the APIs that copied it, and the Responses API.
+_OPENAI_STREAMS = ("openai", "mistral", "openai-responses")
+
+
+def stream_type(package: str, class_name: str) -> StreamType | None:
+    """How callgate reads an object of ``class_name`` from the SDK ``package``, or None."""
+    return STREAM_TYPES.get(package, {}).get(class_name)
+
+
+def stream_profile(kind: StreamType, url: str | None, provider: str | None) -> str:
+    """The profile of a stream of ``kind`` whose request went to ``url``: openai's ``Stream``
+    carries Chat Completions chunks or Responses events, told from the endpoint."""
+    if kind.profile == "openai" and kind.role == EVENTS and url is not None:
+        found = profile_for(url, provider)
+        if found in _OPENAI_STREAMS:
+            return found
+    return kind.profile
