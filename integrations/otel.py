@@ -44,12 +44,6 @@ LABELS = {
 
 #: What ``callgate record --otel`` needs beside mitmproxy.
 EXPORT_EXTRA = "callgate[proxy,otel-export]"
-EXPORT_MODULES = (
-    "opentelemetry.sdk.trace",
-    "opentelemetry.sdk.metrics",
-    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
-)
 
 
 def evaluation_attributes(report: Report, response_id: str | None = None) -> dict[str, Any]:
@@ -170,10 +164,10 @@ def export_over_otlp() -> Callable[[], None]:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    except ImportError as error:
+    except ImportError:
         raise SetupError(
-            f"--otel needs the OpenTelemetry SDK and its OTLP/HTTP exporter ({error.name} is "
-            f"missing): pip install '{EXPORT_EXTRA}'"
+            "--otel needs the OpenTelemetry SDK and its OTLP/HTTP exporter, which are not "
+            f"installed: pip install '{EXPORT_EXTRA}'"
         ) from None
     # OTEL_SERVICE_NAME, when set, names the service; else callgate does.
     resource = Resource.create(
