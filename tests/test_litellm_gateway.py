@@ -20,7 +20,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -29,7 +29,9 @@ from callgate import NotApplicable, check, mutate, mutations
 from callgate.cli.loopback import free_port
 from callgate.cli.serve import FakeProvider, collect
 from tests.conftest import CONFORMANCE, ROOT, load
-from tests.otlp import Receiver, start_receiver
+
+if TYPE_CHECKING:  # opentelemetry-proto: imported when the gateway starts, not at collection
+    from tests.otlp import Receiver
 
 pytestmark = [pytest.mark.gateway, pytest.mark.xdist_group("gateway")]
 
@@ -196,6 +198,8 @@ def wait_alive(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     if not GATEWAY_PYTHON.exists():
         pytest.fail(f"{GATEWAY_PYTHON} is missing: `make test` builds it")
+    from tests.otlp import start_receiver
+
     folder = tmp_path_factory.mktemp("gateway")
     write_served(folder / "served")
     provider = FakeProvider(collect([folder / "served"]), timing=0.002).start()
