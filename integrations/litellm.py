@@ -34,6 +34,7 @@ from litellm.integrations.custom_guardrail import CustomGuardrail
 from callgate.integrations.gateway import GatewayTurn, profile_of_route
 from callgate.reassemble.errors import UsageError
 from callgate.reassemble.gate import Blocked
+from callgate.reassemble.quirks import QUIRKS
 
 log = logging.getLogger("callgate.litellm")
 
@@ -57,6 +58,11 @@ class CallgateGuardrail(CustomGuardrail):  # type: ignore[misc]
     def __init__(self, allow: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.allow = tuple(allow or ())
+        unknown = [name for name in self.allow if name not in QUIRKS]
+        if unknown:  # at the proxy's start, not as every turn passing unjudged
+            raise ValueError(
+                f"callgate: unknown quirk {unknown[0]!r} under allow; known: {', '.join(QUIRKS)}"
+            )
 
     async def async_post_call_streaming_iterator_hook(
         self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]

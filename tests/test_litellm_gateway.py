@@ -421,3 +421,23 @@ def test_no_prompt_or_argument_leaves_in_telemetry(
     assert PROMPT_CANARY.encode() not in exported
     assert ARGUMENT_CANARY.encode() not in exported
     assert b"Oslo" not in exported
+
+
+def test_an_unknown_quirk_stops_the_guardrail_at_start() -> None:
+    probe = (
+        "from callgate.integrations.litellm import CallgateGuardrail\n"
+        "try:\n"
+        "    CallgateGuardrail(allow=['no_such_quirk'], guardrail_name='callgate',"
+        " event_hook='post_call', default_on=True)\n"
+        "except ValueError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [str(GATEWAY_PYTHON), "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.startswith("callgate: unknown quirk 'no_such_quirk' under allow; known: ")
