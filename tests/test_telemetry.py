@@ -191,3 +191,24 @@ def test_record_otel_without_the_sdk_is_one_line_naming_what_to_install(tmp_path
         "callgate: --otel needs the OpenTelemetry SDK and its OTLP/HTTP exporter, which are "
         "not installed: pip install 'callgate[proxy,otel-export]'\n",
     )
+
+
+def test_a_telemetry_fault_costs_the_turn_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A tracing library that fails when asked: no real SDK does on demand.
+    class Failing:
+        ProxyTracerProvider = type("ProxyTracerProvider", (), {})
+
+        @staticmethod
+        def get_tracer_provider() -> object:
+            raise RuntimeError("exporter down")
+
+    from callgate.integrations.otel import record_verdict
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.trace", Failing)
+    report = check(json.loads((CONFORMANCE / f"{FAILING}.json").read_text()))
+    record_verdict(report)
+    assert [r.getMessage() for r in caplog.records] == [
+        "callgate: the verdict was not exported: RuntimeError"
+    ]
