@@ -65,6 +65,7 @@ class GatewayTurn:
         self._holding = False
         self._held: list[Any] = []
         self._received = bytearray()
+        self._sent = 0  # bytes of ``_received`` handed on
         self._sse = SSEReader(PROFILES[profile], lambda: bytes(self._received))
         #: The response id the first events named, for the trace.
         self.response_id: str | None = None
@@ -96,12 +97,18 @@ class GatewayTurn:
         held, self._held = self._held, []
         return held
 
-    def give_up(self) -> list[Any]:
-        """What is held, to pass on unjudged: the gateway handed over something callgate cannot
-        read, and a stream is never broken for that."""
-        held, self._held = self._held, []
-        self._holding = False
-        return held
+    def give_up(self, failed: Any = None) -> list[Any]:
+        """Everything received and not sent, ``failed`` (the item ``take`` raised for) among it,
+        to pass on unjudged: the gateway handed over something callgate cannot read, or callgate
+        failed, and a stream is never broken for either. Nothing is taken after this."""
+        out = [item for item in self._held if not isinstance(item, bytes)]
+        unsent = bytes(self._received[self._sent :])
+        if unsent:  # held blocks, the framer's partial event and what ``take`` did not cut
+            out.append(unsent)
+        if failed is not None and not isinstance(failed, bytes | bytearray):
+            out.append(failed)
+        self._held, self._sent = [], len(self._received)
+        return out
 
     def _take_bytes(self, data: bytes) -> list[Any]:
         self._received += data
@@ -109,6 +116,7 @@ class GatewayTurn:
         for block in self._sse.feed(data):
             self._read_block(block)
             out += self._pass([block])
+        self._sent += sum(map(len, out))  # counted once all of them go
         return out
 
     def _read_block(self, block: bytes) -> None:

@@ -10,8 +10,9 @@ turn's terminal evidence (``callgate.integrations.gateway``). On a turn whose ca
 raises ``CallgateBlocked``, a plain exception with ``status_code = 400``: once the stream started,
 LiteLLM ends it with its SSE error frame, which the openai and anthropic SDKs raise; an
 ``HTTPException`` would cut a ``/v1/messages`` stream instead. A route callgate cannot read passes
-through untouched, with one log line. The guardrail keeps nothing across turns: any number of
-gateway replicas can run it.
+through untouched, with one log line; so does the rest of a stream once an item cannot be read
+or callgate fails itself (the client loses nothing). The guardrail keeps nothing across turns:
+any number of gateway replicas can run it.
 
 Registered in the proxy's config:
 
@@ -37,6 +38,10 @@ from callgate.reassemble.gate import Blocked
 from callgate.reassemble.quirks import QUIRKS
 
 log = logging.getLogger("callgate.litellm")
+
+
+def _unjudged(route: str, error: Exception) -> None:
+    log.warning("callgate: %s passed on unjudged after %s: %s", route, type(error).__name__, error)
 
 
 class CallgateBlocked(Exception):
@@ -76,9 +81,9 @@ class CallgateGuardrail(CustomGuardrail):  # type: ignore[misc]
         async for item in response:
             try:
                 ready = turn.take(item)
-            except TypeError:
-                log.warning("callgate: %s gave a %s; passed on unjudged", route, type(item))
-                for out in [*turn.give_up(), item]:
+            except Exception as error:  # an item it cannot read, or callgate's own failure
+                _unjudged(route, error)
+                for out in turn.give_up(item):
                     yield out
                 async for rest in response:
                     yield rest
@@ -89,6 +94,9 @@ class CallgateGuardrail(CustomGuardrail):  # type: ignore[misc]
             held = turn.finish()
         except Blocked as blocked:
             raise CallgateBlocked(blocked) from None
+        except Exception as error:  # callgate's own failure: the client loses nothing
+            _unjudged(route, error)
+            held = turn.give_up()
         for out in held:
             yield out
 

@@ -133,8 +133,23 @@ def test_an_item_it_cannot_read_is_a_type_error_and_what_was_held_goes_on() -> N
     chunks = envelope["chunks"]
     for chunk in chunks:
         turn.take(chunk)
+    odd = object()
     with pytest.raises(TypeError):
-        turn.take(object())
+        turn.take(odd)
     end = next(i for i, c in enumerate(chunks) if any(x.get("finish_reason") for x in c["choices"]))
     assert end < len(chunks) - 1  # a usage chunk follows the end: it is held too
-    assert turn.give_up() == chunks[end:]
+    assert turn.give_up(odd) == [*chunks[end:], odd]
+
+
+@pytest.mark.parametrize("piece", [5, 64, 1 << 20])
+def test_bytes_given_up_mid_stream_are_every_byte_not_sent(piece: int) -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_text_then_two_tools.json")
+    body = b"".join(framed(envelope, "sse"))
+    turn = GatewayTurn("anthropic", {"tools": envelope["tool_schemas"]})
+    pieces = [body[i : i + piece] for i in range(0, len(body), piece)]
+    sent = [out for item in pieces[:-1] for out in turn.take(item)]
+    odd = object()
+    with pytest.raises(TypeError):
+        turn.take(odd)
+    assert b"".join([*sent, *turn.give_up(odd)[:-1], pieces[-1]]) == body
+    assert turn.give_up() == []
