@@ -6,6 +6,8 @@ APPS := .venv-apps
 hash = $(shell $(PYTHON) -c 'import hashlib,sys;print(hashlib.sha256(open("$(1)","rb").read()).hexdigest()[:12])')
 STAMP := $(VENV)/.installed-$(call hash,pyproject.toml)
 APPS_STAMP := $(APPS)/.installed-$(call hash,tests/apps/requirements.txt)-$(call hash,pyproject.toml)
+GATEWAY := .venv-gateway
+GATEWAY_STAMP := $(GATEWAY)/.installed-$(call hash,tests/gateway/requirements.txt)-$(call hash,pyproject.toml)
 PIP := --quiet --disable-pip-version-check
 # The ai releases `diff --adapter vercel-ai` is tested with, and the Node example app that
 # `callgate tape run` replays, each pinned by its lockfile.
@@ -41,6 +43,15 @@ $(APPS_STAMP): tests/apps/requirements.txt pyproject.toml
 	$(APPS)/bin/python -m pip install $(PIP) --upgrade pip
 	$(APPS)/bin/python -m pip install $(PIP) -r tests/apps/requirements.txt -e .
 	rm -f $(APPS)/.installed-*
+	touch $@
+
+# The LiteLLM proxy with callgate's guardrail, its clients and the OpenTelemetry SDK, for the
+# gateway tests: the proxy's web stack in an environment of its own.
+$(GATEWAY_STAMP): tests/gateway/requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(GATEWAY)
+	$(GATEWAY)/bin/python -m pip install $(PIP) --upgrade pip
+	$(GATEWAY)/bin/python -m pip install $(PIP) -r tests/gateway/requirements.txt -e '.[litellm]'
+	rm -f $(GATEWAY)/.installed-*
 	touch $@
 
 # Debian's Chromium (and an emoji font, so mitmweb's markers show) for the browser tests, and
@@ -80,20 +91,20 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Every check that can fail, but the exhaustive sweeps (marked `full`).
-test: lint $(APPS_STAMP) browser $(NODE_STAMPS)
+test: lint $(APPS_STAMP) $(GATEWAY_STAMP) browser $(NODE_STAMPS)
 	$(BIN)/python $(PYTEST) -m 'not full'
 	$(MAKE) --no-print-directory test-mitmproxy12
 
 # Everything `make test` runs, and the sweeps: run it after a change to packaging, the tap's
 # limits or the fuzz targets (docs/testing.md).
-test-full: lint $(APPS_STAMP) browser $(NODE_STAMPS)
+test-full: lint $(APPS_STAMP) $(GATEWAY_STAMP) browser $(NODE_STAMPS)
 	$(BIN)/python $(PYTEST)
 	$(MAKE) --no-print-directory test-mitmproxy12 MARKS=proxy
 
 # The engine, redaction, reports and CLI: an answer in under a minute. No proxy, browser, SDK,
-# corpus or packaging test (see the markers in pyproject.toml).
+# gateway, corpus or packaging test (see the markers in pyproject.toml).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m 'not (slow or proxy or browser or sdk or corpus)'
+	$(BIN)/python -m pytest -q -n 2 -m 'not (slow or proxy or browser or sdk or gateway or corpus)'
 
 $(STAMP12): pyproject.toml
 	$(PYTHON12) -m venv $(VENV12)
@@ -160,5 +171,5 @@ docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs
 
 clean:
-	rm -rf $(VENV) $(APPS) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) $(APPS) $(GATEWAY) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 	  $(NODE_ENVS:%=%/node_modules)

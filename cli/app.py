@@ -249,6 +249,13 @@ def record_command(
             "stream the fixture holds, the raw stream, or none."
         ),
     ] = WebBody.redacted,
+    otel: Annotated[
+        bool,
+        typer.Option(
+            help="Export every verdict as OpenTelemetry over OTLP/HTTP (OTEL_EXPORTER_OTLP_* "
+            "variables); needs callgate[proxy,otel-export]."
+        ),
+    ] = False,
 ) -> None:
     """Record redacted fixtures from your app's traffic and flag failing streams live."""
     from callgate.cli.record import RecordOptions, run_record
@@ -264,6 +271,7 @@ def record_command(
         mode=mode,
         allow_raw_dump=allow_raw_dump,
         web_body=web_body.value,
+        otel=otel,
     )
     exit_with(run_record, options)
 

@@ -14,6 +14,7 @@ import ipaddress
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -50,6 +51,7 @@ class RecordOptions:
     allow_raw_dump: bool = False
     web_body: str = "redacted"
     web_port: int = 8081
+    otel: bool = False
 
 
 def callgate_home() -> Path:
@@ -145,12 +147,26 @@ def run_record(options: RecordOptions) -> int:
             "machine can use your API credentials through it",
             file=sys.stderr,
         )
+    flush_telemetry = _export_verdicts() if options.otel else None
     try:
         import asyncio  # here, not at the top: the command line imports this module to start
 
         return asyncio.run(_main(options))
     except KeyboardInterrupt:
         return 0
+    finally:
+        if flush_telemetry is not None:
+            flush_telemetry()
+
+
+def _export_verdicts() -> Callable[[], None]:
+    """Export every verdict over OTLP (``--otel``); raises ``SetupError`` without the SDK."""
+    from callgate.integrations.otel import export_over_otlp
+
+    flush = export_over_otlp()
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "the OTLP default endpoint"
+    print(f"callgate record: verdicts go over OTLP/HTTP to {endpoint}", flush=True)
+    return flush
 
 
 async def _main(options: RecordOptions) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.hooks import UpdateHook
 
+from callgate.integrations.otel import record_verdict
 from callgate.proxy_addon import webview
 from callgate.proxy_addon.settings import Settings, add_options, concerns, read_settings
 from callgate.proxy_addon.tap import StreamTap
@@ -197,6 +198,7 @@ class CallgateAddon:
             _not_judged(flow, capture.tap.max_body)
             return
         report = capture.tap.close()
+        record_verdict(report)
         flow.marked = PASS_MARK if report.executable else FAIL_MARK
         codes = ", ".join(report.blocking_codes) or "-"
         flow.comment = f"callgate: {report.status.value} ({codes})"

@@ -22,7 +22,7 @@ Like the engine, the gate is sans-I/O: it never reads, writes or closes anything
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -48,7 +48,8 @@ class Blocked(Exception):
 
 class Gate(Generic[Item]):
     """One streamed turn between an SDK and the app. ``profile``, ``tools``, ``request``,
-    ``provider`` and ``allow`` are the engine's (``Reassembler``); raises its ``UsageError``s."""
+    ``provider`` and ``allow`` are the engine's (``Reassembler``); raises its ``UsageError``s.
+    ``on_verdict`` is called once with the report when the turn is judged (telemetry)."""
 
     def __init__(
         self,
@@ -58,7 +59,9 @@ class Gate(Generic[Item]):
         request: Mapping[str, object] | None = None,
         provider: str | None = None,
         allow: Iterable[str] = (),
+        on_verdict: Callable[[Report], None] | None = None,
     ) -> None:
+        self._on_verdict = on_verdict
         self._engine = Reassembler(
             profile, tools=tools, request=request, provider=provider, allow_quirks=allow
         )
@@ -108,6 +111,8 @@ class Gate(Generic[Item]):
         more (and raises again for a blocked turn)."""
         if self.report is None:
             self.report = self._engine.close()
+            if self._on_verdict is not None:
+                self._on_verdict(self.report)
         if self.report.exit_code == 1:
             self._held.clear()
             raise Blocked(self.report)

@@ -15,7 +15,7 @@ from tests.conftest import ROOT
 
 PACKAGE = ROOT / "callgate"
 #: Who may import whom: each part may use the parts after it, never one before it.
-LAYERS = ("cli", "proxy_addon", "redact", "reassemble")
+LAYERS = ("cli", "proxy_addon", "integrations", "redact", "reassemble")
 
 
 def modules() -> dict[str, Path]:
@@ -121,7 +121,7 @@ def test_dependencies_point_one_way() -> None:
 #: Folders that must ask the registry instead of naming providers. ``cli/diff/`` is left out: its
 #: adapter registry says which profiles each accumulator library reads, and its runner runs in
 #: another interpreter, where callgate cannot be imported.
-ASKING = ("redact", "proxy_addon", "cli")
+ASKING = ("redact", "proxy_addon", "cli", "integrations")
 NAMING_ALLOWED = ("cli/diff/",)
 
 

@@ -26,7 +26,7 @@ from tests.proxy_harness import fake_provider, fixtures_in, post, request_body, 
 # One worker builds the wheel and the environments once for the whole module.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 
-DESIGN_FOLDERS = ("cli", "proxy_addon", "reassemble", "redact")
+DESIGN_FOLDERS = ("cli", "integrations", "proxy_addon", "reassemble", "redact")
 SDK_PINS = [
     line
     for line in (ROOT / "tests" / "apps" / "requirements.txt").read_text().split("\n")

@@ -1,13 +1,14 @@
 """callgate's build backend: setuptools', after one check of the checkout.
 
-How this works: ``callgate/cli``, ``callgate/proxy_addon``, ``callgate/reassemble`` and
-``callgate/redact`` are symbolic links to the design's folders at the top of the repository. A
-checkout made without symbolic links (``core.symlinks=false``, Git's default on Windows) holds a
-small text file in place of each, the link's target as its content, and setuptools would build a
-wheel of ``callgate/__init__.py`` alone, which fails only when it is imported. So every hook first
-checks that the four are folders, and stops the build with one line saying why and what to do;
-then setuptools' own hook runs. An sdist holds the four as plain folders, so a build from one
-passes. ``pyproject.toml`` names this module (``backend-path = ["tools"]``).
+How this works: ``callgate/cli``, ``callgate/integrations``, ``callgate/proxy_addon``,
+``callgate/reassemble`` and ``callgate/redact`` are symbolic links to the design's folders at the
+top of the repository. A checkout made without symbolic links (``core.symlinks=false``, Git's
+default on Windows) holds a small text file in place of each, the link's target as its content,
+and setuptools would build a wheel of ``callgate/__init__.py`` alone, which fails only when it is
+imported. So every hook first checks that the five are folders, and stops the build with one line
+saying why and what to do; then setuptools' own hook runs. An sdist holds the five as plain
+folders, so a build from one passes. ``pyproject.toml`` names this module
+(``backend-path = ["tools"]``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 #: The links in ``callgate/``, each to the top-level folder of the same name.
-PARTS = ("cli", "proxy_addon", "reassemble", "redact")
+PARTS = ("cli", "integrations", "proxy_addon", "reassemble", "redact")
 
 ConfigSettings = dict[str, Any] | None
 
@@ -39,7 +40,7 @@ def refusal(part: str) -> str:
 
 
 def _setuptools() -> Any:
-    """setuptools' backend, once the checkout (the hooks' working folder) has its four folders.
+    """setuptools' backend, once the checkout (the hooks' working folder) has its five folders.
 
     Imported only then, so the line comes first whatever the environment holds."""
     part = missing_part(Path.cwd())

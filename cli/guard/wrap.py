@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from callgate.cli.guard.streams import AsyncGuardedStream, GuardedStream
+from callgate.integrations.otel import record_verdict
 from callgate.reassemble.errors import UsageError
 from callgate.reassemble.gate import EVENTS, HELPER, MANAGER, Gate, StreamType, stream_profile
 from callgate.reassemble.gate import stream_type as table_type
@@ -83,6 +84,7 @@ def guard(
         request={"tool_choice": tool_choice} if tool_choice is not None else None,
         provider=provider,
         allow=allow,
+        on_verdict=record_verdict,
     )
     wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
     return wrapper(stream, gate, wire=wire)
