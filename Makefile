@@ -7,6 +7,11 @@ hash = $(shell $(PYTHON) -c 'import hashlib,sys;print(hashlib.sha256(open("$(1)"
 STAMP := $(VENV)/.installed-$(call hash,pyproject.toml)
 APPS_STAMP := $(APPS)/.installed-$(call hash,tests/apps/requirements.txt)-$(call hash,pyproject.toml)
 PIP := --quiet --disable-pip-version-check
+# The ai releases `diff --adapter vercel-ai` is tested with, and the Node example app that
+# `callgate tape run` replays, each pinned by its lockfile.
+NODE_ENVS := tests/node/ai-7 tests/node/ai-6 examples/node
+node_stamp = $(1)/node_modules/.installed-$(call hash,$(1)/package-lock.json)
+NODE_STAMPS := $(foreach env,$(NODE_ENVS),$(call node_stamp,$(env)))
 
 # mitmproxy 12 needs Python 3.12+: the proxy tests run there too when one is installed.
 PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23]*/bin/python3; do \
@@ -15,7 +20,7 @@ PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
 
-.PHONY: demo test test-fast test-full test-mitmproxy12 lint bench instructions fuzz mutation-score soak load docs browser clean
+.PHONY: demo test test-fast test-full test-mitmproxy12 lint bench instructions fuzz mutation-score soak load docs browser node clean
 
 # pytest on both cores: tests that share a server or a built environment carry one
 # xdist_group and run on one worker. The 15 slowest are printed at the end (docs/testing.md).
@@ -48,6 +53,24 @@ browser:
 	  else echo "chromium or tmux is missing and this is not root: their tests will skip"; fi; \
 	fi
 
+# Node.js and npm from the machine's package manager, for the Vercel AI SDK's diff adapters and
+# the Node example; then each pinned folder (npm ci starts node_modules afresh, stamp and all).
+node:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      nodejs npm >/dev/null; \
+	  else echo "node or npm is missing and this is not root: the Node tests will skip"; fi; \
+	fi
+
+define NODE_ENV
+$(call node_stamp,$(1)): $(1)/package-lock.json | node
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd $(1) && npm ci --no-audit --no-fund --loglevel=error >/dev/null && touch node_modules/$$(@F); \
+	fi
+endef
+$(foreach env,$(NODE_ENVS),$(eval $(call NODE_ENV,$(env))))
+
 demo: $(STAMP) $(APPS_STAMP)
 	@$(BIN)/python -m tools.demo
 
@@ -57,13 +80,13 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Every check that can fail, but the exhaustive sweeps (marked `full`).
-test: lint $(APPS_STAMP) browser
+test: lint $(APPS_STAMP) browser $(NODE_STAMPS)
 	$(BIN)/python $(PYTEST) -m 'not full'
 	$(MAKE) --no-print-directory test-mitmproxy12
 
 # Everything `make test` runs, and the sweeps: run it after a change to packaging, the tap's
 # limits or the fuzz targets (docs/testing.md).
-test-full: lint $(APPS_STAMP) browser
+test-full: lint $(APPS_STAMP) browser $(NODE_STAMPS)
 	$(BIN)/python $(PYTEST)
 	$(MAKE) --no-print-directory test-mitmproxy12 MARKS=proxy
 
@@ -134,4 +157,5 @@ docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs
 
 clean:
-	rm -rf $(VENV) $(APPS) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(APPS) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	  $(NODE_ENVS:%=%/node_modules)

@@ -3,32 +3,24 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 
 from callgate.cli.check import ReportFormat, run_check
 from callgate.cli.diff.command import AdapterName
 from callgate.cli.diff.mutations import DiffReport
-from callgate.cli.output import error_line
+from callgate.cli.output import error_line, exit_with
 from callgate.cli.record import ProxyMode
 from callgate.cli.replay.reports import ReplayFormat
+from callgate.cli.scan import ScanFormat
+from callgate.cli.tape.face import tape_app
 from callgate.proxy_addon.webview import WebBody
-from callgate.reassemble.errors import CallgateError, UsageError
+from callgate.reassemble.errors import UsageError
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import ArgumentMode
-
-
-def _exit(run: Callable[..., int], *arguments: Any) -> NoReturn:
-    """Run a command and exit with its code. Every command maps a ``CallgateError`` the same
-    way: its one line on stderr, exit 2."""
-    try:
-        code = run(*arguments)
-    except CallgateError as error:
-        code = error_line(error, sys.stderr)
-    raise typer.Exit(code)
+from callgate.redact.scanning import Kind
 
 
 def _usage(message: str) -> int:
@@ -60,7 +52,7 @@ def check_command(
     """Judge each fixture. One file: exit 0 pass, 1 block, 2 invalid input or no streamed tool
     call. Several: 0 some turn applicable and every applicable one passed, 1 a turn blocked, 2 no
     turn applicable or a file unreadable."""
-    _exit(run_check, fixtures, report, allow_quirk or [], sys.stdout, sys.stderr)
+    exit_with(run_check, fixtures, report, allow_quirk or [], sys.stdout, sys.stderr)
 
 
 @app.command("import")
@@ -106,7 +98,7 @@ def import_command(
         arguments=arguments,
         allow_verdict_change=allow_verdict_change,
     )
-    _exit(run_import, sources, options, sys.stdout, sys.stderr)
+    exit_with(run_import, sources, options, sys.stdout, sys.stderr)
 
 
 @app.command("replay")
@@ -125,9 +117,35 @@ def replay_command(
     """Check every fixture against its pinned expectation: exit 0 all held, 1 not, 2 unreadable."""
     from callgate.cli.replay.runner import run_replay
 
-    _exit(
+    exit_with(
         run_replay, paths, report.value, output, jobs, update_expectations, sys.stdout, sys.stderr
     )
+
+
+@app.command("scan")
+def scan_command(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Recordings, or folders of them (recursive): cassettes, HAR, flows, fixtures, "
+            "tapes, raw bodies."
+        ),
+    ],
+    kind: Annotated[
+        list[Kind] | None,
+        typer.Option("--kind", help="Report only this kind (repeatable; default: all)."),
+    ] = None,
+    report_format: Annotated[
+        ScanFormat,
+        typer.Option("--format", help="text: one line per finding; sarif: a SARIF 2.1.0 log."),
+    ] = ScanFormat.text,
+    output: Annotated[Path | None, typer.Option(help="Write the SARIF log to this file.")] = None,
+) -> None:
+    """Find credentials, prompts and unmasked output in recordings, one line each, never what
+    was found: exit 0 clean, 1 found, 2 a file unreadable."""
+    from callgate.cli.scan.command import run_scan
+
+    exit_with(run_scan, paths, kind or [], report_format, output, sys.stdout, sys.stderr)
 
 
 @app.command("diff")
@@ -143,6 +161,13 @@ def diff_command(
         str | None,
         typer.Option(help="An interpreter that has the adapter's library (default: this one)."),
     ] = None,
+    node_modules: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="For vercel-ai adapters: a node_modules folder with ai and its provider "
+            "(default: found from here, as Node finds it); repeat to compare releases."
+        ),
+    ] = None,
     mutations: Annotated[
         bool, typer.Option(help="Every fault and variation of one passing turn, as one table.")
     ] = False,
@@ -153,20 +178,30 @@ def diff_command(
     """What a real accumulator hands a tool runner, beside callgate's verdict: exit 0 all agree,
     1 some disagree, 2 invalid input or adapter missing."""
     adapters = [a.value for a in adapter]
+    folders = node_modules or []
     if mutations:
         from callgate.cli.diff.mutations import run_diff_mutations
 
         if len(fixtures) != 1:
-            _exit(_usage, "--mutations takes one fixture")
-        _exit(
-            run_diff_mutations, fixtures[0], adapters, python, report.value, sys.stdout, sys.stderr
+            exit_with(_usage, "--mutations takes one fixture")
+        exit_with(
+            run_diff_mutations,
+            fixtures[0],
+            adapters,
+            python,
+            report.value,
+            sys.stdout,
+            sys.stderr,
+            folders,
         )
     if report is not DiffReport.text:
-        _exit(_usage, "--report markdown and html go with --mutations")
+        exit_with(_usage, "--report markdown and html go with --mutations")
     from callgate.cli.diff.command import run_diff
 
-    _exit(
-        lambda: max(run_diff(fixtures, name, python, sys.stdout, sys.stderr) for name in adapters)
+    exit_with(
+        lambda: max(
+            run_diff(fixtures, name, python, sys.stdout, sys.stderr, folders) for name in adapters
+        )
     )
 
 
@@ -175,7 +210,7 @@ def explain_command(code: Annotated[str, typer.Argument(help="A finding code.")]
     """What a finding code means, what typically causes it, and how to recover."""
     from callgate.cli.explain import run_explain
 
-    _exit(run_explain, code, sys.stdout, sys.stderr)
+    exit_with(run_explain, code, sys.stdout, sys.stderr)
 
 
 @app.command("record")
@@ -230,7 +265,7 @@ def record_command(
         allow_raw_dump=allow_raw_dump,
         web_body=web_body.value,
     )
-    _exit(run_record, options)
+    exit_with(run_record, options)
 
 
 #: ``serve``'s help, one paragraph a line (typer keeps a docstring's line breaks).
@@ -268,7 +303,7 @@ def serve_command(
     """A fake provider on loopback that streams fixtures (``SERVE_HELP``)."""
     from callgate.cli.serve import run_serve
 
-    _exit(run_serve, paths, listen, timing, mutate)
+    exit_with(run_serve, paths, listen, timing, mutate)
 
 
 @app.command("mutate")
@@ -288,7 +323,10 @@ def mutate_command(
     <stem>.<kind>.json. Exit 0, 1 when a kind asked for by name could not apply."""
     from callgate.cli.mutate import run_mutate
 
-    _exit(run_mutate, fixture, kind or [], out_dir, sys.stdout, sys.stderr)
+    exit_with(run_mutate, fixture, kind or [], out_dir, sys.stdout, sys.stderr)
+
+
+app.add_typer(tape_app)
 
 
 @app.command("addon-path")

@@ -11,8 +11,11 @@ markup off and styles are applied with ``Text`` spans; every untrusted string go
 from __future__ import annotations
 
 import re
-from typing import TextIO
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn, TextIO
 
+import typer
 from rich.console import Console
 from rich.text import Text
 
@@ -71,3 +74,13 @@ def error_line(error: CallgateError | str, err: TextIO) -> int:
     """Print ``callgate: <the error's one line>`` on ``err``; return the exit code for it."""
     line(f"callgate: {error}", err)
     return ERROR_EXIT
+
+
+def exit_with(run: Callable[..., int], *arguments: Any) -> NoReturn:
+    """Run a command and exit with its code. Every command maps a ``CallgateError`` the same
+    way: its one line on stderr, exit 2."""
+    try:
+        code = run(*arguments)
+    except CallgateError as error:
+        code = error_line(error, sys.stderr)
+    raise typer.Exit(code)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from callgate.cli.tape import EXCHANGE_SUFFIX, RecordMode, upstream_problem
+from callgate.cli.tape import EXCHANGE_SUFFIX, RecordMode, parse_upstreams
 
 if TYPE_CHECKING:  # pytest does not export these names; they only type repr_failure
     from _pytest._code.code import TerminalRepr, TracebackStyle
@@ -179,14 +179,10 @@ def _tape_options(config: pytest.Config) -> tuple[RecordMode, dict[str, str]]:
         raise pytest.UsageError(
             f"CALLGATE_RECORD_MODE: {raw!r} is not one of {', '.join(RecordMode)}"
         )
-    upstreams = {}
-    for item in config.getoption("callgate_upstream"):
-        name, equals, url = item.partition("=")
-        if not (equals and name and url.startswith(("http://", "https://"))):
-            raise pytest.UsageError(f"--callgate-upstream takes NAME=http(s)://..., not {item!r}")
-        if problem := upstream_problem(url):
-            raise pytest.UsageError(f"--callgate-upstream {item}: {problem}")
-        upstreams[name] = url
+    try:
+        upstreams = parse_upstreams(config.getoption("callgate_upstream"), "--callgate-upstream")
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
     return RecordMode(raw), upstreams
 
 

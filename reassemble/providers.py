@@ -6,6 +6,7 @@ format it speaks (``callgate.reassemble.profiles``). Many providers speak one pr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -84,6 +85,10 @@ class SdkRoute:
     key_variables: tuple[str, ...]
     #: An error answer in the API's own shape (status, message), so its SDK raises the message.
     error_body: Callable[[int, str], dict[str, Any]]
+    #: The request paths only this API has (a regular expression matched at the start), by
+    #: which ``callgate tape serve`` tells a request's route; None for an API whose paths are
+    #: another's (Mistral's are OpenAI's) or the first route's, which takes every path unclaimed.
+    paths: str | None = None
 
 
 def _openai_error(status: int, message: str) -> dict[str, Any]:
@@ -123,6 +128,7 @@ SDK_ROUTES: tuple[SdkRoute, ...] = (
         sdk_path="",
         key_variables=("ANTHROPIC_API_KEY",),
         error_body=_anthropic_error,
+        paths=r"/v1/messages\b",
     ),
     SdkRoute(
         name="mistral",
@@ -139,6 +145,7 @@ SDK_ROUTES: tuple[SdkRoute, ...] = (
         sdk_path="",
         key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         error_body=_google_error,
+        paths=r"/v1(alpha|beta)/|.*:(stream)?[gG]enerateContent\b",
     ),
     SdkRoute(
         name="ollama",
@@ -147,5 +154,13 @@ SDK_ROUTES: tuple[SdkRoute, ...] = (
         sdk_path="",
         key_variables=(),
         error_body=_ollama_error,
+        paths=r"/api/",
     ),
 )
+
+
+def route_of_path(path: str) -> SdkRoute:
+    """The route whose API has request ``path`` (``/v1/messages``: Anthropic's); the first
+    route, OpenAI's, whose paths other APIs copy, when no route claims it."""
+    claims = (route for route in SDK_ROUTES if route.paths and re.match(route.paths, path))
+    return next(claims, SDK_ROUTES[0])

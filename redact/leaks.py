@@ -95,6 +95,15 @@ def secrets_of(exchange: Exchange) -> set[str]:
     return {v for v in values if len(v) >= MIN_SECRET_CHARS}
 
 
+def credential_header(name: str, value: str) -> bool:
+    """Whether a request header named like a credential (``authorization``, ``x-api-key``) holds
+    a token-like value, after any ``Bearer``/``Basic``/``Token`` scheme: what a recording must not
+    keep even when the token has no known format."""
+    scheme, _, token = value.partition(" ")
+    plain = token.strip() if token and scheme.lower() in ("bearer", "basic", "token") else value
+    return bool(_CREDENTIAL_NAME.search(name.lower()) and _TOKEN_LIKE.fullmatch(plain))
+
+
 def _header_values(name: str, value: str) -> Iterator[str]:
     yield value
     scheme, _, token = value.partition(" ")

@@ -429,7 +429,7 @@ def test_an_anthropic_fixture_with_openai_python_is_one_line_and_exit_2(apps_pyt
     assert err == (
         f"callgate: {fixture('anthropic/valid_fragmented')}: profile anthropic: "
         "--adapter openai-python reads openai and mistral streams; "
-        "use anthropic-python\n"
+        "use anthropic-python or vercel-ai-anthropic\n"
     )
 
 
@@ -523,17 +523,23 @@ def test_langchain_and_litellm_agree_with_callgate_on_valid_streams(
 @pytest.mark.parametrize(
     ("name", "adapters"),
     [
-        ("openai/valid_parallel_interleaved", ["openai-python", "langchain", "litellm"]),
-        ("anthropic/valid_text_then_two_tools", ["anthropic-python"]),
+        (
+            "openai/valid_parallel_interleaved",
+            ["openai-python", "langchain", "litellm", "vercel-ai"],
+        ),
+        ("anthropic/valid_text_then_two_tools", ["anthropic-python", "vercel-ai-anthropic"]),
     ],
 )
 def test_the_readmes_mutation_tables_are_what_diff_mutations_prints(
     apps_python: str, name: str, adapters: list[str]
 ) -> None:
     from callgate.cli.diff.mutations import run_diff_mutations
+    from tests.test_diff_vercel import node_modules
 
     out, err = io.StringIO(), io.StringIO()
-    code = run_diff_mutations(fixture(name), adapters, apps_python, "markdown", out, err)
+    code = run_diff_mutations(
+        fixture(name), adapters, apps_python, "markdown", out, err, node_modules()
+    )
     assert (code, err.getvalue()) == (1, "")  # every library disagrees somewhere
     table = [line for line in out.getvalue().splitlines() if line.startswith("|")]
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")

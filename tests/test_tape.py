@@ -34,7 +34,7 @@ from callgate.cli.serve import FakeProvider
 from callgate.cli.tape import RecordMode, store, upstream_problem
 from callgate.cli.tape.fixture import CallgateTape, tape_folder
 from callgate.cli.tape.server import TapeServer
-from callgate.cli.tape.session import Tape
+from callgate.cli.tape.session import Faulted, Tape
 from callgate.cli.tape.shape import describe, request_shape
 from callgate.reassemble import check
 from callgate.reassemble.errors import InputError
@@ -288,8 +288,8 @@ def test_making_a_tape_deletes_nothing_and_opening_one_to_record_all_clears_its_
     assert replayed == Tape(tmp_path, RecordMode.NONE, "test_x")  # the state is not compared
     given = {f.name for f in dataclasses.fields(Tape) if f.init}
     compared = {f.name for f in dataclasses.fields(Tape) if f.compare}
-    assert given == {"folder", "mode", "test", "redaction", "allow", "allow_unused"}
-    assert compared == given | {"turns", "exchanges", "mutated"}
+    assert given == {"folder", "mode", "test", "redaction", "allow", "allow_unused", "advice"}
+    assert compared == given | {"turns", "exchanges", "mutated", "faulted"}
 
 
 def test_a_request_the_tape_lacks_gets_the_providers_error_shape_even_when_sent_chunked(
@@ -362,9 +362,12 @@ def test_a_fault_that_applies_to_no_turn_of_the_tape_fails_the_test(tmp_path: Pa
     record = {"tape_record": 1, "request": shape, "response": {"status": 200, "text": "1"}}
     store.write(tmp_path, 1, shape, record=record)
     tape = Tape.open(tmp_path, RecordMode.NONE, "test_x")
-    assert failure_of(lambda: handed(tape).mutate("truncate")) == (
+    fault_test = handed(tape)
+    assert failure_of(lambda: fault_test.mutate("truncate")) == (
         f"tape test_x: truncate applies to no turn of tape {tmp_path}: it holds no streamed turn"
     )
+    # That line is the test's failure: the exchange it left unrequested adds no second one.
+    assert fault_test.problems() == [] and len(tape.problems()) == 1
 
 
 @pytest.mark.parametrize("mode", list(RecordMode))
@@ -380,6 +383,129 @@ def test_a_mutated_tape_is_replayed_as_its_fault_in_every_mode_and_records_nothi
     other = {"route": "openai", "method": "POST", "path": "/v1/chat/completions", "model": "n"}
     assert tape.decide(other).refusal is not None  # not recorded, in new_episodes either
     assert tape_files(folder) == ["001.json"]  # and all cleared nothing
+
+
+CHAT_SHAPE = {"route": "openai", "method": "POST", "path": "/v1/chat/completions", "model": "m"}
+#: The requests of a recorded weather agent: the question, then the two tools' results.
+ASKED = {**CHAT_SHAPE, "messages_by_role": {"user": 1}}
+ANSWERED = {**CHAT_SHAPE, "messages_by_role": {"assistant": 1, "tool": 2, "user": 1}}
+
+
+def agent_tape(folder: Path) -> Path:
+    """``folder`` holding an agent's recorded tape: a turn with two calls, then its answer."""
+    for number, (name, shape) in enumerate(
+        [("valid_parallel_interleaved", ASKED), ("text_only", ANSWERED)], 1
+    ):
+        envelope = load(CONFORMANCE / "openai" / f"{name}.json")
+        store.write(folder, number, shape, envelope=envelope, report=check(envelope))
+    return folder
+
+
+def test_after_a_served_fault_a_request_the_tape_lacks_gets_an_error_and_fails_nothing(
+    tmp_path: Path,
+) -> None:
+    """The merged call of ``reuse_slot`` makes the agent answer with one tool result, not two:
+    a request the recording cannot hold, refused as the provider would refuse it, and the
+    answer left unrequested; the test's own assertions decide."""
+    tape = Tape.open(agent_tape(tmp_path), RecordMode.NONE, "test_x")
+    assert tape.faulted is None
+    handed(tape).mutate("reuse_slot")
+    assert tape.faulted == Faulted("reuse_slot")
+    served = tape.decide(ASKED).entry
+    assert served is not None and served.report is not None
+    assert served.report.blocking_codes == ["identity_collision"]
+    merged = {**CHAT_SHAPE, "messages_by_role": {"assistant": 1, "tool": 1, "user": 1}}
+    assert tape.decide(merged).refusal == (
+        "callgate tape: request 2 came after the fault reuse_slot served at 001.json and is not "
+        "on the tape: POST /v1/chat/completions (openai), model m, messages assistant 1 tool 1 "
+        "user 1; the recorded script ends at the fault"
+    )
+    assert tape.problems() == []
+    assert tape.faulted == Faulted(
+        "reuse_slot", served=True, turn=0, file="001.json", requests_after=1, refused_after=1
+    )
+    assert not tape.faulted.matched_after
+
+
+def test_after_a_served_fault_a_request_the_tape_holds_is_served_as_recorded(
+    tmp_path: Path,
+) -> None:
+    tape = Tape.open(agent_tape(tmp_path), RecordMode.NONE, "test_x")
+    handed(tape).mutate("truncate")
+    assert tape.decide(ASKED).entry is not None
+    answer = tape.decide(ANSWERED).entry
+    assert answer is not None and answer.path.name == "002.json"
+    assert tape.problems() == []
+    assert [turn.report.status.value for turn in tape.turns] == ["fail", "not_applicable"]
+    assert tape.faulted == Faulted(
+        "truncate", served=True, turn=0, file="001.json", requests_after=1, refused_after=0
+    )
+    assert tape.faulted.matched_after
+
+
+@pytest.mark.parametrize("mode", list(RecordMode))
+def test_before_its_fault_is_served_a_mutated_tape_fails_as_any_tape_and_advises_no_recording(
+    tmp_path: Path, mode: RecordMode
+) -> None:
+    folder = agent_tape(tmp_path / "tape")
+    tape = Tape.open(folder, mode, "test_x")
+    handed(tape).mutate("truncate")
+    other = {**ASKED, "model": "n"}
+    refusal = tape.decide(other).refusal
+    assert refusal == (
+        f"tape test_x ({folder}): request 1 is not on the tape: POST /v1/chat/completions "
+        "(openai), model n, messages user 1; the tape holds next: 001.json (POST "
+        "/v1/chat/completions (openai), model m, messages user 1). The tape is mutated before "
+        "its fault was served, so the app asks otherwise than when it was recorded: re-record "
+        "the tape from the test that makes it, without mutate (delete the folder and run it "
+        "with --callgate-record-mode=once)"
+    )
+    assert tape.problems() == [
+        refusal,
+        f"tape test_x ({folder}): 2 recorded exchange(s) were not requested, from 001.json "
+        "(POST /v1/chat/completions (openai), model m, messages user 1); the app made fewer "
+        "requests than when it was recorded (allow_unused=True in @pytest.mark.callgate_tape "
+        "accepts that)",
+    ]
+    assert tape.faulted == Faulted("truncate")
+
+
+def test_after_a_fault_the_refusal_is_in_the_routes_own_error_shape(tmp_path: Path) -> None:
+    tape = Tape.open(agent_tape(tmp_path), RecordMode.NONE, "test_x")
+    handed(tape).mutate("provider_error")
+    server = TapeServer(tape).start()
+    try:
+        answers = [
+            post(server.url, "/openai/v1/chat/completions", {"model": "m", "messages": asked})
+            for asked in ([{"role": "user"}], [{"role": "user"}, {"role": "user"}])
+        ]
+    finally:
+        server.close()
+    assert answers[0][0] == 200 and b'"code": "overloaded"' in answers[0][1]
+    status, body = answers[1]
+    assert (status, json.loads(body)) == (
+        400,
+        {
+            "error": {
+                "message": "callgate tape: request 2 came after the fault provider_error served "
+                "at 001.json and is not on the tape: POST /v1/chat/completions (openai), model "
+                "m, messages user 2; the recorded script ends at the fault",
+                "type": "invalid_request_error",
+                "code": "callgate",
+            }
+        },
+    )
+    assert tape.problems() == []
+
+
+def post(url: str, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]))
+    try:
+        connection.request("POST", path, body=json.dumps(body).encode())
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
 
 
 def test_opening_a_tape_to_record_all_clears_its_files_at_the_first_request(

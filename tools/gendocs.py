@@ -10,10 +10,12 @@ from pathlib import Path
 
 from callgate.reassemble import ENVELOPE_SCHEMA
 from callgate.reassemble.catalogue import markdown
+from callgate.redact.scanning.findings import markdown as scan_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED: dict[Path, str] = {
     ROOT / "docs" / "findings.md": markdown(),
+    ROOT / "docs" / "scan.md": scan_markdown(),
     ROOT / "schemas" / "envelope-v1.schema.json": json.dumps(ENVELOPE_SCHEMA, indent=2) + "\n",
 }
 

@@ -2,10 +2,11 @@
 
 How this works: ``cli/diff/adapters/runner.py ADAPTER`` runs in an interpreter
 which has the adapter's library (``--python``, else this one), so those libraries never need to
-be importable here. The runner reads the envelope on stdin, drives the library's own accumulator
-and prints one JSON line: the calls it would hand on, its finish reason, or what it raised. The
-same envelope goes to ``callgate.reassemble.check``; callgate hands on its calls only when the turn
-passes.
+be importable here; the Vercel AI SDK's adapters run ``adapters/vercel_ai.mjs`` under Node, once
+per ``node_modules`` folder (``node.py``). The runner reads the envelope on stdin, drives the
+library's own accumulator and prints one JSON line: the calls it would hand on, its finish
+reason, or what it raised. The same envelope goes to ``callgate.reassemble.check``; callgate
+hands on its calls only when the turn passes.
 The two agree when they hand on the same calls (id, name, arguments; argument *values* for
 adapters that hand on parsed dicts) or both hand on nothing. Only the first choice is compared:
 it is the one the adapters read. Exit 0 all agree, 1 some disagree, 2 invalid input or a runner
@@ -28,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from callgate.cli.diff import node
 from callgate.cli.files import load_envelope
 from callgate.cli.output import console, error_line, safe, styled
 from callgate.reassemble import Report, check
@@ -45,9 +47,12 @@ SHOWN_ARGUMENTS = 200
 @dataclass(frozen=True, kw_only=True)
 class Adapter:
     #: The module the runner imports: probed to choose an interpreter.
-    module: str
+    module: str = ""
     #: What to ``pip install``.
-    package: str
+    package: str = ""
+    #: What to ``npm install`` for an adapter that runs under Node (then module and package are
+    #: unused).
+    npm: tuple[str, ...] = ()
     #: Envelope profiles whose streams this adapter consumes.
     profiles: tuple[str, ...]
     #: It hands on parsed arguments (a dict), so argument values are compared, not texts.
@@ -87,6 +92,12 @@ ADAPTERS: dict[str, Adapter] = {
         profiles=("bedrock-converse",),
         hands_values=True,
     ),
+    "vercel-ai": Adapter(
+        npm=("ai", "@ai-sdk/openai"), profiles=("openai", "mistral"), hands_values=True
+    ),
+    "vercel-ai-anthropic": Adapter(
+        npm=("ai", "@ai-sdk/anthropic"), profiles=("anthropic",), hands_values=True
+    ),
 }
 
 
@@ -99,6 +110,8 @@ class AdapterName(StrEnum):
     cohere_python = "cohere-python"
     boto3 = "boto3"
     langchain_aws = "langchain-aws"
+    vercel_ai = "vercel-ai"
+    vercel_ai_anthropic = "vercel-ai-anthropic"
 
 
 @dataclass(frozen=True)
@@ -128,21 +141,59 @@ class Verdict:
 
 
 def run_diff(
-    paths: Sequence[Path], adapter: str, python: str | None, out: TextIO, err: TextIO
+    paths: Sequence[Path],
+    adapter: str,
+    python: str | None,
+    out: TextIO,
+    err: TextIO,
+    node_modules: Sequence[Path] = (),
 ) -> int:
-    """Diff each fixture; return the worst exit code (2 beats 1 beats 0)."""
+    """Diff each fixture (with each ``node_modules`` folder's release, for a Node adapter);
+    return the worst exit code (2 beats 1 beats 0)."""
     try:
-        interpreter = pick_interpreter(adapter, python)
+        runtimes = pick_runtimes(adapter, python, node_modules)
     except CallgateError as error:
         return error_line(error, err)
     shown = console(out)
     worst = 0
+    for runtime in runtimes:
+        worst = max(worst, diff_fixtures(shown, paths, adapter, runtime, err))
+    return worst
+
+
+def diff_fixtures(
+    console: Console, paths: Sequence[Path], adapter: str, runtime: str, err: TextIO
+) -> int:
+    """Print each fixture's diff, all of them through one run of the runner (importing a library
+    costs more than a stream through it); 0 agree, 1 disagree, 2 a fixture or the runner failed."""
+    worst, loaded = 0, []
     for path in paths:
         try:
-            worst = max(worst, diff_fixture(shown, path, adapter, interpreter))
+            envelope = load_envelope(path)
+            check_profile(envelope["profile"], adapter)
+            loaded.append((path, envelope))
         except CallgateError as error:  # the path goes in front, unless the error names it
             worst = error_line(error if error.source is not None else f"{path}: {error}", err)
+    if not loaded:
+        return worst
+    try:
+        results = run_adapter_many(runtime, adapter, [envelope for _, envelope in loaded])
+    except CallgateError as error:
+        return error_line(error, err)
+    for (path, envelope), result in zip(loaded, results, strict=True):
+        worst = max(worst, show_diff(console, path, envelope, result))
     return worst
+
+
+def pick_runtimes(adapter: str, python: str | None, node_modules: Sequence[Path] = ()) -> list[str]:
+    """Where ``adapter`` runs: an interpreter (``pick_interpreter``), or for a Node adapter each
+    ``node_modules`` folder Node finds its packages from. Raises as ``pick_interpreter`` does."""
+    if adapter not in ADAPTERS:
+        raise UsageError(f"unknown adapter {adapter!r}; choose one of {', '.join(ADAPTERS)}")
+    npm = ADAPTERS[adapter].npm
+    if npm:
+        return [node.probe(adapter, npm, folder) for folder in node.folders(node_modules)]
+    return [pick_interpreter(adapter, python)]
 
 
 def pick_interpreter(adapter: str, python: str | None) -> str:
@@ -175,13 +226,10 @@ def missing_message(adapter: str) -> str:
     )
 
 
-def diff_fixture(console: Console, path: Path, adapter: str, python: str) -> int:
-    """Print one fixture's diff; 0 agree, 1 disagree. Raises ``CallgateError``."""
-    envelope = load_envelope(path)
-    check_profile(envelope["profile"], adapter)
-    result = run_adapter(python, adapter, envelope)
+def show_diff(console: Console, path: Path, envelope: dict[str, Any], result: AdapterResult) -> int:
+    """Print what the adapter hands on beside callgate's verdict; 0 agree, 1 disagree."""
     report = check(envelope)
-    verdict = compare(result, report, ADAPTERS[adapter])
+    verdict = compare(result, report, ADAPTERS[result.adapter])
     console.print(styled((str(path), "bold"), f"  {report.profile}"))
     table = Table()
     # fold, not ellipsis: argument texts have no spaces to wrap at, and every byte matters here.
@@ -205,22 +253,27 @@ def check_profile(profile: str, adapter: str) -> None:
     )
 
 
-def run_adapter(python: str, adapter: str, envelope: dict[str, Any]) -> AdapterResult:
-    """What ``adapter``'s runner, run by ``python``, reports for ``envelope``.
+def run_adapter(runtime: str, adapter: str, envelope: dict[str, Any]) -> AdapterResult:
+    """What ``adapter``'s runner, run by ``runtime`` (an interpreter; for a Node adapter, the
+    ``node_modules`` folder whose packages it runs), reports for ``envelope``.
 
     Raises ``SetupError`` when the runner cannot run, times out, misses its library or prints no
     result. What the adapter itself raised is part of the result, not an error.
     """
-    return run_adapter_many(python, adapter, [envelope])[0]
+    return run_adapter_many(runtime, adapter, [envelope])[0]
 
 
 def run_adapter_many(
-    python: str, adapter: str, envelopes: Sequence[dict[str, Any]]
+    runtime: str, adapter: str, envelopes: Sequence[dict[str, Any]]
 ) -> list[AdapterResult]:
     """``run_adapter`` for several envelopes, in one run of the runner."""
-    command = [python, str(RUNNER), adapter, "--many"]
-    try:
+    npm = ADAPTERS[adapter].npm
+    if npm:
+        command, given = node.command(adapter, npm, runtime), node.lines(envelopes)
+    else:
+        command = [runtime, str(RUNNER), adapter, "--many"]
         given = json.dumps([with_wire(envelope) for envelope in envelopes])
+    try:
         done = subprocess.run(
             command,
             input=given,
@@ -233,9 +286,12 @@ def run_adapter_many(
     except subprocess.TimeoutExpired:
         raise SetupError(f"the {adapter} runner took longer than {TIMEOUT:g} s") from None
     except OSError as error:
-        raise SetupError(f"cannot run --python {python}: {error}") from None
+        given_as = f"node for --adapter {adapter}" if npm else f"--python {runtime}"
+        raise SetupError(f"cannot run {given_as}: {error}") from None
     if done.returncode == 3:
-        raise SetupError(missing_message(adapter))
+        raise SetupError(
+            node.missing_message(adapter, npm, runtime) if npm else missing_message(adapter)
+        )
     lines = done.stdout.strip().splitlines()
     try:
         results = [parse_result(line) for line in lines[len(lines) - len(envelopes) :]]

@@ -28,7 +28,7 @@ from callgate.cli.diff.command import (
     compare,
     count,
     error_type,
-    pick_interpreter,
+    pick_runtimes,
     run_adapter_many,
 )
 from callgate.cli.files import load_envelope
@@ -48,23 +48,41 @@ class DiffReport(StrEnum):
 
 
 def run_diff_mutations(
-    path: Path, adapters: Sequence[str], python: str | None, report: str, out: TextIO, err: TextIO
+    path: Path,
+    adapters: Sequence[str],
+    python: str | None,
+    report: str,
+    out: TextIO,
+    err: TextIO,
+    node_modules: Sequence[Path] = (),
 ) -> int:
     """0 when every library agrees with callgate on every variant, 1 when one does not, 2 for
-    invalid input or a library that cannot run."""
+    invalid input or a library that cannot run. A Node adapter has a column per
+    ``node_modules`` folder (one per release of its packages)."""
     try:
-        return _diff(path, adapters, python, report, out)
+        return _diff(path, adapters, python, node_modules, report, out)
     except CallgateError as error:
         return error_line(error if error.source is not None else f"{path}: {error}", err)
 
 
-def _diff(path: Path, adapters: Sequence[str], python: str | None, report: str, out: TextIO) -> int:
+def _diff(
+    path: Path,
+    adapters: Sequence[str],
+    python: str | None,
+    node_modules: Sequence[Path],
+    report: str,
+    out: TextIO,
+) -> int:
     envelope = load_envelope(path)
     for adapter in adapters:
         check_profile(envelope["profile"], adapter)
     if check(envelope).status.value != "pass":
         raise UsageError("--mutations needs a passing turn to make its variants from")
-    interpreters = {adapter: pick_interpreter(adapter, python) for adapter in adapters}
+    columns = [
+        (adapter, runtime)
+        for adapter in adapters
+        for runtime in pick_runtimes(adapter, python, node_modules)
+    ]
     variants: dict[str, dict[str, Any]] = {}
     skipped: list[str] = []
     for kind in KINDS:
@@ -72,18 +90,17 @@ def _diff(path: Path, adapters: Sequence[str], python: str | None, report: str, 
             variants[kind] = mutate(envelope, kind, path.name)
         except NotApplicable as not_applicable:
             skipped.append(str(not_applicable))
-    results = {
-        adapter: run_adapter_many(interpreters[adapter], adapter, list(variants.values()))
-        for adapter in adapters
-    }
+    results = [
+        run_adapter_many(runtime, adapter, list(variants.values())) for adapter, runtime in columns
+    ]
     rows: list[tuple[str, Report, list[AdapterResult]]] = [
-        (kind, check(variant), [results[adapter][n] for adapter in adapters])
+        (kind, check(variant), [column[n] for column in results])
         for n, (kind, variant) in enumerate(variants.items())
     ]
     heads = (
         ["kind", "callgate", *(f"{r.adapter} {r.version}" for r in rows[0][2])]
         if rows
-        else ["kind", "callgate", *adapters]
+        else ["kind", "callgate", *(adapter for adapter, _ in columns)]
     )
     cells = [
         [

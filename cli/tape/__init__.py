@@ -19,6 +19,9 @@ from urllib.parse import urlsplit
 
 #: How a tape's other exchanges are named; fixture finders pass over them.
 EXCHANGE_SUFFIX = ".exchange.json"
+#: What a dummy API key holds: nothing that looks like a real one. SDKs refuse to start without
+#: a key, so a replay without one gets this; a request that carries it is never sent upstream.
+DUMMY_KEY = "callgate-tape-replay"
 
 
 class RecordMode(StrEnum):
@@ -53,3 +56,17 @@ def upstream_problem(url: str) -> str | None:
         f"requests already start with {prefix} (they would go to {path}{prefix}/...); "
         f"give the URL without it: {url.rstrip('/')[: -len(prefix)]}"
     )
+
+
+def parse_upstreams(items: list[str], option: str) -> dict[str, str]:
+    """``NAME=URL`` items of ``option`` (``--callgate-upstream``, ``--upstream``) by route name.
+    Raises ``ValueError`` with the line that says what is wrong with one."""
+    upstreams = {}
+    for item in items:
+        name, equals, url = item.partition("=")
+        if not (equals and name and url.startswith(("http://", "https://"))):
+            raise ValueError(f"{option} takes NAME=http(s)://..., not {item!r}")
+        if problem := upstream_problem(url):
+            raise ValueError(f"{option} {item}: {problem}")
+        upstreams[name] = url
+    return upstreams

@@ -16,21 +16,19 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
-from callgate.cli.tape import RecordMode
+from callgate.cli.tape import DUMMY_KEY, RecordMode
 from callgate.cli.tape.server import ROUTES, TapeServer
-from callgate.cli.tape.session import Redaction, Tape, TapeTurn
+from callgate.cli.tape.session import Faulted, Redaction, Tape, TapeTurn
 from callgate.cli.tape.store import Entry
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.mutations import KINDS
 
 #: The marker's keywords.
 MARKER_OPTIONS = ("name", "providers", "redaction", "allow", "allow_unused", "mutate")
-#: What a dummy API key holds: nothing that looks like a real one.
-DUMMY_KEY = "callgate-tape-replay"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\[\]=+-]+")
 
 
@@ -39,6 +37,9 @@ class CallgateTape:
 
     def __init__(self, tape: Tape, server: TapeServer) -> None:
         self._tape, self._server = tape, server
+        #: Why ``mutate`` failed the test: then that is the test's one line, and the tape
+        #: it did not mutate adds no other.
+        self._unmutated: str | None = None
 
     @property
     def folder(self) -> Path:
@@ -67,6 +68,14 @@ class CallgateTape:
         return list(self._tape.exchanges)
 
     @property
+    def faulted(self) -> Faulted | None:
+        """After ``mutate``: whether the fault was served (``served``, at ``turn`` of
+        ``turns``) and what the app asked after it (``requests_after``, of which
+        ``refused_after`` the tape did not hold); None when the tape is not mutated."""
+        self._tape.settled()
+        return self._tape.faulted
+
+    @property
     def url(self) -> str:
         return self._server.url
 
@@ -78,7 +87,7 @@ class CallgateTape:
         return self._server.base_url(provider)
 
     def problems(self) -> list[str]:
-        return self._tape.problems()
+        return [] if self._unmutated else self._tape.problems()
 
     def mutate(self, kind: str) -> None:
         """Serve the tape's recorded streamed turns as their ``kind`` variants (one of
@@ -86,24 +95,26 @@ class CallgateTape:
         kind cannot apply to is served as recorded. The test fails with one line when there is
         no recorded tape, or when the kind applies to none of its turns: a fault test that
         tests nothing must not pass. A variant's verdict is what the test asked for: it never
-        fails the test. In every record mode a mutated tape is replayed, never recorded."""
+        fails the test. In every record mode a mutated tape is replayed, never recorded. The
+        recorded script ends at the fault: a request after it that the tape does not hold gets
+        the provider's error, and neither that nor the entries left unrequested after it fail
+        the test (``faulted`` says what happened)."""
         if kind not in KINDS:
             raise ValueError(f"no mutation {kind!r} (one of {', '.join(KINDS)})")
-        if not self._tape.held:
-            pytest.fail(
-                f"tape {self._tape.test}: no recorded tape at {self.folder} to mutate (mutate "
-                "never records): record it first by running the test that makes it, without "
-                "mutate, with --callgate-record-mode=once; or name a recorded tape with "
-                "@pytest.mark.callgate_tape(name=...)",
-                pytrace=False,
+        held = self._tape.held
+        if why := self._tape.fault(kind):
+            advice = (
+                ""
+                if held
+                else ": record it first by running the test that makes it, without mutate, "
+                "with --callgate-record-mode=once; or name a recorded tape with "
+                "@pytest.mark.callgate_tape(name=...)"
             )
-        reasons = self._tape.mutate(kind)
-        if not self._tape.mutated:
-            pytest.fail(
-                f"tape {self._tape.test}: {kind} applies to no turn of tape {self.folder}: "
-                f"{reasons[0] if reasons else 'it holds no streamed turn'}",
-                pytrace=False,
-            )
+            self._fail(f"tape {self._tape.test}: {why}{advice}")
+
+    def _fail(self, line: str) -> NoReturn:
+        self._unmutated = line
+        pytest.fail(line, pytrace=False)
 
 
 @contextmanager

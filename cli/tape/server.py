@@ -1,24 +1,31 @@
-"""The loopback server a test's SDK clients talk to while ``callgate_tape`` is in use.
+"""The loopback server SDK clients talk to instead of their provider: one test's tape while
+``callgate_tape`` is in use, or a folder of tapes for ``callgate tape serve``.
 
-Each ``SdkRoute`` is served under ``/<name>/``: ``OPENAI_BASE_URL`` becomes
-``http://127.0.0.1:PORT/openai/v1``. A replayed streamed turn goes out as ``callgate serve``
-sends fixtures (the profile's framing, chunked, a flush per event); any other exchange with its
-recorded status, content type and body. Recording forwards the request upstream with the
-standard library's ``http.client`` (no mitmproxy: it runs in the app's own environment, beside
-the SDKs) and relays the response as it arrives, chunk by chunk, while keeping a copy for the
-tape; ``Accept-Encoding: identity`` upstream, so what is relayed is what is kept.
+Which tape and route a request is for is the ``Tapes`` it serves: for the fixture's one tape,
+each ``SdkRoute`` under ``/<name>/`` (``OPENAI_BASE_URL`` becomes
+``http://127.0.0.1:PORT/openai/v1``); for a folder, ``/t/<tape>/`` (``callgate.cli.tape.shelf``).
+
+A replayed streamed turn goes out as ``callgate serve`` sends fixtures (the profile's framing,
+chunked, a flush per event); any other exchange with its recorded status, content type and body.
+Recording forwards the request upstream with the standard library's ``http.client`` (no
+mitmproxy: it runs in the app's own environment, beside the SDKs) and relays the response as it
+arrives, chunk by chunk, while keeping a copy for the tape; ``Accept-Encoding: identity``
+upstream, so what is relayed is what is kept. A request that carries the replay's dummy key is
+never sent upstream.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from http.client import HTTPConnection, HTTPException, HTTPResponse, HTTPSConnection
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from callgate.cli.serve import LoopbackServer, send_chunk, send_envelope
+from callgate.cli.tape import DUMMY_KEY
 from callgate.cli.tape.session import Tape
 from callgate.cli.tape.shape import request_shape
 from callgate.cli.tape.store import Entry
@@ -49,22 +56,76 @@ _HOP_BY_HOP = frozenset(
 UPSTREAM_TIMEOUT = 600.0
 
 
-class TapeServer:
-    """Serves ``tape`` on ``127.0.0.1`` (a free port); ``upstreams`` overrides where a route
-    records from (route name -> base URL)."""
+@dataclass(frozen=True)
+class Located:
+    """The tape a request is for, its route, and its path below the route (``/v1/...``)."""
 
-    def __init__(self, tape: Tape, upstreams: dict[str, str] | None = None) -> None:
-        self.tape = tape
+    tape: Tape
+    route: str
+    rest: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A request no tape takes: answered with ``status`` and ``message`` in ``route``'s shape."""
+
+    status: int
+    message: str
+    route: str = SDK_ROUTES[0].name
+
+
+class Tapes(Protocol):
+    """What a ``TapeServer`` serves: the tape of each request's path."""
+
+    def locate(self, path: str, mutation: str | None) -> Located | Refused:
+        """The tape, route and API path of a request to ``path``; ``mutation`` is its
+        ``x-callgate-mutate`` header."""
+        ...
+
+    def base_path(self, route: str) -> str:
+        """The path below the server's URL to give ``route``'s SDK as its base URL."""
+        ...
+
+
+@dataclass(frozen=True)
+class OneTape:
+    """The fixture's tape: ``/<route>/`` then the API's path."""
+
+    tape: Tape
+
+    def locate(self, path: str, mutation: str | None) -> Located | Refused:
+        route, _, rest = path.lstrip("/").partition("/")
+        if route not in ROUTES:
+            return Refused(404, f"callgate tape: no route {route!r} (one of {', '.join(ROUTES)})")
+        return Located(self.tape, route, "/" + rest)
+
+    def base_path(self, route: str) -> str:
+        return f"/{route}{ROUTES[route].sdk_path}"
+
+
+class TapeServer:
+    """Serves ``tapes`` (one ``Tape``, or any ``Tapes``) on ``host`` (a free port unless
+    ``port``); ``upstreams`` overrides where a route records from (route name -> base URL)."""
+
+    def __init__(
+        self,
+        tapes: Tape | Tapes,
+        upstreams: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.tapes = OneTape(tapes) if isinstance(tapes, Tape) else tapes
         self.upstreams = {name: route.upstream for name, route in ROUTES.items()}
         self.upstreams.update(upstreams or {})
         handler = type("Handler", (_Handler,), {"tape_server": self})
-        self.server = LoopbackServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = LoopbackServer((host, port), handler)
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def base_url(self, route: str) -> str:
         """What to give ``route``'s SDK as its base URL (``KeyError`` for an unknown route)."""
-        return f"{self.url}/{route}{ROUTES[route].sdk_path}"
+        return self.url + self.tapes.base_path(route)
 
     def start(self) -> TapeServer:
         self._thread.start()
@@ -95,30 +156,32 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: request lines would go to the test's stderr for every call."""
 
     def _handle(self) -> None:
-        route, _, rest = self.path.lstrip("/").partition("/")
         try:
             body = self._body()
         except ValueError:
             self.close_connection = True
             self._error(SDK_ROUTES[0].name, 400, "callgate tape: a malformed chunked body")
             return
-        if route not in ROUTES:
-            self._error(
-                SDK_ROUTES[0].name,
-                404,
-                f"callgate tape: no route {route!r} (one of {', '.join(ROUTES)})",
-            )
+        located = self.tape_server.tapes.locate(self.path, self.headers.get("x-callgate-mutate"))
+        if isinstance(located, Refused):
+            self._error(located.route, located.status, located.message)
             return
-        rest = "/" + rest
-        tape = self.tape_server.tape
+        tape, route, rest = located.tape, located.route, located.rest
         shape = request_shape(route, self.command, rest, body)
         decision = tape.decide(shape)
         if decision.refusal is not None:
             self._error(route, 400, decision.refusal)
         elif decision.entry is not None:
             self._replay(decision.entry)
+        elif any(DUMMY_KEY in value for value in self.headers.values()):
+            message = (
+                f"callgate tape: not recorded: the request carries the replay's dummy key; set "
+                f"{' or '.join(ROUTES[route].key_variables) or 'the API key'} to record"
+            )
+            self._error(route, 401, message)
+            tape.recorded(None, shape, message.removeprefix("callgate tape: "))
         else:
-            self._forward(route, rest, body, shape)
+            self._forward(tape, route, rest, body, shape)
 
     def _body(self) -> bytes:
         """The request body, sent with a length or chunked (HTTP/1.1's two ways)."""
@@ -149,7 +212,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _forward(self, route: str, rest: str, body: bytes, shape: dict[str, Any]) -> None:
+    def _forward(
+        self, tape: Tape, route: str, rest: str, body: bytes, shape: dict[str, Any]
+    ) -> None:
         upstream = self.tape_server.upstreams[route]
         target = urlsplit(upstream)
         kind = HTTPSConnection if target.scheme == "https" else HTTPConnection
@@ -164,18 +229,16 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, HTTPException) as error:
             connection.close()
             self._error(route, 502, f"callgate tape: upstream {upstream} could not be reached")
-            self.tape_server.tape.recorded(
-                None, shape, f"upstream {upstream} could not be reached: {error}"
-            )
+            tape.recorded(None, shape, f"upstream {upstream} could not be reached: {error}")
             return
         try:
             kept, complete = self._relay(response)
             decoded = decode_whole(kept, response.getheader("content-encoding") or "")
         except CallgateError as error:
-            self.tape_server.tape.recorded(None, shape, f"not recorded: {error}")
+            tape.recorded(None, shape, f"not recorded: {error}")
             return
         except BaseException:
-            self.tape_server.tape.recorded(None, shape, "not recorded: the relay failed")
+            tape.recorded(None, shape, "not recorded: the relay failed")
             raise
         finally:
             connection.close()
@@ -191,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
             capture="tape",
             error=None if complete else "upstream error",
         )
-        self.tape_server.tape.recorded(exchange, shape)
+        tape.recorded(exchange, shape)
 
     def _relay(self, response: HTTPResponse) -> tuple[bytes, bool]:
         """Send the upstream's answer on as it arrives; return the body and whether it ended."""

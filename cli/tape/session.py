@@ -8,6 +8,12 @@ goes upstream, and what came back is redacted (``callgate.redact``) and written 
 entry. At the end, ``problems`` lists every reason the test must fail: a request the tape did
 not hold, entries left unused, a turn whose verdict blocks (unless allowed), an exchange that
 could not be kept.
+
+A mutated tape is a script that ends at its fault: once a turn is served as its variant, the app
+may go on as it would in production (run other tools, stop, ask something else), so a request
+after it that the tape does not hold gets the provider's error and is no failure, nor are the
+entries after the fault that went unrequested. ``Faulted`` tells the test what happened; its own
+assertions decide.
 """
 
 from __future__ import annotations
@@ -50,6 +56,61 @@ class TapeTurn:
 
 
 @dataclass(frozen=True)
+class Faulted:
+    """What a mutated tape served, and what the app asked after its fault."""
+
+    #: The mutation the test asked for.
+    kind: str
+    #: Whether a turn was served as its variant: False when the app never asked for one.
+    served: bool = False
+    #: The first faulted turn's index in ``turns`` and its file; None until it is served.
+    turn: int | None = None
+    file: str | None = None
+    #: Requests the app made after the fault was served.
+    requests_after: int = 0
+    #: Of those, the ones the tape did not hold: each got the provider's error.
+    refused_after: int = 0
+
+    @property
+    def matched_after(self) -> bool:
+        """Whether every request after the fault was one the tape holds."""
+        return self.refused_after == 0
+
+
+@dataclass(frozen=True)
+class Advice:
+    """How the tape's user does what a problem line advises: the pytest fixture's options by
+    default, ``callgate tape``'s for the command."""
+
+    #: How to record a request the tape does not hold.
+    record: str = (
+        "--callgate-record-mode=new_episodes, or delete the folder and run with "
+        "--callgate-record-mode=once"
+    )
+    #: How to record a tape anew that a fault was asked of.
+    rerecord: str = (
+        "re-record the tape from the test that makes it, without mutate (delete the folder and "
+        "run it with --callgate-record-mode=once)"
+    )
+    #: How to accept recorded exchanges the app did not request.
+    allow_unused: str = "allow_unused=True in @pytest.mark.callgate_tape accepts that"
+    #: How to accept a turn's blocking codes (``{codes}``: their list; ``{flags}``: an
+    #: ``--allow CODE`` each).
+    allow: str = "@pytest.mark.callgate_tape(allow={codes})"
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One tape's counts at the end: exchanges served (replayed or recorded), recorded exchanges
+    left unrequested, requests the tape did not hold, turns whose verdict blocks."""
+
+    served: int
+    unused: int
+    mismatched: int
+    blocking: int
+
+
+@dataclass(frozen=True)
 class Decision:
     """What the server does with one request: serve ``entry``, go upstream (``record``), or
     answer ``refusal`` as the provider's error."""
@@ -71,12 +132,17 @@ class Tape:
     redaction: str = Redaction.REPLAY
     allow: Collection[str] = ()
     allow_unused: bool = False
+    advice: Advice = Advice()
     turns: list[TapeTurn] = field(default_factory=list, init=False)
     #: Every exchange served or recorded, in order (streamed turns and the rest).
     exchanges: list[Entry] = field(default_factory=list, init=False)
     #: Entries served as a mutation's variant (their file name -> the kind): their verdict is
     #: the fault the test asked for, not a problem.
     mutated: dict[str, str] = field(default_factory=dict, init=False)
+    #: What the mutated tape served so far; None while the tape is not mutated.
+    faulted: Faulted | None = field(default=None, init=False)
+    #: The entry the fault was first served from: unused entries after it are no failure.
+    _fault: Entry | None = field(default=None, init=False, repr=False, compare=False)
     # The tape's own state: set here, never given, never compared or shown.
     _entries: list[Entry] = field(default_factory=list, init=False, repr=False, compare=False)
     #: Entries not served yet, in tape order.
@@ -85,6 +151,7 @@ class Tape:
     _number: int = field(default=1, init=False, repr=False, compare=False)
     _recording: bool = field(default=False, init=False, repr=False, compare=False)
     _problems: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+    _mismatched: int = field(default=0, init=False, repr=False, compare=False)
     _lock: threading.Condition = field(
         default_factory=threading.Condition, init=False, repr=False, compare=False
     )
@@ -144,13 +211,36 @@ class Tape:
             if entry is not None:
                 self._unused.remove(entry)
                 self._served(entry, recorded=False)
+                self._count_after_fault(entry, refused=False)
                 return Decision(entry=entry)
             if self.recording:  # new_episodes, on a tape that is not mutated
                 self._pending += 1
                 return Decision(record=True)
+            if self._fault is not None:
+                self._count_after_fault(None, refused=True)
+                return Decision(refusal=self._after_fault(shape))
             refusal = self._mismatch(shape, self._unused[0] if self._unused else None)
             self._problems.append(refusal)
+            self._mismatched += 1
             return Decision(refusal=refusal)
+
+    def _count_after_fault(self, entry: Entry | None, *, refused: bool) -> None:
+        """Note the fault when ``entry`` is its first variant served, else one request more
+        after it."""
+        if self.faulted is None:
+            return
+        if self._fault is None:
+            if entry is not None and entry.path.name in self.mutated:
+                self._fault = entry
+                self.faulted = dataclasses.replace(
+                    self.faulted, served=True, turn=len(self.turns) - 1, file=entry.path.name
+                )
+            return
+        self.faulted = dataclasses.replace(
+            self.faulted,
+            requests_after=self.faulted.requests_after + 1,
+            refused_after=self.faulted.refused_after + refused,
+        )
 
     def mutate(self, kind: str) -> list[str]:
         """Serve every streamed turn not served yet as its ``kind`` variant; why the kind does
@@ -172,7 +262,20 @@ class Tape:
                 self.mutated[entry.path.name] = kind
             if self.mutated:
                 self._recording = self._clear = False
+                self.faulted = Faulted(kind)
             return reasons
+
+    def fault(self, kind: str) -> str | None:
+        """Serve the tape as its ``kind`` variants (``mutate``); why not, when there is no
+        recorded tape or the kind applies to none of its turns (a fault test that tests nothing
+        must not pass). The caller makes that its one failure."""
+        if not self.held:
+            return f"no recorded tape at {self.folder} to mutate (mutate never records)"
+        reasons = self.mutate(kind)
+        if self.mutated:
+            return None
+        why = reasons[0] if reasons else "it holds no streamed turn"
+        return f"{kind} applies to no turn of tape {self.folder}: {why}"
 
     def settled(self, timeout: float = 30.0) -> None:
         """Wait until every request that went upstream is on the tape (or failed): a client has
@@ -236,25 +339,51 @@ class Tape:
         self.settled()
         with self._lock:
             problems = list(self._problems)
-            unused = self._unused if not self._recording else []
+            unused = self._unrequested()
             if unused and not self.allow_unused:
                 problems.append(
                     f"tape {self._where()}: {len(unused)} recorded exchange(s) were not requested, "
                     f"from {unused[0].path.name} ({describe(unused[0].shape)}); the app made "
-                    "fewer requests than when it was recorded (allow_unused=True in "
-                    "@pytest.mark.callgate_tape accepts that)"
+                    f"fewer requests than when it was recorded ({self.advice.allow_unused})"
                 )
-            for turn in self.turns:
-                if turn.path.name in self.mutated:
-                    continue
-                blocking = [c for c in turn.report.blocking_codes if c not in self.allow]
-                if blocking:
-                    problems.append(
-                        f"tape {self._where()}: {turn.path.name}: the turn does not pass: "
-                        f"{turn.report.status.value} [{', '.join(blocking)}] (allow it with "
-                        f"@pytest.mark.callgate_tape(allow={blocking!r}))"
-                    )
+            for turn, blocking in self._blocking():
+                flags = " ".join(f"--allow {code}" for code in blocking)
+                allow = self.advice.allow.format(codes=repr(blocking), flags=flags)
+                problems.append(
+                    f"tape {self._where()}: {turn.path.name}: the turn does not pass: "
+                    f"{turn.report.status.value} [{', '.join(blocking)}] (allow it with {allow})"
+                )
             return problems
+
+    def tally(self) -> Tally:
+        """The tape's counts once every request is on it (``Tally``)."""
+        self.settled()
+        with self._lock:
+            return Tally(
+                served=len(self.exchanges),
+                unused=len(self._unrequested()),
+                mismatched=self._mismatched,
+                blocking=len(self._blocking()),
+            )
+
+    def _unrequested(self) -> list[Entry]:
+        """Recorded entries the app did not request: none while recording, and none after a
+        served fault (the script ended there)."""
+        unused = self._unused if not self._recording else []
+        if self._fault is not None:
+            unused = [e for e in unused if e.number < self._fault.number]
+        return unused
+
+    def _blocking(self) -> list[tuple[TapeTurn, list[str]]]:
+        """The turns whose verdict blocks with codes not allowed (a variant's is what the test
+        asked for), each with those codes."""
+        found = []
+        for turn in self.turns:
+            if turn.path.name in self.mutated:
+                continue
+            if blocking := [c for c in turn.report.blocking_codes if c not in self.allow]:
+                found.append((turn, blocking))
+        return found
 
     def _served(self, entry: Entry, *, recorded: bool) -> None:
         self.exchanges.append(entry)
@@ -263,11 +392,26 @@ class Tape:
 
     def _mismatch(self, shape: Mapping[str, Any], entry: Entry | None) -> str:
         held = f"{entry.path.name} ({describe(entry.shape)})" if entry else "nothing more"
+        if self.mutated:  # a mutated tape records nothing, in any mode
+            advice = (
+                "The tape is mutated before its fault was served, so the app asks otherwise "
+                f"than when it was recorded: {self.advice.rerecord}"
+            )
+        else:
+            advice = f"To record it: {self.advice.record}"
         return (
             f"tape {self._where()}: request {self._requests} is not on the tape: "
-            f"{describe(shape)}; the tape holds next: {held}. To record it: "
-            "--callgate-record-mode=new_episodes, or delete the folder and run with "
-            "--callgate-record-mode=once"
+            f"{describe(shape)}; the tape holds next: {held}. {advice}"
+        )
+
+    def _after_fault(self, shape: Mapping[str, Any]) -> str:
+        """What the app is answered, as its provider's error, for a request after the fault
+        the tape does not hold: no failure, the recorded script ended at the fault."""
+        assert self._fault is not None and self.faulted is not None
+        return (
+            f"callgate tape: request {self._requests} came after the fault "
+            f"{self.faulted.kind} served at {self._fault.path.name} and is not on the tape: "
+            f"{describe(shape)}; the recorded script ends at the fault"
         )
 
     def _where(self) -> str:

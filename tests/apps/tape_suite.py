@@ -239,7 +239,7 @@ def test_openai_not_streamed(callgate_tape: Any) -> None:
 
 
 @pytest.mark.parametrize("kind", os.environ.get("APP_KINDS", "truncate").split(","))
-@pytest.mark.callgate_tape(name="test_openai_tool_loop", allow_unused=True)
+@pytest.mark.callgate_tape(name="test_openai_tool_loop")
 def test_openai_first_turn_on_every_fault(callgate_tape: Any, kind: str) -> None:
     """The tool loop's recorded first turn, served as each fault: what the app's accumulator
     gets, beside callgate's verdict on what was served."""

@@ -42,7 +42,7 @@ def sarif_report(outcomes: Sequence[Outcome], *, root: Path | None = None) -> st
     driver: dict[str, Any] = {"name": "callgate", "rules": [_rule(rule) for rule in rule_ids]}
     if INFORMATION_URI:
         driver["informationUri"] = INFORMATION_URI
-    if version := _version():
+    if version := driver_version():
         driver["version"] = version
     run = {
         "tool": {"driver": driver},
@@ -109,7 +109,7 @@ def _invocation(outcomes: Sequence[Outcome], root: Path | None) -> dict[str, Any
     return invocation
 
 
-def _version() -> str | None:
+def driver_version() -> str | None:
     try:
         return importlib.metadata.version("callgate")
     except importlib.metadata.PackageNotFoundError:

@@ -1,0 +1,228 @@
+"""Agent frameworks meet tapes and scenarios: pydantic-ai and openai-agents, as a user tests them.
+
+The user's suite is ``tests/apps/agents_suite.py``: a weather agent (one tool, two parallel calls,
+then an answer) in each framework. Its tapes are recorded from a fake provider on loopback in one
+session, then the whole suite is replayed offline with no key in a second one: the recorded
+tapes, every blocking fault through ``callgate_tape.mutate``, the README's fault example, and
+openai-agents against a ``callgate serve`` scenario. Each test here asserts on its own inner
+tests (outcome and ``RESULT`` line, from ``--junitxml``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import callgate
+from callgate.cli.serve import FakeProvider, collect_served
+from callgate.reassemble.envelope import fixture_bytes
+from tests.conftest import CONFORMANCE, ROOT, load
+from tests.proxy_harness import APPS_PYTHON
+from tests.sdk_cases import InnerTest, inner_tests
+
+pytestmark = [
+    pytest.mark.sdk,
+    pytest.mark.xdist_group("agents"),  # the module's two sessions, run once
+    pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps"),
+]
+
+SUITE = ROOT / "tests" / "apps" / "agents_suite.py"
+FRAMEWORKS = ("pydantic_ai", "openai_agents")
+KINDS = callgate.mutations(blocking=True)
+README_KINDS = ("reuse_slot", "truncate", "provider_error")
+#: What the SDKs read, cleared so the machine's own settings cannot reach a run.
+CLEARED = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY", "CALLGATE_RECORD_MODE")
+PARIS, OSLO = ["get_weather", {"city": "Paris"}], ["get_weather", {"city": "Oslo"}]
+BOTH = [OSLO, PARIS]  # sorted, as the suite reports them
+ANSWER = "Hello there"  # the text turn's answer (openai/text_only)
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-weather",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+
+
+def weather_calls() -> dict[str, Any]:
+    """The model's tool turn: ``get_weather`` for Paris and for Oslo, their fragments taking
+    turns, then ``tool_calls``."""
+    starts, halves, ends = [], [], []
+    for index, city in enumerate(["Paris", "Oslo"]):
+        function = {"name": "get_weather", "arguments": ""}
+        starts.append({"index": index, "id": f"call_{city.lower()}", "function": function})
+        starts[-1]["type"] = "function"
+        halves.append({"index": index, "function": {"arguments": '{"city":'}})
+        ends.append({"index": index, "function": {"arguments": json.dumps(city) + "}"}})
+    first = chunk({"role": "assistant", "content": None, "tool_calls": [starts[0]]})
+    fragments = [[starts[1]], [halves[0]], [halves[1]], [ends[0]], [ends[1]]]
+    return {
+        "description": "get_weather for Paris and for Oslo, in one turn.",
+        "profile": "openai",
+        "tool_schemas": {
+            "get_weather": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            }
+        },
+        "chunks": [first, *(chunk({"tool_calls": f}) for f in fragments), chunk({}, "tool_calls")],
+    }
+
+
+@dataclass(frozen=True)
+class Session:
+    """A run of the user's suite: its output and each of its tests."""
+
+    output: str
+    tests: dict[str, InnerTest]
+
+    def test(self, name: str) -> InnerTest:
+        assert name in self.tests, self.output
+        return self.tests[name]
+
+    def result(self, name: str) -> dict[str, Any]:
+        """The inner test ``name``'s RESULT line, once it passed."""
+        test = self.test(name)
+        assert test.outcome == "passed", test.report
+        [line] = [line for line in test.stdout.splitlines() if line.startswith("RESULT ")]
+        return dict(json.loads(line.removeprefix("RESULT ")))
+
+
+def run_suite(app: Path, name: str, *arguments: str, **env: str) -> Session:
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED} | env
+    junit = app / f"{name}.junit.xml"
+    command = [str(APPS_PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    command += ["-p", "no:langsmith_plugin", "test_agents.py", *arguments]
+    command += [f"--junitxml={junit}", "-o", "junit_logging=system-out"]
+    done = subprocess.run(
+        command, cwd=app, env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
+    tests = inner_tests(junit) if junit.is_file() else {}
+    return Session(done.stdout + done.stderr, tests)
+
+
+@dataclass(frozen=True)
+class Runs:
+    app: Path
+    recording: Session
+    replay: Session
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """The suite recorded (``test_weather`` of each framework, from a fake provider that serves
+    the tool turn, then the answer), then all of it replayed with no upstream and no key, beside
+    ``callgate serve`` playing the same two turns as a scenario."""
+    app = tmp_path_factory.mktemp("agents")
+    shutil.copy(SUITE, app / "test_agents.py")
+    turns = {"001": weather_calls(), "002": load(CONFORMANCE / "openai" / "text_only.json")}
+    with closing(FakeProvider(turns).start()) as upstream:
+        recording = run_suite(
+            app,
+            "recording",
+            "-k",
+            "test_weather and not fault and not never",
+            "--callgate-record-mode=once",
+            f"--callgate-upstream=openai={upstream.url}",
+            OPENAI_API_KEY="sk-proj-agentsKEY5f2e8c1d9a7b4e3f6a0b",
+        )
+    served = tmp_path_factory.mktemp("served")
+    (served / "weather").mkdir()
+    for name, envelope in turns.items():
+        (served / "weather" / f"{name}.json").write_bytes(fixture_bytes(envelope))
+    fixtures, scenarios = collect_served([served])
+    with closing(FakeProvider(fixtures, scenarios=scenarios).start()) as serve:
+        replay = run_suite(
+            app,
+            "replay",
+            APP_KINDS=",".join(KINDS),
+            APP_SERVE_URL=f"{serve.url}/s/weather/v1",
+        )
+    yield Runs(app, recording, replay)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_each_framework_records_its_two_turn_tape_and_replays_it_offline_without_a_key(
+    runs: Runs, framework: str
+) -> None:
+    name = f"test_weather[{framework}]"
+    recorded = runs.recording.result(name)
+    assert recorded == {
+        "ran": BOTH,
+        "answer": ANSWER,
+        "turns": [["001.json", "pass", []], ["002.json", "not_applicable", []]],
+    }
+    tape = runs.app / "tapes" / "test_agents" / name
+    assert sorted(p.name for p in tape.iterdir()) == ["001.json", "002.json"]
+    assert runs.replay.result(name) == recorded
+
+
+#: What each framework does with each fault of its recorded tape: the tools it ran, its answer
+#: or what it raised, and what it asked after the fault (requests, of which the tape did not
+#: hold). Measured; docs/tapes.md shows the same table.
+FAULTS: dict[tuple[str, str], tuple[list[Any], str, list[int]]] = {
+    **{
+        (framework, kind): (BOTH, ANSWER, [1, 0])
+        for framework in FRAMEWORKS
+        for kind in ("truncate", "drop_terminal", "duplicate_terminal", "wrong_terminal")
+    },
+    **{(framework, "delta_after_terminal"): ([PARIS], ANSWER, [1, 0]) for framework in FRAMEWORKS},
+    ("pydantic_ai", "reuse_slot"): ([], "raised ModelRequestRejectedError", [1, 1]),
+    ("openai_agents", "reuse_slot"): ([], "raised BadRequestError", [1, 1]),
+    ("pydantic_ai", "drop_id"): (BOTH, ANSWER, [1, 0]),
+    ("openai_agents", "drop_id"): ([], "raised ModelBehaviorError", [0, 0]),
+    **{
+        (framework, kind): ([OSLO], ANSWER, [1, 0])
+        for framework in FRAMEWORKS
+        for kind in ("corrupt_arguments", "schema_violation")
+    },
+    ("pydantic_ai", "provider_error"): ([], "raised ModelOverloadedError", [0, 0]),
+    ("openai_agents", "provider_error"): ([], "raised APIError", [0, 0]),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_each_framework_on_each_fault_of_its_recorded_tape(
+    runs: Runs, framework: str, kind: str
+) -> None:
+    """The fault is served, then whatever the agent asks next is answered from the tape or with
+    the provider's error; the unrequested answer fails nothing (no ``allow_unused``)."""
+    result = runs.replay.result(f"test_weather_fault[{framework}-{kind}]")
+    ran, ended, (after, refused) = FAULTS[framework, kind]
+    assert result["kind"] == kind
+    assert result["ran"] == ran
+    assert (f"raised {result['raised']}" if "raised" in result else result["answer"]) == ended
+    assert result["faulted"] == [True, after, refused]
+    first = result["turns"][0]
+    assert first[:2] == ["001.json", "fail"] and first[2], first  # the fault, never a failure
+    answered = [["002.json", "not_applicable", []]] if after > refused else []
+    assert result["turns"][1:] == answered
+
+
+@pytest.mark.parametrize("kind", README_KINDS)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_readmes_fault_example_passes_for_both_frameworks(
+    runs: Runs, framework: str, kind: str
+) -> None:
+    name = f"test_weather_agent_never_runs_a_call_the_model_did_not_make[{framework}-{kind}]"
+    test = runs.replay.test(name)
+    assert test.outcome == "passed", test.report
+
+
+def test_openai_agents_against_a_serve_scenario_finishes_its_run(runs: Runs) -> None:
+    result = runs.replay.result("test_openai_agents_against_a_serve_scenario")
+    assert result == {"ran": BOTH, "answer": ANSWER}
