@@ -4,8 +4,11 @@ The user's suite is ``tests/apps/agents_suite.py``: a weather agent (one tool, t
 then an answer) in each framework. Its tapes are recorded from a fake provider on loopback in one
 session, then the whole suite is replayed offline with no key in a second one: the recorded
 tapes, every blocking fault through ``callgate_tape.mutate``, the README's fault example, and
-openai-agents against a ``callgate serve`` scenario. Each test here asserts on its own inner
-tests (outcome and ``RESULT`` line, from ``--junitxml``).
+both frameworks against a ``callgate serve`` scenario; on the tapes and from the scenario, each
+agent is also handed ``callgate.guarded(AsyncOpenAI(...))``: a passing turn runs as it does
+without the guard, and ``reuse_slot``, ``truncate`` and ``drop_terminal`` run no tool and end the
+run with ``Blocked``. Each test here asserts on its own inner tests (outcome and ``RESULT`` line,
+from ``--junitxml``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,42 @@ CLEARED = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY", "CALLGATE_REC
 PARIS, OSLO = ["get_weather", {"city": "Paris"}], ["get_weather", {"city": "Oslo"}]
 BOTH = [OSLO, PARIS]  # sorted, as the suite reports them
 ANSWER = "Hello there"  # the text turn's answer (openai/text_only)
+#: The model's two turns as each agent streams them (one line an event, ``agents_suite.py``):
+#: pydantic-ai's ``Part*Event``s, openai-agents' raw response events.
+CALL = "ToolCallPart {'tool_name': 'get_weather', 'args': %r}"
+DELTA = "ToolCallPartDelta {'args_delta': %r}"
+STREAMED = {
+    "pydantic_ai": [
+        "PartStartEvent 0 " + CALL % "",
+        "PartEndEvent 0 " + CALL % "",  # as the second call starts, before the first's arguments
+        "PartStartEvent 1 " + CALL % "",
+        "PartDeltaEvent 0 " + DELTA % '{"city":',
+        "PartDeltaEvent 1 " + DELTA % '{"city":',
+        "PartDeltaEvent 0 " + DELTA % '"Paris"}',
+        "PartDeltaEvent 1 " + DELTA % '"Oslo"}',
+        "PartEndEvent 1 " + CALL % '{"city":"Oslo"}',
+        "PartStartEvent 0 TextPart {'content': 'Hello'}",
+        "PartDeltaEvent 0 TextPartDelta {'content_delta': ' there'}",
+        "PartEndEvent 0 TextPart {'content': 'Hello there'}",
+    ],
+    "openai_agents": [
+        "response.created ",
+        *["response.output_item.added "] * 2,
+        *[f"response.function_call_arguments.delta {d}" for d in ['{"city":'] * 2],
+        'response.function_call_arguments.delta "Paris"}',
+        'response.function_call_arguments.delta "Oslo"}',
+        *["response.output_item.done "] * 2,
+        "response.completed ",
+        "response.created ",
+        "response.output_item.added ",
+        "response.content_part.added ",
+        "response.output_text.delta Hello",
+        "response.output_text.delta  there",
+        "response.content_part.done ",
+        "response.output_item.done ",
+        "response.completed ",
+    ],
+}
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -163,6 +202,7 @@ def test_each_framework_records_its_two_turn_tape_and_replays_it_offline_without
     assert recorded == {
         "ran": BOTH,
         "answer": ANSWER,
+        "streamed": STREAMED[framework],
         "turns": [["001.json", "pass", []], ["002.json", "not_applicable", []]],
     }
     tape = runs.app / "tapes" / "test_agents" / name
@@ -223,6 +263,95 @@ def test_the_readmes_fault_example_passes_for_both_frameworks(
     assert test.outcome == "passed", test.report
 
 
-def test_openai_agents_against_a_serve_scenario_finishes_its_run(runs: Runs) -> None:
-    result = runs.replay.result("test_openai_agents_against_a_serve_scenario")
-    assert result == {"ran": BOTH, "answer": ANSWER}
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_each_framework_against_a_serve_scenario_finishes_its_run(
+    runs: Runs, framework: str
+) -> None:
+    result = runs.replay.result(f"test_weather_against_a_serve_scenario[{framework}-unguarded-]")
+    assert result == {"ran": BOTH, "answer": ANSWER, "streamed": STREAMED[framework]}
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_guarded_client_runs_the_recorded_tape_as_the_client_it_wraps(
+    runs: Runs, framework: str
+) -> None:
+    """The same tools, answer, stream (event for event, as the agent saw it) and turns."""
+    guarded = runs.replay.result(f"test_weather_guarded[{framework}]")
+    assert guarded == runs.replay.result(f"test_weather[{framework}]")
+    assert guarded["streamed"] == STREAMED[framework]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_guarded_client_runs_a_serve_scenario_as_the_client_it_wraps(
+    runs: Runs, framework: str
+) -> None:
+    name = "test_weather_against_a_serve_scenario[{}-{}-]"
+    guarded = runs.replay.result(name.format(framework, "guarded"))
+    assert guarded == runs.replay.result(name.format(framework, "unguarded"))
+
+
+#: The code ``Blocked`` names for each fault the guarded agents meet.
+BLOCKED = {
+    "reuse_slot": ["identity_collision"],
+    "truncate": ["missing_terminal"],
+    "drop_terminal": ["missing_terminal"],
+}
+#: How many of the model's stream events the agent sees before ``Blocked`` ends its run: every
+#: one the unguarded agent saw of the faulty turn, up to the turn's end (then ``PartEndEvent``
+#: of the last call in pydantic-ai, ``response.output_item.done`` and ``response.completed`` in
+#: openai-agents, which each framework makes at the turn's end). Measured.
+SEEN_BEFORE_BLOCKED = {
+    **{(framework, "reuse_slot"): 6 for framework in FRAMEWORKS},
+    **{(framework, "truncate"): 7 for framework in FRAMEWORKS},
+    **{(framework, "drop_terminal"): 7 for framework in FRAMEWORKS},
+}
+
+
+def assert_blocked(
+    guarded: dict[str, Any], unguarded: dict[str, Any], framework: str, kind: str
+) -> None:
+    """``guarded`` ran no tool and raised ``Blocked`` as it is (no framework wraps it, and none
+    raised it while handling another error), after seeing the stream the unguarded agent saw."""
+    seen = SEEN_BEFORE_BLOCKED[framework, kind]
+    streamed = guarded.pop("streamed")
+    assert guarded == {
+        "ran": [],
+        "raised": "Blocked",
+        "chain": ["Blocked"],
+        "blocked": BLOCKED[kind],
+    }
+    assert streamed == unguarded["streamed"][:seen]
+
+
+@pytest.mark.parametrize("kind", list(BLOCKED))
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_guarded_client_ends_the_run_with_blocked_on_a_fault_of_the_recorded_tape(
+    runs: Runs, framework: str, kind: str
+) -> None:
+    """No tool runs, ``Blocked`` ends the run, and the agent asks nothing after it."""
+    guarded = runs.replay.result(f"test_weather_guarded_fault[{framework}-{kind}]")
+    assert guarded.pop("turns") == [["001.json", "fail", BLOCKED[kind]]]
+    assert (guarded.pop("faulted"), guarded.pop("kind")) == ([True, 0, 0], kind)
+    unguarded = runs.replay.result(f"test_weather_fault[{framework}-{kind}]")
+    assert_blocked(guarded, unguarded, framework, kind)
+
+
+#: What each framework does unguarded with the fault from ``callgate serve``'s scenario, whose
+#: next turn answers whatever is asked: the tools it ran and its answer. Measured.
+UNGUARDED_SERVED = {
+    "reuse_slot": ([], ANSWER),  # one call of unparsable arguments: refused, the model is told
+    "truncate": (BOTH, ANSWER),
+    "drop_terminal": (BOTH, ANSWER),
+}
+
+
+@pytest.mark.parametrize("kind", list(BLOCKED))
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_guarded_client_ends_the_run_with_blocked_on_a_fault_from_callgate_serve(
+    runs: Runs, framework: str, kind: str
+) -> None:
+    name = "test_weather_against_a_serve_scenario[{}-{}-{}]"
+    unguarded = runs.replay.result(name.format(framework, "unguarded", kind))
+    assert (unguarded["ran"], unguarded["answer"]) == UNGUARDED_SERVED[kind]
+    guarded = runs.replay.result(name.format(framework, "guarded", kind))
+    assert_blocked(guarded, unguarded, framework, kind)
