@@ -7,8 +7,8 @@ it twice in one turn (Paris, Oslo), then answers. Each test prints one ``RESULT 
 the tools the agent ran (with their arguments, sorted: a framework may run them concurrently),
 the model's stream as the agent saw it, its answer or the exception it raised, and what the tape
 served. The ``guarded`` tests hand the agent ``callgate.guarded(AsyncOpenAI(...))``. ``APP_KINDS``
-lists the faults the fault tests take, ``APP_SERVE_URL`` is a ``callgate serve`` scenario's base
-URL.
+lists the faults the fault tests take; ``APP_SERVE_URL`` and ``APP_SERVE_RESPONSES_URL`` are the
+base URLs of ``callgate serve``'s Chat Completions and Responses scenarios.
 """
 
 from __future__ import annotations
@@ -88,13 +88,25 @@ def pydantic_ai_part(event: Any) -> str:
 
 def openai_agents_weather(ran: Ran, openai_client: Any) -> str:
     """The weather agent in openai-agents over Chat Completions, streamed; its answer."""
-    from agents import (
-        Agent,
-        OpenAIChatCompletionsModel,
-        Runner,
-        function_tool,
-        set_tracing_disabled,
-    )
+    from agents import OpenAIChatCompletionsModel
+
+    model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=openai_client)
+    return openai_agents_run(ran, model, search=False)
+
+
+def openai_agents_responses_weather(ran: Ran, openai_client: Any) -> str:
+    """The weather agent in openai-agents over the Responses API (``OpenAIResponsesModel``,
+    which streams through ``responses.with_streaming_response``), with a second tool,
+    ``search(query, limit)``; its answer."""
+    from agents import OpenAIResponsesModel
+
+    model = OpenAIResponsesModel(model="gpt-5.1", openai_client=openai_client)
+    return openai_agents_run(ran, model, search=True)
+
+
+def openai_agents_run(ran: Ran, model: Any, *, search: bool) -> str:
+    """openai-agents' ``Runner.run_streamed`` of the weather agent on ``model``."""
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
 
     set_tracing_disabled(True)  # traces would go to OpenAI's host
 
@@ -102,11 +114,16 @@ def openai_agents_weather(ran: Ran, openai_client: Any) -> str:
     def get_weather(city: str) -> str:
         return forecast(ran, city)
 
+    @function_tool(name_override="search")
+    def search_tool(query: str, limit: int) -> str:
+        ran.append(["search", {"query": query, "limit": limit}])
+        return "no ferries today"
+
     agent = Agent(
         name="weather",
         instructions="Answer with the weather of each city asked about.",
-        model=OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=openai_client),
-        tools=[get_weather],
+        model=model,
+        tools=[get_weather, search_tool] if search else [get_weather],
     )
 
     async def run() -> str:
@@ -123,6 +140,13 @@ Weather = Callable[[Ran, Any], str]
 AGENTS: dict[str, Weather] = {
     "pydantic_ai": pydantic_ai_weather,
     "openai_agents": openai_agents_weather,
+}
+#: The agents that meet ``callgate serve``: those with tapes, and openai-agents over the
+#: Responses API, and the environment variable naming each one's scenario.
+SERVED: dict[str, tuple[Weather, str]] = {
+    "pydantic_ai": (pydantic_ai_weather, "APP_SERVE_URL"),
+    "openai_agents": (openai_agents_weather, "APP_SERVE_URL"),
+    "openai_agents_responses": (openai_agents_responses_weather, "APP_SERVE_RESPONSES_URL"),
 }
 
 
@@ -216,18 +240,20 @@ def test_weather_guarded_fault(callgate_tape: Any, framework: str, kind: str) ->
 
 @pytest.mark.parametrize("fault", ["", *GUARDED_KINDS])
 @pytest.mark.parametrize("guarded", ["unguarded", "guarded"])
-@pytest.mark.parametrize("framework", list(AGENTS))
+@pytest.mark.parametrize("framework", list(SERVED))
 def test_weather_against_a_serve_scenario(framework: str, guarded: str, fault: str) -> None:
-    """The agent against ``callgate serve``'s scenario, its tool turn served as ``fault`` (none:
-    as it is), its client handed to ``callgate.guarded`` or not; pinned by the test that runs
-    this suite."""
-    restart_scenario()
-    openai_client = client(guarded == "guarded", os.environ["APP_SERVE_URL"], fault or None)
-    print("RESULT " + json.dumps(outcome(AGENTS[framework], openai_client)))
+    """The agent against its ``callgate serve`` scenario, its tool turn served as ``fault``
+    (none: as it is), its client handed to ``callgate.guarded`` or not; pinned by the test that
+    runs this suite."""
+    agent, variable = SERVED[framework]
+    url = os.environ[variable]
+    restart_scenario(url)
+    openai_client = client(guarded == "guarded", url, fault or None)
+    print("RESULT " + json.dumps(outcome(agent, openai_client)))
 
 
-def restart_scenario() -> None:
-    """``POST /s/<name>/reset``: the next request gets the scenario's first turn."""
-    url = os.environ["APP_SERVE_URL"].removesuffix("/v1") + "/reset"
-    with urllib.request.urlopen(urllib.request.Request(url, data=b"", method="POST")):
+def restart_scenario(url: str) -> None:
+    """``POST /s/<name>/reset``: the next request to ``url`` gets the scenario's first turn."""
+    reset = url.removesuffix("/v1") + "/reset"
+    with urllib.request.urlopen(urllib.request.Request(reset, data=b"", method="POST")):
         pass
