@@ -7,7 +7,10 @@ table) are replaced by stand-ins. A stand-in passes every attribute through, exc
 that stream: those call the SDK's method and guard what it returns, with the tools and
 ``tool_choice`` of that call's own arguments. ``create`` is guarded when called with
 ``stream=True`` only; a call that does not stream returns the SDK's result untouched.
-``with_options`` and ``copy`` give guarded clients too.
+``with_options`` and ``copy`` give guarded clients too. A resource's ``with_raw_response`` and
+``with_streaming_response`` views (openai-agents streams the Responses API through the latter)
+give the HTTP response, or a manager of it; the stream its ``parse()`` returns comes back guarded,
+as the stream ``create`` returns would.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ from callgate.reassemble.errors import UsageError
 from callgate.reassemble.gate import CLIENT_STREAMS
 
 Client = TypeVar("Client")
+Guarding = Callable[[Any], Any]
+
+#: A resource's views whose methods return the HTTP response (or a manager of it), not the stream.
+RESPONSE_VIEWS = ("with_raw_response", "with_streaming_response")
 
 
 def guarded(client: Client, *, provider: str | None = None, allow: tuple[str, ...] = ()) -> Client:
@@ -42,6 +49,9 @@ def guarded(client: Client, *, provider: str | None = None, allow: tuple[str, ..
         duplicate.__dict__[root] = _Resource(getattr(client, root), paths, (root,), settings)
     for name in ("with_options", "copy"):
         duplicate.__dict__[name] = _regarding(getattr(client, name), provider, allow)
+    for view in RESPONSE_VIEWS:
+        whole = getattr(client, view)
+        duplicate.__dict__[view] = _Resource(whole, paths, (), settings, responds=True)
     return duplicate
 
 
@@ -62,34 +72,95 @@ class _Resource:
         paths: frozenset[tuple[str, ...]],
         at: tuple[str, ...],
         settings: Settings,
+        *,
+        responds: bool = False,
     ) -> None:
         self._target, self._paths, self._at, self._settings = target, paths, at, settings
+        self._responds = responds  # a view whose methods return responses, not streams
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
         path = (*self._at, name)
-        if path in self._paths:
-            return _streaming(value, streams_always=name != "create", settings=self._settings)
+        responds = self._responds
+        if path in self._paths and (name == "create" or not responds):
+            return _streaming(value, name != "create", self._settings, responds=responds)
+        if name in RESPONSE_VIEWS and not responds:
+            return _Resource(value, self._paths, self._at, self._settings, responds=True)
         if any(known[: len(path)] == path for known in self._paths):
-            return _Resource(value, self._paths, path, self._settings)
+            return _Resource(value, self._paths, path, self._settings, responds=responds)
         return value
 
     def __repr__(self) -> str:
         return f"<callgate guarded {self._target!r}>"
 
 
-def _streaming(method: Callable[..., Any], *, streams_always: bool, settings: Settings) -> Any:
+def _streaming(
+    method: Callable[..., Any], streams_always: bool, settings: Settings, *, responds: bool
+) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
         result = method(*args, **kwargs)
         if not streams_always and kwargs.get("stream") is not True:
             return result
         tools, choice = guard_settings(kwargs)
-        if inspect.isawaitable(result):
-            return _guard_awaited(result, tools, choice, settings)
-        return guard(result, tools, tool_choice=choice, **settings)
+
+        def guard_stream(stream: Any) -> Any:
+            return guard(stream, tools, tool_choice=choice, **settings)
+
+        def guard_response(response: Any) -> Any:
+            return _respond(response, guard_stream)
+
+        guarding = guard_response if responds else guard_stream
+        return _awaited(result, guarding) if inspect.isawaitable(result) else guarding(result)
 
     return call
 
 
-async def _guard_awaited(result: Any, tools: list[Any], choice: object, settings: Settings) -> Any:
-    return guard(await result, tools, tool_choice=choice, **settings)
+async def _awaited(result: Any, guarding: Guarding) -> Any:
+    return guarding(await result)
+
+
+def _respond(response: Any, guard_stream: Guarding) -> Any:
+    """The HTTP response a view returned, or the manager ``with_streaming_response`` returns,
+    whose ``parse()`` gives the guarded stream."""
+    if hasattr(response, "parse"):
+        return _Response(response, guard_stream)
+    return _ResponseManager(response, guard_stream)
+
+
+class _Response:
+    """The SDK's HTTP response; ``parse()`` (sync, or async for ``AsyncAPIResponse``) guards the
+    stream it gives."""
+
+    def __init__(self, target: Any, guard_stream: Guarding) -> None:
+        self._target, self._guard_stream = target, guard_stream
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        parsed = self._target.parse(*args, **kwargs)
+        if inspect.isawaitable(parsed):
+            return _awaited(parsed, self._guard_stream)
+        return self._guard_stream(parsed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+class _ResponseManager:
+    """``with_streaming_response``'s manager: the response it enters is a ``_Response``."""
+
+    def __init__(self, target: Any, guard_stream: Guarding) -> None:
+        self._target, self._guard_stream = target, guard_stream
+
+    def __enter__(self) -> _Response:
+        return _Response(self._target.__enter__(), self._guard_stream)
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        return self._target.__exit__(*exc_info)
+
+    async def __aenter__(self) -> _Response:
+        return _Response(await self._target.__aenter__(), self._guard_stream)
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._target.__aexit__(*exc_info)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
