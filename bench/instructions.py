@@ -8,7 +8,8 @@ of one child process that differ only in how much work they do, so start-up canc
   the tap groups chunks by when they came, and under valgrind's slowness a real clock would
   split the groups differently from run to run.
 - **writer**, per fixture: one turn's fixture built and written three times against once, as
-  the proxy's writer process builds it (the live verdict handed over), for the benchmark's 50-
+  the proxy's writer process builds it (the live verdict and the events the tap read handed
+  over, unpickled as the writer process gets them), for the benchmark's 50-
   and 2,000-event turns and for a turn of 529 events that carries one 10.5 KB argument (a
   file's text, 20 characters an event).
 - **replay**, per pass over the bundled conformance fixtures: three passes against one, both
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -37,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import bench_proxy
 
 if TYPE_CHECKING:
-    from callgate.reassemble import Report
+    from callgate.proxy_addon.tap import StreamTap
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT / "fixtures" / "conformance"
@@ -61,10 +63,10 @@ def tap(events: int, mode: str) -> None:
     body = bench_proxy.turn(LONG + 3, 7)
     chunks = bench_proxy.events_of(body)
     # Every turn ends as the long one does: each call's last fragment, the finish chunk, [DONE].
-    assert tapped(chunks[:events] + chunks[-4:], enforce=mode == "enforce").exit_code == 0
+    assert tapped(chunks[:events] + chunks[-4:], enforce=mode == "enforce").close().exit_code == 0
 
 
-def tapped(chunks: list[bytes], *, enforce: bool) -> Report:
+def tapped(chunks: list[bytes], *, enforce: bool) -> StreamTap:
     """The live report on a turn of the benchmark's tools, its chunks fed to a tap as the
     addon builds it."""
     from callgate.proxy_addon.tap import StreamTap
@@ -89,7 +91,8 @@ def tapped(chunks: list[bytes], *, enforce: bool) -> Report:
             while asked:  # the first look finds the chunks fresh, the next one reads them
                 asked.pop()()
     stream(b"")
-    return stream.close()
+    stream.close()
+    return stream
 
 
 def long_argument_turn() -> bytes:
@@ -129,11 +132,22 @@ def writer(events: int, times: int) -> None:
         capture="proxy",
         event_times=[0.001 * n for n in range(len(chunks))],
     )
-    verdict = tapped(chunks, enforce=False)
+    tap = tapped(chunks, enforce=False)
+    verdict, read = tap.close(), pickle.dumps(tap.read_body())
     with tempfile.TemporaryDirectory() as out:
         for _ in range(times):
+            # The events cross to the writer process pickled: the copy is the writer's own.
+            body = pickle.loads(read)
             write_fixture(
-                exchange, "openai", "openai", Path(out), ArgumentMode.MASK, False, None, verdict
+                exchange,
+                "openai",
+                "openai",
+                Path(out),
+                ArgumentMode.MASK,
+                False,
+                None,
+                verdict,
+                body,
             )
 
 
