@@ -12,12 +12,15 @@ of one child process that differ only in how much work they do, so start-up canc
   over, unpickled as the writer process gets them), for the benchmark's 50-
   and 2,000-event turns and for a turn of 529 events that carries one 10.5 KB argument (a
   file's text, 20 characters an event).
+- **parse**, per chunk of ``bench_floor``'s stream: ``json.loads`` (the floor), the strict parser,
+  and ``json.loads`` with the engine's ``feed``, each less what building the chunk texts costs,
+  against the floor with the target beside it.
 - **replay**, per pass over the bundled conformance fixtures: three passes against one, both
   after a first that compiles the tool schemas, as across the copies ``bench_replay`` judges;
   and the floor the same way, reading each file and ``json.loads``-ing it.
 
 Run: ``make instructions`` (needs valgrind: ``apt-get install valgrind``), or
-``python bench/instructions.py tap|writer|replay`` for one part.
+``python bench/instructions.py tap|writer|replay|parse`` for one part.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT / "fixtures" / "conformance"
 SHORT, LONG = 500, 2500
 READ_EVERY = 400
+#: Chunks of ``bench_floor``'s stream parsed in the small and the large run (``parse``).
+PARSE_SMALL, PARSE_LARGE = 3_200, 16_000
 #: The writer's turns, by name: events in the benchmark's turn, or 0 for the long argument.
 WRITER_TURNS = {"50 events": 50, "2,000 events": 2000, "one 10.5 KB argument": 0}
 REQUEST = json.dumps(
@@ -164,6 +169,28 @@ def replay(kind: str, passes: int) -> None:
         judge_all([CONFORMANCE], 1)
 
 
+def parse(kind: str, chunks: int) -> None:
+    """``bench_floor``'s stream of ``chunks`` chunk texts, built, then parsed as ``kind`` says:
+    not at all (what building costs), by ``json.loads``, by the strict parser, or by
+    ``json.loads`` and fed to the engine."""
+    import bench_floor
+
+    from callgate.reassemble import Reassembler, strict_json
+
+    texts = bench_floor.stream(chunks // bench_floor.CALLS)
+    if kind == "floor":
+        for text in texts:
+            json.loads(text)
+    elif kind == "strict":
+        for text in texts:
+            strict_json.loads(text)
+    elif kind == "engine":
+        engine = Reassembler("openai", {"f": True})
+        for text in texts:
+            engine.feed(json.loads(text))
+        assert engine.close().executable
+
+
 def instructions(*arguments: str) -> int:
     """Instructions this script's child run with ``arguments`` executes, by callgrind."""
     run = subprocess.run(
@@ -198,6 +225,8 @@ def child(kind: str, argument: str, amount: int) -> None:
         tap(amount, argument)
     elif kind == "writer":
         writer(int(argument), amount)
+    elif kind == "parse":
+        parse(argument, amount)
     else:
         replay(argument, amount)
 
@@ -206,7 +235,7 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
         return
-    parts = sys.argv[1:] or ["tap", "writer", "replay"]
+    parts = sys.argv[1:] or ["tap", "writer", "replay", "parse"]
     if "tap" in parts:
         print("tap, instructions per event")
         for mode in ("observe", "enforce"):
@@ -222,6 +251,15 @@ def main() -> None:
         judged = difference("replay", "replay", 1, 3)
         print(f"  {'floor: read + json.loads':<22} {floor:>16,}")
         print(f"  {'replay, 1 process':<22} {judged:>16,}  {judged / floor:.2f}x the floor")
+
+    if "parse" in parts:
+        print("parse, instructions per chunk of bench_floor's stream (building it left out)")
+        built = difference("parse", "none", PARSE_SMALL, PARSE_LARGE)
+        floor = difference("parse", "floor", PARSE_SMALL, PARSE_LARGE) - built
+        for kind, name, target in (("engine", "json.loads + feed", 1.5), ("strict", "strict", 1.3)):
+            count = difference("parse", kind, PARSE_SMALL, PARSE_LARGE) - built
+            print(f"  {name:<22} {count:>16,}  {count / floor:.2f}x the floor (target {target})")
+        print(f"  {'floor: json.loads':<22} {floor:>16,}")
 
 
 if __name__ == "__main__":
