@@ -9,9 +9,9 @@ of one child process that differ only in how much work they do, so start-up canc
   split the groups differently from run to run.
 - **writer**, per fixture: one turn's fixture built and written three times against once, as
   the proxy's writer process builds it (the live verdict and the events the tap read handed
-  over, unpickled as the writer process gets them), for the benchmark's 50-
-  and 2,000-event turns and for a turn of 529 events that carries one 10.5 KB argument (a
-  file's text, 20 characters an event).
+  over, packed and pickled as the writer process gets them; the packing is the proxy's), for
+  the benchmark's 50- and 2,000-event turns and for a turn of 529 events that carries one
+  10.5 KB argument (a file's text, 20 characters an event).
 - **parse**, per chunk of ``bench_floor``'s stream: ``json.loads`` (the floor), the strict parser,
   and ``json.loads`` with the engine's ``feed``, each less what building the chunk texts costs,
   against the floor with the target beside it.
@@ -118,7 +118,7 @@ def long_argument_turn() -> bytes:
 
 def writer(events: int, times: int) -> None:
     """Build and write one turn's fixture ``times`` times, as the proxy's writer process does."""
-    from callgate.proxy_addon.writer import write_fixture
+    from callgate.proxy_addon.writer import pack, write_fixture
     from callgate.redact import ArgumentMode, Exchange
 
     body = bench_proxy.turn(events, 7) if events else long_argument_turn()
@@ -138,10 +138,10 @@ def writer(events: int, times: int) -> None:
         event_times=[0.001 * n for n in range(len(chunks))],
     )
     tap = tapped(chunks, enforce=False)
-    verdict, read = tap.close(), pickle.dumps(tap.read_body())
+    verdict, read = tap.close(), pickle.dumps(pack(tap.read_body()))
     with tempfile.TemporaryDirectory() as out:
         for _ in range(times):
-            # The events cross to the writer process pickled: the copy is the writer's own.
+            # The events cross to the writer process packed and pickled (``pack``).
             body = pickle.loads(read)
             write_fixture(
                 exchange,

@@ -10,6 +10,7 @@ runs at a lower priority. This module imports nothing of mitmproxy: the process 
 from __future__ import annotations
 
 import asyncio
+import marshal
 import multiprocessing
 import os
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -47,7 +48,7 @@ class FixtureWriter:
     ) -> Future[Written]:
         """``write_fixture`` in the writer process."""
         future = self.process().submit(
-            write_fixture, exchange, profile, provider, out, mode, allow, shown, verdict, body
+            write_fixture, exchange, profile, provider, out, mode, allow, shown, verdict, pack(body)
         )
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
@@ -81,13 +82,12 @@ def write_fixture(
     allow: bool,
     shown: str | None,
     verdict: Report | None = None,
-    body: StreamBody | None = None,
+    body: PackedBody | None = None,
 ) -> Written:
     """Runs in the writer process: the fixture's path, its report, and with ``shown`` (the
     response's framing) its stream framed as the provider framed it (the body mitmweb shows).
     ``verdict``: the live report, so the unredacted stream is not judged a second time;
-    ``body``: the events the tap read, so the body is not parsed a second time (the writer
-    owns them: redaction masks them in place)."""
+    ``body``: the events the tap read (``pack``), so the body is not parsed a second time."""
     redacted = redact_exchange(
         exchange,
         profile=profile,
@@ -95,7 +95,7 @@ def write_fixture(
         arguments=mode,
         allow_verdict_change=allow,
         verdict=verdict,
-        body=body,
+        body=unpack(body),
     )
     path = out / fixture_name(redacted.envelope, redacted.data)
     write_atomic(path, redacted.data)
@@ -104,6 +104,29 @@ def write_fixture(
         redacted.report,
         None if shown is None else b"".join(framed(redacted.envelope, shown)),
     )
+
+
+#: A ``StreamBody`` on its way to the writer process: its events as ``marshal`` writes them,
+#: its framing, ``done`` and ``incomplete``.
+PackedBody = tuple[bytes, str, bool, bool]
+
+
+def pack(body: StreamBody | None) -> PackedBody | None:
+    """The events cross to the writer process as one ``marshal`` text: they are JSON values
+    (dicts, lists, strings, numbers, booleans, None), which ``marshal`` writes in well under
+    half of what pickling them costs the proxy process, and the pickle of the text is a copy."""
+    if body is None:
+        return None
+    return marshal.dumps(body.events), body.framing, body.done, body.incomplete
+
+
+def unpack(packed: PackedBody | None) -> StreamBody | None:
+    """The ``StreamBody`` that ``pack`` packed; the events are the caller's own (redaction
+    masks them in place)."""
+    if packed is None:
+        return None
+    events, framing, done, incomplete = packed
+    return StreamBody(marshal.loads(events), framing, done, incomplete)
 
 
 def _yield_to_the_stream() -> None:
