@@ -8,21 +8,26 @@ of one child process that differ only in how much work they do, so start-up canc
   the tap groups chunks by when they came, and under valgrind's slowness a real clock would
   split the groups differently from run to run.
 - **writer**, per fixture: one turn's fixture built and written three times against once, as
-  the proxy's writer process builds it (the live verdict handed over), for the benchmark's 50-
-  and 2,000-event turns and for a turn of 529 events that carries one 10.5 KB argument (a
-  file's text, 20 characters an event).
+  the proxy's writer process builds it (the live verdict and the events the tap read handed
+  over, packed and pickled as the writer process gets them; the packing is the proxy's), for
+  the benchmark's 50- and 2,000-event turns and for a turn of 529 events that carries one
+  10.5 KB argument (a file's text, 20 characters an event).
+- **parse**, per chunk of ``bench_floor``'s stream: ``json.loads`` (the floor), the strict parser,
+  and ``json.loads`` with the engine's ``feed``, each less what building the chunk texts costs,
+  against the floor with the target beside it.
 - **replay**, per pass over the bundled conformance fixtures: three passes against one, both
   after a first that compiles the tool schemas, as across the copies ``bench_replay`` judges;
   and the floor the same way, reading each file and ``json.loads``-ing it.
 
 Run: ``make instructions`` (needs valgrind: ``apt-get install valgrind``), or
-``python bench/instructions.py tap|writer|replay`` for one part.
+``python bench/instructions.py tap|writer|replay|parse`` for one part.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -37,12 +42,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 import bench_proxy
 
 if TYPE_CHECKING:
-    from callgate.reassemble import Report
+    from callgate.proxy_addon.tap import StreamTap
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT / "fixtures" / "conformance"
 SHORT, LONG = 500, 2500
 READ_EVERY = 400
+#: Chunks of ``bench_floor``'s stream parsed in the small and the large run (``parse``).
+PARSE_SMALL, PARSE_LARGE = 3_200, 16_000
 #: The writer's turns, by name: events in the benchmark's turn, or 0 for the long argument.
 WRITER_TURNS = {"50 events": 50, "2,000 events": 2000, "one 10.5 KB argument": 0}
 REQUEST = json.dumps(
@@ -61,10 +68,10 @@ def tap(events: int, mode: str) -> None:
     body = bench_proxy.turn(LONG + 3, 7)
     chunks = bench_proxy.events_of(body)
     # Every turn ends as the long one does: each call's last fragment, the finish chunk, [DONE].
-    assert tapped(chunks[:events] + chunks[-4:], enforce=mode == "enforce").exit_code == 0
+    assert tapped(chunks[:events] + chunks[-4:], enforce=mode == "enforce").close().exit_code == 0
 
 
-def tapped(chunks: list[bytes], *, enforce: bool) -> Report:
+def tapped(chunks: list[bytes], *, enforce: bool) -> StreamTap:
     """The live report on a turn of the benchmark's tools, its chunks fed to a tap as the
     addon builds it."""
     from callgate.proxy_addon.tap import StreamTap
@@ -89,7 +96,8 @@ def tapped(chunks: list[bytes], *, enforce: bool) -> Report:
             while asked:  # the first look finds the chunks fresh, the next one reads them
                 asked.pop()()
     stream(b"")
-    return stream.close()
+    stream.close()
+    return stream
 
 
 def long_argument_turn() -> bytes:
@@ -110,7 +118,7 @@ def long_argument_turn() -> bytes:
 
 def writer(events: int, times: int) -> None:
     """Build and write one turn's fixture ``times`` times, as the proxy's writer process does."""
-    from callgate.proxy_addon.writer import write_fixture
+    from callgate.proxy_addon.writer import pack, write_fixture
     from callgate.redact import ArgumentMode, Exchange
 
     body = bench_proxy.turn(events, 7) if events else long_argument_turn()
@@ -129,11 +137,22 @@ def writer(events: int, times: int) -> None:
         capture="proxy",
         event_times=[0.001 * n for n in range(len(chunks))],
     )
-    verdict = tapped(chunks, enforce=False)
+    tap = tapped(chunks, enforce=False)
+    verdict, read = tap.close(), pickle.dumps(pack(tap.read_body()))
     with tempfile.TemporaryDirectory() as out:
         for _ in range(times):
+            # The events cross to the writer process packed and pickled (``pack``).
+            body = pickle.loads(read)
             write_fixture(
-                exchange, "openai", "openai", Path(out), ArgumentMode.MASK, False, None, verdict
+                exchange,
+                "openai",
+                "openai",
+                Path(out),
+                ArgumentMode.MASK,
+                False,
+                None,
+                verdict,
+                body,
             )
 
 
@@ -148,6 +167,28 @@ def replay(kind: str, passes: int) -> None:
         return
     for _ in range(1 + passes):  # the first pass compiles the tool schemas
         judge_all([CONFORMANCE], 1)
+
+
+def parse(kind: str, chunks: int) -> None:
+    """``bench_floor``'s stream of ``chunks`` chunk texts, built, then parsed as ``kind`` says:
+    not at all (what building costs), by ``json.loads``, by the strict parser, or by
+    ``json.loads`` and fed to the engine."""
+    import bench_floor
+
+    from callgate.reassemble import Reassembler, strict_json
+
+    texts = bench_floor.stream(chunks // bench_floor.CALLS)
+    if kind == "floor":
+        for text in texts:
+            json.loads(text)
+    elif kind == "strict":
+        for text in texts:
+            strict_json.loads(text)
+    elif kind == "engine":
+        engine = Reassembler("openai", {"f": True})
+        for text in texts:
+            engine.feed(json.loads(text))
+        assert engine.close().executable
 
 
 def instructions(*arguments: str) -> int:
@@ -184,6 +225,8 @@ def child(kind: str, argument: str, amount: int) -> None:
         tap(amount, argument)
     elif kind == "writer":
         writer(int(argument), amount)
+    elif kind == "parse":
+        parse(argument, amount)
     else:
         replay(argument, amount)
 
@@ -192,7 +235,7 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
         return
-    parts = sys.argv[1:] or ["tap", "writer", "replay"]
+    parts = sys.argv[1:] or ["tap", "writer", "replay", "parse"]
     if "tap" in parts:
         print("tap, instructions per event")
         for mode in ("observe", "enforce"):
@@ -208,6 +251,15 @@ def main() -> None:
         judged = difference("replay", "replay", 1, 3)
         print(f"  {'floor: read + json.loads':<22} {floor:>16,}")
         print(f"  {'replay, 1 process':<22} {judged:>16,}  {judged / floor:.2f}x the floor")
+
+    if "parse" in parts:
+        print("parse, instructions per chunk of bench_floor's stream (building it left out)")
+        built = difference("parse", "none", PARSE_SMALL, PARSE_LARGE)
+        floor = difference("parse", "floor", PARSE_SMALL, PARSE_LARGE) - built
+        for kind, name, target in (("engine", "json.loads + feed", 1.5), ("strict", "strict", 1.3)):
+            count = difference("parse", kind, PARSE_SMALL, PARSE_LARGE) - built
+            print(f"  {name:<22} {count:>16,}  {count / floor:.2f}x the floor (target {target})")
+        print(f"  {'floor: json.loads':<22} {floor:>16,}")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from callgate.proxy_addon.settings import Settings, add_options, concerns, read_
 from callgate.proxy_addon.tap import StreamTap
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
 from callgate.proxy_addon.writer import FixtureWriter, Written
-from callgate.reassemble import Finding, Reassembler, Report
+from callgate.reassemble import Finding, Reassembler
 from callgate.reassemble.errors import CallgateError
 from callgate.reassemble.profiles import framing_for, profile_for
 from callgate.reassemble.providers import provider_from_url
@@ -207,14 +207,21 @@ class CallgateAddon:
             _show(flow, b"".join(capture.tap.body), judged, self.settings)  # tells the UI too
         else:
             ctx.master.addons.trigger(UpdateHook([flow]))
-        # The live report is the unredacted verdict, unless the tap broke and stopped reading.
-        self._record(flow, capture, ended_cleanly, None if capture.tap.broken else report)
+        self._record(flow, capture, ended_cleanly)
 
-    def _record(
-        self, flow: http.HTTPFlow, capture: _Capture, ended_cleanly: bool, verdict: Report | None
-    ) -> None:
-        """Have the flow's fixture written in the writer process; report it once written."""
-        settings = self.settings
+    def _record(self, flow: http.HTTPFlow, capture: _Capture, ended_cleanly: bool) -> None:
+        """Have the flow's fixture written in the writer process; report it once written. The
+        tap's events and report go with it when the tap read the body whole: they are the
+        recorded body's, and the writer need not parse and judge it again."""
+        settings, tap = self.settings, capture.tap
+        verdict, body = (tap.close(), tap.read_body()) if tap.read_whole else (None, None)
+        if verdict is None:
+            log.info(
+                "callgate: %s %s: the stream was not read whole live; its fixture is built by "
+                "parsing and judging the recorded body again",
+                flow.id,
+                _where(flow),
+            )
         # The OpenAI SDK closes the connection right after [DONE]: that stream is complete. (The
         # tap has read everything by now: closing it read what was left.)
         exchange = _exchange(flow, capture, ended_cleanly or capture.tap.end_marker_seen)
@@ -227,6 +234,7 @@ class CallgateAddon:
             settings.allow_verdict_change,
             capture.tap.framing if settings.shows(WebBody.redacted) else None,
             verdict,
+            body,
         )
         loop = asyncio.get_running_loop()
         future.add_done_callback(

@@ -43,10 +43,11 @@ from typing import Any
 from callgate.proxy_addon.backlog import Backlog
 from callgate.proxy_addon.tap_state import TapInput, TapState, step
 from callgate.reassemble import Code, Finding, Reassembler, Report
+from callgate.reassemble.body import StreamBody
 from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.base import Profile
-from callgate.reassemble.readers import READERS, Reader
+from callgate.reassemble.readers import READERS, Reader, SSEReader
 from callgate.redact.encoding import Decompressor
 
 # The states by name, looked up once: the tap asks for its state at every chunk, and in Python
@@ -124,10 +125,14 @@ class StreamTap:
         self.over_limit = False
         #: Seconds from the first body byte to each stream event (for replay with real timing).
         self.event_times: list[float] = []
+        #: Each stream event's value as the engine was fed it, in order (``read_body``).
+        self.events: list[object] = []
         self._started: float | None = None
         self.report: Report | None = None
         self._state = READING
         self._stream_ended = False  # an event the profile ends the stream with was read
+        self._body_ended = False  # the end-of-body call came (an empty chunk)
+        self._read_whole = True  # no byte went unread after an enforced verdict
         self._reader: Reader[Any] = READERS[framing](self._profile, self._received)
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
         self._held: list[bytes] = []  # enforce: the blocks held, until the verdict
@@ -161,6 +166,7 @@ class StreamTap:
         return self._stream_ended or self._reader.ended
 
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
+        self._body_ended = self._body_ended or not chunk
         try:
             decoded = self.decompressor(chunk)
         except Exception as error:  # a bug of ours, or corrupt upstream data: pass it on
@@ -200,6 +206,29 @@ class StreamTap:
             self.report = self.engine.close()
         return self.report
 
+    @property
+    def read_whole(self) -> bool:
+        """Once closed: the tap read every byte of a body that ended, so its report is the
+        verdict of the recorded body. Not so when it broke, let the body go, met bytes it could
+        not read, passed bytes on unread after an enforced verdict, or the body never ended."""
+        return (
+            self.report is not None
+            and self._body_ended
+            and self._read_whole
+            and not self.over_limit
+            and self._state is not BROKEN
+            and not self._reader.unreadable
+        )
+
+    def read_body(self) -> StreamBody | None:
+        """The body as import reads it (``parse_stream_body``), from the events the engine was
+        fed; None unless the tap ``read_whole`` an SSE body (import reads the other framings'
+        bodies in a way of its own). The caller owns the events: the tap is done with them."""
+        reader = self._reader
+        if not isinstance(reader, SSEReader) or not self.read_whole:
+            return None
+        return StreamBody(self.events, SSE, done=reader.ended, incomplete=reader.incomplete)
+
     # -- reading -----------------------------------------------------------------------------------
 
     def _received(self) -> bytes:
@@ -233,10 +262,11 @@ class StreamTap:
         if self._started is None:
             self._started = now
         since, read = now - self._started, 0
-        ends_stream, feed = self._profile.ends_stream, self.engine.feed
+        ends_stream, feed, keep = self._profile.ends_stream, self.engine.feed, self.events.append
         try:
             for event in events:
                 read += 1
+                keep(event)
                 if ends_stream is not None and ends_stream(event):
                     self._stream_ended = True
                 for finding in feed(event):
@@ -284,11 +314,13 @@ class StreamTap:
     def _route(self, block: bytes, *, tail: bool = False) -> list[bytes]:
         """Enforce mode: where one block goes now. A tail is held and goes out only on a pass,
         so an error event never lands after a cut line or element, or after a closed array."""
-        if self._state is PASSED:
+        if self._state is PASSED or self._state is BLOCKED:
+            # After the verdict nothing is read: the tap no longer has the body whole.
+            self._read_whole = self._read_whole and not block
+            if self._state is BLOCKED:
+                return []
             self._sent += len(block)
             return [block]
-        if self._state is BLOCKED:
-            return []
         if not tail and self._may_go_unread(block):
             self._release_unread(block)
             return [block]

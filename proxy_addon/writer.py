@@ -1,6 +1,7 @@
 """Fixtures are built and written in a process of their own, off the event loop.
 
-A process, not a thread: building a fixture (parse, redact, two checks, the indented JSON) is
+A process, not a thread: building a fixture (redact, check the redacted stream, the indented JSON;
+and, when the tap could not read the stream whole, parse and check the recorded body first) is
 pure Python and, in a thread, held the GIL the event loop streams with. The process starts with
 the first fixture, from ``forkserver`` (a clean process, not a fork of mitmproxy's threads), and
 runs at a lower priority. This module imports nothing of mitmproxy: the process imports it alone.
@@ -9,6 +10,7 @@ runs at a lower priority. This module imports nothing of mitmproxy: the process 
 from __future__ import annotations
 
 import asyncio
+import marshal
 import multiprocessing
 import os
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble import Report
+from callgate.reassemble.body import StreamBody
 from callgate.reassemble.profiles import framed
 from callgate.redact import ArgumentMode, Exchange, fixture_name, redact_exchange
 
@@ -41,10 +44,11 @@ class FixtureWriter:
         allow: bool,
         shown: str | None,
         verdict: Report | None,
+        body: StreamBody | None = None,
     ) -> Future[Written]:
         """``write_fixture`` in the writer process."""
         future = self.process().submit(
-            write_fixture, exchange, profile, provider, out, mode, allow, shown, verdict
+            write_fixture, exchange, profile, provider, out, mode, allow, shown, verdict, pack(body)
         )
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
@@ -78,10 +82,12 @@ def write_fixture(
     allow: bool,
     shown: str | None,
     verdict: Report | None = None,
+    body: PackedBody | None = None,
 ) -> Written:
     """Runs in the writer process: the fixture's path, its report, and with ``shown`` (the
     response's framing) its stream framed as the provider framed it (the body mitmweb shows).
-    ``verdict``: the live report, so the unredacted stream is not judged a second time."""
+    ``verdict``: the live report, so the unredacted stream is not judged a second time;
+    ``body``: the events the tap read (``pack``), so the body is not parsed a second time."""
     redacted = redact_exchange(
         exchange,
         profile=profile,
@@ -89,6 +95,7 @@ def write_fixture(
         arguments=mode,
         allow_verdict_change=allow,
         verdict=verdict,
+        body=unpack(body),
     )
     path = out / fixture_name(redacted.envelope, redacted.data)
     write_atomic(path, redacted.data)
@@ -97,6 +104,29 @@ def write_fixture(
         redacted.report,
         None if shown is None else b"".join(framed(redacted.envelope, shown)),
     )
+
+
+#: A ``StreamBody`` on its way to the writer process: its events as ``marshal`` writes them,
+#: its framing, ``done`` and ``incomplete``.
+PackedBody = tuple[bytes, str, bool, bool]
+
+
+def pack(body: StreamBody | None) -> PackedBody | None:
+    """The events cross to the writer process as one ``marshal`` text: they are JSON values
+    (dicts, lists, strings, numbers, booleans, None), which ``marshal`` writes in well under
+    half of what pickling them costs the proxy process, and the pickle of the text is a copy."""
+    if body is None:
+        return None
+    return marshal.dumps(body.events), body.framing, body.done, body.incomplete
+
+
+def unpack(packed: PackedBody | None) -> StreamBody | None:
+    """The ``StreamBody`` that ``pack`` packed; the events are the caller's own (redaction
+    masks them in place)."""
+    if packed is None:
+        return None
+    events, framing, done, incomplete = packed
+    return StreamBody(marshal.loads(events), framing, done, incomplete)
 
 
 def _yield_to_the_stream() -> None:

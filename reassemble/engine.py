@@ -15,6 +15,7 @@ The engine is sans-I/O: it never reads, writes, logs or looks at a clock.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,9 +70,8 @@ class _Slot:
     name: str | None = None
     stated_input: object = None
     fragments: list[str] = field(default_factory=list)
-    #: (first character offset, event index, pointer) of each non-empty fragment.
-    origins: list[tuple[int, int, str]] = field(default_factory=list)
-    chars: int = 0
+    #: (event index, pointer) of each fragment, in step with ``fragments``.
+    origins: list[tuple[int, str]] = field(default_factory=list)
     size: int = 0
     arguments: str | None = None
     parsed: Any = None
@@ -127,8 +127,10 @@ class Reassembler:
         self._quirks = quirks_in_force(provider, allow_quirks)
         request = dict(request or {})
         self._accepted = self._profile.accepted_reasons(request)
-        self._translator = self._profile.translator(self._quirks, request)
+        # The bound method, looked up once: ``feed`` calls it for every event.
+        self._translate = self._profile.translator(self._quirks, request).translate
         self._limits = limits or DEFAULT_LIMITS
+        self._max_bytes = self._limits.max_argument_bytes
         self._tool_schemas = tool_schemas_of(tool_schemas if tools is None else tools, profile)
         self._compiled: dict[str, ToolSchema | SchemaProblem] = {}
         self._slots: dict[SlotKey, _Slot] = {}
@@ -151,7 +153,7 @@ class Reassembler:
             raw = event_json(raw)
         self._event += 1
         first = len(self._findings)
-        for event in self._translator.translate(raw):
+        for event in self._translate(raw):
             if type(event) is SlotDelta:  # most events: skip the dispatch
                 self._delta(event)
             else:
@@ -381,19 +383,15 @@ class Reassembler:
         # surrogatepass: a lone surrogate (a Python caller can hand one over) counts as the 3
         # bytes it would take; the strict parse then reports it as invalid_unicode.
         size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        if slot.size + size > self._limits.max_argument_bytes:
+        if slot.size + size > self._max_bytes:
             slot.fragments.clear()
             slot.origins.clear()
             self._block(
-                slot,
-                Code.LIMIT_EXCEEDED,
-                f"arguments exceed {self._limits.max_argument_bytes} bytes",
-                pointer,
+                slot, Code.LIMIT_EXCEEDED, f"arguments exceed {self._max_bytes} bytes", pointer
             )
             return
-        slot.origins.append((slot.chars, self._event, pointer))
+        slot.origins.append((self._event, pointer))
         slot.fragments.append(text)
-        slot.chars += len(text)
         slot.size += size
 
     # -- turn events -------------------------------------------------------------------------------
@@ -557,10 +555,10 @@ class Reassembler:
         """The event and pointer of the fragment holding character ``position``."""
         if not slot.origins:
             return self._event, pointer
-        starts = [start for start, _, _ in slot.origins]
+        # Where each fragment starts, counted only now: a parse error is rare, a fragment is not.
         # The first fragment starts at character 0 and positions are never negative.
-        _, event, where = slot.origins[bisect.bisect_right(starts, position) - 1]
-        return event, where
+        starts = list(itertools.accumulate(map(len, slot.fragments[:-1]), initial=0))
+        return slot.origins[bisect.bisect_right(starts, position) - 1]
 
     def _check_stated_input(self, slot: _Slot, parsed: dict[str, Any], pointer: str) -> None:
         stated = slot.stated_input

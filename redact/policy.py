@@ -73,20 +73,18 @@ def redact_exchange(
     allow_verdict_change: bool = False,
     keep_text: bool = False,
     verdict: Report | None = None,
+    body: StreamBody | None = None,
 ) -> Redacted:
     """The safe envelope for one exchange. ``keep_text`` keeps the model's free text (for
     tapes, which replay it to the app). ``verdict`` is the report the unredacted stream already
     got (the proxy judges it as it passes): the verdict gate compares with it instead of
-    checking the unredacted envelope again. Raises ``NotApplicable`` or ``RedactionRefused``."""
+    checking the unredacted envelope again. ``body``: the response body's events as they were
+    already read (the proxy reads them as they pass), which spares parsing the body again.
+    Raises ``NotApplicable`` or ``RedactionRefused``."""
     provider = provider or provider_from_url(exchange.url)
-    profile = profile or profile_for(exchange.url, provider)
-    body = _stream_body(exchange, profile)
-    profile = profile or profile_of_events(body.events)
-    if profile is None:
-        raise NotApplicable(f"no profile reads endpoint {urlsplit(exchange.url).path or '/'}")
-    request = request_json(exchange.request_body)
-    envelope = _raw_envelope(profile, provider, request, body)
-    envelope["meta"] = _meta(exchange, request, body, provider, keep_text)
+    envelope = recorded_envelope(
+        exchange, profile=profile, provider=provider, keep_text=keep_text, body=body
+    )
     return _redacted(
         envelope,
         arguments,
@@ -97,6 +95,31 @@ def redact_exchange(
         keep_text=keep_text,
         before=verdict,
     )
+
+
+def recorded_envelope(
+    exchange: Exchange,
+    *,
+    profile: str | None = None,
+    provider: str | None = None,
+    keep_text: bool = False,
+    body: StreamBody | None = None,
+) -> dict[str, Any]:
+    """The exchange as an envelope before any redaction: what ``check`` of the recorded turn
+    judges. It holds prompts and secrets: never write it. Raises ``NotApplicable``."""
+    provider = provider or provider_from_url(exchange.url)
+    profile = profile or profile_for(exchange.url, provider)
+    if body is None:
+        body = _stream_body(exchange, profile)
+    else:
+        _require_stream(exchange)
+    profile = profile or profile_of_events(body.events)
+    if profile is None:
+        raise NotApplicable(f"no profile reads endpoint {urlsplit(exchange.url).path or '/'}")
+    request = request_json(exchange.request_body)
+    envelope = _raw_envelope(profile, provider, request, body)
+    envelope["meta"] = _meta(exchange, request, body, provider, keep_text)
+    return envelope
 
 
 def redact_envelope(
@@ -212,11 +235,15 @@ def refuse_leaks(
 # -- the exchange ------------------------------------------------------------------------------
 
 
-def _stream_body(exchange: Exchange, profile: str | None) -> StreamBody:
+def _require_stream(exchange: Exchange) -> None:
     if exchange.method.upper() != "POST":
         raise NotApplicable(f"method {exchange.method} is not a model call")
     if not 200 <= exchange.status < 300:
         raise NotApplicable(f"HTTP status {exchange.status}")
+
+
+def _stream_body(exchange: Exchange, profile: str | None) -> StreamBody:
+    _require_stream(exchange)
     return parse_stream_body(
         exchange.response_body, exchange.header("content-type", response=True), profile=profile
     )

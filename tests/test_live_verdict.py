@@ -1,0 +1,231 @@
+"""The live verdict is the recorded one: what the proxy's tap judges as a stream passes equals
+``check()`` of the body it recorded, and the fixture the writer builds from the tap's events and
+report is the one built by parsing that body and judging it again, byte for byte.
+
+Proved over every conformance fixture in each of its profile's framings, every stream of the
+shared corpus as its provider sent it, and the property tests' generated turns; each fed the way
+the addon feeds it (deferred reads, observing and enforcing), in chunks that cut events apart.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from callgate.proxy_addon.tap import StreamTap
+from callgate.proxy_addon.writer import pack, unpack
+from callgate.reassemble import Reassembler, Report, check
+from callgate.reassemble.body import parse_stream_body
+from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
+from callgate.reassemble.profiles import PROFILES, framed
+from callgate.redact import (
+    Exchange,
+    NotApplicable,
+    RedactionRefused,
+    redact_exchange,
+    request_context,
+)
+from callgate.redact.policy import recorded_envelope
+from tests.conftest import CONFORMANCE, conformance_fixtures, corpus_params, fixture_id, load
+from tests.proxy_harness import request_body_of
+from tests.test_corpus_real import (
+    REAL,
+    STREAMS,
+    accept_all_request,
+    body_events,
+    called_names,
+    profile_of,
+    provider_of,
+)
+from tests.test_properties import SCHEMAS, passing_turns
+
+
+def exchange_of(body: bytes, request: bytes, framing: str) -> Exchange:
+    return Exchange(
+        method="POST",
+        url="https://llm.example/v1/stream",
+        request_headers=[],
+        request_body=request,
+        status=200,
+        response_headers=[("content-type", MEDIA_TYPES[framing][0])],
+        response_body=body,
+        capture="proxy",
+    )
+
+
+def streamed(
+    body: bytes, request: bytes, profile: str, provider: str | None, framing: str, **mode: Any
+) -> StreamTap:
+    """A tap as the addon builds one, fed ``body`` in chunks that cut events apart, each
+    deferred read run as the event loop would run it, then the end of the body."""
+    schemas, parameters = request_context(request, profile)
+    asked: list[Any] = []
+    tap = StreamTap(
+        Reassembler(profile, schemas, request=parameters, provider=provider),
+        profile,
+        "",
+        on_finding=lambda _: None,
+        on_failure=pytest.fail,
+        framing=framing,
+        defer=asked.append,
+        **mode,
+    )
+    for chunk in [body[i : i + 37] for i in range(0, len(body), 37)] + [b""]:
+        tap(chunk)
+        while asked:
+            asked.pop(0)()
+    tap.close()
+    return tap
+
+
+def written(exchange: Exchange, options: dict[str, Any]) -> tuple[bytes, Report] | str:
+    """The fixture and its report, or why none is written."""
+    try:
+        redacted = redact_exchange(exchange, **options)
+    except (NotApplicable, RedactionRefused) as refused:
+        return f"{type(refused).__name__}: {refused}"
+    return redacted.data, redacted.report
+
+
+def assert_live_is_recorded(
+    tap: StreamTap, exchange: Exchange, profile: str, provider: str | None
+) -> None:
+    """Once the tap read the body whole: its report equals ``check()`` of the recorded body,
+    and the fixture written from its report, and from its events too when it hands them on, is
+    the fixture written by parsing and judging again, or the same refusal. (A tap that did not
+    read the body whole hands on neither: the writer parses and judges the body again.)"""
+    if not tap.read_whole:
+        assert tap.read_body() is None
+        return
+    live = tap.close()
+    options: dict[str, Any] = {"profile": profile, "provider": provider}
+    recorded = check(recorded_envelope(exchange, **options))
+    assert live == recorded
+    assert live.to_dict() == recorded.to_dict()
+    judged_again = written(exchange, options)
+    assert written(exchange, {**options, "verdict": live}) == judged_again
+    body = tap.read_body()
+    if body is not None:
+        content_type = exchange.header("content-type", response=True)
+        assert body == parse_stream_body(exchange.response_body, content_type, profile=profile)
+        # As the writer process gets them: a copy of its own (redaction masks them in place).
+        one_parse = {**options, "verdict": live, "body": unpack(pack(body))}
+        assert written(exchange, one_parse) == judged_again
+
+
+MODES = [
+    pytest.param({"enforce": False}, id="observe"),
+    pytest.param({"enforce": True}, id="enforce"),
+]
+MATRIX = [
+    pytest.param(path, framing, id=f"{fixture_id(path)}-{framing}")
+    for path in conformance_fixtures()
+    for framing in PROFILES[load(path)["profile"]].framings
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("path", "framing"), MATRIX)
+def test_every_conformance_stream_is_judged_live_as_recorded(
+    path: Path, framing: str, mode: dict[str, Any]
+) -> None:
+    envelope = load(path)
+    body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
+    profile, provider = envelope["profile"], envelope.get("provider")
+    tap = streamed(body, request, profile, provider, framing, **mode)
+    assert tap.read_whole or mode["enforce"]
+    assert_live_is_recorded(tap, exchange_of(body, request, framing), profile, provider)
+
+
+#: The framing a corpus file's bytes are in, by its suffix.
+CORPUS_FRAMINGS = {".sse": SSE, ".json": JSON_ARRAY, ".ndjson": NDJSON, ".b64": EVENTSTREAM}
+
+
+def corpus_stream(row: dict[str, str]) -> tuple[bytes, bytes, str]:
+    """(body, request, framing): the bytes as the provider sent them, or, recorded in a framing
+    the profile does not stream in (an SDK's own log of the events), the events framed as the
+    provider frames them."""
+    path, profile = REAL / row["file"], profile_of(row)
+    events = body_events(path)
+    request_path = path.with_name(path.name.split(".")[0] + ".request.json")
+    request = (
+        request_path.read_bytes()
+        if request_path.is_file()
+        else json.dumps(accept_all_request(profile, sorted(called_names(events)))).encode()
+    )
+    framing = CORPUS_FRAMINGS.get(path.suffix)
+    if framing in PROFILES[profile].framings:
+        raw = path.read_bytes()
+        return (base64.b64decode(raw) if framing == EVENTSTREAM else raw), request, framing
+    framing = PROFILES[profile].framings[0]
+    envelope = {"profile": profile, PROFILES[profile].stream_key: events}
+    return b"".join(framed(envelope, framing)), request, framing
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", corpus_params(STREAMS, ids=lambda r: r["file"]))
+def test_every_corpus_stream_is_judged_live_as_recorded(
+    row: dict[str, str], mode: dict[str, Any]
+) -> None:
+    body, request, framing = corpus_stream(row)
+    profile, provider = profile_of(row), provider_of(row)
+    tap = streamed(body, request, profile, provider, framing, **mode)
+    assert tap.read_whole or mode["enforce"]
+    assert_live_is_recorded(tap, exchange_of(body, request, framing), profile, provider)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_every_generated_turn_is_judged_live_as_recorded(data: st.DataObject) -> None:
+    profile, stream = data.draw(passing_turns())
+    envelope = {"profile": profile, "tool_schemas": SCHEMAS, PROFILES[profile].stream_key: stream}
+    framing = data.draw(st.sampled_from(PROFILES[profile].framings))
+    body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
+    tap = streamed(body, request, profile, None, framing, enforce=data.draw(st.booleans()))
+    assert_live_is_recorded(tap, exchange_of(body, request, framing), profile, None)
+
+
+def test_the_proof_fails_when_the_live_report_is_altered() -> None:
+    """A live report that differs from the recorded verdict in any way, even one the fixture
+    does not show (a finding's detail), fails the proof."""
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    framing = PROFILES[envelope["profile"]].framings[0]
+    body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
+    profile, provider = envelope["profile"], envelope.get("provider")
+    exchange = exchange_of(body, request, framing)
+    tap = streamed(body, request, profile, provider, framing, enforce=False)
+    assert_live_is_recorded(tap, exchange, profile, provider)
+    report = tap.close()
+    for altered in (
+        dataclasses.replace(report, calls=report.calls[:-1]),
+        dataclasses.replace(report, applicable=not report.applicable),
+        dataclasses.replace(report, provider="elsewhere"),
+    ):
+        tap.report = altered
+        with pytest.raises(AssertionError):
+            assert_live_is_recorded(tap, exchange, profile, provider)
+
+
+def test_an_observing_tap_reads_every_stream_whole() -> None:
+    """Observing, the proxy's default, the tap reads every matrix stream whole in each framing,
+    and hands on the events of every SSE one: the proof above covers the path the writer
+    takes. Enforcing, it reads on after the verdict only where it passes; it does for most."""
+    whole = []
+    for path in conformance_fixtures():
+        envelope = load(path)
+        profile, request = envelope["profile"], request_body_of(envelope)
+        for framing in PROFILES[profile].framings:
+            body = b"".join(framed(envelope, framing))
+            tap = streamed(body, request, profile, None, framing, enforce=False)
+            assert tap.read_whole, (path, framing)
+            assert (tap.read_body() is not None) is (framing == SSE), (path, framing)
+            whole.append(streamed(body, request, profile, None, framing, enforce=True).read_whole)
+    assert sum(whole) > 0.8 * len(whole)
