@@ -354,3 +354,12 @@ def read_events(
                 connection.close()
                 return
     connection.close()
+
+
+def wait_for_log(caplog: Any, text: str, count: int = 1) -> None:
+    """Until ``count`` log lines hold ``text``: the proxy logs from its own thread, and may do
+    so after the client has its last byte (a flow is judged right after the response ends)."""
+    deadline = time.monotonic() + 30
+    while sum(text in r.getMessage() for r in caplog.records) < count:
+        assert time.monotonic() < deadline, f"no log line with {text!r}"
+        time.sleep(0.05)

@@ -26,7 +26,14 @@ from callgate.cli.loopback import free_port, wait_listening
 from callgate.cli.serve import FakeProvider, collect
 from callgate.reassemble.profiles import frames
 from tests.conftest import CONFORMANCE, load
-from tests.proxy_harness import Proxy, fake_provider, post, request_body, request_body_of
+from tests.proxy_harness import (
+    Proxy,
+    fake_provider,
+    post,
+    request_body,
+    request_body_of,
+    wait_for_log,
+)
 
 pytestmark = [pytest.mark.proxy, pytest.mark.browser]
 
@@ -101,13 +108,6 @@ def held_after(sent: int, go: threading.Event) -> Callable[..., Iterator[float]]
             yield 0.0
 
     return pauses
-
-
-def wait_for_log(caplog: pytest.LogCaptureFixture, text: str, count: int = 1) -> None:
-    deadline = time.monotonic() + 30
-    while sum(text in r.getMessage() for r in caplog.records) < count:
-        assert time.monotonic() < deadline, f"no log line with {text!r}"
-        time.sleep(0.05)
 
 
 WEB_TOKEN = "callgate-test-token"
