@@ -4,13 +4,12 @@ could not be read are tool execution notifications."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from callgate.cli.replay.reports.common import artifact_uri
-from callgate.cli.replay.reports.sarif import INFORMATION_URI, SARIF_SCHEMA, driver_version
+from callgate.cli.replay.reports.sarif import sarif_text
 from callgate.cli.scan import ScanResult
 from callgate.redact.scanning import PATTERN_DOCS, Kind
 
@@ -31,20 +30,7 @@ def sarif_log(results: Sequence[ScanResult], *, root: Path | None) -> str:
         for r in results
         for f in r.findings
     ]
-    rule_ids = sorted({result["ruleId"] for result in found})
-    for result in found:
-        result["ruleIndex"] = rule_ids.index(result["ruleId"])
-    driver: dict[str, Any] = {"name": "callgate", "rules": [_rule(rule) for rule in rule_ids]}
-    if INFORMATION_URI:
-        driver["informationUri"] = INFORMATION_URI
-    if version := driver_version():
-        driver["version"] = version
-    run = {
-        "tool": {"driver": driver},
-        "invocations": [_invocation(results, root)],
-        "results": found,
-    }
-    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
+    return sarif_text(found, _rule, _invocation(results, root))
 
 
 def _result(rule: str, location: str, uri: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +36,25 @@ def sarif_report(outcomes: Sequence[Outcome], *, root: Path | None = None) -> st
     """SARIF 2.1.0, one run. Unreadable files are tool execution notifications. Artifact URIs
     are relative to ``root`` when the fixture is under it."""
     results = [result for o in outcomes for result in _results(o, root)]
+    return sarif_text(results, _rule, _invocation(outcomes, root))
+
+
+def sarif_text(
+    results: list[dict[str, Any]],
+    rule: Callable[[str], dict[str, Any]],
+    invocation: dict[str, Any],
+) -> str:
+    """One SARIF 2.1.0 run of callgate's: ``results`` indexed into the rules they name (each
+    described by ``rule``), with the tool's name, home and version."""
     rule_ids = sorted({result["ruleId"] for result in results})
     for result in results:
         result["ruleIndex"] = rule_ids.index(result["ruleId"])
-    driver: dict[str, Any] = {"name": "callgate", "rules": [_rule(rule) for rule in rule_ids]}
+    driver: dict[str, Any] = {"name": "callgate", "rules": [rule(r) for r in rule_ids]}
     if INFORMATION_URI:
         driver["informationUri"] = INFORMATION_URI
     if version := driver_version():
         driver["version"] = version
-    run = {
-        "tool": {"driver": driver},
-        "invocations": [_invocation(outcomes, root)],
-        "results": results,
-    }
+    run = {"tool": {"driver": driver}, "invocations": [invocation], "results": results}
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(log, indent=2) + "\n"
 
