@@ -17,7 +17,7 @@ import yaml
 
 from tests.conftest import CONFORMANCE, ROOT
 from tests.scan_canaries import OPENAI_KEY, vcr_plain
-from tests.test_packaging import ok, run, tracked_files
+from tests.test_packaging import copy_checkout, ok, run
 from tests.test_replay import sarif_validator
 
 ACTION = ROOT / "action.yml"
@@ -195,13 +195,7 @@ CLEAN_CASSETTE = {
 def throwaway_clone(folder: Path) -> Path:
     """This checkout's files committed in a repository of their own: ``try-repo`` clones HEAD,
     which in a working copy under change is not what is being tested."""
-    for name in tracked_files():
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if (ROOT / name).is_symlink():
-            target.symlink_to(os.readlink(ROOT / name))
-        else:
-            shutil.copy2(ROOT / name, target)
+    copy_checkout(folder)
     git(folder, "init", "-q")
     git(folder, "add", "-A")
     git(folder, "commit", "-q", "-m", "callgate")

@@ -83,18 +83,24 @@ def tracked_files() -> list[str]:
     return [name for name in ok(listed).split("\0") if name and (ROOT / name).exists()]
 
 
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
-    """The wheel and sdist built from this checkout's files (as a release builds them from a clean
-    clone: no caches or virtual environments), and what the build printed."""
-    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("dist")
+def copy_checkout(folder: Path) -> None:
+    """This checkout's files (tracked, or new and not ignored) copied into ``folder``, symlinks
+    kept as symlinks."""
     for name in tracked_files():
-        target = source / name
+        target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if (ROOT / name).is_symlink():
             target.symlink_to(os.readlink(ROOT / name))
         else:
             shutil.copy2(ROOT / name, target)
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
+    """The wheel and sdist built from this checkout's files (as a release builds them from a clean
+    clone: no caches or virtual environments), and what the build printed."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("dist")
+    copy_checkout(source)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     built = run(sys.executable, "-m", "build", "--outdir", out, source, env=env)
     output = ok(built) + built.stderr
