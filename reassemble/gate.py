@@ -125,8 +125,9 @@ class Gate(Generic[Item]):
 #: How a stream object hands out its events: ``events`` (one item per wire event, whose SSE
 #: events its ``_iter_events`` decodes), ``helper`` (its items are made from the wire events of
 #: the stream in its ``_raw_stream``),
-#: ``manager`` (a context manager whose ``__enter__`` gives a helper).
-EVENTS, HELPER, MANAGER = "events", "helper", "manager"
+#: ``manager`` (a context manager whose ``__enter__`` gives a helper), ``generator`` (a plain
+#: generator of the SDK's, one item per wire event, read by a tap of that SDK's own).
+EVENTS, HELPER, MANAGER, GENERATOR = "events", "helper", "manager", "generator"
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,17 @@ STREAM_TYPES: dict[str, dict[str, StreamType]] = {
     },
 }
 
+#: SDK package -> the qualified name of the generator function an SDK streams with -> how
+#: callgate reads such a generator (google-genai keeps no stream object).
+GENERATOR_TYPES: dict[str, dict[str, StreamType]] = {
+    "google": {
+        "Models.generate_content_stream": StreamType("gemini", GENERATOR, asynchronous=False),
+        "AsyncModels.generate_content_stream.<locals>.stream_generator": StreamType(
+            "gemini", GENERATOR, asynchronous=True
+        ),
+    },
+}
+
 #: SDK package -> the client methods (attribute paths from the client) whose streamed result
 #: ``guarded`` guards: ``create`` when called with ``stream=True``, ``stream`` always.
 CLIENT_STREAMS: dict[str, frozenset[tuple[str, ...]]] = {
@@ -189,6 +201,11 @@ _OPENAI_STREAMS = ("openai", "mistral", "openai-responses")
 def stream_type(package: str, class_name: str) -> StreamType | None:
     """How callgate reads an object of ``class_name`` from the SDK ``package``, or None."""
     return STREAM_TYPES.get(package, {}).get(class_name)
+
+
+def generator_type(package: str, qualified_name: str) -> StreamType | None:
+    """How callgate reads a generator of the SDK ``package``'s function ``qualified_name``."""
+    return GENERATOR_TYPES.get(package, {}).get(qualified_name)
 
 
 def stream_profile(kind: StreamType, url: str | None, provider: str | None) -> str:

@@ -19,7 +19,16 @@ from typing import Any
 from callgate.cli.guard.streams import AsyncGuardedStream, GuardedStream
 from callgate.integrations.otel import record_verdict
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import EVENTS, HELPER, MANAGER, Gate, StreamType, stream_profile
+from callgate.reassemble.gate import (
+    EVENTS,
+    GENERATOR,
+    HELPER,
+    MANAGER,
+    Gate,
+    StreamType,
+    generator_type,
+    stream_profile,
+)
 from callgate.reassemble.gate import stream_type as table_type
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.providers import provider_from_url
@@ -76,6 +85,8 @@ def guard(
     wire = None if not package else stream._raw_stream if kind.role == HELPER else stream
     for reader in (stream, wire):
         _require_unread(reader)
+    if kind.role == GENERATOR:
+        return _guard_generator(stream, kind, tools, settings)
     url = _request_url(wire)
     provider = provider or (provider_from_url(url) if url else None)
     gate: Gate[Any] = Gate(
@@ -90,13 +101,30 @@ def guard(
     return wrapper(stream, gate, wire=wire)
 
 
+def _guard_generator(stream: Any, kind: StreamType, tools: Any, settings: Settings) -> Any:
+    """An SDK's generator (google-genai's), read by that SDK's tap: it keeps no request URL."""
+    from callgate.cli.guard import gemini  # only for google-genai's streams
+
+    choice = settings["tool_choice"]
+    gate: Gate[Any] = Gate(
+        settings["profile"] or kind.profile,
+        tools,
+        request={"tool_choice": choice} if choice is not None else None,
+        provider=settings["provider"],
+        allow=settings["allow"],
+        on_verdict=record_verdict,
+    )
+    wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
+    return wrapper(stream, gate, wire=stream, source=gemini.bound(stream, gate))
+
+
 def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
     """How to read ``stream``, and the SDK package it comes from ("" for a plain iterable)."""
     if profile is not None and profile not in PROFILES:
         raise UsageError(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
     cls = type(stream)
     package = cls.__module__.partition(".")[0]
-    kind = table_type(package, cls.__name__)
+    kind = table_type(package, cls.__name__) or _generator_kind(stream)
     if kind is not None:
         return kind, package
     if profile is not None and hasattr(stream, "__aiter__"):
@@ -109,10 +137,24 @@ def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
     )
 
 
+def _generator_kind(stream: object) -> StreamType | None:
+    """How to read an SDK's generator, told by its function's module and qualified name."""
+    code = getattr(stream, "gi_code", None) or getattr(stream, "ag_code", None)
+    frame = getattr(stream, "gi_frame", None) or getattr(stream, "ag_frame", None)
+    if code is None or frame is None:  # a finished generator tells no module
+        return None
+    module = str(frame.f_globals.get("__name__", ""))
+    return generator_type(module.partition(".")[0], code.co_qualname)
+
+
 def _require_unread(stream: object) -> None:
     """Refuse a stream that gave out events already. Its generator is looked at without making
     it: anthropic's stream makes it on first use, on a copy of itself, which must carry the
     tap; one made but not started is dropped, to be made again."""
+    if inspect.isgenerator(stream) or inspect.isasyncgen(stream):
+        if not _unstarted(stream):
+            raise UsageError("guard() takes a stream nothing has read from yet")
+        return
     state = vars(stream) if hasattr(stream, "__dict__") else {}
     iterator = state.get("_iterator")
     if iterator is None:
@@ -128,8 +170,19 @@ def _unstarted(iterator: object) -> bool:
         return inspect.getgeneratorstate(iterator) == inspect.GEN_CREATED
     if inspect.isasyncgen(iterator):
         frame = iterator.ag_frame
-        return frame is not None and not iterator.ag_running and frame.f_lasti == 0
+        return frame is not None and not iterator.ag_running and frame.f_lasti <= _made_at(iterator)
     return True
+
+
+def _made_at(iterator: Any) -> int:
+    """Where the frame of an async generator not started yet stands: at the instruction that
+    made it (after copying its free variables, for a closure such as google-genai's)."""
+    import dis  # only for an async generator's state
+
+    made = (
+        i.offset for i in dis.get_instructions(iterator.ag_code) if i.opname == "RETURN_GENERATOR"
+    )
+    return next(made, 0)
 
 
 def _request_url(stream: object) -> str | None:
