@@ -28,20 +28,29 @@ from tests.proxy_harness import APPS_PYTHON
 pytestmark = [pytest.mark.sdk, pytest.mark.xdist_group("guard-sdk-batch")]
 
 APP = ROOT / "tests" / "apps" / "guard_app.py"
-SDKS = {"openai": ("openai", "openai-responses"), "anthropic": ("anthropic",)}
+SDKS = {
+    "openai": ("openai", "openai-responses"),
+    "anthropic": ("anthropic",),
+    "google-genai": ("gemini",),
+}
 #: The turn each kind is made from: the first of these (then any passing fixture) it applies to.
 BASES = {
     "openai": ("valid_parallel_interleaved", "valid_two_choices"),
     "openai-responses": ("valid_parallel_calls", "valid_text_then_call"),
     "anthropic": ("valid_text_then_two_tools",),
+    "gemini": ("valid_parallel_two_chunks",),
 }
 FORMS = ("create", "stream", "client-create", "client-stream")
+#: How each SDK's stream is got: google-genai has no helper, and ``guarded`` takes openai and
+#: anthropic clients only.
+FORMS_OF = {"google-genai": ("create",)}
 MODES = ("sync", "async")
 #: A fixture long enough that the server is still sending when the app leaves after one item.
 LEAVING = {
     "openai": "openai/valid_fragmented",
     "openai-responses": "openai-responses/valid_single_call",
     "anthropic": "anthropic/valid_fragmented",
+    "gemini": "gemini/valid_thought_then_call",
 }
 
 
@@ -94,24 +103,24 @@ def base_for(profile: str, kind: str) -> str | None:
 
 def cases_of(sdk: str) -> list[Case]:
     cases = []
+    every = FORMS_OF.get(sdk, FORMS)
+    direct = every[:2]
     for profile in SDKS[sdk]:
         for kind in mutations(profile=profile):
             fixture = base_for(profile, kind)
             assert fixture is not None, f"{kind} applies to no {profile} fixture"
             role = "fault" if kind in mutations(blocking=True) else "passing"
-            forms = FORMS if role == "fault" else FORMS[:2]
+            forms = every if role == "fault" else direct
             cases += [Case(sdk, profile, fixture, kind, m, f, role) for m in MODES for f in forms]
         for path in sorted((CONFORMANCE / profile).glob("*.json")):
             role = "fault" if check(load(path)).exit_code == 1 else "passing"
             fixture = fixture_id(path)
-            cases += [
-                Case(sdk, profile, fixture, None, m, f, role) for m in MODES for f in FORMS[:2]
-            ]
+            cases += [Case(sdk, profile, fixture, None, m, f, role) for m in MODES for f in direct]
         cases.append(Case(sdk, profile, LEAVING[profile], None, "sync", "misuse", "misuse"))
         cases += [
             Case(sdk, profile, LEAVING[profile], None, m, f, "leave", leave)
             for m in MODES
-            for f in FORMS[:2]
+            for f in direct
             for leave in ("break", "raise")
         ]
     return cases
@@ -312,10 +321,17 @@ def test_the_server_sees_every_client_that_left_go(servers: Servers) -> None:
     assert servers.gone == len(leaving)
 
 
+CLIENTS = {
+    "openai": "openai.OpenAI",
+    "anthropic": "anthropic.Anthropic",
+    "google-genai": "google.genai.client.Client",
+}
+
+
 @pytest.mark.parametrize("case", of_role("misuse"), ids=lambda case: case.id)
 def test_misuse_with_a_real_sdk_is_a_one_line_usage_error(case: Case, servers: Servers) -> None:
     lines = result_of(case, servers)["guarded"]
-    client = "anthropic.Anthropic" if case.sdk == "anthropic" else "openai.OpenAI"
+    client = CLIENTS[case.sdk]
     assert lines == {
         "no tools": (
             "guard() needs the tools the app gave the SDK (tools=[...], [] for none): a call to "

@@ -22,12 +22,16 @@ import sys
 import traceback
 from typing import Any
 
+import guard_gemini
+
 import callgate
 
 MESSAGES = [{"role": "user", "content": "Weather in Paris?"}]
 
 
 def dump(item: Any) -> Any:
+    if type(item).__module__.startswith("google."):
+        return guard_gemini.dump(item)
     dumped = getattr(item, "model_dump", None)
     return dumped(mode="json", warnings=False) if callable(dumped) else repr(item)
 
@@ -45,8 +49,10 @@ class Tools:
 # -- the SDKs' calls --------------------------------------------------------------------------
 
 
-def sdk_tools(case: dict[str, Any]) -> list[dict[str, Any]]:
+def sdk_tools(case: dict[str, Any]) -> list[Any]:
     schemas = case["tool_schemas"]
+    if case["profile"] == "gemini":
+        return guard_gemini.tools(case, case["mode"] == "async")
     if case["profile"] == "anthropic":
         return [{"name": n, "input_schema": s} for n, s in schemas.items()]
     if case["profile"] == "openai-responses":
@@ -62,6 +68,9 @@ def sdk_tools(case: dict[str, Any]) -> list[dict[str, Any]]:
 def client_of(case: dict[str, Any], asynchronous: bool) -> Any:
     headers = {"x-callgate-mutate": case["kind"]} if case.get("kind") else None
     base = f"{case['base']}/f/{case['fixture']}"
+    if case["profile"] == "gemini":
+        case["sent"] = guard_gemini.Sent()
+        return guard_gemini.client(case, asynchronous, case["sent"])
     if case["profile"] == "anthropic":
         import anthropic
 
@@ -75,6 +84,8 @@ def client_of(case: dict[str, Any], asynchronous: bool) -> Any:
 
 def request(case: dict[str, Any], client: Any, helper: bool) -> Any:
     """The SDK's stream (a coroutine of it for an async ``create``), or its helper's manager."""
+    if case["profile"] == "gemini":
+        return guard_gemini.request(case, client)
     tools, extra = sdk_tools(case), ({} if helper else {"stream": True})
     if case.get("tool_choice") is not None:
         extra["tool_choice"] = case["tool_choice"]
@@ -164,7 +175,7 @@ def guarded(case: dict[str, Any]) -> dict[str, Any]:
 def run_sync(
     case: dict[str, Any], stream: Any, runner: Tools, out: dict[str, Any], *, helper: bool
 ) -> None:
-    response = stream.response if hasattr(stream, "response") else stream._response
+    response = response_of(case, stream)
     try:
         for item in stream:
             out["items"].append(dump(item))
@@ -183,6 +194,13 @@ def run_sync(
     except Exception as error:
         out["error"] = type(error).__name__
     out["closed"] = response.is_closed
+
+
+def response_of(case: dict[str, Any], stream: Any) -> Any:
+    """The HTTP response of the turn, or what tells whether it is closed."""
+    if "sent" in case:
+        return case["sent"]
+    return stream.response if hasattr(stream, "response") else stream._response
 
 
 def ran_from(
@@ -251,7 +269,7 @@ async def guarded_async(case: dict[str, Any]) -> dict[str, Any]:
 async def run_async(
     case: dict[str, Any], stream: Any, runner: Tools, out: dict[str, Any], *, helper: bool
 ) -> None:
-    response = stream.response if hasattr(stream, "response") else stream._response
+    response = response_of(case, stream)
     try:
         async for item in stream:
             out["items"].append(dump(item))
