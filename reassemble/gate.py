@@ -169,13 +169,17 @@ STREAM_TYPES: dict[str, dict[str, StreamType]] = {
 }
 
 #: SDK package -> the qualified name of the generator function an SDK streams with -> how
-#: callgate reads such a generator (google-genai keeps no stream object).
+#: callgate reads such a generator (google-genai and cohere keep no stream object).
 GENERATOR_TYPES: dict[str, dict[str, StreamType]] = {
     "google": {
         "Models.generate_content_stream": StreamType("gemini", GENERATOR, asynchronous=False),
         "AsyncModels.generate_content_stream.<locals>.stream_generator": StreamType(
             "gemini", GENERATOR, asynchronous=True
         ),
+    },
+    "cohere": {
+        "V2Client.chat_stream": StreamType("cohere", GENERATOR, asynchronous=False),
+        "AsyncV2Client.chat_stream": StreamType("cohere", GENERATOR, asynchronous=True),
     },
 }
 

@@ -86,7 +86,7 @@ def guard(
     for reader in (stream, wire):
         _require_unread(reader)
     if kind.role == GENERATOR:
-        return _guard_generator(stream, kind, tools, settings)
+        return _guard_generator(stream, kind, package, tools, settings)
     url = _request_url(wire)
     provider = provider or (provider_from_url(url) if url else None)
     gate: Gate[Any] = Gate(
@@ -101,21 +101,28 @@ def guard(
     return wrapper(stream, gate, wire=wire)
 
 
-def _guard_generator(stream: Any, kind: StreamType, tools: Any, settings: Settings) -> Any:
-    """An SDK's generator (google-genai's), read by that SDK's tap: it keeps no request URL."""
-    from callgate.cli.guard import gemini  # only for google-genai's streams
+def _guard_generator(
+    stream: Any, kind: StreamType, package: str, tools: Any, settings: Settings
+) -> Any:
+    """An SDK's generator (google-genai's, cohere's), read by that SDK's tap: it keeps no
+    request URL."""
+    from callgate.cli.guard import taps  # only for the SDKs that stream through generators
 
+    gate = _gate(settings["profile"] or kind.profile, tools, settings)
+    wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
+    return wrapper(stream, gate, wire=stream, source=taps.bound(stream, gate, package))
+
+
+def _gate(profile: str, tools: Any, settings: Settings) -> Gate[Any]:
     choice = settings["tool_choice"]
-    gate: Gate[Any] = Gate(
-        settings["profile"] or kind.profile,
+    return Gate(
+        profile,
         tools,
         request={"tool_choice": choice} if choice is not None else None,
         provider=settings["provider"],
         allow=settings["allow"],
         on_verdict=record_verdict,
     )
-    wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
-    return wrapper(stream, gate, wire=stream, source=gemini.bound(stream, gate))
 
 
 def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
@@ -124,7 +131,10 @@ def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
         raise UsageError(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
     cls = type(stream)
     package = cls.__module__.partition(".")[0]
-    kind = table_type(package, cls.__name__) or _generator_kind(stream)
+    kind = table_type(package, cls.__name__)
+    if kind is not None:
+        return kind, package
+    package, kind = _generator_kind(stream)
     if kind is not None:
         return kind, package
     if profile is not None and hasattr(stream, "__aiter__"):
@@ -137,14 +147,15 @@ def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
     )
 
 
-def _generator_kind(stream: object) -> StreamType | None:
-    """How to read an SDK's generator, told by its function's module and qualified name."""
+def _generator_kind(stream: object) -> tuple[str, StreamType | None]:
+    """The SDK package of a generator, and how to read it, told by its function's module and
+    qualified name."""
     code = getattr(stream, "gi_code", None) or getattr(stream, "ag_code", None)
     frame = getattr(stream, "gi_frame", None) or getattr(stream, "ag_frame", None)
     if code is None or frame is None:  # a finished generator tells no module
-        return None
-    module = str(frame.f_globals.get("__name__", ""))
-    return generator_type(module.partition(".")[0], code.co_qualname)
+        return "", None
+    package = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+    return package, generator_type(package, code.co_qualname)
 
 
 def _require_unread(stream: object) -> None:

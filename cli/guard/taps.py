@@ -1,0 +1,162 @@
+"""The taps for SDKs that stream through a plain generator, read below it: google-genai's
+``generate_content_stream`` and cohere's ``ClientV2.chat_stream``.
+
+How this works: these SDKs hand the app a generator (an async generator, async) that sends its
+request on first use, and keep no stream object to tap. What each reads is the data of each SSE
+event, which one method of the SDK's yields before the SDK parses it leniently (a repeated
+member name keeps the last value; cohere skips, with a warning, an event it cannot parse or make
+a model of). That method is wrapped once, for every client (``READERS``); the wrapper reads for
+the gate the guarded loop names in a context variable while it asks the SDK for its next item,
+and is inert for any other loop (an unguarded stream, another thread, another task). The HTTP
+responses so read are closed when the guarded loop ends, however it ends: google-genai's sync
+generator leaves its response open when it is closed early.
+
+An SDK that sends more than one request in one generator (google-genai's automatic continuation,
+a hop ending ``CONTINUATION``; cohere's reconnection) has every request's events read as one
+turn.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any
+
+from callgate.reassemble.gate import Gate
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The SDK method that yields what an HTTP response's SSE events hold, sync and async."""
+
+    module: str
+    owner: str
+    sync: str
+    asynchronous: str
+    #: The data of the SSE event in what the method yields (None: nothing to read).
+    data: Callable[[Any], str | None]
+    #: The HTTP response the method's object reads.
+    response: Callable[[Any], Any]
+
+
+#: SDK package -> its reader.
+READERS = {
+    "google": Reader(
+        "google.genai._api_client",
+        "HttpResponse",
+        "_iter_response_stream",
+        "_aiter_response_stream",
+        data=lambda text: text,
+        response=lambda reader: reader.response_stream,
+    ),
+    "cohere": Reader(
+        "cohere.core.http_sse._api",
+        "EventSource",
+        "iter_sse",
+        "aiter_sse",
+        data=lambda sse: sse.data or None,
+        response=lambda reader: reader._response,
+    ),
+}
+
+
+@dataclass
+class _Reading:
+    """One guarded loop: the gate its events go to, the HTTP responses they came on."""
+
+    gate: Gate[Any]
+    responses: list[Any] = field(default_factory=list)
+
+
+_READING: ContextVar[_Reading | None] = ContextVar("callgate_reading", default=None)
+
+
+def bound(stream: Any, gate: Gate[Any], package: str) -> Any:
+    """What the guarded loop iterates for the SDK ``package``'s (async) generator ``stream``:
+    its items, each asked for with ``gate`` reading the wire below it."""
+    _wrap_once(READERS[package])
+    reading = _Reading(gate)
+    if inspect.isasyncgen(stream):
+        return _bound_async(stream, reading)
+    return _bound_sync(stream, reading)
+
+
+def _bound_sync(stream: Iterator[Any], reading: _Reading) -> Iterator[Any]:
+    try:
+        while True:
+            token = _READING.set(reading)
+            try:
+                item = next(stream)
+            except StopIteration:
+                return
+            finally:
+                _READING.reset(token)
+            yield item
+    finally:
+        stream.close()  # type: ignore[attr-defined]
+        for response in reading.responses:
+            response.close()
+
+
+async def _bound_async(stream: Any, reading: _Reading) -> AsyncIterator[Any]:
+    try:
+        while True:
+            token = _READING.set(reading)
+            try:
+                item = await anext(stream)
+            except StopAsyncIteration:
+                return
+            finally:
+                _READING.reset(token)
+            yield item
+    finally:
+        await stream.aclose()
+        for response in reading.responses:
+            closing = getattr(response, "aclose", None)
+            if closing is not None:
+                await closing()
+            else:  # aiohttp's response closes at once
+                response.close()
+
+
+def _wrap_once(reader: Reader) -> None:
+    """Wrap the SDK's reader, once per process (the SDK is loaded: the app has its stream)."""
+    owner = getattr(import_module(reader.module), reader.owner)
+    if getattr(owner, "_callgate_tapped", False):
+        return
+    setattr(owner, reader.sync, _tapped_sync(getattr(owner, reader.sync), reader))
+    setattr(owner, reader.asynchronous, _tapped_async(getattr(owner, reader.asynchronous), reader))
+    owner._callgate_tapped = True
+
+
+def _tapped_sync(read: Callable[[Any], Iterator[Any]], reader: Reader) -> Any:
+    def tapped(self: Any) -> Iterator[Any]:
+        reading = _READING.get()
+        if reading is None:
+            yield from read(self)
+            return
+        reading.responses.append(reader.response(self))
+        for event in read(self):
+            data = reader.data(event)
+            if data is not None:
+                reading.gate.read_text(data)
+            yield event
+
+    return tapped
+
+
+def _tapped_async(read: Callable[[Any], AsyncIterator[Any]], reader: Reader) -> Any:
+    async def tapped(self: Any) -> AsyncIterator[Any]:
+        reading = _READING.get()
+        if reading is not None:
+            reading.responses.append(reader.response(self))
+        async for event in read(self):
+            data = reader.data(event) if reading is not None else None
+            if data is not None and reading is not None:
+                reading.gate.read_text(data)
+            yield event
+
+    return tapped
