@@ -32,6 +32,7 @@ SDKS = {
     "openai": ("openai", "openai-responses"),
     "anthropic": ("anthropic",),
     "google-genai": ("gemini",),
+    "cohere": ("cohere",),
 }
 #: The turn each kind is made from: the first of these (then any passing fixture) it applies to.
 BASES = {
@@ -39,11 +40,12 @@ BASES = {
     "openai-responses": ("valid_parallel_calls", "valid_text_then_call"),
     "anthropic": ("valid_text_then_two_tools",),
     "gemini": ("valid_parallel_two_chunks",),
+    "cohere": ("valid_parallel_calls",),
 }
 FORMS = ("create", "stream", "client-create", "client-stream")
-#: How each SDK's stream is got: google-genai has no helper, and ``guarded`` takes openai and
-#: anthropic clients only.
-FORMS_OF = {"google-genai": ("create",)}
+#: How each SDK's stream is got: google-genai and cohere have no helper, and ``guarded`` takes
+#: openai and anthropic clients only.
+FORMS_OF = {"google-genai": ("create",), "cohere": ("create",)}
 MODES = ("sync", "async")
 #: A fixture long enough that the server is still sending when the app leaves after one item.
 LEAVING = {
@@ -51,6 +53,7 @@ LEAVING = {
     "openai-responses": "openai-responses/valid_single_call",
     "anthropic": "anthropic/valid_fragmented",
     "gemini": "gemini/valid_thought_then_call",
+    "cohere": "cohere/valid_text_then_tool",
 }
 
 
@@ -325,6 +328,7 @@ CLIENTS = {
     "openai": "openai.OpenAI",
     "anthropic": "anthropic.Anthropic",
     "google-genai": "google.genai.client.Client",
+    "cohere": "cohere.client_v2.ClientV2",
 }
 
 

@@ -17,21 +17,22 @@ under the case's id, with the traceback of a case that crashed.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import sys
 import traceback
 from typing import Any
 
-import guard_gemini
+from guard_sdks import ADAPTERS, Sent
 
 import callgate
 
 MESSAGES = [{"role": "user", "content": "Weather in Paris?"}]
 
 
-def dump(item: Any) -> Any:
-    if type(item).__module__.startswith("google."):
-        return guard_gemini.dump(item)
+def dump(item: Any, case: dict[str, Any]) -> Any:
+    if case["profile"] in ADAPTERS:
+        return ADAPTERS[case["profile"]].dump(item)
     dumped = getattr(item, "model_dump", None)
     return dumped(mode="json", warnings=False) if callable(dumped) else repr(item)
 
@@ -51,8 +52,8 @@ class Tools:
 
 def sdk_tools(case: dict[str, Any]) -> list[Any]:
     schemas = case["tool_schemas"]
-    if case["profile"] == "gemini":
-        return guard_gemini.tools(case, case["mode"] == "async")
+    if case["profile"] in ADAPTERS:
+        return ADAPTERS[case["profile"]].tools(case, case["mode"] == "async")
     if case["profile"] == "anthropic":
         return [{"name": n, "input_schema": s} for n, s in schemas.items()]
     if case["profile"] == "openai-responses":
@@ -68,9 +69,9 @@ def sdk_tools(case: dict[str, Any]) -> list[Any]:
 def client_of(case: dict[str, Any], asynchronous: bool) -> Any:
     headers = {"x-callgate-mutate": case["kind"]} if case.get("kind") else None
     base = f"{case['base']}/f/{case['fixture']}"
-    if case["profile"] == "gemini":
-        case["sent"] = guard_gemini.Sent()
-        return guard_gemini.client(case, asynchronous, case["sent"])
+    if case["profile"] in ADAPTERS:
+        case["sent"] = Sent()
+        return ADAPTERS[case["profile"]].client(case, case["sent"])
     if case["profile"] == "anthropic":
         import anthropic
 
@@ -84,8 +85,8 @@ def client_of(case: dict[str, Any], asynchronous: bool) -> Any:
 
 def request(case: dict[str, Any], client: Any, helper: bool) -> Any:
     """The SDK's stream (a coroutine of it for an async ``create``), or its helper's manager."""
-    if case["profile"] == "gemini":
-        return guard_gemini.request(case, client)
+    if case["profile"] in ADAPTERS:
+        return ADAPTERS[case["profile"]].request(case, client, sdk_tools(case))
     tools, extra = sdk_tools(case), ({} if helper else {"stream": True})
     if case.get("tool_choice") is not None:
         extra["tool_choice"] = case["tool_choice"]
@@ -145,11 +146,11 @@ def unguarded(case: dict[str, Any]) -> dict[str, Any]:
         if helper:
             with made as stream:
                 for item in stream:
-                    out["items"].append(dump(item))
+                    out["items"].append(dump(item, case))
                 out["sdk_calls"] = final_calls(case, final_of(stream))
         else:
             for item in made:
-                out["items"].append(dump(item))
+                out["items"].append(dump(item, case))
     except Exception as error:
         out["error"] = type(error).__name__
     return out
@@ -178,7 +179,7 @@ def run_sync(
     response = response_of(case, stream)
     try:
         for item in stream:
-            out["items"].append(dump(item))
+            out["items"].append(dump(item, case))
             if case.get("leave") == "break":
                 break
             if case.get("leave") == "raise":
@@ -238,11 +239,11 @@ async def unguarded_async(case: dict[str, Any]) -> dict[str, Any]:
         if helper:
             async with made as stream:
                 async for item in stream:
-                    out["items"].append(dump(item))
+                    out["items"].append(dump(item, case))
                 out["sdk_calls"] = final_calls(case, await final_of(stream))
         else:
-            async for item in await made:
-                out["items"].append(dump(item))
+            async for item in await opened(made):
+                out["items"].append(dump(item, case))
     except Exception as error:
         out["error"] = type(error).__name__
     return out
@@ -259,7 +260,7 @@ async def guarded_async(case: dict[str, Any]) -> dict[str, Any]:
         async with manager as stream:
             await run_async(case, stream, runner, out, helper=True)
     else:
-        stream = await made
+        stream = await opened(made)
         stream = stream if through_client else guard(case, stream, tools)
         await run_async(case, stream, runner, out, helper=False)
     out["ran"] = runner.ran
@@ -272,7 +273,7 @@ async def run_async(
     response = response_of(case, stream)
     try:
         async for item in stream:
-            out["items"].append(dump(item))
+            out["items"].append(dump(item, case))
             if case.get("leave") == "break":
                 break
             if case.get("leave") == "raise":
@@ -298,6 +299,11 @@ async def run_async(
     except Exception as error:
         out["error"] = type(error).__name__
     out["closed"] = response.is_closed
+
+
+async def opened(made: Any) -> Any:
+    """The async stream: awaited from its coroutine (cohere's call gives it at once)."""
+    return await made if inspect.isawaitable(made) else made
 
 
 async def settle(response: Any) -> None:
