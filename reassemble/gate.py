@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from callgate.reassemble.engine import Reassembler
 from callgate.reassemble.profiles import PROFILES, profile_for
@@ -182,6 +182,43 @@ GENERATOR_TYPES: dict[str, dict[str, StreamType]] = {
         "AsyncV2Client.chat_stream": StreamType("cohere", GENERATOR, asynchronous=True),
     },
 }
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The SDK method that yields what an HTTP response's SSE events hold, sync and async."""
+
+    module: str
+    owner: str
+    sync: str
+    asynchronous: str
+    #: The data of the SSE event in what the method yields (None: nothing to read).
+    data: Callable[[Any], str | None]
+    #: The HTTP response the method's object reads.
+    response: Callable[[Any], Any]
+
+
+#: SDK package -> the method ``callgate.guard`` taps in it, for the SDKs that stream through a
+#: plain generator (``GENERATOR_TYPES``).
+READERS = {
+    "google": Reader(
+        "google.genai._api_client",
+        "HttpResponse",
+        "_iter_response_stream",
+        "_aiter_response_stream",
+        data=lambda text: text,
+        response=lambda reader: reader.response_stream,
+    ),
+    "cohere": Reader(
+        "cohere.core.http_sse._api",
+        "EventSource",
+        "iter_sse",
+        "aiter_sse",
+        data=lambda sse: sse.data or None,
+        response=lambda reader: reader._response,
+    ),
+}
+
 
 #: SDK package -> the client methods (attribute paths from the client) whose streamed result
 #: ``guarded`` guards: ``create`` when called with ``stream=True``, ``stream`` always.

@@ -5,7 +5,8 @@ How this works: these SDKs hand the app a generator (an async generator, async) 
 request on first use, and keep no stream object to tap. What each reads is the data of each SSE
 event, which one method of the SDK's yields before the SDK parses it leniently (a repeated
 member name keeps the last value; cohere skips, with a warning, an event it cannot parse or make
-a model of). That method is wrapped once, for every client (``READERS``); the wrapper reads for
+a model of). That method is wrapped once, for every client (``READERS``, in the gate's
+table); the wrapper reads for
 the gate the guarded loop names in a context variable while it asks the SDK for its next item,
 and is inert for any other loop (an unguarded stream, another thread, another task). The HTTP
 responses so read are closed when the guarded loop ends, however it ends: google-genai's sync
@@ -25,42 +26,7 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
-from callgate.reassemble.gate import Gate
-
-
-@dataclass(frozen=True)
-class Reader:
-    """The SDK method that yields what an HTTP response's SSE events hold, sync and async."""
-
-    module: str
-    owner: str
-    sync: str
-    asynchronous: str
-    #: The data of the SSE event in what the method yields (None: nothing to read).
-    data: Callable[[Any], str | None]
-    #: The HTTP response the method's object reads.
-    response: Callable[[Any], Any]
-
-
-#: SDK package -> its reader.
-READERS = {
-    "google": Reader(
-        "google.genai._api_client",
-        "HttpResponse",
-        "_iter_response_stream",
-        "_aiter_response_stream",
-        data=lambda text: text,
-        response=lambda reader: reader.response_stream,
-    ),
-    "cohere": Reader(
-        "cohere.core.http_sse._api",
-        "EventSource",
-        "iter_sse",
-        "aiter_sse",
-        data=lambda sse: sse.data or None,
-        response=lambda reader: reader._response,
-    ),
-}
+from callgate.reassemble.gate import READERS, Gate, Reader
 
 
 @dataclass
