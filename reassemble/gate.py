@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from callgate.reassemble.engine import Reassembler
+from callgate.reassemble.eventstream import HeaderValue, Message
 from callgate.reassemble.profiles import PROFILES, profile_for
 from callgate.reassemble.readers import event_reader
 from callgate.reassemble.report import Report
@@ -65,6 +66,7 @@ class Gate(Generic[Item]):
         self._engine = Reassembler(
             profile, tools=tools, request=request, provider=provider, allow_quirks=allow
         )
+        self._profile = profile
         self._carries_terminal = PROFILES[profile].carries_terminal
         self._value = event_reader(PROFILES[profile].names_proof)
         self._holding = False
@@ -98,6 +100,15 @@ class Gate(Generic[Item]):
         self._engine.feed(event)
         return event
 
+    def read_message(self, headers: Mapping[str, HeaderValue], payload: bytes) -> None:
+        """The next AWS event-stream message (Bedrock's), its headers and payload as the SDK's
+        decoder cut them: read as the proxy reads a message (the profile's ``from_message``;
+        its payload parsed strictly)."""
+        from_message = PROFILES[self._profile].from_message
+        if from_message is None:
+            raise TypeError(f"the {self._profile} profile reads no event-stream messages")
+        self.read(from_message(Message(dict(headers), payload)))
+
     def pass_on(self, item: Item) -> bool:
         """Whether ``item`` goes to the app now; if not, the gate keeps it for ``judge``."""
         if self._holding and self.report is None:
@@ -126,8 +137,15 @@ class Gate(Generic[Item]):
 #: events its ``_iter_events`` decodes), ``helper`` (its items are made from the wire events of
 #: the stream in its ``_raw_stream``),
 #: ``manager`` (a context manager whose ``__enter__`` gives a helper), ``generator`` (a plain
-#: generator of the SDK's, one item per wire event, read by a tap of that SDK's own).
-EVENTS, HELPER, MANAGER, GENERATOR = "events", "helper", "manager", "generator"
+#: generator of the SDK's, one item per wire event, read by a tap of that SDK's own),
+#: ``messages`` (one item per AWS event-stream message, whose decoded messages are read).
+EVENTS, HELPER, MANAGER, GENERATOR, MESSAGES = (
+    "events",
+    "helper",
+    "manager",
+    "generator",
+    "messages",
+)
 
 
 @dataclass(frozen=True)
@@ -166,6 +184,9 @@ STREAM_TYPES: dict[str, dict[str, StreamType]] = {
         **_kinds("anthropic", HELPER, "MessageStream", "AsyncMessageStream"),
         **_kinds("anthropic", MANAGER, "MessageStreamManager", "AsyncMessageStreamManager"),
     },
+    # boto3's bedrock-runtime: ConverseStream, or InvokeModelWithResponseStream (Anthropic's
+    # events in each message's chunk), told by the stream's operation (``message_profile``).
+    "botocore": _kinds("bedrock-converse", MESSAGES, "EventStream"),
 }
 
 #: SDK package -> the qualified name of the generator function an SDK streams with -> how
@@ -247,6 +268,18 @@ def stream_type(package: str, class_name: str) -> StreamType | None:
 def generator_type(package: str, qualified_name: str) -> StreamType | None:
     """How callgate reads a generator of the SDK ``package``'s function ``qualified_name``."""
     return GENERATOR_TYPES.get(package, {}).get(qualified_name)
+
+
+#: Bedrock operation -> the profile of its event stream.
+_BEDROCK_OPERATIONS = {
+    "ConverseStream": "bedrock-converse",
+    "InvokeModelWithResponseStream": "anthropic",
+}
+
+
+def message_profile(operation: str) -> str | None:
+    """The profile of a Bedrock event stream of ``operation``, or None for another."""
+    return _BEDROCK_OPERATIONS.get(operation)
 
 
 def stream_profile(kind: StreamType, url: str | None, provider: str | None) -> str:

@@ -1,5 +1,6 @@
-"""The taps for SDKs that stream through a plain generator, read below it: google-genai's
-``generate_content_stream`` and cohere's ``ClientV2.chat_stream``.
+"""The taps for SDKs whose stream has no SSE reader to tap: google-genai's
+``generate_content_stream`` and cohere's ``ClientV2.chat_stream`` (plain generators), and
+botocore's ``EventStream`` (Bedrock's binary event stream, ``tap_messages``).
 
 How this works: these SDKs hand the app a generator (an async generator, async) that sends its
 request on first use, and keep no stream object to tap. What each reads is the data of each SSE
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
+from callgate.reassemble.errors import UsageError
 from callgate.reassemble.gate import READERS, Gate, Reader
 
 
@@ -126,3 +128,20 @@ def _tapped_async(read: Callable[[Any], AsyncIterator[Any]], reader: Reader) -> 
             yield event
 
     return tapped
+
+
+def tap_messages(stream: Any, gate: Gate[Any]) -> None:
+    """Have ``gate`` read each message botocore's ``EventStream`` decodes (its headers and
+    payload, the message's CRC checked), just before botocore parses it into the item the app
+    gets (or raises on an exception message). Raises ``UsageError`` for a stream already read
+    from."""
+    messages = stream._event_generator
+    if inspect.getgeneratorstate(messages) != inspect.GEN_CREATED:
+        raise UsageError("guard() takes a stream nothing has read from yet")
+
+    def read() -> Iterator[Any]:
+        for message in messages:
+            gate.read_message(message.headers, message.payload)
+            yield message
+
+    stream._event_generator = read()

@@ -24,9 +24,11 @@ from callgate.reassemble.gate import (
     GENERATOR,
     HELPER,
     MANAGER,
+    MESSAGES,
     Gate,
     StreamType,
     generator_type,
+    message_profile,
     stream_profile,
 )
 from callgate.reassemble.gate import stream_type as table_type
@@ -87,6 +89,8 @@ def guard(
         _require_unread(reader)
     if kind.role == GENERATOR:
         return _guard_generator(stream, kind, package, tools, settings)
+    if kind.role == MESSAGES:
+        return _guard_messages(stream, kind, tools, settings)
     url = _request_url(wire)
     provider = provider or (provider_from_url(url) if url else None)
     gate: Gate[Any] = Gate(
@@ -111,6 +115,22 @@ def _guard_generator(
     gate = _gate(settings["profile"] or kind.profile, tools, settings)
     wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
     return wrapper(stream, gate, wire=stream, source=taps.bound(stream, gate, package))
+
+
+def _guard_messages(stream: Any, kind: StreamType, tools: Any, settings: Settings) -> Any:
+    """botocore's ``EventStream`` (boto3's Bedrock streams): its profile is its operation's."""
+    from callgate.cli.guard import taps  # only for boto3's streams
+
+    operation = str(getattr(stream, "_operation_name", ""))
+    profile = settings["profile"] or message_profile(operation)
+    if profile is None:
+        raise UsageError(
+            f"guard() reads Bedrock's ConverseStream and InvokeModelWithResponseStream, not a "
+            f"{operation} stream"
+        )
+    gate = _gate(profile, tools, settings)
+    taps.tap_messages(stream, gate)
+    return GuardedStream(stream, gate, wire=stream, source=stream)
 
 
 def _gate(profile: str, tools: Any, settings: Settings) -> Gate[Any]:
