@@ -33,6 +33,7 @@ SDKS = {
     "anthropic": ("anthropic",),
     "google-genai": ("gemini",),
     "cohere": ("cohere",),
+    "boto3": ("bedrock-converse", "anthropic"),
 }
 #: The turn each kind is made from: the first of these (then any passing fixture) it applies to.
 BASES = {
@@ -41,11 +42,15 @@ BASES = {
     "anthropic": ("valid_text_then_two_tools",),
     "gemini": ("valid_parallel_two_chunks",),
     "cohere": ("valid_parallel_calls",),
+    "bedrock-converse": ("valid_parallel_calls",),
 }
 FORMS = ("create", "stream", "client-create", "client-stream")
-#: How each SDK's stream is got: google-genai and cohere have no helper, and ``guarded`` takes
-#: openai and anthropic clients only.
-FORMS_OF = {"google-genai": ("create",), "cohere": ("create",)}
+#: How each SDK's stream is got: google-genai, cohere and boto3 have no helper, and ``guarded``
+#: takes openai and anthropic clients only; boto3's call is ``converse_stream`` or
+#: ``invoke_model_with_response_stream``, by the profile.
+FORMS_OF = {"google-genai": ("create",), "cohere": ("create",), "boto3": ("invoke",)}
+#: boto3 has no async client.
+MODES_OF = {"boto3": ("sync",)}
 MODES = ("sync", "async")
 #: A fixture long enough that the server is still sending when the app leaves after one item.
 LEAVING = {
@@ -54,6 +59,7 @@ LEAVING = {
     "anthropic": "anthropic/valid_fragmented",
     "gemini": "gemini/valid_thought_then_call",
     "cohere": "cohere/valid_text_then_tool",
+    "bedrock-converse": "bedrock-converse/valid_parallel_calls",
 }
 
 
@@ -106,7 +112,7 @@ def base_for(profile: str, kind: str) -> str | None:
 
 def cases_of(sdk: str) -> list[Case]:
     cases = []
-    every = FORMS_OF.get(sdk, FORMS)
+    every, modes = FORMS_OF.get(sdk, FORMS), MODES_OF.get(sdk, MODES)
     direct = every[:2]
     for profile in SDKS[sdk]:
         for kind in mutations(profile=profile):
@@ -114,15 +120,16 @@ def cases_of(sdk: str) -> list[Case]:
             assert fixture is not None, f"{kind} applies to no {profile} fixture"
             role = "fault" if kind in mutations(blocking=True) else "passing"
             forms = every if role == "fault" else direct
-            cases += [Case(sdk, profile, fixture, kind, m, f, role) for m in MODES for f in forms]
+            cases += [Case(sdk, profile, fixture, kind, m, f, role) for m in modes for f in forms]
         for path in sorted((CONFORMANCE / profile).glob("*.json")):
             role = "fault" if check(load(path)).exit_code == 1 else "passing"
             fixture = fixture_id(path)
-            cases += [Case(sdk, profile, fixture, None, m, f, role) for m in MODES for f in direct]
-        cases.append(Case(sdk, profile, LEAVING[profile], None, "sync", "misuse", "misuse"))
+            cases += [Case(sdk, profile, fixture, None, m, f, role) for m in modes for f in direct]
+        if (sdk, profile) != ("boto3", "anthropic"):  # the id of the anthropic SDK's misuse
+            cases.append(Case(sdk, profile, LEAVING[profile], None, "sync", "misuse", "misuse"))
         cases += [
             Case(sdk, profile, LEAVING[profile], None, m, f, "leave", leave)
-            for m in MODES
+            for m in modes
             for f in direct
             for leave in ("break", "raise")
         ]
@@ -170,6 +177,7 @@ def results(sdk: str, servers: Servers) -> dict[str, Any]:
         batch = [
             {
                 "id": case.id,
+                "sdk": case.sdk,
                 "profile": case.profile,
                 "fixture": case.fixture,
                 "kind": case.kind,
@@ -329,6 +337,7 @@ CLIENTS = {
     "anthropic": "anthropic.Anthropic",
     "google-genai": "google.genai.client.Client",
     "cohere": "cohere.client_v2.ClientV2",
+    "boto3": "botocore.client.BedrockRuntime",
 }
 
 

@@ -31,8 +31,8 @@ MESSAGES = [{"role": "user", "content": "Weather in Paris?"}]
 
 
 def dump(item: Any, case: dict[str, Any]) -> Any:
-    if case["profile"] in ADAPTERS:
-        return ADAPTERS[case["profile"]].dump(item)
+    if case["sdk"] in ADAPTERS:
+        return ADAPTERS[case["sdk"]].dump(item)
     dumped = getattr(item, "model_dump", None)
     return dumped(mode="json", warnings=False) if callable(dumped) else repr(item)
 
@@ -50,10 +50,10 @@ class Tools:
 # -- the SDKs' calls --------------------------------------------------------------------------
 
 
-def sdk_tools(case: dict[str, Any]) -> list[Any]:
+def sdk_tools(case: dict[str, Any]) -> Any:
     schemas = case["tool_schemas"]
-    if case["profile"] in ADAPTERS:
-        return ADAPTERS[case["profile"]].tools(case, case["mode"] == "async")
+    if case["sdk"] in ADAPTERS:
+        return ADAPTERS[case["sdk"]].tools(case, case["mode"] == "async")
     if case["profile"] == "anthropic":
         return [{"name": n, "input_schema": s} for n, s in schemas.items()]
     if case["profile"] == "openai-responses":
@@ -69,9 +69,9 @@ def sdk_tools(case: dict[str, Any]) -> list[Any]:
 def client_of(case: dict[str, Any], asynchronous: bool) -> Any:
     headers = {"x-callgate-mutate": case["kind"]} if case.get("kind") else None
     base = f"{case['base']}/f/{case['fixture']}"
-    if case["profile"] in ADAPTERS:
+    if case["sdk"] in ADAPTERS:
         case["sent"] = Sent()
-        return ADAPTERS[case["profile"]].client(case, case["sent"])
+        return ADAPTERS[case["sdk"]].client(case, case["sent"])
     if case["profile"] == "anthropic":
         import anthropic
 
@@ -85,8 +85,8 @@ def client_of(case: dict[str, Any], asynchronous: bool) -> Any:
 
 def request(case: dict[str, Any], client: Any, helper: bool) -> Any:
     """The SDK's stream (a coroutine of it for an async ``create``), or its helper's manager."""
-    if case["profile"] in ADAPTERS:
-        return ADAPTERS[case["profile"]].request(case, client, sdk_tools(case))
+    if case["sdk"] in ADAPTERS:
+        return ADAPTERS[case["sdk"]].request(case, client, sdk_tools(case))
     tools, extra = sdk_tools(case), ({} if helper else {"stream": True})
     if case.get("tool_choice") is not None:
         extra["tool_choice"] = case["tool_choice"]

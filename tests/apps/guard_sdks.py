@@ -1,16 +1,17 @@
-"""The SDKs of ``guard_app.py`` that stream through a plain generator: google-genai and cohere.
+"""The SDKs of ``guard_app.py`` besides openai and anthropic: google-genai, cohere and boto3.
 Each has its client, its tools, its streamed call and its items' dump (``ADAPTERS``).
 
-These SDKs keep no stream object, so the app cannot ask one for its HTTP response; it records
-the responses its HTTP client received (an ``event_hooks`` hook) to tell whether they are
-closed. google-genai's async turns go through an ``httpx.AsyncClient`` the app hands the SDK:
-without one, google-genai streams through aiohttp when it is installed, and aiohttp's session
-takes no hooks. Sync turns give google-genai the tools as ``types.Tool`` objects, async turns
-as dicts: both are shapes the app hands the SDK.
+These SDKs keep no stream object, or keep its HTTP response private, so the app records the
+responses its HTTP client received (an ``event_hooks`` hook, botocore's ``after-call`` event) to
+tell whether they are closed. google-genai's async turns go through an ``httpx.AsyncClient``
+the app hands the SDK: without one, google-genai streams through aiohttp when it is installed,
+and aiohttp's session takes no hooks. Sync turns give google-genai the tools as ``types.Tool``
+objects, async turns as dicts: both are shapes the app hands the SDK.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -26,9 +27,14 @@ class Sent:
     async def record_async(self, response: Any) -> None:
         self.responses.append(response)
 
+    def record_botocore(self, http_response: Any, **_: Any) -> None:
+        self.responses.append(http_response.raw)
+
     @property
     def is_closed(self) -> bool:
-        return bool(self.responses) and all(r.is_closed for r in self.responses)
+        return bool(self.responses) and all(
+            getattr(r, "is_closed", None) or getattr(r, "closed", False) for r in self.responses
+        )
 
 
 def mutation_headers(case: dict[str, Any]) -> dict[str, str]:
@@ -117,4 +123,60 @@ class Cohere:
         return item.model_dump(mode="json", warnings=False)
 
 
-ADAPTERS: dict[str, Any] = {"gemini": Gemini, "cohere": Cohere}
+class Bedrock:
+    """boto3's bedrock-runtime: ``converse_stream`` for the Bedrock Converse fixtures,
+    ``invoke_model_with_response_stream`` (an Anthropic model) for the Anthropic ones."""
+
+    @staticmethod
+    def tools(case: dict[str, Any], asynchronous: bool) -> Any:
+        schemas = case["tool_schemas"].items()
+        if case["profile"] == "anthropic":
+            return [{"name": name, "input_schema": schema} for name, schema in schemas]
+        return {
+            "tools": [{"toolSpec": {"name": n, "inputSchema": {"json": s}}} for n, s in schemas]
+        }
+
+    @staticmethod
+    def client(case: dict[str, Any], sent: Sent) -> Any:
+        import boto3
+
+        made = boto3.client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=f"{case['base']}/f/{case['fixture']}",
+            aws_access_key_id="k",
+            aws_secret_access_key="s",
+        )
+        headers = mutation_headers(case)
+
+        def add_headers(request: Any, **_: Any) -> None:
+            request.headers.update(headers)
+
+        made.meta.events.register("before-send.bedrock-runtime", add_headers)
+        made.meta.events.register("after-call.bedrock-runtime", sent.record_botocore)
+        return made
+
+    @staticmethod
+    def request(case: dict[str, Any], made: Any, tools: Any) -> Any:
+        """botocore's ``EventStream``, from the response."""
+        if case["profile"] == "anthropic":
+            body = {
+                "anthropic_version": "bedrock-2023-05-31",
+                "max_tokens": 64,
+                "messages": [{"role": "user", "content": "Weather in Paris?"}],
+                "tools": tools,
+            }
+            model = "anthropic.claude-test"
+            return made.invoke_model_with_response_stream(modelId=model, body=json.dumps(body))[
+                "body"
+            ]
+        messages = [{"role": "user", "content": [{"text": "Weather in Paris?"}]}]
+        return made.converse_stream(modelId="m", messages=messages, toolConfig=tools)["stream"]
+
+    @staticmethod
+    def dump(item: Any) -> Any:
+        return repr(item)
+
+
+#: The SDK -> its adapter.
+ADAPTERS: dict[str, Any] = {"google-genai": Gemini, "cohere": Cohere, "boto3": Bedrock}
