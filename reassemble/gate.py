@@ -138,13 +138,15 @@ class Gate(Generic[Item]):
 #: the stream in its ``_raw_stream``),
 #: ``manager`` (a context manager whose ``__enter__`` gives a helper), ``generator`` (a plain
 #: generator of the SDK's, one item per wire event, read by a tap of that SDK's own),
-#: ``messages`` (one item per AWS event-stream message, whose decoded messages are read).
-EVENTS, HELPER, MANAGER, GENERATOR, MESSAGES = (
+#: ``messages`` (one item per AWS event-stream message, whose decoded messages are read),
+#: ``wrapper`` (items made by a library from an SDK stream of the ``events`` role it keeps).
+EVENTS, HELPER, MANAGER, GENERATOR, MESSAGES, WRAPPER = (
     "events",
     "helper",
     "manager",
     "generator",
     "messages",
+    "wrapper",
 )
 
 
@@ -187,6 +189,9 @@ STREAM_TYPES: dict[str, dict[str, StreamType]] = {
     # boto3's bedrock-runtime: ConverseStream, or InvokeModelWithResponseStream (Anthropic's
     # events in each message's chunk), told by the stream's operation (``message_profile``).
     "botocore": _kinds("bedrock-converse", MESSAGES, "EventStream"),
+    # litellm's wrapper of the provider's stream (``completion_stream``), sync and async: read
+    # where that is an SDK stream of this table (OpenAI and OpenAI-compatible providers).
+    "litellm": _kinds("openai", WRAPPER, "CustomStreamWrapper"),
 }
 
 #: SDK package -> the qualified name of the generator function an SDK streams with -> how

@@ -255,8 +255,10 @@ class AsyncGuardedStream(_Guarded):
         await self._iterator.aclose()
         if self._source is not self._stream:
             await self._source.aclose()
-        closing: Callable[[], object] | None = getattr(self._stream, "close", None) or getattr(
-            self._stream, "aclose", None
+        # ``aclose`` first: litellm's sync ``close`` drops the coroutine of the async close it
+        # calls, leaving the response open.
+        closing: Callable[[], object] | None = getattr(self._stream, "aclose", None) or getattr(
+            self._stream, "close", None
         )
         if closing is not None:
             closed = closing()

@@ -25,6 +25,7 @@ from callgate.reassemble.gate import (
     HELPER,
     MANAGER,
     MESSAGES,
+    WRAPPER,
     Gate,
     StreamType,
     generator_type,
@@ -91,6 +92,8 @@ def guard(
         return _guard_generator(stream, kind, package, tools, settings)
     if kind.role == MESSAGES:
         return _guard_messages(stream, kind, tools, settings)
+    if kind.role == WRAPPER:
+        return _guard_wrapped(stream, tools, settings)
     url = _request_url(wire)
     provider = provider or (provider_from_url(url) if url else None)
     gate: Gate[Any] = Gate(
@@ -131,6 +134,27 @@ def _guard_messages(stream: Any, kind: StreamType, tools: Any, settings: Setting
     gate = _gate(profile, tools, settings)
     taps.tap_messages(stream, gate)
     return GuardedStream(stream, gate, wire=stream, source=stream)
+
+
+def _guard_wrapped(stream: Any, tools: Any, settings: Settings) -> Any:
+    """litellm's ``CustomStreamWrapper``: the SDK stream it keeps is tapped, its own items are
+    what the app iterates; sync or async as that stream is."""
+    inner = getattr(stream, "completion_stream", None)
+    cls = type(inner)
+    kind = table_type(cls.__module__.partition(".")[0], cls.__name__)
+    if kind is None or kind.role != EVENTS:
+        raise UsageError(
+            "guard() reads a litellm stream whose provider stream is an openai or anthropic SDK "
+            f"stream, not a {cls.__module__}.{cls.__qualname__}: callgate cannot read the "
+            "provider's events under it"
+        )
+    _require_unread(inner)
+    url = _request_url(inner)
+    provider = settings["provider"] or (provider_from_url(url) if url else None)
+    profile = settings["profile"] or stream_profile(kind, url, provider)
+    gate = _gate(profile, tools, {**settings, "provider": provider})
+    wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
+    return wrapper(stream, gate, wire=inner)
 
 
 def _gate(profile: str, tools: Any, settings: Settings) -> Gate[Any]:
