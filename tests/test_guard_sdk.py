@@ -34,6 +34,7 @@ SDKS = {
     "google-genai": ("gemini",),
     "cohere": ("cohere",),
     "boto3": ("bedrock-converse", "anthropic"),
+    "litellm": ("openai",),
 }
 #: The turn each kind is made from: the first of these (then any passing fixture) it applies to.
 BASES = {
@@ -48,7 +49,12 @@ FORMS = ("create", "stream", "client-create", "client-stream")
 #: How each SDK's stream is got: google-genai, cohere and boto3 have no helper, and ``guarded``
 #: takes openai and anthropic clients only; boto3's call is ``converse_stream`` or
 #: ``invoke_model_with_response_stream``, by the profile.
-FORMS_OF = {"google-genai": ("create",), "cohere": ("create",), "boto3": ("invoke",)}
+FORMS_OF = {
+    "google-genai": ("create",),
+    "cohere": ("create",),
+    "boto3": ("invoke",),
+    "litellm": ("completion",),
+}
 #: boto3 has no async client.
 MODES_OF = {"boto3": ("sync",)}
 MODES = ("sync", "async")
@@ -125,7 +131,7 @@ def cases_of(sdk: str) -> list[Case]:
             role = "fault" if check(load(path)).exit_code == 1 else "passing"
             fixture = fixture_id(path)
             cases += [Case(sdk, profile, fixture, None, m, f, role) for m in modes for f in direct]
-        if (sdk, profile) != ("boto3", "anthropic"):  # the id of the anthropic SDK's misuse
+        if (sdk, profile) not in {("boto3", "anthropic"), ("litellm", "openai")}:  # their SDKs' ids
             cases.append(Case(sdk, profile, LEAVING[profile], None, "sync", "misuse", "misuse"))
         cases += [
             Case(sdk, profile, LEAVING[profile], None, m, f, "leave", leave)
@@ -338,6 +344,7 @@ CLIENTS = {
     "google-genai": "google.genai.client.Client",
     "cohere": "cohere.client_v2.ClientV2",
     "boto3": "botocore.client.BedrockRuntime",
+    "litellm": "builtins.module",
 }
 
 

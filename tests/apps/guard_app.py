@@ -17,6 +17,7 @@ under the case's id, with the traceback of a case that crashed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import sys
@@ -199,6 +200,8 @@ def run_sync(
 
 def response_of(case: dict[str, Any], stream: Any) -> Any:
     """The HTTP response of the turn, or what tells whether it is closed."""
+    if hasattr(ADAPTERS.get(case["sdk"]), "response"):
+        return ADAPTERS[case["sdk"]].response(stream)
     if "sent" in case:
         return case["sent"]
     return stream.response if hasattr(stream, "response") else stream._response
@@ -356,11 +359,12 @@ def case_result(case: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     results = {}
-    for case in json.load(sys.stdin):
-        try:
-            results[case["id"]] = case_result(case)
-        except Exception:  # the case's failure, not the batch's
-            results[case["id"]] = {"crash": traceback.format_exc()}
+    with contextlib.redirect_stdout(sys.stderr):  # what an SDK prints (litellm) is no result
+        for case in json.load(sys.stdin):
+            try:
+                results[case["id"]] = case_result(case)
+            except Exception:  # the case's failure, not the batch's
+                results[case["id"]] = {"crash": traceback.format_exc()}
     json.dump(results, sys.stdout)
 
 

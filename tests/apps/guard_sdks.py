@@ -1,4 +1,5 @@
-"""The SDKs of ``guard_app.py`` besides openai and anthropic: google-genai, cohere and boto3.
+"""The SDKs of ``guard_app.py`` besides openai and anthropic: google-genai, cohere, boto3 and
+litellm.
 Each has its client, its tools, its streamed call and its items' dump (``ADAPTERS``).
 
 These SDKs keep no stream object, or keep its HTTP response private, so the app records the
@@ -12,6 +13,7 @@ objects, async turns as dicts: both are shapes the app hands the SDK.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 
@@ -178,5 +180,58 @@ class Bedrock:
         return repr(item)
 
 
+class LiteLLM:
+    """litellm's ``completion(stream=True)`` and ``acompletion``, to an OpenAI-compatible
+    server (litellm streams through openai-python's client there)."""
+
+    @staticmethod
+    def tools(case: dict[str, Any], asynchronous: bool) -> Any:
+        return [
+            {"type": "function", "function": {"name": name, "parameters": schema}}
+            for name, schema in case["tool_schemas"].items()
+        ]
+
+    @staticmethod
+    def client(case: dict[str, Any], sent: Sent) -> Any:
+        """litellm has no client: its module is called."""
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no fetch from the network
+        import litellm
+
+        return litellm
+
+    @staticmethod
+    def request(case: dict[str, Any], made: Any, tools: Any) -> Any:
+        """litellm's ``CustomStreamWrapper`` (a coroutine of it, async)."""
+        call = made.acompletion if case["mode"] == "async" else made.completion
+        extra = {"tool_choice": case["tool_choice"]} if case.get("tool_choice") else {}
+        return call(
+            model="openai/m",
+            api_base=f"{case['base']}/f/{case['fixture']}/v1",
+            api_key="k",
+            messages=[{"role": "user", "content": "Weather in Paris?"}],
+            tools=tools,
+            stream=True,
+            max_retries=0,
+            extra_headers=mutation_headers(case),
+            **extra,
+        )
+
+    @staticmethod
+    def response(stream: Any) -> Any:
+        """The HTTP response of the openai stream litellm reads."""
+        return stream.completion_stream.response
+
+    @staticmethod
+    def dump(item: Any) -> Any:
+        """The chunk as the app reads it, without ``created``: litellm stamps it from its own
+        clock when it makes the chunk, not from the wire."""
+        return item.model_dump(mode="json", warnings=False, exclude={"created"})
+
+
 #: The SDK -> its adapter.
-ADAPTERS: dict[str, Any] = {"google-genai": Gemini, "cohere": Cohere, "boto3": Bedrock}
+ADAPTERS: dict[str, Any] = {
+    "google-genai": Gemini,
+    "cohere": Cohere,
+    "boto3": Bedrock,
+    "litellm": LiteLLM,
+}
