@@ -207,7 +207,16 @@ GENERATOR_TYPES: dict[str, dict[str, StreamType]] = {
         "V2Client.chat_stream": StreamType("cohere", GENERATOR, asynchronous=False),
         "AsyncV2Client.chat_stream": StreamType("cohere", GENERATOR, asynchronous=True),
     },
+    "ollama": {
+        "Client._request.<locals>.inner": StreamType("ollama", GENERATOR, asynchronous=False),
+        "AsyncClient._request.<locals>.inner": StreamType("ollama", GENERATOR, asynchronous=True),
+    },
 }
+
+#: SDK package -> the attribute of its client that holds the httpx client it streams lines
+#: through, for the SDKs with no reader of their own to tap (ollama's models drop a call's
+#: ``index``): each line is read from the HTTP response, through a response hook.
+LINE_CLIENTS = {"ollama": "_client"}
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from importlib import import_module
 from typing import Any
 
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import READERS, Gate, Reader
+from callgate.reassemble.gate import LINE_CLIENTS, READERS, Gate, Reader
 
 
 @dataclass
@@ -45,7 +45,10 @@ _READING: ContextVar[_Reading | None] = ContextVar("callgate_reading", default=N
 def bound(stream: Any, gate: Gate[Any], package: str) -> Any:
     """What the guarded loop iterates for the SDK ``package``'s (async) generator ``stream``:
     its items, each asked for with ``gate`` reading the wire below it."""
-    _wrap_once(READERS[package])
+    if package in READERS:
+        _wrap_once(READERS[package])
+    else:
+        _hook_lines(stream, LINE_CLIENTS[package])
     reading = _Reading(gate)
     if inspect.isasyncgen(stream):
         return _bound_async(stream, reading)
@@ -128,6 +131,56 @@ def _tapped_async(read: Callable[[Any], AsyncIterator[Any]], reader: Reader) -> 
             yield event
 
     return tapped
+
+
+def _hook_lines(stream: Any, attribute: str) -> None:
+    """Hook the httpx client the generator's SDK client streams through, once per client: a
+    response it receives for a guarded loop has its lines read as the SDK takes them."""
+    frame = getattr(stream, "gi_frame", None) or stream.ag_frame
+    web = getattr(frame.f_locals["self"], attribute)
+    if getattr(web, "_callgate_hooked", False):
+        return
+    hooks = web.event_hooks
+    hooks["response"] = [*hooks.get("response", []), _line_hook(inspect.isasyncgen(stream))]
+    web.event_hooks = hooks
+    web._callgate_hooked = True
+
+
+def _line_hook(asynchronous: bool) -> Callable[[Any], Any]:
+    def tap(response: Any) -> None:
+        reading = _READING.get()
+        if reading is None:
+            return
+        reading.responses.append(response)
+        read = reading.gate.read_text
+        if asynchronous:
+            lines_async = response.aiter_lines
+
+            async def tapped_async() -> AsyncIterator[str]:
+                async for line in lines_async():
+                    if line:
+                        read(line)
+                    yield line
+
+            response.aiter_lines = tapped_async
+            return
+        lines = response.iter_lines
+
+        def tapped() -> Iterator[str]:
+            for line in lines():
+                if line:
+                    read(line)
+                yield line
+
+        response.iter_lines = tapped
+
+    if not asynchronous:
+        return tap
+
+    async def tap_async(response: Any) -> None:
+        tap(response)
+
+    return tap_async
 
 
 def tap_messages(stream: Any, gate: Gate[Any]) -> None:
