@@ -35,6 +35,7 @@ SDKS = {
     "cohere": ("cohere",),
     "boto3": ("bedrock-converse", "anthropic"),
     "litellm": ("openai",),
+    "ollama": ("ollama",),
 }
 #: The turn each kind is made from: the first of these (then any passing fixture) it applies to.
 BASES = {
@@ -44,16 +45,18 @@ BASES = {
     "gemini": ("valid_parallel_two_chunks",),
     "cohere": ("valid_parallel_calls",),
     "bedrock-converse": ("valid_parallel_calls",),
+    "ollama": ("valid_parallel_calls_two_lines",),
 }
 FORMS = ("create", "stream", "client-create", "client-stream")
-#: How each SDK's stream is got: google-genai, cohere and boto3 have no helper, and ``guarded``
-#: takes openai and anthropic clients only; boto3's call is ``converse_stream`` or
+#: How each SDK's stream is got: the others have no helper, and ``guarded`` takes openai and
+#: anthropic clients only; boto3's call is ``converse_stream`` or
 #: ``invoke_model_with_response_stream``, by the profile.
 FORMS_OF = {
     "google-genai": ("create",),
     "cohere": ("create",),
     "boto3": ("invoke",),
     "litellm": ("completion",),
+    "ollama": ("create",),
 }
 #: boto3 has no async client.
 MODES_OF = {"boto3": ("sync",)}
@@ -66,6 +69,7 @@ LEAVING = {
     "gemini": "gemini/valid_thought_then_call",
     "cohere": "cohere/valid_text_then_tool",
     "bedrock-converse": "bedrock-converse/valid_parallel_calls",
+    "ollama": "ollama/valid_text_then_tool",
 }
 
 
@@ -242,7 +246,7 @@ def test_a_fault_raises_blocked_with_its_code_and_no_tool_runs(
     case: Case, servers: Servers
 ) -> None:
     document, outcome = case.document(), result_of(case, servers)["guarded"]
-    expected = check(as_the_sdk_reads(document))
+    expected = check(as_the_sdk_reads(document, case.sdk))
     assert outcome.get("error") is None
     if expected.status.value == "invalid":  # no call left to gate: it ends as enforce mode ends
         assert (outcome["status"], outcome["calls"]) == ("invalid", [])
@@ -256,22 +260,41 @@ def test_a_fault_raises_blocked_with_its_code_and_no_tool_runs(
     assert len(outcome["items"]) <= first_terminal(document) + helper_items(case, outcome)
 
 
-def as_the_sdk_reads(document: dict[str, Any]) -> dict[str, Any]:
-    """The turn up to the error event the SDK raises on, where it stops reading (and closes
-    the response): an openai event with an ``error`` member, anthropic's ``error`` event."""
+def as_the_sdk_reads(document: dict[str, Any], sdk: str) -> dict[str, Any]:
+    """The turn up to the event the SDK raises on, where it stops reading (and closes the
+    response): an openai event with an ``error`` member, anthropic's ``error`` event, and a
+    line ollama's models refuse (``ollama_refuses``)."""
     profile = PROFILES[document["profile"]]
     events = document[profile.stream_key]
+    refuses = SDK_REFUSES.get(sdk, lambda event: False)
     raises = next(
         (
             n
             for n, event in enumerate(events)
-            if isinstance(event, dict) and (event.get("error") or event.get("type") == "error")
+            if (isinstance(event, dict) and (event.get("error") or event.get("type") == "error"))
+            or refuses(event)
         ),
         None,
     )
     if raises is None:
         return document
     return {**document, profile.stream_key: events[: raises + 1]}
+
+
+def ollama_refuses(event: object) -> bool:
+    """A line ollama-python raises on: no JSON object (it asks it for ``error``), or a call its
+    pydantic model refuses (no name, arguments that are no object)."""
+    if not isinstance(event, dict):
+        return True
+    calls = (event.get("message") or {}).get("tool_calls") or []
+    return any(
+        "name" not in call.get("function", {})
+        or not isinstance(call.get("function", {}).get("arguments"), dict)
+        for call in calls
+    )
+
+
+SDK_REFUSES = {"ollama": ollama_refuses}
 
 
 def helper_items(case: Case, outcome: dict[str, Any]) -> int:
@@ -345,6 +368,7 @@ CLIENTS = {
     "cohere": "cohere.client_v2.ClientV2",
     "boto3": "botocore.client.BedrockRuntime",
     "litellm": "builtins.module",
+    "ollama": "ollama._client.Client",
 }
 
 

@@ -1,5 +1,5 @@
-"""The SDKs of ``guard_app.py`` besides openai and anthropic: google-genai, cohere, boto3 and
-litellm.
+"""The SDKs of ``guard_app.py`` besides openai and anthropic: google-genai, cohere, boto3,
+litellm and ollama.
 Each has its client, its tools, its streamed call and its items' dump (``ADAPTERS``).
 
 These SDKs keep no stream object, or keep its HTTP response private, so the app records the
@@ -228,10 +228,38 @@ class LiteLLM:
         return item.model_dump(mode="json", warnings=False, exclude={"created"})
 
 
+class Ollama:
+    @staticmethod
+    def tools(case: dict[str, Any], asynchronous: bool) -> Any:
+        return Cohere.tools(case, asynchronous)
+
+    @staticmethod
+    def client(case: dict[str, Any], sent: Sent) -> Any:
+        import ollama
+
+        host = f"{case['base']}/f/{case['fixture']}"
+        headers = mutation_headers(case)
+        if case["mode"] == "async":
+            hooks: Any = {"response": [sent.record_async]}
+            return ollama.AsyncClient(host=host, headers=headers, event_hooks=hooks)
+        return ollama.Client(host=host, headers=headers, event_hooks={"response": [sent.record]})
+
+    @staticmethod
+    def request(case: dict[str, Any], made: Any, tools: Any) -> Any:
+        """The SDK's generator (a coroutine of its async generator, async)."""
+        messages = [{"role": "user", "content": "Weather in Paris?"}]
+        return made.chat(model="m", messages=messages, tools=tools, stream=True)
+
+    @staticmethod
+    def dump(item: Any) -> Any:
+        return item.model_dump(mode="json", warnings=False)
+
+
 #: The SDK -> its adapter.
 ADAPTERS: dict[str, Any] = {
     "google-genai": Gemini,
     "cohere": Cohere,
     "boto3": Bedrock,
     "litellm": LiteLLM,
+    "ollama": Ollama,
 }
