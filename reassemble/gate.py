@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from callgate.reassemble.engine import Reassembler
+from callgate.reassemble.eventstream import HeaderValue, Message
 from callgate.reassemble.profiles import PROFILES, profile_for
 from callgate.reassemble.readers import event_reader
 from callgate.reassemble.report import Report
@@ -65,6 +66,7 @@ class Gate(Generic[Item]):
         self._engine = Reassembler(
             profile, tools=tools, request=request, provider=provider, allow_quirks=allow
         )
+        self._profile = profile
         self._carries_terminal = PROFILES[profile].carries_terminal
         self._value = event_reader(PROFILES[profile].names_proof)
         self._holding = False
@@ -98,6 +100,15 @@ class Gate(Generic[Item]):
         self._engine.feed(event)
         return event
 
+    def read_message(self, headers: Mapping[str, HeaderValue], payload: bytes) -> None:
+        """The next AWS event-stream message (Bedrock's), its headers and payload as the SDK's
+        decoder cut them: read as the proxy reads a message (the profile's ``from_message``;
+        its payload parsed strictly)."""
+        from_message = PROFILES[self._profile].from_message
+        if from_message is None:
+            raise TypeError(f"the {self._profile} profile reads no event-stream messages")
+        self.read(from_message(Message(dict(headers), payload)))
+
     def pass_on(self, item: Item) -> bool:
         """Whether ``item`` goes to the app now; if not, the gate keeps it for ``judge``."""
         if self._holding and self.report is None:
@@ -125,8 +136,18 @@ class Gate(Generic[Item]):
 #: How a stream object hands out its events: ``events`` (one item per wire event, whose SSE
 #: events its ``_iter_events`` decodes), ``helper`` (its items are made from the wire events of
 #: the stream in its ``_raw_stream``),
-#: ``manager`` (a context manager whose ``__enter__`` gives a helper).
-EVENTS, HELPER, MANAGER = "events", "helper", "manager"
+#: ``manager`` (a context manager whose ``__enter__`` gives a helper), ``generator`` (a plain
+#: generator of the SDK's, one item per wire event, read by a tap of that SDK's own),
+#: ``messages`` (one item per AWS event-stream message, whose decoded messages are read),
+#: ``wrapper`` (items made by a library from an SDK stream of the ``events`` role it keeps).
+EVENTS, HELPER, MANAGER, GENERATOR, MESSAGES, WRAPPER = (
+    "events",
+    "helper",
+    "manager",
+    "generator",
+    "messages",
+    "wrapper",
+)
 
 
 @dataclass(frozen=True)
@@ -165,7 +186,74 @@ STREAM_TYPES: dict[str, dict[str, StreamType]] = {
         **_kinds("anthropic", HELPER, "MessageStream", "AsyncMessageStream"),
         **_kinds("anthropic", MANAGER, "MessageStreamManager", "AsyncMessageStreamManager"),
     },
+    # boto3's bedrock-runtime: ConverseStream, or InvokeModelWithResponseStream (Anthropic's
+    # events in each message's chunk), told by the stream's operation (``message_profile``).
+    "botocore": _kinds("bedrock-converse", MESSAGES, "EventStream"),
+    # litellm's wrapper of the provider's stream (``completion_stream``), sync and async: read
+    # where that is an SDK stream of this table (OpenAI and OpenAI-compatible providers).
+    "litellm": _kinds("openai", WRAPPER, "CustomStreamWrapper"),
 }
+
+#: SDK package -> the qualified name of the generator function an SDK streams with -> how
+#: callgate reads such a generator (google-genai and cohere keep no stream object).
+GENERATOR_TYPES: dict[str, dict[str, StreamType]] = {
+    "google": {
+        "Models.generate_content_stream": StreamType("gemini", GENERATOR, asynchronous=False),
+        "AsyncModels.generate_content_stream.<locals>.stream_generator": StreamType(
+            "gemini", GENERATOR, asynchronous=True
+        ),
+    },
+    "cohere": {
+        "V2Client.chat_stream": StreamType("cohere", GENERATOR, asynchronous=False),
+        "AsyncV2Client.chat_stream": StreamType("cohere", GENERATOR, asynchronous=True),
+    },
+    "ollama": {
+        "Client._request.<locals>.inner": StreamType("ollama", GENERATOR, asynchronous=False),
+        "AsyncClient._request.<locals>.inner": StreamType("ollama", GENERATOR, asynchronous=True),
+    },
+}
+
+#: SDK package -> the attribute of its client that holds the httpx client it streams lines
+#: through, for the SDKs with no reader of their own to tap (ollama's models drop a call's
+#: ``index``): each line is read from the HTTP response, through a response hook.
+LINE_CLIENTS = {"ollama": "_client"}
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The SDK method that yields what an HTTP response's SSE events hold, sync and async."""
+
+    module: str
+    owner: str
+    sync: str
+    asynchronous: str
+    #: The data of the SSE event in what the method yields (None: nothing to read).
+    data: Callable[[Any], str | None]
+    #: The HTTP response the method's object reads.
+    response: Callable[[Any], Any]
+
+
+#: SDK package -> the method ``callgate.guard`` taps in it, for the SDKs that stream through a
+#: plain generator (``GENERATOR_TYPES``).
+READERS = {
+    "google": Reader(
+        "google.genai._api_client",
+        "HttpResponse",
+        "_iter_response_stream",
+        "_aiter_response_stream",
+        data=lambda text: text,
+        response=lambda reader: reader.response_stream,
+    ),
+    "cohere": Reader(
+        "cohere.core.http_sse._api",
+        "EventSource",
+        "iter_sse",
+        "aiter_sse",
+        data=lambda sse: sse.data or None,
+        response=lambda reader: reader._response,
+    ),
+}
+
 
 #: SDK package -> the client methods (attribute paths from the client) whose streamed result
 #: ``guarded`` guards: ``create`` when called with ``stream=True``, ``stream`` always.
@@ -189,6 +277,23 @@ _OPENAI_STREAMS = ("openai", "mistral", "openai-responses")
 def stream_type(package: str, class_name: str) -> StreamType | None:
     """How callgate reads an object of ``class_name`` from the SDK ``package``, or None."""
     return STREAM_TYPES.get(package, {}).get(class_name)
+
+
+def generator_type(package: str, qualified_name: str) -> StreamType | None:
+    """How callgate reads a generator of the SDK ``package``'s function ``qualified_name``."""
+    return GENERATOR_TYPES.get(package, {}).get(qualified_name)
+
+
+#: Bedrock operation -> the profile of its event stream.
+_BEDROCK_OPERATIONS = {
+    "ConverseStream": "bedrock-converse",
+    "InvokeModelWithResponseStream": "anthropic",
+}
+
+
+def message_profile(operation: str) -> str | None:
+    """The profile of a Bedrock event stream of ``operation``, or None for another."""
+    return _BEDROCK_OPERATIONS.get(operation)
 
 
 def stream_profile(kind: StreamType, url: str | None, provider: str | None) -> str:

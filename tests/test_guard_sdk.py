@@ -28,20 +28,48 @@ from tests.proxy_harness import APPS_PYTHON
 pytestmark = [pytest.mark.sdk, pytest.mark.xdist_group("guard-sdk-batch")]
 
 APP = ROOT / "tests" / "apps" / "guard_app.py"
-SDKS = {"openai": ("openai", "openai-responses"), "anthropic": ("anthropic",)}
+SDKS = {
+    "openai": ("openai", "openai-responses"),
+    "anthropic": ("anthropic",),
+    "google-genai": ("gemini",),
+    "cohere": ("cohere",),
+    "boto3": ("bedrock-converse", "anthropic"),
+    "litellm": ("openai",),
+    "ollama": ("ollama",),
+}
 #: The turn each kind is made from: the first of these (then any passing fixture) it applies to.
 BASES = {
     "openai": ("valid_parallel_interleaved", "valid_two_choices"),
     "openai-responses": ("valid_parallel_calls", "valid_text_then_call"),
     "anthropic": ("valid_text_then_two_tools",),
+    "gemini": ("valid_parallel_two_chunks",),
+    "cohere": ("valid_parallel_calls",),
+    "bedrock-converse": ("valid_parallel_calls",),
+    "ollama": ("valid_parallel_calls_two_lines",),
 }
 FORMS = ("create", "stream", "client-create", "client-stream")
+#: How each SDK's stream is got: the others have no helper, and ``guarded`` takes openai and
+#: anthropic clients only; boto3's call is ``converse_stream`` or
+#: ``invoke_model_with_response_stream``, by the profile.
+FORMS_OF = {
+    "google-genai": ("create",),
+    "cohere": ("create",),
+    "boto3": ("invoke",),
+    "litellm": ("completion",),
+    "ollama": ("create",),
+}
+#: boto3 has no async client.
+MODES_OF = {"boto3": ("sync",)}
 MODES = ("sync", "async")
 #: A fixture long enough that the server is still sending when the app leaves after one item.
 LEAVING = {
     "openai": "openai/valid_fragmented",
     "openai-responses": "openai-responses/valid_single_call",
     "anthropic": "anthropic/valid_fragmented",
+    "gemini": "gemini/valid_thought_then_call",
+    "cohere": "cohere/valid_text_then_tool",
+    "bedrock-converse": "bedrock-converse/valid_parallel_calls",
+    "ollama": "ollama/valid_text_then_tool",
 }
 
 
@@ -94,24 +122,25 @@ def base_for(profile: str, kind: str) -> str | None:
 
 def cases_of(sdk: str) -> list[Case]:
     cases = []
+    every, modes = FORMS_OF.get(sdk, FORMS), MODES_OF.get(sdk, MODES)
+    direct = every[:2]
     for profile in SDKS[sdk]:
         for kind in mutations(profile=profile):
             fixture = base_for(profile, kind)
             assert fixture is not None, f"{kind} applies to no {profile} fixture"
             role = "fault" if kind in mutations(blocking=True) else "passing"
-            forms = FORMS if role == "fault" else FORMS[:2]
-            cases += [Case(sdk, profile, fixture, kind, m, f, role) for m in MODES for f in forms]
+            forms = every if role == "fault" else direct
+            cases += [Case(sdk, profile, fixture, kind, m, f, role) for m in modes for f in forms]
         for path in sorted((CONFORMANCE / profile).glob("*.json")):
             role = "fault" if check(load(path)).exit_code == 1 else "passing"
             fixture = fixture_id(path)
-            cases += [
-                Case(sdk, profile, fixture, None, m, f, role) for m in MODES for f in FORMS[:2]
-            ]
-        cases.append(Case(sdk, profile, LEAVING[profile], None, "sync", "misuse", "misuse"))
+            cases += [Case(sdk, profile, fixture, None, m, f, role) for m in modes for f in direct]
+        if (sdk, profile) not in {("boto3", "anthropic"), ("litellm", "openai")}:  # their SDKs' ids
+            cases.append(Case(sdk, profile, LEAVING[profile], None, "sync", "misuse", "misuse"))
         cases += [
             Case(sdk, profile, LEAVING[profile], None, m, f, "leave", leave)
-            for m in MODES
-            for f in FORMS[:2]
+            for m in modes
+            for f in direct
             for leave in ("break", "raise")
         ]
     return cases
@@ -158,6 +187,7 @@ def results(sdk: str, servers: Servers) -> dict[str, Any]:
         batch = [
             {
                 "id": case.id,
+                "sdk": case.sdk,
                 "profile": case.profile,
                 "fixture": case.fixture,
                 "kind": case.kind,
@@ -216,7 +246,7 @@ def test_a_fault_raises_blocked_with_its_code_and_no_tool_runs(
     case: Case, servers: Servers
 ) -> None:
     document, outcome = case.document(), result_of(case, servers)["guarded"]
-    expected = check(as_the_sdk_reads(document))
+    expected = check(as_the_sdk_reads(document, case.sdk))
     assert outcome.get("error") is None
     if expected.status.value == "invalid":  # no call left to gate: it ends as enforce mode ends
         assert (outcome["status"], outcome["calls"]) == ("invalid", [])
@@ -230,22 +260,41 @@ def test_a_fault_raises_blocked_with_its_code_and_no_tool_runs(
     assert len(outcome["items"]) <= first_terminal(document) + helper_items(case, outcome)
 
 
-def as_the_sdk_reads(document: dict[str, Any]) -> dict[str, Any]:
-    """The turn up to the error event the SDK raises on, where it stops reading (and closes
-    the response): an openai event with an ``error`` member, anthropic's ``error`` event."""
+def as_the_sdk_reads(document: dict[str, Any], sdk: str) -> dict[str, Any]:
+    """The turn up to the event the SDK raises on, where it stops reading (and closes the
+    response): an openai event with an ``error`` member, anthropic's ``error`` event, and a
+    line ollama's models refuse (``ollama_refuses``)."""
     profile = PROFILES[document["profile"]]
     events = document[profile.stream_key]
+    refuses = SDK_REFUSES.get(sdk, lambda event: False)
     raises = next(
         (
             n
             for n, event in enumerate(events)
-            if isinstance(event, dict) and (event.get("error") or event.get("type") == "error")
+            if (isinstance(event, dict) and (event.get("error") or event.get("type") == "error"))
+            or refuses(event)
         ),
         None,
     )
     if raises is None:
         return document
     return {**document, profile.stream_key: events[: raises + 1]}
+
+
+def ollama_refuses(event: object) -> bool:
+    """A line ollama-python raises on: no JSON object (it asks it for ``error``), or a call its
+    pydantic model refuses (no name, arguments that are no object)."""
+    if not isinstance(event, dict):
+        return True
+    calls = (event.get("message") or {}).get("tool_calls") or []
+    return any(
+        "name" not in call.get("function", {})
+        or not isinstance(call.get("function", {}).get("arguments"), dict)
+        for call in calls
+    )
+
+
+SDK_REFUSES = {"ollama": ollama_refuses}
 
 
 def helper_items(case: Case, outcome: dict[str, Any]) -> int:
@@ -312,10 +361,21 @@ def test_the_server_sees_every_client_that_left_go(servers: Servers) -> None:
     assert servers.gone == len(leaving)
 
 
+CLIENTS = {
+    "openai": "openai.OpenAI",
+    "anthropic": "anthropic.Anthropic",
+    "google-genai": "google.genai.client.Client",
+    "cohere": "cohere.client_v2.ClientV2",
+    "boto3": "botocore.client.BedrockRuntime",
+    "litellm": "builtins.module",
+    "ollama": "ollama._client.Client",
+}
+
+
 @pytest.mark.parametrize("case", of_role("misuse"), ids=lambda case: case.id)
 def test_misuse_with_a_real_sdk_is_a_one_line_usage_error(case: Case, servers: Servers) -> None:
     lines = result_of(case, servers)["guarded"]
-    client = "anthropic.Anthropic" if case.sdk == "anthropic" else "openai.OpenAI"
+    client = CLIENTS[case.sdk]
     assert lines == {
         "no tools": (
             "guard() needs the tools the app gave the SDK (tools=[...], [] for none): a call to "

@@ -74,13 +74,15 @@ def _parsed(sse: Any, value: object) -> None:
 class _Guarded:
     """What the sync and the async guarded streams share: the gate, the verdict, the rest."""
 
-    def __init__(self, stream: Any, gate: Gate[Any], *, wire: Any) -> None:
+    def __init__(self, stream: Any, gate: Gate[Any], *, wire: Any, source: Any = None) -> None:
         self._stream, self._gate = stream, gate
         #: The SDK's stream of wire events (the stream, or a helper's), or None when the items
         #: are the wire events (an iterable given with a profile).
         self._wire = wire
         self._reads_items = wire is None
-        if wire is not None:
+        #: What the loop iterates: the stream, or what an SDK's own tap made of it.
+        self._source = stream if source is None else source
+        if wire is not None and source is None:
             _tap(wire, gate)
 
     @property
@@ -119,8 +121,8 @@ class _Guarded:
 class GuardedStream(_Guarded):
     """A sync SDK stream, guarded (``callgate.guard``)."""
 
-    def __init__(self, stream: Any, gate: Gate[Any], *, wire: Any) -> None:
-        super().__init__(stream, gate, wire=wire)
+    def __init__(self, stream: Any, gate: Gate[Any], *, wire: Any, source: Any = None) -> None:
+        super().__init__(stream, gate, wire=wire, source=source)
         self._iterator = self._run()
 
     def __iter__(self) -> Iterator[Any]:
@@ -144,6 +146,8 @@ class GuardedStream(_Guarded):
     def close(self) -> None:
         """Close the SDK's stream (and its HTTP response)."""
         self._iterator.close()
+        if self._source is not self._stream:  # a tap's loop, which closes what it read
+            self._source.close()
         closing: Callable[[], object] | None = getattr(self._stream, "close", None)
         if closing is not None:
             closing()
@@ -176,7 +180,7 @@ class GuardedStream(_Guarded):
         return value
 
     def _run(self) -> Generator[Any, None, None]:
-        gate, source = self._gate, iter(self._stream)
+        gate, source = self._gate, iter(self._source)
         if not self._reads_items:
             yield from self._run_wire(gate, source)
             return
@@ -223,8 +227,8 @@ class GuardedStream(_Guarded):
 class AsyncGuardedStream(_Guarded):
     """An async SDK stream, guarded (``callgate.guard``)."""
 
-    def __init__(self, stream: Any, gate: Gate[Any], *, wire: Any) -> None:
-        super().__init__(stream, gate, wire=wire)
+    def __init__(self, stream: Any, gate: Gate[Any], *, wire: Any, source: Any = None) -> None:
+        super().__init__(stream, gate, wire=wire, source=source)
         self._iterator = self._run()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
@@ -249,8 +253,12 @@ class AsyncGuardedStream(_Guarded):
     async def close(self) -> None:
         """Close the SDK's stream (and its HTTP response)."""
         await self._iterator.aclose()
-        closing: Callable[[], object] | None = getattr(self._stream, "close", None) or getattr(
-            self._stream, "aclose", None
+        if self._source is not self._stream:
+            await self._source.aclose()
+        # ``aclose`` first: litellm's sync ``close`` drops the coroutine of the async close it
+        # calls, leaving the response open.
+        closing: Callable[[], object] | None = getattr(self._stream, "aclose", None) or getattr(
+            self._stream, "close", None
         )
         if closing is not None:
             closed = closing()
@@ -285,7 +293,7 @@ class AsyncGuardedStream(_Guarded):
         return value
 
     async def _run(self) -> AsyncGenerator[Any, None]:
-        gate, source = self._gate, aiter(self._stream)
+        gate, source = self._gate, aiter(self._source)
         while True:
             try:
                 item = await anext(source)

@@ -19,7 +19,19 @@ from typing import Any
 from callgate.cli.guard.streams import AsyncGuardedStream, GuardedStream
 from callgate.integrations.otel import record_verdict
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import EVENTS, HELPER, MANAGER, Gate, StreamType, stream_profile
+from callgate.reassemble.gate import (
+    EVENTS,
+    GENERATOR,
+    HELPER,
+    MANAGER,
+    MESSAGES,
+    WRAPPER,
+    Gate,
+    StreamType,
+    generator_type,
+    message_profile,
+    stream_profile,
+)
 from callgate.reassemble.gate import stream_type as table_type
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.providers import provider_from_url
@@ -76,6 +88,12 @@ def guard(
     wire = None if not package else stream._raw_stream if kind.role == HELPER else stream
     for reader in (stream, wire):
         _require_unread(reader)
+    if kind.role == GENERATOR:
+        return _guard_generator(stream, kind, package, tools, settings)
+    if kind.role == MESSAGES:
+        return _guard_messages(stream, kind, tools, settings)
+    if kind.role == WRAPPER:
+        return _guard_wrapped(stream, tools, settings)
     url = _request_url(wire)
     provider = provider or (provider_from_url(url) if url else None)
     gate: Gate[Any] = Gate(
@@ -90,6 +108,67 @@ def guard(
     return wrapper(stream, gate, wire=wire)
 
 
+def _guard_generator(
+    stream: Any, kind: StreamType, package: str, tools: Any, settings: Settings
+) -> Any:
+    """An SDK's generator (google-genai's, cohere's), read by that SDK's tap: it keeps no
+    request URL."""
+    from callgate.cli.guard import taps  # only for the SDKs that stream through generators
+
+    gate = _gate(settings["profile"] or kind.profile, tools, settings)
+    wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
+    return wrapper(stream, gate, wire=stream, source=taps.bound(stream, gate, package))
+
+
+def _guard_messages(stream: Any, kind: StreamType, tools: Any, settings: Settings) -> Any:
+    """botocore's ``EventStream`` (boto3's Bedrock streams): its profile is its operation's."""
+    from callgate.cli.guard import taps  # only for boto3's streams
+
+    operation = str(getattr(stream, "_operation_name", ""))
+    profile = settings["profile"] or message_profile(operation)
+    if profile is None:
+        raise UsageError(
+            f"guard() reads Bedrock's ConverseStream and InvokeModelWithResponseStream, not a "
+            f"{operation} stream"
+        )
+    gate = _gate(profile, tools, settings)
+    taps.tap_messages(stream, gate)
+    return GuardedStream(stream, gate, wire=stream, source=stream)
+
+
+def _guard_wrapped(stream: Any, tools: Any, settings: Settings) -> Any:
+    """litellm's ``CustomStreamWrapper``: the SDK stream it keeps is tapped, its own items are
+    what the app iterates; sync or async as that stream is."""
+    inner = getattr(stream, "completion_stream", None)
+    cls = type(inner)
+    kind = table_type(cls.__module__.partition(".")[0], cls.__name__)
+    if kind is None or kind.role != EVENTS:
+        raise UsageError(
+            "guard() reads a litellm stream whose provider stream is an openai or anthropic SDK "
+            f"stream, not a {cls.__module__}.{cls.__qualname__}: callgate cannot read the "
+            "provider's events under it"
+        )
+    _require_unread(inner)
+    url = _request_url(inner)
+    provider = settings["provider"] or (provider_from_url(url) if url else None)
+    profile = settings["profile"] or stream_profile(kind, url, provider)
+    gate = _gate(profile, tools, {**settings, "provider": provider})
+    wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
+    return wrapper(stream, gate, wire=inner)
+
+
+def _gate(profile: str, tools: Any, settings: Settings) -> Gate[Any]:
+    choice = settings["tool_choice"]
+    return Gate(
+        profile,
+        tools,
+        request={"tool_choice": choice} if choice is not None else None,
+        provider=settings["provider"],
+        allow=settings["allow"],
+        on_verdict=record_verdict,
+    )
+
+
 def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
     """How to read ``stream``, and the SDK package it comes from ("" for a plain iterable)."""
     if profile is not None and profile not in PROFILES:
@@ -97,6 +176,9 @@ def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
     cls = type(stream)
     package = cls.__module__.partition(".")[0]
     kind = table_type(package, cls.__name__)
+    if kind is not None:
+        return kind, package
+    package, kind = _generator_kind(stream)
     if kind is not None:
         return kind, package
     if profile is not None and hasattr(stream, "__aiter__"):
@@ -109,10 +191,25 @@ def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:
     )
 
 
+def _generator_kind(stream: object) -> tuple[str, StreamType | None]:
+    """The SDK package of a generator, and how to read it, told by its function's module and
+    qualified name."""
+    code = getattr(stream, "gi_code", None) or getattr(stream, "ag_code", None)
+    frame = getattr(stream, "gi_frame", None) or getattr(stream, "ag_frame", None)
+    if code is None or frame is None:  # a finished generator tells no module
+        return "", None
+    package = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+    return package, generator_type(package, code.co_qualname)
+
+
 def _require_unread(stream: object) -> None:
     """Refuse a stream that gave out events already. Its generator is looked at without making
     it: anthropic's stream makes it on first use, on a copy of itself, which must carry the
     tap; one made but not started is dropped, to be made again."""
+    if inspect.isgenerator(stream) or inspect.isasyncgen(stream):
+        if not _unstarted(stream):
+            raise UsageError("guard() takes a stream nothing has read from yet")
+        return
     state = vars(stream) if hasattr(stream, "__dict__") else {}
     iterator = state.get("_iterator")
     if iterator is None:
@@ -128,8 +225,19 @@ def _unstarted(iterator: object) -> bool:
         return inspect.getgeneratorstate(iterator) == inspect.GEN_CREATED
     if inspect.isasyncgen(iterator):
         frame = iterator.ag_frame
-        return frame is not None and not iterator.ag_running and frame.f_lasti == 0
+        return frame is not None and not iterator.ag_running and frame.f_lasti <= _made_at(iterator)
     return True
+
+
+def _made_at(iterator: Any) -> int:
+    """Where the frame of an async generator not started yet stands: at the instruction that
+    made it (after copying its free variables, for a closure such as google-genai's)."""
+    import dis  # only for an async generator's state
+
+    made = (
+        i.offset for i in dis.get_instructions(iterator.ag_code) if i.opname == "RETURN_GENERATOR"
+    )
+    return next(made, 0)
 
 
 def _request_url(stream: object) -> str | None:

@@ -17,17 +17,23 @@ under the case's id, with the traceback of a case that crashed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import json
 import sys
 import traceback
 from typing import Any
+
+from guard_sdks import ADAPTERS, Sent
 
 import callgate
 
 MESSAGES = [{"role": "user", "content": "Weather in Paris?"}]
 
 
-def dump(item: Any) -> Any:
+def dump(item: Any, case: dict[str, Any]) -> Any:
+    if case["sdk"] in ADAPTERS:
+        return ADAPTERS[case["sdk"]].dump(item)
     dumped = getattr(item, "model_dump", None)
     return dumped(mode="json", warnings=False) if callable(dumped) else repr(item)
 
@@ -45,8 +51,10 @@ class Tools:
 # -- the SDKs' calls --------------------------------------------------------------------------
 
 
-def sdk_tools(case: dict[str, Any]) -> list[dict[str, Any]]:
+def sdk_tools(case: dict[str, Any]) -> Any:
     schemas = case["tool_schemas"]
+    if case["sdk"] in ADAPTERS:
+        return ADAPTERS[case["sdk"]].tools(case, case["mode"] == "async")
     if case["profile"] == "anthropic":
         return [{"name": n, "input_schema": s} for n, s in schemas.items()]
     if case["profile"] == "openai-responses":
@@ -62,6 +70,9 @@ def sdk_tools(case: dict[str, Any]) -> list[dict[str, Any]]:
 def client_of(case: dict[str, Any], asynchronous: bool) -> Any:
     headers = {"x-callgate-mutate": case["kind"]} if case.get("kind") else None
     base = f"{case['base']}/f/{case['fixture']}"
+    if case["sdk"] in ADAPTERS:
+        case["sent"] = Sent()
+        return ADAPTERS[case["sdk"]].client(case, case["sent"])
     if case["profile"] == "anthropic":
         import anthropic
 
@@ -75,6 +86,8 @@ def client_of(case: dict[str, Any], asynchronous: bool) -> Any:
 
 def request(case: dict[str, Any], client: Any, helper: bool) -> Any:
     """The SDK's stream (a coroutine of it for an async ``create``), or its helper's manager."""
+    if case["sdk"] in ADAPTERS:
+        return ADAPTERS[case["sdk"]].request(case, client, sdk_tools(case))
     tools, extra = sdk_tools(case), ({} if helper else {"stream": True})
     if case.get("tool_choice") is not None:
         extra["tool_choice"] = case["tool_choice"]
@@ -134,11 +147,11 @@ def unguarded(case: dict[str, Any]) -> dict[str, Any]:
         if helper:
             with made as stream:
                 for item in stream:
-                    out["items"].append(dump(item))
+                    out["items"].append(dump(item, case))
                 out["sdk_calls"] = final_calls(case, final_of(stream))
         else:
             for item in made:
-                out["items"].append(dump(item))
+                out["items"].append(dump(item, case))
     except Exception as error:
         out["error"] = type(error).__name__
     return out
@@ -164,10 +177,10 @@ def guarded(case: dict[str, Any]) -> dict[str, Any]:
 def run_sync(
     case: dict[str, Any], stream: Any, runner: Tools, out: dict[str, Any], *, helper: bool
 ) -> None:
-    response = stream.response if hasattr(stream, "response") else stream._response
+    response = response_of(case, stream)
     try:
         for item in stream:
-            out["items"].append(dump(item))
+            out["items"].append(dump(item, case))
             if case.get("leave") == "break":
                 break
             if case.get("leave") == "raise":
@@ -183,6 +196,15 @@ def run_sync(
     except Exception as error:
         out["error"] = type(error).__name__
     out["closed"] = response.is_closed
+
+
+def response_of(case: dict[str, Any], stream: Any) -> Any:
+    """The HTTP response of the turn, or what tells whether it is closed."""
+    if hasattr(ADAPTERS.get(case["sdk"]), "response"):
+        return ADAPTERS[case["sdk"]].response(stream)
+    if "sent" in case:
+        return case["sent"]
+    return stream.response if hasattr(stream, "response") else stream._response
 
 
 def ran_from(
@@ -220,11 +242,11 @@ async def unguarded_async(case: dict[str, Any]) -> dict[str, Any]:
         if helper:
             async with made as stream:
                 async for item in stream:
-                    out["items"].append(dump(item))
+                    out["items"].append(dump(item, case))
                 out["sdk_calls"] = final_calls(case, await final_of(stream))
         else:
-            async for item in await made:
-                out["items"].append(dump(item))
+            async for item in await opened(made):
+                out["items"].append(dump(item, case))
     except Exception as error:
         out["error"] = type(error).__name__
     return out
@@ -241,7 +263,7 @@ async def guarded_async(case: dict[str, Any]) -> dict[str, Any]:
         async with manager as stream:
             await run_async(case, stream, runner, out, helper=True)
     else:
-        stream = await made
+        stream = await opened(made)
         stream = stream if through_client else guard(case, stream, tools)
         await run_async(case, stream, runner, out, helper=False)
     out["ran"] = runner.ran
@@ -251,10 +273,10 @@ async def guarded_async(case: dict[str, Any]) -> dict[str, Any]:
 async def run_async(
     case: dict[str, Any], stream: Any, runner: Tools, out: dict[str, Any], *, helper: bool
 ) -> None:
-    response = stream.response if hasattr(stream, "response") else stream._response
+    response = response_of(case, stream)
     try:
         async for item in stream:
-            out["items"].append(dump(item))
+            out["items"].append(dump(item, case))
             if case.get("leave") == "break":
                 break
             if case.get("leave") == "raise":
@@ -280,6 +302,11 @@ async def run_async(
     except Exception as error:
         out["error"] = type(error).__name__
     out["closed"] = response.is_closed
+
+
+async def opened(made: Any) -> Any:
+    """The async stream: awaited from its coroutine (cohere's call gives it at once)."""
+    return await made if inspect.isawaitable(made) else made
 
 
 async def settle(response: Any) -> None:
@@ -332,11 +359,12 @@ def case_result(case: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     results = {}
-    for case in json.load(sys.stdin):
-        try:
-            results[case["id"]] = case_result(case)
-        except Exception:  # the case's failure, not the batch's
-            results[case["id"]] = {"crash": traceback.format_exc()}
+    with contextlib.redirect_stdout(sys.stderr):  # what an SDK prints (litellm) is no result
+        for case in json.load(sys.stdin):
+            try:
+                results[case["id"]] = case_result(case)
+            except Exception:  # the case's failure, not the batch's
+                results[case["id"]] = {"crash": traceback.format_exc()}
     json.dump(results, sys.stdout)
 
 
