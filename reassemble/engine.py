@@ -127,8 +127,12 @@ class Reassembler:
         self._quirks = quirks_in_force(provider, allow_quirks)
         request = dict(request or {})
         self._accepted = self._profile.accepted_reasons(request)
-        # The bound method, looked up once: ``feed`` calls it for every event.
-        self._translate = self._profile.translator(self._quirks, request).translate
+        # The bound methods, looked up once: ``feed`` calls them for every event.
+        translator = self._profile.translator(self._quirks, request)
+        self._translate = translator.translate
+        #: The translator's short reading of a chunk that only adds argument text, if it has one.
+        self._continuation = getattr(translator, "continuation", None)
+        self._continuation_pointer: str = getattr(translator, "continuation_pointer", "")
         self._limits = limits or DEFAULT_LIMITS
         self._max_bytes = self._limits.max_argument_bytes
         self._tool_schemas = tool_schemas_of(tool_schemas if tools is None else tools, profile)
@@ -152,6 +156,10 @@ class Reassembler:
         if type(raw) is not dict:  # one comparison for the dicts that are nearly every event
             raw = event_json(raw)
         self._event += 1
+        if self._continuation is not None:
+            continued = self._continuation(raw)  # None for any value but an object
+            if continued is not None and self._grew(*continued):
+                return []
         first = len(self._findings)
         for event in self._translate(raw):
             if type(event) is SlotDelta:  # most events: skip the dispatch
@@ -159,6 +167,30 @@ class Reassembler:
             else:
                 self._apply(event)
         return self._findings[first:]
+
+    def _grew(self, key: SlotKey, text: str) -> bool:
+        """A chunk that only adds ``text`` to slot ``key``, read without an event: what
+        ``_delta`` does for its ``SlotDelta`` when the call is growing and the text fits, and
+        True; False, having changed nothing, for ``feed`` to take the general path."""
+        slot = self._slots.get(key)
+        if (
+            slot is None
+            or slot.lifecycle is not GROWING
+            or not slot.is_call
+            or key[0] in self._turns
+        ):
+            return False
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if slot.size + size > self._max_bytes:
+            return False
+        grew = slot.grew
+        if not grew or grew[-1] != self._event:
+            grew.append(self._event)
+        if text:
+            slot.origins.append((self._event, self._continuation_pointer))
+            slot.fragments.append(text)
+            slot.size += size
+        return True
 
     def close(self) -> Report:
         """End of stream: report what is unfinished and return the verdict."""

@@ -21,7 +21,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from typing import Any, cast
 
 from callgate.reassemble.codes import Code
@@ -54,7 +54,7 @@ class _HookError(Exception):
         self.message = message
 
 
-def loads(text: str, limits: Limits = DEFAULT_LIMITS, *, check_names: bool = True) -> Any:
+def loads(text: str, limits: Limits = DEFAULT_LIMITS, check_names: bool = True) -> Any:
     """Parse ``text`` as one strict JSON document; raise ``StrictJSONError`` otherwise.
     ``check_names=False`` leaves out one check, that no object repeats a member name (which
     costs a Python call per object), for a caller that proves it otherwise: were a name
@@ -62,15 +62,28 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS, *, check_names: bool = Tru
     others held would go unchecked."""
     # The live proxy parses every event with this: the steps a short event needs are written
     # out here rather than called (a call costs about what one of them does).
-    reader = _READERS.get(id(limits))
-    if reader is None or reader.limits is not limits:
-        reader = _new_reader(limits)
-    if len(text) > reader.size_by_count:  # a shorter text fits, even at 4 UTF-8 bytes a character
+    if limits is DEFAULT_LIMITS:
+        reader = _DEFAULT_READER
+    else:
+        reader = _READERS.get(id(limits))  # type: ignore[assignment]
+        if reader is None or reader.limits is not limits:
+            reader = _new_reader(limits)
+    length = len(text)
+    if length > reader.size_by_count:  # a shorter text fits, even at 4 UTF-8 bytes a character
         _check_size(text, limits)
-    value, end = _decode(text, reader, check_names)
-    if end != len(text):
+    if length <= reader.short:
+        # What ``_decode`` does for a short text (most events), without the call; a text that
+        # fails, as one that starts with whitespace does here, is read again by ``_decode``,
+        # which skips the whitespace and gives the error.
+        try:
+            value, end = (reader.plain_scan if check_names else reader.unnamed_scan)(text, 0)
+        except Exception:
+            value, end = _decode(text, reader, check_names)
+    else:
+        value, end = _decode(text, reader, check_names)
+    if end != length:
         after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
-        if after != len(text):
+        if after != length:
             raise StrictJSONError(
                 Code.TRAILING_DATA, "more text follows a complete JSON value", after
             )
@@ -82,9 +95,7 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS, *, check_names: bool = Tru
         not text.isascii() and _SURROGATE.search(text) is not None
     ):
         _walk(value, limits)
-    elif (
-        len(text) > reader.depth_by_length and text.count("[") + text.count("{") > limits.max_depth
-    ):
+    elif length > reader.depth_by_length and text.count("[") + text.count("{") > limits.max_depth:
         _check_depth(value, limits)
     return value
 
@@ -240,9 +251,15 @@ def _int_digit_limit() -> float:
     return sys.get_int_max_str_digits() or math.inf
 
 
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
+def _unique_object(
+    pairs: list[tuple[str, Any]],
+    _dict: type[dict[str, Any]] = dict,
+    _len: Callable[[Sized], int] = len,
+) -> dict[str, Any]:
+    # ``dict`` and ``len`` as locals: called from the C scanner once per object, this function
+    # spent a sixth of its instructions looking the two builtins up by name.
+    result = _dict(pairs)
+    if _len(result) != _len(pairs):
         seen: set[str] = set()
         duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
         raise _HookError(Code.DUPLICATE_KEY, f"member name {duplicate[:40]!r} appears twice")
@@ -317,3 +334,7 @@ def _check_string(text: str) -> None:
     # left in a decoded string came from a lone escape.
     if _SURROGATE.search(text):
         raise StrictJSONError(Code.INVALID_UNICODE, "a string holds a lone surrogate escape")
+
+
+#: The reader of the limits most parses take, found without a look-up.
+_DEFAULT_READER = _Reader(DEFAULT_LIMITS)

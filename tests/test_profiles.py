@@ -4,6 +4,8 @@ and each fact agrees with the profile's own reader and its conformance fixtures.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import itertools
 import json
 import re
 from pathlib import Path
@@ -14,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callgate.reassemble import Code, Reassembler, check
-from callgate.reassemble.events import Event
+from callgate.reassemble.events import SlotKey
 from callgate.reassemble.eventstream import decode
+from callgate.reassemble.limits import Limits
 from callgate.reassemble.profiles import PROFILES, anthropic, profile_for, profile_of_events
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, function_tools, reason_replaced
 from callgate.reassemble.profiles.openai import ChatTranslator, names_cannot_repeat
@@ -735,7 +738,7 @@ def test_cohere_output_events_are_no_calls_and_an_unknown_type_is_unsupported() 
 class _GeneralChat(ChatTranslator):
     """The Chat translator without its short path for continuation chunks."""
 
-    def _continuation(self, raw: dict[str, Any]) -> list[Event] | None:
+    def continuation(self, raw: Any) -> tuple[SlotKey, str] | None:
         return None
 
 
@@ -828,6 +831,67 @@ def test_the_chat_short_path_reads_each_chunk_as_the_general_reading_does(
     for chunk in [start, *(_changed(continuation, some) for some in changes)]:
         assert short.translate(chunk) == general.translate(chunk)
         assert vars(short) == vars(general)
+
+
+#: The Chat profile read without the translator's short path, in the engine too.
+_GENERAL_PROFILE = dataclasses.replace(
+    PROFILES["openai"], translator=lambda quirks, request: _GeneralChat(quirks)
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    changes=st.lists(st.lists(st.sampled_from(_CHANGES), max_size=2), min_size=1, max_size=4),
+    texts=st.lists(st.sampled_from(["x", "", "é", "\ud800", "{}", "yyyyyy"]), min_size=1),
+    max_bytes=st.sampled_from([4, 9, 1 << 20]),
+)
+def test_the_engine_reads_a_short_chunk_as_it_reads_the_general_event(
+    changes: list[list[tuple[tuple[Any, ...], Any, Any]]], texts: list[str], max_bytes: int
+) -> None:
+    """The engine takes a continuation chunk from the translator's short path without an event:
+    the same findings after each chunk and the same report as with the general reading, over
+    chunks changed as above, texts of other widths and a limit the text can pass."""
+    start = {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {
+                    "tool_calls": [
+                        {
+                            "index": slot,
+                            "id": f"call_{slot}",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": ""},
+                        }
+                        for slot in (0, 1)
+                    ]
+                },
+            }
+        ]
+    }
+    chunks: list[Any] = [start]
+    for some, text in zip(changes, itertools.cycle(texts), strict=False):
+        continuation = {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 1, "function": {"arguments": text}}]},
+                    "finish_reason": None,
+                }
+            ]
+        }
+        chunks.append(_changed(continuation, some))
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    limits = Limits(max_argument_bytes=max_bytes)
+    PROFILES["openai-general"] = _GENERAL_PROFILE
+    try:
+        short = Reassembler("openai", {"f": True}, limits=limits)
+        general = Reassembler("openai-general", {"f": True}, limits=limits)
+    finally:
+        del PROFILES["openai-general"]
+    for chunk in chunks:
+        assert short.feed(chunk) == general.feed(chunk)
+    assert short.close() == general.close()
 
 
 _MEMBER = re.compile(r'"(\w+)" ?:')

@@ -56,9 +56,9 @@ class ChatTranslator:
 
     def translate(self, raw: object) -> list[Event]:
         if type(raw) is dict:
-            fast = self._continuation(raw)
+            fast = self.continuation(raw)
             if fast is not None:
-                return fast
+                return [SlotDelta(fast[0], _CONTINUATION, fast[1])]
         if not isinstance(raw, dict):
             return [Problem(Code.UNSUPPORTED_EVENT, "chunk is not a JSON object", "")]
         error = self._stream_error(raw)
@@ -74,14 +74,19 @@ class ChatTranslator:
             events.extend(self._choice(choice, f"/choices/{position}", position))
         return events
 
-    def _continuation(self, raw: dict[str, Any]) -> list[Event] | None:
+    #: Where in a chunk the argument text of ``continuation`` is.
+    continuation_pointer = _CONTINUATION
+
+    def continuation(self, raw: Any) -> tuple[SlotKey, str] | None:
         """The chunk most streams are made of: one choice whose one tool-call entry adds
-        argument text to a slot already seen, and nothing else that this profile reads. Gives
-        exactly what the general reading gives for it, with a fraction of the steps; None for
-        any other chunk, which then takes the general reading. (Subscripts and unpacking rather
-        than a ``get`` and a type or length test per step: of JSON's values only an object takes
-        a string subscript or has ``get``, so a chunk of any other shape fails on one of them,
-        or on unpacking exactly one item, and takes the general reading.)"""
+        argument text to a slot already seen, and nothing else that this profile reads: its
+        slot and text, which ``translate`` gives as one ``SlotDelta`` at ``_CONTINUATION``
+        exactly as the general reading does, with a fraction of the steps (the engine reads it
+        without the event); None for any other chunk, which then takes the general reading.
+        (Subscripts and unpacking rather than a ``get`` and a type or length test per step: of
+        JSON's values only an object takes a string subscript or has ``get``, so a chunk of any
+        other shape fails on one of them, or on unpacking exactly one item, and takes the
+        general reading.)"""
         try:
             (choice,) = raw["choices"]
             delta = choice["delta"]
@@ -108,7 +113,7 @@ class ChatTranslator:
             or (index, slot) not in self._seen
         ):
             return None
-        return [SlotDelta((index, slot), _CONTINUATION, arguments)]
+        return (index, slot), arguments
 
     @staticmethod
     def _stream_error(raw: Mapping[str, object]) -> Problem | None:
