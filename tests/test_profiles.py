@@ -792,6 +792,27 @@ def _changed(chunk: Any, changes: list[tuple[tuple[Any, ...], Any, Any]]) -> Any
     return chunk
 
 
+#: A Chat chunk that starts two calls, on slots 0 and 1, with no argument text yet.
+_TWO_CALLS_STARTED = {
+    "choices": [
+        {
+            "index": 0,
+            "delta": {
+                "tool_calls": [
+                    {
+                        "index": slot,
+                        "id": f"call_{slot}",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": ""},
+                    }
+                    for slot in (0, 1)
+                ]
+            },
+        }
+    ]
+}
+
+
 @settings(max_examples=1000, deadline=None)
 @given(changes=st.lists(st.lists(st.sampled_from(_CHANGES), max_size=2), min_size=1, max_size=3))
 def test_the_chat_short_path_reads_each_chunk_as_the_general_reading_does(
@@ -800,24 +821,7 @@ def test_the_chat_short_path_reads_each_chunk_as_the_general_reading_does(
     """After two calls have started, continuation chunks each changed in up to two places: the
     same events and the same state as without the short path."""
     short, general = ChatTranslator(frozenset()), _GeneralChat(frozenset())
-    start = {
-        "choices": [
-            {
-                "index": 0,
-                "delta": {
-                    "tool_calls": [
-                        {
-                            "index": slot,
-                            "id": f"call_{slot}",
-                            "type": "function",
-                            "function": {"name": "f", "arguments": ""},
-                        }
-                        for slot in (0, 1)
-                    ]
-                },
-            }
-        ]
-    }
+    start = _TWO_CALLS_STARTED
     continuation = {
         "object": "chat.completion.chunk",
         "choices": [
@@ -851,25 +855,7 @@ def test_the_engine_reads_a_short_chunk_as_it_reads_the_general_event(
     """The engine takes a continuation chunk from the translator's short path without an event:
     the same findings after each chunk and the same report as with the general reading, over
     chunks changed as above, texts of other widths and a limit the text can pass."""
-    start = {
-        "choices": [
-            {
-                "index": 0,
-                "delta": {
-                    "tool_calls": [
-                        {
-                            "index": slot,
-                            "id": f"call_{slot}",
-                            "type": "function",
-                            "function": {"name": "f", "arguments": ""},
-                        }
-                        for slot in (0, 1)
-                    ]
-                },
-            }
-        ]
-    }
-    chunks: list[Any] = [start]
+    chunks: list[Any] = [_TWO_CALLS_STARTED]
     for some, text in zip(changes, itertools.cycle(texts), strict=False):
         continuation = {
             "choices": [
