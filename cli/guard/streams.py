@@ -102,9 +102,6 @@ class _Guarded:
             raise Blocked(report)
         return report.calls
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
     def __repr__(self) -> str:
         return f"<callgate guarded {self._stream!r}>"
 
@@ -192,8 +189,7 @@ class GuardedStream(_Guarded):
             except Exception as error:  # the SDK's, while it read: judged
                 self._judge_failure(error)
                 raise
-            if self._reads_items:
-                gate.read(item)
+            gate.read(item)
             if gate.pass_on(item):
                 yield item
         yield from gate.judge()
