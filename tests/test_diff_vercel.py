@@ -137,6 +137,20 @@ def test_a_provider_error_part_is_what_the_sdk_raised(
     assert ai_6.error == "plain object: The server had an error while processing your request."
 
 
+def test_a_fixture_that_cannot_be_read_is_one_line_whatever_the_number_of_releases(
+    tmp_path: Path,
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    out, err = io.StringIO(), io.StringIO()
+    paths = [broken, fixture("openai/valid_fragmented")]
+    code = run_diff(paths, "vercel-ai", None, out, err, node_modules())
+    assert code == 2
+    assert len(err.getvalue().splitlines()) == 1, err.getvalue()
+    assert str(broken) in err.getvalue()
+    assert out.getvalue().count("agree: both hand on the same 1 call") == 2
+
+
 def test_a_folder_without_the_packages_is_one_line_naming_npm_install(tmp_path: Path) -> None:
     node_modules()
     out, err = io.StringIO(), io.StringIO()

@@ -154,20 +154,8 @@ def run_diff(
         runtimes = pick_runtimes(adapter, python, node_modules)
     except CallgateError as error:
         return error_line(error, err)
-    shown = console(out)
-    worst = 0
-    for runtime in runtimes:
-        worst = max(worst, diff_fixtures(shown, paths, adapter, runtime, err))
-    return worst
-
-
-def diff_fixtures(
-    console: Console, paths: Sequence[Path], adapter: str, runtime: str, err: TextIO
-) -> int:
-    """Print each fixture's diff, all of them through one run of the runner (importing a library
-    costs more than a stream through it); 0 agree, 1 disagree, 2 a fixture or the runner failed."""
     worst, loaded = 0, []
-    for path in paths:
+    for path in paths:  # read and checked once, whatever the number of runtimes
         try:
             envelope = load_envelope(path)
             check_profile(envelope["profile"], adapter)
@@ -176,6 +164,22 @@ def diff_fixtures(
             worst = error_line(error if error.source is not None else f"{path}: {error}", err)
     if not loaded:
         return worst
+    shown = console(out)
+    for runtime in runtimes:
+        worst = max(worst, diff_fixtures(shown, loaded, adapter, runtime, err))
+    return worst
+
+
+def diff_fixtures(
+    console: Console,
+    loaded: Sequence[tuple[Path, dict[str, Any]]],
+    adapter: str,
+    runtime: str,
+    err: TextIO,
+) -> int:
+    """Print each fixture's diff, all of them through one run of the runner (importing a library
+    costs more than a stream through it); 0 agree, 1 disagree, 2 the runner failed."""
+    worst = 0
     try:
         results = run_adapter_many(runtime, adapter, [envelope for _, envelope in loaded])
     except CallgateError as error:
