@@ -89,9 +89,7 @@ def exit_code(statuses: Sequence[Status], unreadable: bool, *, several: bool) ->
 def _expanded(paths: Sequence[Path]) -> list[Path]:
     """``paths`` in the order given, each folder replaced by the fixtures under it (see
     ``find_fixtures``)."""
-    return [
-        found for path in paths for found in (find_fixtures([path]) if path.is_dir() else [path])
-    ]
+    return [found for path in paths for found in find_fixtures([path])]
 
 
 def print_text_report(console: Console, path: Path, report: Report) -> None:

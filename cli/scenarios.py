@@ -141,6 +141,8 @@ class Scenarios:
             for name, turns in scenarios.items()
         }
         self._served = dict.fromkeys(self._turns, 0)
+        #: Longest name first, so that a name that begins another's path is tried after it.
+        self._longest_first = sorted(self._turns, key=len, reverse=True)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -149,14 +151,7 @@ class Scenarios:
     def play(self, path: str) -> Turn | Answer:
         """The turn to serve for a request at ``path`` (``/s/<name>/...``), or what to answer
         instead: 404 for an unknown scenario, 400 once it has ended, 200 for a reset."""
-        name = next(
-            (
-                n
-                for n in sorted(self._turns, key=len, reverse=True)
-                if path.startswith(f"{PREFIX}{n}/")
-            ),
-            None,
-        )
+        name = next((n for n in self._longest_first if path.startswith(f"{PREFIX}{n}/")), None)
         if name is None:
             known = ", ".join(sorted(self._turns)) or "none"
             return _error(404, f"no scenario at {path} (scenarios: {known})")
