@@ -134,6 +134,10 @@ class StreamTap:
         self._body_ended = False  # the end-of-body call came (an empty chunk)
         self._read_whole = True  # no byte went unread after an enforced verdict
         self._reader: Reader[Any] = READERS[framing](self._profile, self._received)
+        #: Where each event read is kept for ``read_body``: only an SSE body's are ever handed on.
+        self._keep: Callable[[object], object] = (
+            self.events.append if isinstance(self._reader, SSEReader) else _keep_nothing
+        )
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
         self._held: list[bytes] = []  # enforce: the blocks held, until the verdict
         self._on_finding, self._on_failure = on_finding, on_failure
@@ -262,7 +266,7 @@ class StreamTap:
         if self._started is None:
             self._started = now
         since, read = now - self._started, 0
-        ends_stream, feed, keep = self._profile.ends_stream, self.engine.feed, self.events.append
+        ends_stream, feed, keep = self._profile.ends_stream, self.engine.feed, self._keep
         try:
             for event in events:
                 read += 1
@@ -361,7 +365,9 @@ class StreamTap:
         return self._reader.error_frame(self._profile, body, first=self._sent == 0)
 
     def _over_limit(self, chunk: bytes, decoded: bytes) -> bytes | list[bytes]:
-        self.over_limit, self.body = True, []
+        # Nothing of the body is kept past the limit: its bytes, nor the events read from it.
+        self.over_limit, self.body, self.events = True, [], []
+        self._keep = _keep_nothing
         if self._backlog is not None:
             self._backlog.drop()
         if not self.enforce:
@@ -388,3 +394,7 @@ class StreamTap:
         unsent = b"".join(self.body)[self._sent :]
         self._sent, self._held = self._kept, []
         return unsent
+
+
+def _keep_nothing(event: object) -> None:
+    """The events of a body no fixture is built from are not kept."""
