@@ -224,7 +224,9 @@ class CallgateAddon:
             )
         # The OpenAI SDK closes the connection right after [DONE]: that stream is complete. (The
         # tap has read everything by now: closing it read what was left.)
-        exchange = _exchange(flow, capture, ended_cleanly or capture.tap.end_marker_seen)
+        # With the tap's events the writer reads no body bytes: they are not joined, nor sent.
+        response_body = b"" if body is not None else b"".join(tap.body)
+        exchange = _exchange(flow, capture, ended_cleanly or tap.end_marker_seen, response_body)
         future = self._writer.write(
             exchange,
             capture.tap.profile,
@@ -299,7 +301,9 @@ def _where(flow: http.HTTPFlow) -> str:
     return f"{flow.request.pretty_host}{flow.request.path.split('?', 1)[0]}"
 
 
-def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchange:
+def _exchange(
+    flow: http.HTTPFlow, capture: _Capture, complete: bool, response_body: bytes
+) -> Exchange:
     response = flow.response
     assert response is not None
     return Exchange(
@@ -309,7 +313,7 @@ def _exchange(flow: http.HTTPFlow, capture: _Capture, complete: bool) -> Exchang
         request_body=flow.request.get_content(strict=False) or b"",
         status=response.status_code,
         response_headers=[(k, v) for k, v in response.headers.items(multi=True)],
-        response_body=b"".join(capture.tap.body),
+        response_body=response_body,
         complete=complete,
         capture="proxy",
         error=flow.error.msg if flow.error else None,
