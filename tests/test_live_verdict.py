@@ -217,8 +217,9 @@ def test_the_proof_fails_when_the_live_report_is_altered() -> None:
 def test_an_observing_tap_reads_every_stream_whole() -> None:
     """Observing, the proxy's default, the tap reads every matrix stream whole in each framing,
     and hands on the events of every SSE one: the proof above covers the path the writer
-    takes. Enforcing, it reads on after the verdict only where it passes; it does for most."""
-    whole = []
+    takes. Enforcing, it reads on after the verdict only where it can: 34 of the matrix's 301
+    streams in their framings go unread in part (the proof above checks each hands on nothing)."""
+    whole, unread = 0, []
     for path in conformance_fixtures():
         envelope = load(path)
         profile, request = envelope["profile"], request_body_of(envelope)
@@ -227,5 +228,8 @@ def test_an_observing_tap_reads_every_stream_whole() -> None:
             tap = streamed(body, request, profile, None, framing, enforce=False)
             assert tap.read_whole, (path, framing)
             assert (tap.read_body() is not None) is (framing == SSE), (path, framing)
-            whole.append(streamed(body, request, profile, None, framing, enforce=True).read_whole)
-    assert sum(whole) > 0.8 * len(whole)
+            if streamed(body, request, profile, None, framing, enforce=True).read_whole:
+                whole += 1
+            else:
+                unread.append(f"{fixture_id(path)} ({framing})")
+    assert (whole, len(unread)) == (267, 34), unread
