@@ -164,13 +164,18 @@ def _leaks_at(strings: Iterable[tuple[str, str]], needles: set[str]) -> list[Lea
     return leaks
 
 
+def pointer_token(key: object) -> str:
+    """A member name as one token of a JSON pointer (RFC 6901: ``~`` and ``/`` escaped)."""
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
 def json_strings(value: object, path: str = "") -> Iterator[tuple[str, str]]:
     """Every string in a JSON value, keys included, with its JSON pointer."""
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, dict):
         for key, child in value.items():
-            token = str(key).replace("~", "~0").replace("/", "~1")
+            token = pointer_token(key)
             yield f"{path}/{token}", str(key)
             yield from json_strings(child, f"{path}/{token}")
     elif isinstance(value, list):

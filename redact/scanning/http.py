@@ -10,7 +10,13 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from callgate.redact.leaks import MIN_SECRET_CHARS, credential_header, find_leaks, json_strings
+from callgate.redact.leaks import (
+    MIN_SECRET_CHARS,
+    credential_header,
+    find_leaks,
+    json_strings,
+    pointer_token,
+)
 from callgate.redact.scanning.findings import Kind, ScanFinding
 from callgate.redact.scanning.text import credential_patterns, inflated
 
@@ -157,7 +163,7 @@ def _tool_results(value: object, path: str) -> Iterator[str]:
             yield path
             return
         for key, child in value.items():
-            token = str(key).replace("~", "~0").replace("/", "~1")
+            token = pointer_token(key)
             yield from _tool_results(child, f"{path}/{token}")
     elif isinstance(value, list):
         for index, child in enumerate(value):

@@ -16,6 +16,7 @@ from typing import Any
 from callgate.reassemble.envelope import validate_envelope
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.profiles import PROFILES
+from callgate.redact.leaks import pointer_token
 from callgate.redact.mask import mask_text
 from callgate.redact.scanning.findings import Kind, ScanFinding
 from callgate.redact.stream import ArgumentMode, redacted_copy, scrubbed
@@ -76,7 +77,7 @@ def _differences(
         for key, child in held.items():
             if key not in again or key == "id" or key.endswith(("_id", "Id")):
                 continue
-            token = str(key).replace("~", "~0").replace("/", "~1")
+            token = pointer_token(key)
             inside = in_arguments or (id(held), key) in sites
             found += _differences(child, again[key], f"{path}/{token}", sites, inside)
     elif isinstance(held, list) and isinstance(again, list):
