@@ -158,8 +158,13 @@ class Reassembler:
         self._event += 1
         if self._continuation is not None:
             continued = self._continuation(raw)  # None for any value but an object
-            if continued is not None and self._grew(*continued):
-                return []
+            if continued is not None:
+                if self._grew(*continued):
+                    return []
+                # The translator would read the chunk as this one event: not read it again.
+                first = len(self._findings)
+                self._delta(SlotDelta(continued[0], self._continuation_pointer, continued[1]))
+                return self._findings[first:]
         first = len(self._findings)
         for event in self._translate(raw):
             if type(event) is SlotDelta:  # most events: skip the dispatch
