@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from callgate.cli.tape import EXCHANGE_SUFFIX, RecordMode, parse_upstreams
+from callgate.cli.tape import EXCHANGE_SUFFIX, RecordMode, tape_options
 
 if TYPE_CHECKING:  # pytest does not export these names; they only type repr_failure
     from _pytest._code.code import TerminalRepr, TracebackStyle
@@ -170,20 +170,16 @@ class FixtureItem(pytest.Item):
 
 
 def _tape_options(config: pytest.Config) -> tuple[RecordMode, dict[str, str]]:
-    raw = (
-        config.getoption("callgate_record_mode")
-        or os.environ.get("CALLGATE_RECORD_MODE")
-        or RecordMode.NONE.value
-    )
-    if raw not in RecordMode.__members__.values():
-        raise pytest.UsageError(
-            f"CALLGATE_RECORD_MODE: {raw!r} is not one of {', '.join(RecordMode)}"
-        )
     try:
-        upstreams = parse_upstreams(config.getoption("callgate_upstream"), "--callgate-upstream")
+        return tape_options(
+            config.getoption("callgate_record_mode"),
+            config.getoption("callgate_upstream"),
+            os.environ,
+            mode_option="--callgate-record-mode",
+            upstream_option="--callgate-upstream",
+        )
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
-    return RecordMode(raw), upstreams
 
 
 @pytest.fixture

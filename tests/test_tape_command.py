@@ -292,7 +292,8 @@ def refused_kinds() -> str:
         (
             [],
             {"CALLGATE_RECORD_MODE": "sometimes"},
-            "callgate: --record-mode: 'sometimes' is not one of none, once, new_episodes, all",
+            "callgate: CALLGATE_RECORD_MODE: 'sometimes' is not one of none, once, new_episodes, "
+            "all",
         ),
         ([], {}, "callgate: tape run needs a command after --: callgate tape run DIR -- npm test"),
     ],

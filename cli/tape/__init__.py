@@ -14,6 +14,7 @@ This module stays light: the pytest plugin imports it in every run.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from urllib.parse import urlsplit
 
@@ -58,7 +59,31 @@ def upstream_problem(url: str) -> str | None:
     )
 
 
-def parse_upstreams(items: list[str], option: str) -> dict[str, str]:
+def tape_options(
+    record_mode: str | None,
+    upstream: Sequence[str],
+    environ: Mapping[str, str],
+    *,
+    mode_option: str,
+    upstream_option: str,
+) -> tuple[RecordMode, dict[str, str]]:
+    """The record mode (``record_mode``, else ``CALLGATE_RECORD_MODE``, else ``none``) and the
+    upstreams by route name, as ``tape serve``/``run`` and the pytest plugin take them. Raises
+    ``ValueError`` with the one line that names what is wrong and where it was given."""
+    from callgate.reassemble.providers import SDK_ROUTES  # only when tapes are in use
+
+    raw = record_mode or environ.get("CALLGATE_RECORD_MODE") or RecordMode.NONE.value
+    if raw not in RecordMode.__members__.values():
+        source = mode_option if record_mode else "CALLGATE_RECORD_MODE"
+        raise ValueError(f"{source}: {raw!r} is not one of {', '.join(RecordMode)}")
+    upstreams = parse_upstreams(upstream, upstream_option)
+    routes = [route.name for route in SDK_ROUTES]
+    if unknown := [name for name in upstreams if name not in routes]:
+        raise ValueError(f"{upstream_option}: no route {unknown[0]!r} (one of {', '.join(routes)})")
+    return RecordMode(raw), upstreams
+
+
+def parse_upstreams(items: Sequence[str], option: str) -> dict[str, str]:
     """``NAME=URL`` items of ``option`` (``--callgate-upstream``, ``--upstream``) by route name.
     Raises ``ValueError`` with the line that says what is wrong with one."""
     upstreams = {}

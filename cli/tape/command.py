@@ -21,7 +21,7 @@ from typing import TextIO
 
 from callgate.cli.loopback import split_listen
 from callgate.cli.output import line
-from callgate.cli.tape import DUMMY_KEY, RecordMode, parse_upstreams
+from callgate.cli.tape import DUMMY_KEY, RecordMode, tape_options
 from callgate.cli.tape.server import ROUTES, TapeServer
 from callgate.cli.tape.session import Redaction
 from callgate.cli.tape.shelf import PREFIX, Shelf
@@ -57,16 +57,17 @@ class TapeOptions:
     ) -> TapeOptions:
         """The options as given, ``--record-mode`` winning over ``CALLGATE_RECORD_MODE``.
         Raises ``UsageError``."""
-        raw = record_mode or environ.get("CALLGATE_RECORD_MODE") or RecordMode.NONE.value
-        if raw not in RecordMode.__members__.values():
-            raise UsageError(f"--record-mode: {raw!r} is not one of {', '.join(RecordMode)}")
         try:
-            upstreams = parse_upstreams(list(upstream), "--upstream")
+            mode, upstreams = tape_options(
+                record_mode,
+                upstream,
+                environ,
+                mode_option="--record-mode",
+                upstream_option="--upstream",
+            )
         except ValueError as error:
             raise UsageError(str(error)) from None
-        if unknown := [name for name in upstreams if name not in ROUTES]:
-            raise UsageError(f"--upstream: no route {unknown[0]!r} (one of {', '.join(ROUTES)})")
-        options = cls(folder, RecordMode(raw), upstreams, **settings)  # type: ignore[arg-type]
+        options = cls(folder, mode, upstreams, **settings)  # type: ignore[arg-type]
         if options.mutate is not None and options.mutate not in KINDS:
             raise UsageError(
                 f"--mutate: no mutation {options.mutate!r} (one of {', '.join(KINDS)})"
