@@ -7,7 +7,8 @@ responses its HTTP client received (an ``event_hooks`` hook, botocore's ``after-
 tell whether they are closed. google-genai's async turns go through an ``httpx.AsyncClient``
 the app hands the SDK: without one, google-genai streams through aiohttp when it is installed,
 and aiohttp's session takes no hooks. Sync turns give google-genai the tools as ``types.Tool``
-objects, async turns as dicts: both are shapes the app hands the SDK.
+objects, async turns as dicts; mistralai gets dicts sync and its ``Tool`` models async: all are
+shapes the app hands the SDK.
 """
 
 from __future__ import annotations
@@ -262,7 +263,16 @@ class Mistral:
 
     @staticmethod
     def tools(case: dict[str, Any], asynchronous: bool) -> Any:
-        return Cohere.tools(case, asynchronous)
+        """Dicts for sync turns, the SDK's ``Tool`` models for async ones: both are shapes the
+        app hands the SDK."""
+        if not asynchronous:
+            return Cohere.tools(case, asynchronous)
+        from mistralai.client import models
+
+        return [
+            models.Tool(function=models.Function(name=name, parameters=schema))
+            for name, schema in case["tool_schemas"].items()
+        ]
 
     @staticmethod
     def client(case: dict[str, Any], sent: Sent) -> Any:
