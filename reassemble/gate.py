@@ -139,14 +139,17 @@ class Gate(Generic[Item]):
 #: ``manager`` (a context manager whose ``__enter__`` gives a helper), ``generator`` (a plain
 #: generator of the SDK's, one item per wire event, read by a tap of that SDK's own),
 #: ``messages`` (one item per AWS event-stream message, whose decoded messages are read),
-#: ``wrapper`` (items made by a library from an SDK stream of the ``events`` role it keeps).
-EVENTS, HELPER, MANAGER, GENERATOR, MESSAGES, WRAPPER = (
+#: ``wrapper`` (items made by a library from an SDK stream of the ``events`` role it keeps),
+#: ``body`` (one item per SSE event, made by a decoder that loses evidence: the body of the HTTP
+#: response the stream keeps is read by callgate itself).
+EVENTS, HELPER, MANAGER, GENERATOR, MESSAGES, WRAPPER, BODY = (
     "events",
     "helper",
     "manager",
     "generator",
     "messages",
     "wrapper",
+    "body",
 )
 
 
@@ -192,6 +195,13 @@ STREAM_TYPES: dict[str, dict[str, StreamType]] = {
     # litellm's wrapper of the provider's stream (``completion_stream``), sync and async: read
     # where that is an SDK stream of this table (OpenAI and OpenAI-compatible providers).
     "litellm": _kinds("openai", WRAPPER, "CustomStreamWrapper"),
+    # mistralai's ``chat.stream`` and ``chat.stream_async``: its decoder parses each event's data
+    # and dumps it again for its model (a repeated member name is gone), and its model refuses a
+    # call fragment without a name, closing the response mid-turn.
+    "mistralai": {
+        "EventStream": StreamType("mistral", BODY, asynchronous=False),
+        "EventStreamAsync": StreamType("mistral", BODY, asynchronous=True),
+    },
 }
 
 #: SDK package -> the qualified name of the generator function an SDK streams with -> how

@@ -36,6 +36,7 @@ SDKS = {
     "boto3": ("bedrock-converse", "anthropic"),
     "litellm": ("openai",),
     "ollama": ("ollama",),
+    "mistralai": ("mistral",),
 }
 #: The turn each kind is made from: the first of these (then any passing fixture) it applies to.
 BASES = {
@@ -46,7 +47,12 @@ BASES = {
     "cohere": ("valid_parallel_calls",),
     "bedrock-converse": ("valid_parallel_calls",),
     "ollama": ("valid_parallel_calls_two_lines",),
+    # Mistral's own whole calls first: the SDK's model refuses OpenAI-style fragments by itself.
+    "mistral": ("native_parallel_calls", "valid_parallel_interleaved"),
 }
+#: A second turn each blocking kind is made from, too: mistralai's model refuses OpenAI-style
+#: call fragments (no name), so the SDK gives up on this one mid-turn by itself.
+ALSO_FROM = {"mistral": "mistral/valid_parallel_interleaved"}
 FORMS = ("create", "stream", "client-create", "client-stream")
 #: How each SDK's stream is got: the others have no helper, and ``guarded`` takes openai and
 #: anthropic clients only; boto3's call is ``converse_stream`` or
@@ -57,6 +63,7 @@ FORMS_OF = {
     "boto3": ("invoke",),
     "litellm": ("completion",),
     "ollama": ("create",),
+    "mistralai": ("create",),
 }
 #: boto3 has no async client.
 MODES_OF = {"boto3": ("sync",)}
@@ -70,14 +77,19 @@ LEAVING = {
     "cohere": "cohere/valid_text_then_tool",
     "bedrock-converse": "bedrock-converse/valid_parallel_calls",
     "ollama": "ollama/valid_text_then_tool",
+    "mistral": "mistral/valid_fragmented",
 }
 
 
 #: Turns whose calls the SDK's own accumulation (its ``.stream()`` helper) gets wrong: openai's
-#: joins an id and a name each fragment restates ("call_w1call_w1").
+#: joins an id and a name each fragment restates ("call_w1call_w1"); mistralai, which
+#: accumulates nothing, hands each such fragment as a call of its own (its model refuses a
+#: fragment without a name, so these are the fragmented turns it reads at all).
 SDK_WRONG = {
     ("openai/repeated_identical_id_and_name", None),
     ("openai/valid_parallel_interleaved", "repeat_identity"),
+    ("mistral/repeated_identical_id_and_name", None),
+    ("mistral/valid_parallel_interleaved", "repeat_identity"),
 }
 
 
@@ -131,6 +143,9 @@ def cases_of(sdk: str) -> list[Case]:
             role = "fault" if kind in mutations(blocking=True) else "passing"
             forms = every if role == "fault" else direct
             cases += [Case(sdk, profile, fixture, kind, m, f, role) for m in modes for f in forms]
+            if role == "fault" and ALSO_FROM.get(profile, fixture) != fixture:
+                also = ALSO_FROM[profile]
+                cases += [Case(sdk, profile, also, kind, m, f, role) for m in modes for f in forms]
         for path in sorted((CONFORMANCE / profile).glob("*.json")):
             role = "fault" if check(load(path)).exit_code == 1 else "passing"
             fixture = fixture_id(path)
@@ -255,6 +270,8 @@ def test_a_fault_raises_blocked_with_its_code_and_no_tool_runs(
     assert blocked["codes"] == expected.blocking_codes
     assert blocked["line"] == f"callgate blocked this turn: {', '.join(expected.blocking_codes)}"
     assert blocked["error_family"] is False
+    if case.fixture == ALSO_FROM.get(case.profile):  # the SDK gave up first, on a fragment
+        assert blocked["cause"] == "ResponseValidationError"
     assert outcome["ran"] == []
     assert outcome["closed"] is True
     assert len(outcome["items"]) <= first_terminal(document) + helper_items(case, outcome)
@@ -263,7 +280,10 @@ def test_a_fault_raises_blocked_with_its_code_and_no_tool_runs(
 def as_the_sdk_reads(document: dict[str, Any], sdk: str) -> dict[str, Any]:
     """The turn up to the event the SDK raises on, where it stops reading (and closes the
     response): an openai event with an ``error`` member, anthropic's ``error`` event, and a
-    line ollama's models refuse (``ollama_refuses``)."""
+    line ollama's models refuse (``ollama_refuses``). The turn as sent for an SDK whose body
+    callgate reads to its end itself, whatever its model refuses (mistralai)."""
+    if sdk in READS_THE_BODY:
+        return document
     profile = PROFILES[document["profile"]]
     events = document[profile.stream_key]
     refuses = SDK_REFUSES.get(sdk, lambda event: False)
@@ -295,6 +315,8 @@ def ollama_refuses(event: object) -> bool:
 
 
 SDK_REFUSES = {"ollama": ollama_refuses}
+#: The SDKs whose HTTP response's body the guard reads itself, to its end.
+READS_THE_BODY = {"mistralai"}
 
 
 def helper_items(case: Case, outcome: dict[str, Any]) -> int:
@@ -369,6 +391,7 @@ CLIENTS = {
     "boto3": "botocore.client.BedrockRuntime",
     "litellm": "builtins.module",
     "ollama": "ollama._client.Client",
+    "mistralai": "mistralai.client.sdk.Mistral",
 }
 
 

@@ -20,6 +20,7 @@ from callgate.cli.guard.streams import AsyncGuardedStream, GuardedStream
 from callgate.integrations.otel import record_verdict
 from callgate.reassemble.errors import UsageError
 from callgate.reassemble.gate import (
+    BODY,
     EVENTS,
     GENERATOR,
     HELPER,
@@ -94,6 +95,8 @@ def guard(
         return _guard_messages(stream, kind, tools, settings)
     if kind.role == WRAPPER:
         return _guard_wrapped(stream, tools, settings)
+    if kind.role == BODY:
+        return _guard_body(stream, kind, tools, settings)
     url = _request_url(wire)
     provider = provider or (provider_from_url(url) if url else None)
     gate: Gate[Any] = Gate(
@@ -155,6 +158,21 @@ def _guard_wrapped(stream: Any, tools: Any, settings: Settings) -> Any:
     gate = _gate(profile, tools, {**settings, "provider": provider})
     wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
     return wrapper(stream, gate, wire=inner)
+
+
+def _guard_body(stream: Any, kind: StreamType, tools: Any, settings: Settings) -> Any:
+    """mistralai's ``EventStream``: callgate reads the body of the HTTP response it keeps."""
+    from callgate.cli.guard import bodies  # only for mistralai's streams
+
+    _require_unread(stream.generator)
+    if stream._closed:
+        raise UsageError("guard() takes a stream nothing has read from yet")
+    url = _request_url(stream)
+    provider = settings["provider"] or (provider_from_url(url) if url else None)
+    profile = settings["profile"] or kind.profile
+    gate = _gate(profile, tools, {**settings, "provider": provider})
+    wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
+    return wrapper(stream, gate, wire=stream, source=bodies.read(stream, gate, profile))
 
 
 def _gate(profile: str, tools: Any, settings: Settings) -> Gate[Any]:

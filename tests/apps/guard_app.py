@@ -152,6 +152,7 @@ def unguarded(case: dict[str, Any]) -> dict[str, Any]:
         else:
             for item in made:
                 out["items"].append(dump(item, case))
+            items_calls(case, out)
     except Exception as error:
         out["error"] = type(error).__name__
     return out
@@ -218,8 +219,17 @@ def ran_from(
         for _, name, arguments in out["sdk_calls"]:
             runner.run(name, arguments)
     else:
+        items_calls(case, out)
         for call in stream.calls:
             runner.run(call.name, call.parsed_arguments)
+
+
+def items_calls(case: dict[str, Any], out: dict[str, Any]) -> None:
+    """The calls in the items the app got, for an SDK that accumulates none itself but hands
+    each call whole (mistralai): the SDK's own view of the turn's calls."""
+    calls = getattr(ADAPTERS.get(case["sdk"]), "calls", None)
+    if calls is not None:
+        out["sdk_calls"] = calls(out["items"])
 
 
 def blocked_of(blocked: callgate.Blocked) -> dict[str, Any]:
@@ -247,6 +257,7 @@ async def unguarded_async(case: dict[str, Any]) -> dict[str, Any]:
         else:
             async for item in await opened(made):
                 out["items"].append(dump(item, case))
+            items_calls(case, out)
     except Exception as error:
         out["error"] = type(error).__name__
     return out
@@ -292,6 +303,7 @@ async def run_async(
             for _, name, arguments in out["sdk_calls"]:
                 runner.run(name, arguments)
         else:
+            items_calls(case, out)
             for call in stream.calls:
                 runner.run(call.name, call.parsed_arguments)
     except callgate.Blocked as blocked:

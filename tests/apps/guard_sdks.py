@@ -1,5 +1,5 @@
 """The SDKs of ``guard_app.py`` besides openai and anthropic: google-genai, cohere, boto3,
-litellm and ollama.
+litellm, ollama and mistralai.
 Each has its client, its tools, its streamed call and its items' dump (``ADAPTERS``).
 
 These SDKs keep no stream object, or keep its HTTP response private, so the app records the
@@ -7,7 +7,8 @@ responses its HTTP client received (an ``event_hooks`` hook, botocore's ``after-
 tell whether they are closed. google-genai's async turns go through an ``httpx.AsyncClient``
 the app hands the SDK: without one, google-genai streams through aiohttp when it is installed,
 and aiohttp's session takes no hooks. Sync turns give google-genai the tools as ``types.Tool``
-objects, async turns as dicts: both are shapes the app hands the SDK.
+objects, async turns as dicts; mistralai gets dicts sync and its ``Tool`` models async: all are
+shapes the app hands the SDK.
 """
 
 from __future__ import annotations
@@ -255,6 +256,58 @@ class Ollama:
         return item.model_dump(mode="json", warnings=False)
 
 
+class Mistral:
+    """mistralai's ``chat.stream`` and ``chat.stream_async``: the stream keeps its HTTP
+    response. The SDK has no accumulation of a turn's calls: what it gives of them is the calls
+    in its items (``calls``), each whole as Mistral sends them."""
+
+    @staticmethod
+    def tools(case: dict[str, Any], asynchronous: bool) -> Any:
+        """Dicts for sync turns, the SDK's ``Tool`` models for async ones: both are shapes the
+        app hands the SDK."""
+        if not asynchronous:
+            return Cohere.tools(case, asynchronous)
+        from mistralai.client import models
+
+        return [
+            models.Tool(function=models.Function(name=name, parameters=schema))
+            for name, schema in case["tool_schemas"].items()
+        ]
+
+    @staticmethod
+    def client(case: dict[str, Any], sent: Sent) -> Any:
+        from mistralai.client import Mistral as Client
+
+        return Client(api_key="k", server_url=f"{case['base']}/f/{case['fixture']}")
+
+    @staticmethod
+    def request(case: dict[str, Any], made: Any, tools: Any) -> Any:
+        """The SDK's ``EventStream`` (a coroutine of its ``EventStreamAsync``, async)."""
+        call = made.chat.stream_async if case["mode"] == "async" else made.chat.stream
+        extra = {"tool_choice": case["tool_choice"]} if case.get("tool_choice") else {}
+        messages = [{"role": "user", "content": "Weather in Paris?"}]
+        headers = mutation_headers(case)
+        return call(model="m", messages=messages, tools=tools, http_headers=headers, **extra)
+
+    @staticmethod
+    def response(stream: Any) -> Any:
+        return stream.response
+
+    @staticmethod
+    def dump(item: Any) -> Any:
+        return item.model_dump(mode="json", warnings=False)
+
+    @staticmethod
+    def calls(items: list[Any]) -> list[list[Any]]:
+        """(id, name, arguments) of each call in the items the app got, in order."""
+        return [
+            [call["id"], call["function"]["name"], call["function"]["arguments"]]
+            for item in items
+            for choice in item["data"]["choices"]
+            for call in choice["delta"].get("tool_calls") or []
+        ]
+
+
 #: The SDK -> its adapter.
 ADAPTERS: dict[str, Any] = {
     "google-genai": Gemini,
@@ -262,4 +315,5 @@ ADAPTERS: dict[str, Any] = {
     "boto3": Bedrock,
     "litellm": LiteLLM,
     "ollama": Ollama,
+    "mistralai": Mistral,
 }
