@@ -70,6 +70,8 @@ class Gate(Generic[Item]):
         self._carries_terminal = PROFILES[profile].carries_terminal
         self._value = event_reader(PROFILES[profile].names_proof)
         self._holding = False
+        #: An item of bytes callgate did not read is held (``hold``): the turn may not run.
+        self._unread = False
         self._held: list[Item] = []
         #: The verdict, once ``judge`` gave it.
         self.report: Report | None = None
@@ -86,6 +88,12 @@ class Gate(Generic[Item]):
         if not self._holding and self._carries_terminal(event):
             self._holding = True
         self._engine.feed(event)
+
+    def hold(self) -> None:
+        """An SDK made an item of bytes callgate did not read as an event: the item and what
+        follows are held, and the turn is blocked whatever the events read say, since what the
+        item carries was never judged."""
+        self._holding = self._unread = True
 
     def read_text(self, text: str) -> object:
         """The data of the next SSE event, as the provider sent it: parsed as the proxy parses it
@@ -124,7 +132,7 @@ class Gate(Generic[Item]):
             self.report = self._engine.close()
             if self._on_verdict is not None:
                 self._on_verdict(self.report)
-        if self.report.exit_code == 1:
+        if self.report.exit_code == 1 or self._unread:
             self._held.clear()
             raise Blocked(self.report)
         held, self._held = self._held, []

@@ -51,9 +51,13 @@ class _Body:
             self._events.extend(self._reader.read(chunk))
 
     def give_one(self) -> None:
-        """The SDK handed out an item: the gate reads the event it was made of."""
+        """The SDK handed out an item: the gate reads the event it was made of. An item of no
+        event callgate read (the SDK's decoder keeps a last event no blank line ended, which
+        an SSE reader drops) is held with what follows, as terminal evidence would be."""
         if self._events:
             self._gate.read(self._events.popleft())
+        else:
+            self._gate.hold()
 
     def end(self) -> None:
         """The body ended: the gate reads every event left."""
