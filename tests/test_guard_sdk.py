@@ -1,5 +1,5 @@
-"""``callgate.guard`` and ``callgate.guarded`` with the real openai and anthropic SDKs, sync and
-async, against ``callgate serve`` on loopback: a fault never reaches the app's tool runner, a
+"""``callgate.guard`` and ``callgate.guarded`` with the real SDKs of the apps environment (openai,
+anthropic, google-genai, cohere, boto3, litellm, ollama, mistralai), sync and async, against ``callgate serve`` on loopback: a fault never reaches the app's tool runner, a
 turn that may run reaches the app exactly as the SDK gives it, and leaving the loop early
 closes the HTTP response. The app is ``tests/apps/guard_app.py``, one interpreter per SDK for
 all its turns; each turn is asserted on its own."""
