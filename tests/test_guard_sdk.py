@@ -1,8 +1,9 @@
-"""``callgate.guard`` and ``callgate.guarded`` with the real SDKs of the apps environment (openai,
-anthropic, google-genai, cohere, boto3, litellm, ollama, mistralai), sync and async, against ``callgate serve`` on loopback: a fault never reaches the app's tool runner, a
-turn that may run reaches the app exactly as the SDK gives it, and leaving the loop early
-closes the HTTP response. The app is ``tests/apps/guard_app.py``, one interpreter per SDK for
-all its turns; each turn is asserted on its own."""
+"""``callgate.guard`` and ``callgate.guarded`` with the real SDKs of the apps environment
+(openai, anthropic, google-genai, cohere, boto3, litellm, ollama, mistralai), sync and async,
+against ``callgate serve`` on loopback: a fault never reaches the app's tool runner, a turn that
+may run reaches the app exactly as the SDK gives it, and leaving the loop early closes the HTTP
+response. The app is ``tests/apps/guard_app.py``, one interpreter per SDK for all its turns;
+each turn is asserted on its own."""
 
 from __future__ import annotations
 
