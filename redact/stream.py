@@ -55,6 +55,7 @@ def redacted_copy(
     keep = _enum_values(out.get("tool_schemas", {}))
     events = out[key]  # every envelope has its stream (checked, or built so)
     handled = _redact_arguments(out["profile"], events, arguments, keep)
+    _pass_over_fragments(out["profile"], events, handled)
     # The copy (or the caller's envelope, owned) is scrubbed where it lies: no second copy.
     _scrub(events, Pseudonyms(), handled, _keep if keep_text else mask_text)
     return out
@@ -125,6 +126,20 @@ def _redact_arguments(
     for _, _, container, field in found:
         handled.setdefault(id(container), set()).add(field)
     return handled
+
+
+def _pass_over_fragments(profile: str, events: list[Any], handled: Handled) -> None:
+    """Each event the profile's short path finds to be one argument fragment (most of a long
+    stream) has the member that holds it marked handled: under it the scrub would change
+    nothing (the arguments are handled already), and passes over it without a call per
+    object."""
+    fragment_site = PROFILES[profile].fragment_site
+    if fragment_site is None:
+        return
+    for event in events:
+        site = fragment_site(event)
+        if site is not None:
+            handled.setdefault(id(event), set()).add(site[2])
 
 
 def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str]) -> None:
