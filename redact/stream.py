@@ -109,22 +109,29 @@ def _redact_arguments(
 ) -> Handled:
     """Mask argument fields in place, per the mode. Returns the fields that hold arguments, by
     container, which the generic scrub then leaves alone."""
-    found = list(PROFILES[profile].argument_sites(events))
+    handled: Handled = {}
+    streams: dict[object, list[ArgumentRef]] = {}
+    others: list[ArgumentSite] = []  # copies and pieces, in order
+    for site in PROFILES[profile].argument_sites(events):
+        kind, key, container, field = site
+        handled.setdefault(id(container), set()).add(field)
+        if kind == "stream":
+            streams.setdefault(key, []).append((container, field))
+        else:
+            others.append(site)
     if mode is not ArgumentMode.KEEP:
-        streams: dict[object, list[ArgumentRef]] = {}
-        for kind, key, container, field in found:
-            if kind == "stream":
-                streams.setdefault(key, []).append((container, field))
-        references = {
-            key: "".join(c[f] for c, f in refs if isinstance(c[f], str))
-            for key, refs in streams.items()
-        }
+        # What a copy is compared with: its call's streamed text, before it is masked.
+        references = (
+            {
+                key: "".join(c[f] for c, f in refs if isinstance(c[f], str))
+                for key, refs in streams.items()
+            }
+            if others
+            else {}
+        )
         for refs in streams.values():
             _mask_stream(refs, mode, keep)
-        _mask_copies(found, references, mode, keep)
-    handled: Handled = {}
-    for _, _, container, field in found:
-        handled.setdefault(id(container), set()).add(field)
+        _mask_copies(others, references, mode, keep)
     return handled
 
 
@@ -154,7 +161,7 @@ def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[st
 
 
 def _mask_copies(
-    found: list[ArgumentSite],
+    others: list[ArgumentSite],
     references: dict[object, str],
     mode: ArgumentMode,
     keep: frozenset[str],
@@ -162,7 +169,7 @@ def _mask_copies(
     """Each copy masked alone. A copy that differs from its call's streamed text (or, when
     nothing streamed, from the call's first copy) is masked with another letter: one letter
     for both could make them equal and hide ``argument_mismatch``."""
-    for kind, key, container, field in found:
+    for kind, key, container, field in others:
         value = container[field]
         if kind == "piece":
             container[field] = mask_value(value, keep) if mode is ArgumentMode.MASK else ""
