@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from itertools import accumulate
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = ("true", "false", "null", "NaN", "Infinity")
@@ -33,6 +34,13 @@ _MASKED_RUN = re.compile(_MASKED)
 #: or a run of characters the mask replaces. Characters matched by none are kept.
 _STRING_PIECE = re.compile(r"\\u[0-9A-Fa-f]{4}|\\.?|" + _MASKED, re.DOTALL)
 
+#: Text that masking leaves as it is, in one step where the tokens it holds took one each:
+#: runs of ASCII digits, ``.``, ``+`` and ``-``, each ending in whitespace or punctuation.
+#: Every token such a run holds lies inside it (a number ends before the punctuation; only a
+#: letter or a non-ASCII digit could continue it) and is kept: numbers, punctuation and
+#: whitespace, and ``.``, ``+`` or ``-`` alone, which is neither a letter nor a digit.
+_KEPT_RUN = re.compile(r"(?:[0-9.+\-]*[ \t\n\r{}\[\]:,])+")
+
 # Strings are masked by the runs and escapes these patterns find, not character by character
 # in Python: one Python step per run of characters, not one per character.
 
@@ -48,18 +56,24 @@ def mask_arguments(
 ) -> list[str]:
     """Mask one call's argument fragments as one text; string values in ``keep`` stay. String
     characters become ``mask``."""
-    masked = _mask_json_text("".join(fragments), keep, mask)
-    out, position = [], 0
-    for fragment in fragments:
-        out.append(masked[position : position + len(fragment)])
-        position += len(fragment)
-    return out
+    text = "".join(fragments)
+    masked = _mask_json_text(text, keep, mask)
+    if masked == text:  # nothing to hide (numbers, kept values): the fragments as they were
+        return list(fragments)
+    ends = list(accumulate(map(len, fragments)))
+    return [masked[start:end] for start, end in zip([0, *ends], ends, strict=False)]
 
 
 def _mask_json_text(text: str, keep: frozenset[str], mask: str) -> str:
     out: list[str] = []
-    i = 0
-    while i < len(text):
+    i, length = 0, len(text)
+    while i < length:
+        kept = _KEPT_RUN.match(text, i)
+        if kept is not None:
+            out.append(kept.group())
+            i = kept.end()
+            if i == length:
+                break
         end, piece = _token(text, i, keep, mask)
         out.append(piece)
         i = end

@@ -55,6 +55,7 @@ def redacted_copy(
     keep = _enum_values(out.get("tool_schemas", {}))
     events = out[key]  # every envelope has its stream (checked, or built so)
     handled = _redact_arguments(out["profile"], events, arguments, keep)
+    _pass_over_fragments(out["profile"], events, handled)
     # The copy (or the caller's envelope, owned) is scrubbed where it lies: no second copy.
     _scrub(events, Pseudonyms(), handled, _keep if keep_text else mask_text)
     return out
@@ -108,23 +109,44 @@ def _redact_arguments(
 ) -> Handled:
     """Mask argument fields in place, per the mode. Returns the fields that hold arguments, by
     container, which the generic scrub then leaves alone."""
-    found = list(PROFILES[profile].argument_sites(events))
+    handled: Handled = {}
+    streams: dict[object, list[ArgumentRef]] = {}
+    others: list[ArgumentSite] = []  # copies and pieces, in order
+    for site in PROFILES[profile].argument_sites(events):
+        kind, key, container, field = site
+        handled.setdefault(id(container), set()).add(field)
+        if kind == "stream":
+            streams.setdefault(key, []).append((container, field))
+        else:
+            others.append(site)
     if mode is not ArgumentMode.KEEP:
-        streams: dict[object, list[ArgumentRef]] = {}
-        for kind, key, container, field in found:
-            if kind == "stream":
-                streams.setdefault(key, []).append((container, field))
-        references = {
-            key: "".join(c[f] for c, f in refs if isinstance(c[f], str))
-            for key, refs in streams.items()
-        }
+        # What a copy is compared with: its call's streamed text, before it is masked.
+        references = (
+            {
+                key: "".join(c[f] for c, f in refs if isinstance(c[f], str))
+                for key, refs in streams.items()
+            }
+            if others
+            else {}
+        )
         for refs in streams.values():
             _mask_stream(refs, mode, keep)
-        _mask_copies(found, references, mode, keep)
-    handled: Handled = {}
-    for _, _, container, field in found:
-        handled.setdefault(id(container), set()).add(field)
+        _mask_copies(others, references, mode, keep)
     return handled
+
+
+def _pass_over_fragments(profile: str, events: list[Any], handled: Handled) -> None:
+    """Each event the profile's short path finds to be one argument fragment (most of a long
+    stream) has the member that holds it marked handled: under it the scrub would change
+    nothing (the arguments are handled already), and passes over it without a call per
+    object."""
+    fragment_site = PROFILES[profile].fragment_site
+    if fragment_site is None:
+        return
+    for event in events:
+        site = fragment_site(event)
+        if site is not None:
+            handled.setdefault(id(event), set()).add(site[2])
 
 
 def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str]) -> None:
@@ -139,7 +161,7 @@ def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[st
 
 
 def _mask_copies(
-    found: list[ArgumentSite],
+    others: list[ArgumentSite],
     references: dict[object, str],
     mode: ArgumentMode,
     keep: frozenset[str],
@@ -147,7 +169,7 @@ def _mask_copies(
     """Each copy masked alone. A copy that differs from its call's streamed text (or, when
     nothing streamed, from the call's first copy) is masked with another letter: one letter
     for both could make them equal and hide ``argument_mismatch``."""
-    for kind, key, container, field in found:
+    for kind, key, container, field in others:
         value = container[field]
         if kind == "piece":
             container[field] = mask_value(value, keep) if mode is ArgumentMode.MASK else ""

@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callgate.reassemble.envelope import (
+    _ONE_LINE,
     _VALIDATOR,
     EnvelopeError,
     _plainly_valid,
+    one_line_events,
     validate_envelope,
 )
 from callgate.reassemble.profiles import PROFILES
@@ -118,6 +120,25 @@ def documents(draw: st.DrawFn) -> object:
 @given(documents())
 def test_the_direct_reading_agrees_with_jsonschema(document: object) -> None:
     assert _plainly_valid(document) == _VALIDATOR.is_valid(document)
+
+
+_EVENT_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # NaN and the infinities too, as allow_nan writes them
+    | st.text(),  # lone surrogates, control characters, non-ASCII
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(_EVENT_VALUES, max_size=4))
+def test_events_are_written_on_one_line_as_the_encoder_writes_each(values: list[Any]) -> None:
+    assert one_line_events(values) == [_ONE_LINE(value) for value in values]
 
 
 def test_every_bundled_fixture_is_read_directly() -> None:

@@ -1039,3 +1039,54 @@ def test_free_text_and_parsed_strings_are_masked_character_for_character(
 
     assert mask_text(text) == "".join(c if c.isspace() else "x" for c in text)
     assert mask_value(text, mask=mask) == "".join(c if _kept_by_rule(c) else mask for c in text)
+
+
+def _json_text_masked_a_token_at_a_time(text: str, keep: frozenset[str], mask: str) -> str:
+    """The argument text masked by the lexer alone, one token at a time."""
+    from callgate.redact.mask import _token
+
+    out, i = [], 0
+    while i < len(text):
+        i, piece = _token(text, i, keep, mask)
+        out.append(piece)
+    return "".join(out)
+
+
+#: Argument text where runs of numbers and punctuation meet what ends or continues them:
+#: exponents, letters, non-ASCII digits, literals, strings, keys.
+ARGUMENT_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *("1", "0", "-", "+", ".", "e", "E", "5", ",", ":", " ", "\n", "[", "]", "{", "}"),
+            *("\u0663", "\u00b2", "true", "nul", "NaN", '"a"', '"k":', '"v', "x", "\\", "\t"),
+            "\x0b",
+        ]
+    ),
+    max_size=24,
+).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(ARGUMENT_TEXT | MASKING_TEXT, st.sampled_from("xy"), st.booleans())
+@example("[1e5,2.5E-3,-0,]", "x", False)
+def test_argument_text_is_masked_as_the_lexer_masks_it_a_token_at_a_time(
+    text: str, mask: str, keep_a: bool
+) -> None:
+    from callgate.redact.mask import _mask_json_text
+
+    keep = frozenset({"a"} if keep_a else ())
+    assert _mask_json_text(text, keep, mask) == _json_text_masked_a_token_at_a_time(
+        text, keep, mask
+    )
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(ARGUMENT_TEXT | MASKING_TEXT, max_size=5))
+def test_masked_fragments_are_the_masked_text_cut_where_the_fragments_were_cut(
+    fragments: list[str],
+) -> None:
+    from callgate.redact.mask import _mask_json_text
+
+    masked = mask_arguments(fragments)
+    assert "".join(masked) == _mask_json_text("".join(fragments), frozenset(), "x")
+    assert [len(piece) for piece in masked] == [len(fragment) for fragment in fragments]

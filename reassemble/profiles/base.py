@@ -34,6 +34,9 @@ from callgate.reassemble.framing import SSE
 #: as one text; each ``copy`` (a full restatement of a call's arguments, text or object) is masked
 #: alone; a ``piece`` is part of one string value (Vertex ``partialArgs``).
 ArgumentSite = tuple[str, object, dict[str, Any], str]
+#: ``(call key, container, member)``: an event's one ``stream`` site (its field is
+#: ``"arguments"``) and the event's member under which nothing else is text or an id.
+FragmentSite = tuple[object, dict[str, Any], str]
 #: String fields of stream events that are structure, not content, whatever the profile.
 STRUCTURAL_KEYS = frozenset(
     {"type", "object", "role", "model", "system_fingerprint", "service_tier", "name", "status"}
@@ -142,6 +145,11 @@ class Profile:
     # -- redaction ---------------------------------------------------------------------------
     #: Where this profile's events hold tool-call arguments.
     argument_sites: Callable[[list[Any]], Iterator[ArgumentSite]]
+    #: The short path of ``argument_sites`` for an event that is one call's argument fragment
+    #: (Chat Completions' ``fragment_site``): the site's key and object, and the event's member
+    #: under which redaction has nothing else to scrub; None for any other event. None here when
+    #: the profile has no short path.
+    fragment_site: Callable[[Any], FragmentSite | None] | None = None
     #: String fields of this profile's events that are structure ("finish_reason").
     structural_keys: frozenset[str] = frozenset()
 

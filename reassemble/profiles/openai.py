@@ -20,6 +20,7 @@ from callgate.reassemble.events import Event, Problem, SlotDelta, SlotKey, SlotS
 from callgate.reassemble.findings import Severity
 from callgate.reassemble.profiles.base import (
     ArgumentSite,
+    FragmentSite,
     Profile,
     any_item_has,
     function_tools,
@@ -322,12 +323,55 @@ def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
     """Each call's argument fragments (``delta``) and, where a server mirrors it, its
     ``message`` copy, keyed by choice and index."""
     for number, chunk in enumerate(events):
-        choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        for position, choice in enumerate(choices if isinstance(choices, list) else []):
-            if not isinstance(choice, dict):
-                continue
-            for part in ("delta", "message"):
-                yield from _entries(choice.get(part), (part, choice.get("index", position)), number)
+        fragment = fragment_site(chunk)
+        if fragment is None:
+            yield from chunk_sites(chunk, number)
+        else:  # most chunks: their one site, found in a few steps
+            yield "stream", fragment[0], fragment[1], "arguments"
+
+
+def chunk_sites(chunk: Any, number: int) -> Iterator[ArgumentSite]:
+    """The argument sites of chunk ``number``, read in full."""
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    for position, choice in enumerate(choices if isinstance(choices, list) else []):
+        if not isinstance(choice, dict):
+            continue
+        for part in ("delta", "message"):
+            yield from _entries(choice.get(part), (part, choice.get("index", position)), number)
+
+
+#: Values the redaction's scrub leaves as they are: numbers, booleans and null.
+_INERT = (int, float, bool, type(None))
+
+
+def fragment_site(chunk: Any) -> FragmentSite | None:
+    """The chunk most streams are made of, one choice whose one tool-call entry holds only its
+    ``index`` and a ``function`` holding only ``arguments`` text, the choice's other members
+    numbers, booleans or null: the key and the object of its one argument site, as
+    ``argument_sites`` finds them (``("delta", choice index, slot)``, the ``function``), and
+    ``"choices"``, under which nothing is text or an id but the arguments (redaction scrubs
+    only the chunk's other members); None for any other chunk. (Subscripts and unpacking,
+    as in ``ChatTranslator.continuation``: a value of any other shape fails on one of them.)"""
+    try:
+        (choice,) = chunk["choices"]
+        delta = choice["delta"]
+        (entry,) = delta["tool_calls"]
+        function = entry["function"]
+        slot, arguments = entry["index"], function["arguments"]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if (
+        type(slot) is not int
+        or type(arguments) is not str
+        or len(delta) != 1
+        or len(entry) != 2
+        or len(function) != 1
+    ):
+        return None
+    for name, value in choice.items():
+        if name != "delta" and type(value) not in _INERT:
+            return None
+    return ("delta", choice.get("index", 0), slot), function, "choices"
 
 
 def _entries(holder: object, scope: tuple[object, ...], number: int) -> Iterator[ArgumentSite]:
@@ -393,6 +437,7 @@ CHAT_WIRE: dict[str, Any] = {
     "error_body": openai_error,
     "cut_short": reason_replaced("finish_reason", "length"),
     "argument_sites": argument_sites,
+    "fragment_site": fragment_site,
     # OpenRouter restates the upstream's own reason as native_finish_reason.
     "structural_keys": frozenset({"finish_reason", "native_finish_reason"}),
     "fragments_restate_identity": True,
