@@ -18,7 +18,15 @@ from callgate.reassemble.profiles.base import ArgumentSite
 from callgate.reassemble.profiles.openai import chunk_sites, fragment_site
 from callgate.redact import ArgumentMode
 from callgate.redact.stream import redacted_copy
-from tests.test_profiles import _CHANGES, _CHOICE, _DELTA, _ENTRY, _FUNCTION, _changed
+from tests.test_profiles import (
+    _CHANGES,
+    _CHOICE,
+    _DELTA,
+    _ENTRY,
+    _FUNCTION,
+    _TWO_CALLS_STARTED,
+    _changed,
+)
 
 #: Beyond what the engine's short path is held to: members the scrub would change (text, ids,
 #: objects) where the short path must see them, and inert ones it may pass over.
@@ -48,28 +56,7 @@ _GENERAL = dataclasses.replace(
 
 def _stream(changes: list[list[Any]], texts: list[str]) -> list[Any]:
     """Two calls started, then continuation chunks each changed in a few places, then the end."""
-    chunks: list[Any] = [
-        {
-            "id": "chatcmpl-1",
-            "model": "m",
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": {
-                        "tool_calls": [
-                            {
-                                "index": slot,
-                                "id": f"call_{slot}",
-                                "type": "function",
-                                "function": {"name": "f", "arguments": ""},
-                            }
-                            for slot in (0, 1)
-                        ]
-                    },
-                }
-            ],
-        }
-    ]
+    chunks: list[Any] = [{"id": "chatcmpl-1", "model": "m", **_TWO_CALLS_STARTED}]
     for some, text in zip(changes, itertools.cycle(texts), strict=False):
         continuation = {
             "id": "chatcmpl-1",
