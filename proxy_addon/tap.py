@@ -12,11 +12,14 @@ instead: everything streams as before except the provider's terminal evidence (a
 Ollama's ``done`` line; Bedrock's ``messageStop`` and ``metadata``) and the end marker
 (``[DONE]``, ``message_stop``, the array's closing bracket), which are held until the verdict is
 known at the end marker or the end of the body, then released unchanged on a pass or replaced by
-a provider-shaped error event on a fail. JSON lines and event streams are decided at the end of
-the body only: their clients read on past the end marker. Given ``defer``, an SSE event whose
-bytes show it cannot decide the turn (``may_decide``) goes at once and is read later, before any
-event that can. Per chunk the work is proportional to the chunk. What the tap does with the next
-bytes is its state, moved only through the table in ``tap_state``.
+a provider-shaped error event on a fail. An SSE body that ends inside an event (bytes after its
+last blank line that a blank line would make an event other than ``[DONE]``) is a fail however
+the turn was judged: the engine never read that event, and some clients do. JSON lines and event
+streams are decided at the end of the body only: their clients read on past the end marker.
+Given ``defer``, an SSE event whose bytes show it cannot decide the turn (``may_decide``) goes at
+once and is read later, before any event that can. Per chunk the work is proportional to the
+chunk. What the tap does with the next bytes is its state, moved only through the table in
+``tap_state``.
 
 A body that stops being UTF-8 is the provider's fault, not the pipeline's: the events before the
 bad byte were read, the rest of the body is handed to the engine as one text event (which no
@@ -140,6 +143,8 @@ class StreamTap:
         )
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
         self._held: list[bytes] = []  # enforce: the blocks held, until the verdict
+        #: Enforce mode: the body ended inside an event the engine did not read (``_decide``).
+        self._unread_tail = False
         self._on_finding, self._on_failure = on_finding, on_failure
         self._backlog = Backlog(defer, self.catch_up) if defer is not None else None
         #: Enforce mode, given ``defer``: what an SSE event that may go before it is read must
@@ -329,6 +334,8 @@ class StreamTap:
             self._release_unread(block)
             return [block]
         self._read_unread()  # the events before this one first
+        if tail:
+            self._unread_tail = self._reader.leaves_unread(block)
         ended_before = self.end_marker_seen
         events = list(self._reader.read_block(block, tail=tail))
         self._read(events)
@@ -351,8 +358,11 @@ class StreamTap:
         return [block]
 
     def _decide(self) -> list[bytes]:
+        """The held blocks on a pass, else the error event. A body that ended inside an event
+        fails whatever its report says: the reader drops that event (the SSE spec's rule), and
+        mistralai's decoder hands it out, with any calls or terminal evidence in it."""
         report = self.close()
-        passed = report.exit_code != 1
+        passed = report.exit_code != 1 and not self._unread_tail
         self._state = step(self._state, TapInput.PASS if passed else TapInput.FAIL)
         held, self._held = self._held, []
         if passed:

@@ -40,7 +40,7 @@ from callgate.reassemble.framing import (
 )
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles.base import Profile
-from callgate.reassemble.sse import SSEDecoder, SSEError, split_at_bad_byte
+from callgate.reassemble.sse import SSEDecoder, SSEError, split_at_bad_byte, unfinished_data
 
 _DONE = "[DONE]"
 _BOM = b"\xef\xbb\xbf"
@@ -133,6 +133,12 @@ class Reader(ABC, Generic[F]):
         taken as ``feed`` would take it, and nothing of it is kept."""
         return False
 
+    def leaves_unread(self, tail: bytes) -> bool:
+        """Whether ``tail`` (from ``rest``) holds an event the reader does not read and a client
+        may: an SSE event no blank line ended, which some SDKs' decoders hand out. A block
+        framing reads its tail."""
+        return False
+
 
 class SSEReader(Reader[EventFramer]):
     """Server-sent events: blocks up to and including the blank line that ends an event (to hold
@@ -190,6 +196,11 @@ class SSEReader(Reader[EventFramer]):
 
     def takes_whole(self, data: bytes) -> bool:
         return self._framer.takes_whole(data)
+
+    def leaves_unread(self, tail: bytes) -> bool:
+        """An unfinished ``[DONE]`` is left out: the end marker carries nothing to read, and goes
+        as a finished one would."""
+        return any(data != _DONE for data in unfinished_data(tail))
 
 
 class BlockReader(Reader[F]):

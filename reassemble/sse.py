@@ -19,7 +19,14 @@ from typing import NamedTuple
 
 from callgate.reassemble.errors import InputError
 
-__all__ = ["SSEDecoder", "SSEError", "SSEEvent", "decode_all", "split_at_bad_byte"]
+__all__ = [
+    "SSEDecoder",
+    "SSEError",
+    "SSEEvent",
+    "decode_all",
+    "split_at_bad_byte",
+    "unfinished_data",
+]
 
 # Only these three are line ends in SSE; str.splitlines() would also split on U+0085, U+2028 etc.
 # The CRLF alternative comes first so a CRLF inside one text is a single match.
@@ -277,3 +284,14 @@ def split_at_bad_byte(body: bytes, offset: int) -> tuple[list[SSEEvent], str]:
     it: the events before that byte, and the rest as text, with U+FFFD for what cannot be read
     (which the engine then reports instead of it vanishing)."""
     return decode_all(body[:offset])[0], body[offset:].decode("utf-8", "replace")
+
+
+def unfinished_data(tail: bytes) -> list[str]:
+    """The data of each event a body's tail (its bytes after the last blank line) would give had
+    a blank line ended it: what a decoder that hands out an unfinished last event reads, and the
+    spec's reading drops. Blank lines, comments and fields without data give none; a tail that
+    is not UTF-8 is one event of its text, with U+FFFD for what cannot be read."""
+    try:
+        return [event.data for event in SSEDecoder().feed(tail + b"\n\n")]
+    except SSEError:
+        return [tail.decode("utf-8", "replace")]

@@ -29,7 +29,16 @@ import pytest
 from callgate.proxy_addon.tap import blocked_event
 from callgate.reassemble.profiles import frames
 from tests.conftest import CONFORMANCE, load
-from tests.proxy_harness import Proxy, SharedProxy, fake_provider, fixtures_in, post, request_body
+from tests.proxy_harness import (
+    APPS_PYTHON,
+    CLIENT,
+    Proxy,
+    SharedProxy,
+    fake_provider,
+    fixtures_in,
+    post,
+    request_body,
+)
 
 pytestmark = pytest.mark.proxy
 
@@ -139,14 +148,17 @@ def proxies(
     shared.close()
 
 
-def receive(url: str, headers: dict[str, str] | None = None) -> tuple[bytes, bool]:
-    """(the body bytes the client got, whether it ended cleanly)."""
+def receive(
+    url: str, headers: dict[str, str] | None = None, name: str = NAME
+) -> tuple[bytes, bool]:
+    """(the body bytes the client got, whether it ended cleanly), asking for conformance
+    fixture ``name``'s turn."""
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
     connection.request(
         "POST",
         "/v1/chat/completions",
-        request_body(NAME),
+        request_body(name),
         {"content-type": "application/json", **(headers or {})},
     )
     response = connection.getresponse()
@@ -674,6 +686,67 @@ def test_enforce_mode_never_sends_the_end_marker_of_a_stream_without_its_termina
         True,
     )
     assert fixture["expect"] == {"status": "fail", "codes": ["missing_terminal"]}
+
+
+MISTRAL = "mistral/native_parallel_calls"
+
+
+def mistral_cut_inside_its_finish_event() -> tuple[bytes, bytes]:
+    """(the role chunk's whole event, the body): Mistral's native turn ending right after the
+    JSON of the chunk that carries both calls and ``finish_reason``, no blank line after it."""
+    role, calls, done = frames(load(CONFORMANCE / f"{MISTRAL}.json"))
+    assert b'"finish_reason": "tool_calls"' in calls and done == b"data: [DONE]\n\n"
+    return role, role + calls.removesuffix(b"\n\n")
+
+
+@SHARED
+def test_enforce_mode_never_releases_an_event_the_body_ended_inside(
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
+) -> None:
+    """The SSE reader drops an event no blank line ended, so the turn is judged without its
+    calls and finish (``missing_terminal``, exit 2, which alone would release what was held);
+    mistralai's decoder hands that event out. The client gets the error event instead."""
+    role, body = mistral_cut_inside_its_finish_event()
+    upstream.body, upstream.cut = chunked([role, body[len(role) :]]), None
+    proxy = proxies.take(tmp_path / "fixtures", callgate_enforce=True, callgate_provider="mistral")
+    got, clean = receive(proxy.url, name=MISTRAL)
+    fixture = fixtures_in(proxy.out, 1)[0]
+    assert (got, clean) == (role + blocked_event("mistral", ["missing_terminal"]), True)
+    assert fixture["expect"] == {"status": "invalid", "codes": ["missing_terminal"]}
+    # Observing, the proxy gives the client the body as it came.
+    proxy = proxies.take(tmp_path / "observed", callgate_provider="mistral")
+    assert receive(proxy.url, name=MISTRAL) == (body, True)
+
+
+@SHARED
+@pytest.mark.sdk
+@pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps")
+def test_mistralai_runs_no_call_of_an_event_the_body_ended_inside_through_enforce_mode(
+    upstream: FaultyUpstream, proxies: SharedProxy, tmp_path: Path
+) -> None:
+    """Straight from the upstream, mistralai hands out the unfinished event's two calls and
+    its finish; through the proxy in enforce mode it raises on the error event instead."""
+    role, body = mistral_cut_inside_its_finish_event()
+    upstream.body, upstream.cut = chunked([role, body[len(role) :]]), None
+    proxy = proxies.take(tmp_path / "fixtures", callgate_enforce=True, callgate_provider="mistral")
+    cases = [
+        {"id": to, "argv": ["mistral", url]}
+        for to, url in (("direct", upstream.url), ("through", proxy.url))
+    ]
+    done = subprocess.run(
+        [str(APPS_PYTHON), str(CLIENT), "--batch"],
+        input="".join(json.dumps(case) + "\n" for case in cases),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    reports = {line["id"]: line["report"] for line in map(json.loads, done.stdout.splitlines())}
+    direct, through = reports["direct"], reports["through"]
+    assert (direct["error"], direct["finish"]) == (None, "tool_calls")
+    assert [call["name"] for call in direct["tool_calls"]] == ["get_weather", "search"]
+    assert (through["kinds"], through["finish"], through["tool_calls"]) == (["chunk"], None, [])
+    assert through["error"]["type"] == "ResponseValidationError"
 
 
 def test_the_fixture_writer_runs_below_the_proxys_priority() -> None:

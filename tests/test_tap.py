@@ -140,9 +140,81 @@ def test_an_sse_body_cut_mid_line_gets_the_error_event_after_its_last_whole_even
     }
     sent = through(tap_for(envelope, SSE), cut, 5)
     assert sent == b"".join(whole) + f"data: {json.dumps(error)}\n\n".encode()
-    # A passing turn cut after its terminal evidence goes out exactly as it came.
+    # Cut after its terminal evidence, the turn passes, but the cut event was never read: it
+    # goes no further than the error event, and the held finish chunk with it.
     cut = b"".join(whole) + finish + usage[:20]
-    assert through(tap_for(envelope, SSE), cut, 5) == cut
+    tap = tap_for(envelope, SSE)
+    assert through(tap, cut, 5) == b"".join(whole) + blocked_event("openai", [])
+    assert tap.close().exit_code == 0
+
+
+def mistral_cut_inside_its_finish_event() -> tuple[dict[str, Any], bytes, bytes]:
+    """Mistral's native turn, its body ending right after the JSON of the chunk with both calls
+    and ``finish_reason``: (envelope, the role chunk's whole event, the cut body)."""
+    envelope = load(CONFORMANCE / "mistral" / "native_parallel_calls.json")
+    role, calls, done = frames(envelope)
+    assert b'"finish_reason": "tool_calls"' in calls and done == b"data: [DONE]\n\n"
+    return envelope, role, role + calls.removesuffix(b"\n\n")
+
+
+@pytest.mark.parametrize("deferred", [False, True], ids=["read-at-once", "read-later"])
+@pytest.mark.parametrize("piece", [1, 7, 100_000])
+def test_an_sse_body_ending_inside_its_finish_event_gets_the_error_event_instead(
+    piece: int, deferred: bool
+) -> None:
+    """The reader drops the unfinished event, so the turn is judged without its calls and
+    finish (``missing_terminal``, exit 2, which releases on its own), while mistralai's decoder
+    hands that event out: the app would run calls no verdict covered."""
+    envelope, role, cut = mistral_cut_inside_its_finish_event()
+    asked: list[Any] = []
+    tap = judging_tap(envelope, SSE, enforce=True, defer=asked.append if deferred else None)
+    assert through(tap, cut, piece) == role + blocked_event("mistral", ["missing_terminal"])
+    report = tap.close()
+    assert (report.exit_code, report.blocking_codes, report.calls) == (2, ["missing_terminal"], ())
+    # Observe mode never withholds: the client gets the body as it came.
+    assert through(judging_tap(envelope, SSE, enforce=False), cut, piece) == cut
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"",
+        b"\n",
+        b"\r\n",
+        b" \t",
+        b": keep-alive",
+        b": keep-alive\n",
+        b"data: [DONE]",
+        b"data: [DONE]\n",
+        b"data:[DONE]\r",
+        b"event: ping",
+        b"id: 7\nretry: 10",
+    ],
+)
+def test_a_passing_body_ending_in_a_tail_that_holds_no_unread_event_goes_out_as_it_came(
+    tail: bytes,
+) -> None:
+    """Blank lines, comments, fields that make no event, and ``[DONE]`` without its blank
+    line carry nothing to judge."""
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    body = b"".join(frames(envelope)).removesuffix(b"data: [DONE]\n\n") + tail
+    tap = judging_tap(envelope, SSE, enforce=True)
+    assert through(tap, body, 11) == body
+    assert tap.close().exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [b"data", b"data:", b"data: {}", b'data: {"choices": []}\n', b"data: [DONE] "],
+)
+def test_a_passing_body_ending_inside_any_other_event_gets_the_error_event_instead(
+    tail: bytes,
+) -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    *whole, finish, usage, _ = frames(envelope)
+    body = b"".join(whole) + finish + usage + tail
+    tap = judging_tap(envelope, SSE, enforce=True)
+    assert through(tap, body, 11) == b"".join(whole) + blocked_event("openai", [])
 
 
 @pytest.mark.parametrize(
