@@ -61,9 +61,8 @@ class GatewayTurn:
             provider=provider,
             allow=allow,
             on_verdict=lambda report: on_verdict(report, self.response_id),
+            holds_from=_completes_call,
         )
-        self._holding = False
-        self._held: list[Any] = []
         self._received = bytearray()
         self._sent = 0  # bytes of ``_received`` handed on
         self._sse = SSEReader(PROFILES[profile], lambda: bytes(self._received))
@@ -81,33 +80,32 @@ class GatewayTurn:
             return self._take_bytes(bytes(item))
         event = item if type(item) is dict else event_json(item)
         self._read(event)
-        return self._pass([item])
+        return [item] if self._gate.pass_on(item) else []
 
     def finish(self) -> list[Any]:
         """The end of the stream: the held items (and a last, unterminated SSE event) when the
         turn may run; raises ``Blocked`` when it may not."""
+        tail: list[Any] = []
         if self._received:
             rest = self._sse.rest()
             if rest:
                 self._read_block(rest)
-                self._held.append(rest)
+                tail = [rest] if self._gate.pass_on(rest) else []
             for event in self._sse.read(b""):
                 self._read(event)
-        self._gate.judge()
-        held, self._held = self._held, []
-        return held
+        return self._gate.judge() + tail
 
     def give_up(self, failed: Any = None) -> list[Any]:
         """Everything received and not sent, ``failed`` (the item ``take`` raised for) among it,
         to pass on unjudged: the gateway handed over something callgate cannot read, or callgate
         failed, and a stream is never broken for either. Nothing is taken after this."""
-        out = [item for item in self._held if not isinstance(item, bytes)]
+        out = [item for item in self._gate.unjudged() if not isinstance(item, bytes)]
         unsent = bytes(self._received[self._sent :])
         if unsent:  # held blocks, the framer's partial event and what ``take`` did not cut
             out.append(unsent)
         if failed is not None and not isinstance(failed, bytes | bytearray):
             out.append(failed)
-        self._held, self._sent = [], len(self._received)
+        self._sent = len(self._received)
         return out
 
     def _take_bytes(self, data: bytes) -> list[Any]:
@@ -115,7 +113,8 @@ class GatewayTurn:
         out = []
         for block in self._sse.feed(data):
             self._read_block(block)
-            out += self._pass([block])
+            if self._gate.pass_on(block):
+                out.append(block)
         self._sent += sum(map(len, out))  # counted once all of them go
         return out
 
@@ -127,14 +126,6 @@ class GatewayTurn:
         if self.response_id is None:
             self.response_id = _response_id(event)
         self._gate.read(event)
-        if self._gate.holding or _completes_call(event):
-            self._holding = True
-
-    def _pass(self, items: list[Any]) -> list[Any]:
-        if self._holding:
-            self._held += items
-            return []
-        return items
 
 
 def _completes_call(event: object) -> bool:

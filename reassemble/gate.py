@@ -61,13 +61,21 @@ class Gate(Generic[Item]):
         provider: str | None = None,
         allow: Iterable[str] = (),
         on_verdict: Callable[[Report], None] | None = None,
+        holds_from: Callable[[object], bool] | None = None,
     ) -> None:
         self._on_verdict = on_verdict
         self._engine = Reassembler(
             profile, tools=tools, request=request, provider=provider, allow_quirks=allow
         )
         self._profile = profile
-        self._carries_terminal = PROFILES[profile].carries_terminal
+        carries_terminal = PROFILES[profile].carries_terminal
+        #: Whether an event starts the holding: the terminal evidence, or what ``holds_from``
+        #: also names (a gateway holds a Responses turn from its first complete call).
+        self._holds_at: Callable[[object], bool] = (
+            carries_terminal
+            if holds_from is None
+            else lambda event: carries_terminal(event) or holds_from(event)
+        )
         self._value = event_reader(PROFILES[profile].names_proof)
         self._holding = False
         #: An item of bytes callgate did not read is held (``hold``): the turn may not run.
@@ -85,7 +93,7 @@ class Gate(Generic[Item]):
         """The next wire event (a dict, or an SDK's model of one). Raises ``TypeError`` for
         anything else, as ``Reassembler.feed`` does."""
         event = raw if type(raw) is dict else event_json(raw)
-        if not self._holding and self._carries_terminal(event):
+        if not self._holding and self._holds_at(event):
             self._holding = True
         self._engine.feed(event)
 
@@ -103,7 +111,7 @@ class Gate(Generic[Item]):
         if text == "[DONE]":
             return text
         event = self._value(text)
-        if not self._holding and self._carries_terminal(event):
+        if not self._holding and self._holds_at(event):
             self._holding = True
         self._engine.feed(event)
         return event
@@ -123,6 +131,12 @@ class Gate(Generic[Item]):
             self._held.append(item)
             return False
         return True
+
+    def unjudged(self) -> list[Item]:
+        """The held items, to hand on unjudged: the caller gives up on the turn (it got
+        something callgate cannot read). Nothing is held after this."""
+        held, self._held = self._held, []
+        return held
 
     def judge(self) -> list[Item]:
         """The end of the stream: the held items, in order, when the turn may run (it passes, or
