@@ -3,7 +3,10 @@
 How this works: the standard library's C scanner does the parsing, so it is fast and linear,
 and hooks make it strict where it is lenient by default: ``parse_constant`` refuses NaN and
 Infinity, ``parse_float``/``parse_int`` see every number literal (length limit, overflow to
-infinity), ``object_pairs_hook`` sees every object's members in order (duplicate names).
+infinity). That no object repeats a member name is proven from the text where it can be: the
+scanner builds the objects and a hook counts their members, against the text's colons
+(``member_count``); where that fails, ``object_pairs_hook`` sees every object's members in order
+and the text is read again with it, which gives every error as it always has.
 The scanner, called as ``raw_decode`` calls it, plus a whitespace check separates trailing data
 from syntax errors. Lone surrogate escapes and nesting depth are checked after parsing, and
 only when the raw text could hold them: a lone surrogate needs a ``\\uD8..``-``\\uDF..`` escape
@@ -27,6 +30,7 @@ from typing import Any, cast
 from callgate.reassemble.codes import Code
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.limits import DEFAULT_LIMITS, Limits
+from callgate.reassemble.member_count import counting_hook, members_proven
 
 _JSON_WHITESPACE = " \t\n\r"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -71,16 +75,33 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS, check_names: bool = True) 
     length = len(text)
     if length > reader.size_by_count:  # a shorter text fits, even at 4 UTF-8 bytes a character
         _check_size(text, limits)
-    if length <= reader.short:
+    if length > reader.short:
+        value, end = _decode(text, reader, check_names)
+    elif not check_names:
         # What ``_decode`` does for a short text (most events), without the call; a text that
         # fails, as one that starts with whitespace does here, is read again by ``_decode``,
         # which skips the whitespace and gives the error.
         try:
-            value, end = (reader.plain_scan if check_names else reader.unnamed_scan)(text, 0)
+            value, end = reader.unnamed_scan(text, 0)
         except Exception:
-            value, end = _decode(text, reader, check_names)
+            value, end = _decode(text, reader, False)
+    elif _TALLY.pop(_FREE, False):
+        # What ``_tallied`` does, written out for the same reason; a text whose scan fails or
+        # whose names it cannot prove is read again by ``_decode``, with every hook.
+        sizes = reader.sizes
+        try:
+            value, end = reader.tallied_plain_scan(text, 0)
+            kept = sum(sizes)
+        except Exception:
+            kept = -1
+        finally:
+            sizes.clear()
+            _TALLY[_FREE] = True
+        colons = text.count(":")
+        if kept != colons and (kept < 0 or not members_proven(text, kept, colons)):
+            value, end = _decode(text, reader, True, tally=False)
     else:
-        value, end = _decode(text, reader, check_names)
+        value, end = _decode(text, reader, True, tally=False)
     if end != length:
         after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if after != length:
@@ -140,8 +161,9 @@ _Scanner = Callable[[str, int], tuple[Any, int]]
 
 class _Reader:
     """What parsing under one ``Limits`` needs, built once: the C scanner with every hook, one
-    whose integers the scanner converts itself (see ``_decode``), and that one again without
-    the member-name check."""
+    whose integers the scanner converts itself (see ``_decode``), both again with the objects
+    they build tallied instead of their names checked (see ``_tallied``), and one without the
+    member-name check."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -156,10 +178,23 @@ class _Reader:
         self.plain_scan = self._scanner(plain_ints=True)
         #: ``plain_scan`` without the member-name check (``loads(check_names=False)``).
         self.unnamed_scan = self._scanner(plain_ints=True, check_names=False)
+        #: How many members each object the tallying scans built kept; only the parse that
+        #: holds the tally (``_TALLY``) fills it, and it empties it before letting go.
+        self.sizes: list[int] = []
+        count = counting_hook(self.sizes)
+        self.tallied_hooked_scan = self._scanner(plain_ints=False, object_hook=count)
+        self.tallied_plain_scan = self._scanner(plain_ints=True, object_hook=count)
 
-    def _scanner(self, *, plain_ints: bool, check_names: bool = True) -> _Scanner:
+    def _scanner(
+        self,
+        *,
+        plain_ints: bool,
+        check_names: bool = True,
+        object_hook: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> _Scanner:
         decoder = json.JSONDecoder(
-            object_pairs_hook=_unique_object if check_names else None,
+            object_hook=object_hook,
+            object_pairs_hook=_unique_object if check_names and object_hook is None else None,
             parse_constant=_refuse_constant,
             parse_float=_number_hook(self.limits, float),
             parse_int=None if plain_ints else _number_hook(self.limits, int),
@@ -195,10 +230,13 @@ _SAMPLED_RUN_LENGTH = 4
 _SAMPLED_RUN = re.compile(f"[-0-9]{{{_SAMPLED_RUN_LENGTH}}}")
 
 
-def _decode(text: str, reader: _Reader, check_names: bool = True) -> tuple[Any, int]:
+def _decode(
+    text: str, reader: _Reader, check_names: bool = True, tally: bool = True
+) -> tuple[Any, int]:
     """The value and where it ends. With no integer literal that could break a limit, the
     scanner converts integers itself; floats always have the hook, since ``1e400`` is short
-    and overflows."""
+    and overflows. Member names are proven by ``_tallied`` where it can (``tally``), else
+    checked by the hook."""
     start = 0
     if text[:1] in _JSON_WHITESPACE:  # an empty text too: the regex then finds its end, 0
         start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
@@ -217,6 +255,10 @@ def _decode(text: str, reader: _Reader, check_names: bool = True) -> tuple[Any, 
             or (step > 0 and _SAMPLED_RUN.search(text[step - 1 :: step]) is None)
             or _long_number_run(longest).search(text) is None
         )
+    if check_names and tally:
+        proven = _tallied(text, start, reader, plain_ints)
+        if proven is not None:
+            return proven
     try:
         scan = (
             reader.hooked_scan
@@ -236,6 +278,40 @@ def _decode(text: str, reader: _Reader, check_names: bool = True) -> tuple[Any, 
         raise StrictJSONError(
             Code.LIMIT_EXCEEDED, f"nesting is deeper than {reader.limits.max_depth}"
         ) from None
+
+
+#: Holds ``_FREE`` while no parse is tallying: a parse takes it out (``dict.pop`` is one step,
+#: which no other thread interleaves, and costs a tenth of ``Lock.acquire`` and ``release``)
+#: and puts it back when its reader's ``sizes`` is empty again; a parse on another thread (or
+#: a signal handler's) that finds it gone takes the hooked scan instead.
+_TALLY: dict[str, bool] = {}
+_FREE = "free"
+_TALLY[_FREE] = True
+
+
+def _tallied(text: str, start: int, reader: _Reader, plain_ints: bool) -> tuple[Any, int] | None:
+    """The value and where it ends, scanned without the member-name hook (the scanner builds
+    each object itself, which the hook would do from a list of pairs); None when another
+    parse holds the tally, the scan fails (the hooked scan then gives the error the hooks give,
+    in the order they give it), or the members kept do not prove that no name repeats
+    (``members_proven``)."""
+    if not _TALLY.pop(_FREE, False):
+        return None
+    sizes = reader.sizes
+    try:
+        value, end = (reader.tallied_plain_scan if plain_ints else reader.tallied_hooked_scan)(
+            text, start
+        )
+        kept = sum(sizes)
+    except Exception:
+        return None
+    finally:
+        sizes.clear()
+        _TALLY[_FREE] = True
+    colons = text.count(":")
+    if kept == colons or members_proven(text, kept, colons):
+        return value, end
+    return None
 
 
 def _invalid(text: str, message: str, position: int) -> StrictJSONError:
