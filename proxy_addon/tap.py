@@ -122,6 +122,8 @@ class StreamTap:
         self.framing = framing
         self.max_body = max_body
         self.decompressor = Decompressor(encoding)
+        #: No content coding: each chunk is its own decoded bytes, without two calls per chunk.
+        self._identity = self.decompressor.encoding in ("", "identity")
         self.body: list[bytes] = []
         self._kept = 0  # bytes of the decoded body so far
         #: The decoded body grew past ``max_body``: it was let go, and the turn is not judged.
@@ -177,7 +179,7 @@ class StreamTap:
     def __call__(self, chunk: bytes) -> bytes | list[bytes]:
         self._body_ended = self._body_ended or not chunk
         try:
-            decoded = self.decompressor(chunk)
+            decoded = chunk if self._identity else self.decompressor(chunk)
         except Exception as error:  # a bug of ours, or corrupt upstream data: pass it on
             self.catch_up()
             self._break(error)
@@ -192,7 +194,11 @@ class StreamTap:
         self._kept += len(decoded)
         self.body.append(decoded)
         if not self.enforce:
-            self._observe(chunk, decoded)
+            # Most chunks, written out rather than called: kept to be read once the stream pauses.
+            if decoded and self._backlog is not None:
+                self._backlog.add(decoded)
+            else:
+                self._observe(chunk, decoded)
             return chunk
         # A chunk of whole events none of which may decide the turn goes as its events would,
         # one by one, without being cut into them.
