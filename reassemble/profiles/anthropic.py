@@ -26,7 +26,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from callgate.reassemble.codes import Code
-from callgate.reassemble.events import Event, Problem, SlotDelta, SlotEnded, SlotStarted, TurnEnded
+from callgate.reassemble.events import (
+    Event,
+    Problem,
+    SlotDelta,
+    SlotEnded,
+    SlotKey,
+    SlotStarted,
+    TurnEnded,
+)
 from callgate.reassemble.eventstream import (
     Message,
     event_message,
@@ -72,6 +80,33 @@ def _non_call_deltas(block_type: str) -> frozenset[str] | None:
 class MessagesTranslator:
     def __init__(self) -> None:
         self._block_types: dict[int, str] = {}
+
+    #: Where in an event the argument text of ``continuation`` is.
+    continuation_pointer = "/delta/partial_json"
+
+    def continuation(self, raw: Any) -> tuple[SlotKey, str] | None:
+        """The event most tool turns are made of: a ``content_block_delta`` that adds
+        ``partial_json`` to a ``tool_use`` block already started. Its slot and text, which the
+        general reading gives as one ``SlotDelta`` at ``/delta/partial_json``, with a fraction
+        of the steps (the engine reads it without the event); None for any other event, which
+        then takes the general reading. (Subscripts, as in ``ChatTranslator.continuation``: a
+        value of any other shape fails on one of them. A negative or boolean index never names
+        a started block.)"""
+        try:
+            if raw["type"] != "content_block_delta":
+                return None
+            delta, index = raw["delta"], raw["index"]
+            partial, delta_type = delta["partial_json"], delta["type"]
+        except (KeyError, TypeError):
+            return None
+        if (
+            type(partial) is not str
+            or type(index) is not int
+            or delta_type != "input_json_delta"
+            or self._block_types.get(index) != "tool_use"
+        ):
+            return None
+        return (0, index), partial
 
     def translate(self, raw: object) -> list[Event]:
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
