@@ -85,23 +85,11 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS, check_names: bool = True) 
             value, end = reader.unnamed_scan(text, 0)
         except Exception:
             value, end = _decode(text, reader, False)
-    elif _TALLY.pop(_FREE, False):
-        # What ``_tallied`` does, written out for the same reason; a text whose scan fails or
-        # whose names it cannot prove is read again by ``_decode``, with every hook.
-        sizes = reader.sizes
-        try:
-            value, end = reader.tallied_plain_scan(text, 0)
-            kept = sum(sizes)
-        except Exception:
-            kept = -1
-        finally:
-            sizes.clear()
-            _TALLY[_FREE] = True
-        colons = text.count(":")
-        if kept != colons and (kept < 0 or not members_proven(text, kept, colons)):
-            value, end = _decode(text, reader, True, tally=False)
     else:
-        value, end = _decode(text, reader, True, tally=False)
+        # A text whose scan fails or whose names the count cannot prove is read again by
+        # ``_decode``, with every hook.
+        proven = _tallied(text, 0, reader, True)
+        value, end = proven if proven is not None else _decode(text, reader, True, tally=False)
     if end != length:
         after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if after != length:
