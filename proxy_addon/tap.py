@@ -194,11 +194,7 @@ class StreamTap:
         self._kept += len(decoded)
         self.body.append(decoded)
         if not self.enforce:
-            # Most chunks, written out rather than called: kept to be read once the stream pauses.
-            if decoded and self._backlog is not None:
-                self._backlog.add(decoded)
-            else:
-                self._observe(chunk, decoded)
+            self._observe(chunk, decoded)
             return chunk
         # A chunk of whole events none of which may decide the turn goes as its events would,
         # one by one, without being cut into them.
