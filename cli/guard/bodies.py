@@ -149,7 +149,6 @@ def _items(stream: Iterator[Any], body: _SyncBody) -> Iterator[Any]:
             except StopIteration:
                 break
             except Exception:  # the SDK gave up mid-turn: the rest is read, then it is judged
-                body.asking = False
                 body.finish()
                 raise
             finally:
@@ -169,8 +168,7 @@ async def _items_async(stream: AsyncIterator[Any], body: _AsyncBody) -> AsyncIte
                 item = await anext(stream)
             except StopAsyncIteration:
                 break
-            except Exception:
-                body.asking = False
+            except Exception:  # as in ``_items``
                 await body.finish()
                 raise
             finally:
