@@ -208,24 +208,22 @@ def test_a_bad_record_mode_upstream_or_marker_is_one_usage_line(
         in result.errlines
     )
     monkeypatch.delenv("CALLGATE_RECORD_MODE")
-    result = pytester.runpytest_inprocess(*plugin(), "--callgate-upstream", "openai")
-    assert "ERROR: --callgate-upstream takes NAME=http(s)://..., not 'openai'" in result.errlines
-    result = pytester.runpytest_inprocess(
-        *plugin(), "--callgate-upstream", "openai=http://127.0.0.1:9101/v1"
-    )
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert (
-        "ERROR: --callgate-upstream openai=http://127.0.0.1:9101/v1: requests already start "
-        "with /v1 (they would go to /v1/v1/...); give the URL without it: http://127.0.0.1:9101"
-    ) in result.errlines
-    result = pytester.runpytest_inprocess(
-        *plugin(), "--callgate-upstream", "bedrock=http://127.0.0.1:9101"
-    )
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert (
-        "ERROR: --callgate-upstream: no route 'bedrock' (one of openai, anthropic, mistral, "
-        "gemini, ollama)"
-    ) in result.errlines
+    for upstream, line in [
+        ("openai", "--callgate-upstream takes NAME=http(s)://..., not 'openai'"),
+        (
+            "openai=http://127.0.0.1:9101/v1",
+            "--callgate-upstream openai=http://127.0.0.1:9101/v1: requests already start with "
+            "/v1 (they would go to /v1/v1/...); give the URL without it: http://127.0.0.1:9101",
+        ),
+        (
+            "bedrock=http://127.0.0.1:9101",
+            "--callgate-upstream: no route 'bedrock' (one of openai, anthropic, mistral, gemini, "
+            "ollama)",
+        ),
+    ]:
+        result = pytester.runpytest_inprocess(*plugin(), "--callgate-upstream", upstream)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert f"ERROR: {line}" in result.errlines
     result = pytester.runpytest_inprocess(*plugin(), "-k", "test_bad_marker")
     result.assert_outcomes(errors=1)
     assert any(
