@@ -118,7 +118,7 @@ def long_argument_turn() -> bytes:
 
 def writer(events: int, times: int) -> None:
     """Build and write one turn's fixture ``times`` times, as the proxy's writer process does."""
-    from callgate.proxy_addon.writer import pack, write_fixture
+    from callgate.proxy_addon.writer import write_fixture
     from callgate.redact import ArgumentMode, Exchange
 
     body = bench_proxy.turn(events, 7) if events else long_argument_turn()
@@ -138,10 +138,10 @@ def writer(events: int, times: int) -> None:
         event_times=[0.001 * n for n in range(len(chunks))],
     )
     tap = tapped(chunks, enforce=False)
-    verdict, read = tap.close(), pickle.dumps(pack(tap.read_body()))
+    verdict, read = tap.close(), pickle.dumps(tap.packed_body())
     with tempfile.TemporaryDirectory() as out:
         for _ in range(times):
-            # The events cross to the writer process packed and pickled (``pack``).
+            # The events cross to the writer process packed and pickled (``packed_body``).
             body = pickle.loads(read)
             write_fixture(
                 exchange,

@@ -214,7 +214,7 @@ class CallgateAddon:
         tap's events and report go with it when the tap read the body whole: they are the
         recorded body's, and the writer need not parse and judge it again."""
         settings, tap = self.settings, capture.tap
-        verdict, body = (tap.close(), tap.read_body()) if tap.read_whole else (None, None)
+        verdict, body = (tap.close(), tap.packed_body()) if tap.read_whole else (None, None)
         if verdict is None:
             log.info(
                 "callgate: %s %s: the stream was not read whole live; its fixture is built by "

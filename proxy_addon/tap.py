@@ -38,6 +38,7 @@ the pipeline is reported once, the tap stops inspecting, and every byte still go
 
 from __future__ import annotations
 
+import marshal
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -99,6 +100,24 @@ def may_decide(block: bytes, terminal: re.Pattern[bytes]) -> bool:
     return False
 
 
+#: Events read are packed this many at a time (``StreamTap._pack``): a Chat Completions chunk
+#: is seven containers, so a pack's worth stays under the collector's youngest generation.
+PACK_EVENTS = 64
+
+#: A ``StreamBody`` on its way to the fixture writer's process: its events as ``marshal`` texts
+#: of a few events each, in order; ``done`` and ``incomplete`` (the framing is SSE's).
+PackedBody = tuple[tuple[bytes, ...], str, bool, bool]
+
+
+def unpack_body(packed: PackedBody) -> StreamBody:
+    """The ``StreamBody`` that ``StreamTap.packed_body`` packed; the events are the caller's."""
+    packs, framing, done, incomplete = packed
+    events: list[object] = []
+    for pack in packs:
+        events += marshal.loads(pack)
+    return StreamBody(events, framing, done, incomplete)
+
+
 class StreamTap:
     """The stream callable for one flow. ``on_finding`` is told every finding as it happens;
     ``on_failure`` once, if the pipeline itself breaks (with the exception's type name only)."""
@@ -130,8 +149,10 @@ class StreamTap:
         self.over_limit = False
         #: Seconds from the first body byte to each stream event (for replay with real timing).
         self.event_times: list[float] = []
-        #: Each stream event's value as the engine was fed it, in order (``read_body``).
+        #: Each stream event's value as the engine was fed it, in order (``read_body``): the
+        #: events read lately, and those before them packed (``_pack``).
         self.events: list[object] = []
+        self._packs: list[bytes] = []
         self._started: float | None = None
         self.report: Report | None = None
         self._state = READING
@@ -235,10 +256,17 @@ class StreamTap:
         """The body as import reads it (``parse_stream_body``), from the events the engine was
         fed; None unless the tap ``read_whole`` an SSE body (import reads the other framings'
         bodies in a way of its own). The caller owns the events: the tap is done with them."""
+        packed = self.packed_body()
+        return None if packed is None else unpack_body(packed)
+
+    def packed_body(self) -> PackedBody | None:
+        """``read_body`` as it goes to the fixture writer's process: packed, not unpacked here."""
         reader = self._reader
         if not isinstance(reader, SSEReader) or not self.read_whole:
             return None
-        return StreamBody(self.events, SSE, done=reader.ended, incomplete=reader.incomplete)
+        if self.events:
+            self._pack()
+        return tuple(self._packs), SSE, reader.ended, reader.incomplete
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -284,6 +312,16 @@ class StreamTap:
                     self._on_finding(finding)
         finally:
             self.event_times += [since] * read
+            if len(self.events) >= PACK_EVENTS:
+                self._pack()
+
+    def _pack(self) -> None:
+        """The events read lately packed into one ``marshal`` text, as they go to the fixture
+        writer. Parsed events kept to the end of a long turn outlive the collector's young
+        generations, and every container promoted costs a sweep of the process's heap; packed
+        a few at a time, they die young, and the writer gets them packed already."""
+        self._packs.append(marshal.dumps(self.events))
+        self.events.clear()
 
     # -- enforce mode ------------------------------------------------------------------------------
 
@@ -378,7 +416,7 @@ class StreamTap:
 
     def _over_limit(self, chunk: bytes, decoded: bytes) -> bytes | list[bytes]:
         # Nothing of the body is kept past the limit: its bytes, nor the events read from it.
-        self.over_limit, self.body, self.events = True, [], []
+        self.over_limit, self.body, self.events, self._packs = True, [], [], []
         self._keep = _keep_nothing
         if self._backlog is not None:
             self._backlog.drop()

@@ -10,15 +10,17 @@ runs at a lower priority. This module imports nothing of mitmproxy: the process 
 from __future__ import annotations
 
 import asyncio
-import marshal
+import contextlib
+import gc
 import multiprocessing
 import os
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from callgate.proxy_addon.storage import write_atomic
+from callgate.proxy_addon.tap import PackedBody, unpack_body
 from callgate.reassemble import Report
-from callgate.reassemble.body import StreamBody
 from callgate.reassemble.profiles import framed
 from callgate.redact import ArgumentMode, Exchange, fixture_name, redact_exchange
 
@@ -44,11 +46,11 @@ class FixtureWriter:
         allow: bool,
         shown: str | None,
         verdict: Report | None,
-        body: StreamBody | None = None,
+        body: PackedBody | None = None,
     ) -> Future[Written]:
         """``write_fixture`` in the writer process."""
         future = self.process().submit(
-            write_fixture, exchange, profile, provider, out, mode, allow, shown, verdict, pack(body)
+            write_fixture, exchange, profile, provider, out, mode, allow, shown, verdict, body
         )
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
@@ -87,7 +89,23 @@ def write_fixture(
     """Runs in the writer process: the fixture's path, its report, and with ``shown`` (the
     response's framing) its stream framed as the provider framed it (the body mitmweb shows).
     ``verdict``: the live report, so the unredacted stream is not judged a second time;
-    ``body``: the events the tap read (``pack``), so the body is not parsed a second time."""
+    ``body``: the events the tap read (``StreamTap.packed_body``), so the body is not parsed a
+    second time."""
+    with _collector_off():
+        return _write_fixture(exchange, profile, provider, out, mode, allow, shown, verdict, body)
+
+
+def _write_fixture(
+    exchange: Exchange,
+    profile: str,
+    provider: str | None,
+    out: Path,
+    mode: ArgumentMode,
+    allow: bool,
+    shown: str | None,
+    verdict: Report | None,
+    body: PackedBody | None,
+) -> Written:
     redacted = redact_exchange(
         exchange,
         profile=profile,
@@ -95,7 +113,7 @@ def write_fixture(
         arguments=mode,
         allow_verdict_change=allow,
         verdict=verdict,
-        body=unpack(body),
+        body=None if body is None else unpack_body(body),
     )
     path = out / fixture_name(redacted.envelope, redacted.data)
     write_atomic(path, redacted.data)
@@ -106,27 +124,21 @@ def write_fixture(
     )
 
 
-#: A ``StreamBody`` on its way to the writer process: its events as ``marshal`` writes them,
-#: its framing, ``done`` and ``incomplete``.
-PackedBody = tuple[bytes, str, bool, bool]
-
-
-def pack(body: StreamBody | None) -> PackedBody | None:
-    """The events cross to the writer process as one ``marshal`` text: they are JSON values
-    (dicts, lists, strings, numbers, booleans, None), which ``marshal`` writes in well under
-    half of what pickling them costs the proxy process, and the pickle of the text is a copy."""
-    if body is None:
-        return None
-    return marshal.dumps(body.events), body.framing, body.done, body.incomplete
-
-
-def unpack(packed: PackedBody | None) -> StreamBody | None:
-    """The ``StreamBody`` that ``pack`` packed; the events are the caller's own (redaction
-    masks them in place)."""
-    if packed is None:
-        return None
-    events, framing, done, incomplete = packed
-    return StreamBody(marshal.loads(events), framing, done, incomplete)
+@contextlib.contextmanager
+def _collector_off() -> Iterator[None]:
+    """The cyclic garbage collector off while a fixture is built. A build makes tens of
+    thousands of containers (a long turn's events unpacked, masked, encoded), every one freed
+    by the time it returns; with the collector on, they set off young collections and, promoted,
+    sweeps of the whole process. Any cycle a build leaves is collected once the collector is
+    back on. Left as it was when the caller had turned it off."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _yield_to_the_stream() -> None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import gc
 import json
+import marshal
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from callgate.proxy_addon.tap import StreamTap
-from callgate.proxy_addon.writer import pack, unpack
+from callgate.proxy_addon import writer
+from callgate.proxy_addon.tap import PACK_EVENTS, StreamTap, unpack_body
 from callgate.reassemble import Reassembler, Report, check
 from callgate.reassemble.body import parse_stream_body
 from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
 from callgate.reassemble.profiles import PROFILES, framed
 from callgate.redact import (
+    ArgumentMode,
     Exchange,
     NotApplicable,
     RedactionRefused,
@@ -116,7 +119,9 @@ def assert_live_is_recorded(
         content_type = exchange.header("content-type", response=True)
         assert body == parse_stream_body(exchange.response_body, content_type, profile=profile)
         # As the writer process gets them: a copy of its own (redaction masks them in place).
-        one_parse = {**options, "verdict": live, "body": unpack(pack(body))}
+        packed = tap.packed_body()
+        assert packed is not None
+        one_parse = {**options, "verdict": live, "body": unpack_body(packed)}
         assert written(exchange, one_parse) == judged_again
 
 
@@ -233,3 +238,78 @@ def test_an_observing_tap_reads_every_stream_whole() -> None:
             else:
                 unread.append(f"{fixture_id(path)} ({framing})")
     assert (whole, len(unread)) == (267, 34), unread
+
+
+TOOL_F = {
+    "type": "function",
+    "function": {
+        "name": "f",
+        "parameters": {
+            "type": "object",
+            "properties": {"v": {"type": "array", "items": {"type": "integer"}}},
+        },
+    },
+}
+
+
+def chat_chunk(entry: dict[str, Any] | None, finish: str | None = None) -> bytes:
+    delta = {"tool_calls": [entry]} if entry is not None else {}
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return b"data: " + json.dumps({"id": "c1", "choices": [choice]}).encode() + b"\n\n"
+
+
+def test_a_long_streams_events_go_to_the_writer_packed_and_in_order() -> None:
+    """A turn longer than a pack's worth of events: the tap packs them as it reads (so that they
+    die young), and what the writer unpacks is every event in order, as import parses them, and
+    the fixture is the one judged again from the recorded body."""
+    first = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "f", "arguments": ""},
+    }
+    pieces = ['{"v": [', *[f"{n}, " for n in range(3 * PACK_EVENTS)], "0]}"]
+    chunks = [chat_chunk(first)] + [
+        chat_chunk({"index": 0, "function": {"arguments": piece}}) for piece in pieces
+    ]
+    body = b"".join([*chunks, chat_chunk(None, "tool_calls"), b"data: [DONE]\n\n"])
+    request = json.dumps({"model": "m", "stream": True, "tools": [TOOL_F]}).encode()
+    tap = streamed(body, request, "openai", "openai", SSE, enforce=False)
+    packed = tap.packed_body()
+    assert packed is not None
+    packs, framing, done, incomplete = packed
+    assert [len(marshal.loads(pack)) for pack in packs[:-1]] == [PACK_EVENTS] * 3
+    assert (framing, done, incomplete) == (SSE, True, False)
+    recorded = parse_stream_body(body, "text/event-stream", profile="openai")
+    assert unpack_body(packed) == recorded
+    assert tap.read_body() == recorded  # packing twice changes nothing
+    assert_live_is_recorded(tap, exchange_of(body, request, SSE), "openai", "openai")
+
+
+def test_a_fixture_is_built_with_the_collector_off_and_leaves_it_as_it_was(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The writer builds a fixture with the cyclic collector off (a long turn's containers,
+    all freed by the end, would otherwise set off sweeps of the writer's heap), and leaves it
+    on or off as it found it."""
+    seen: list[bool] = []
+    build = writer.redact_exchange
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(writer, "redact_exchange", watched)
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    body, request = b"".join(framed(envelope, SSE)), request_body_of(envelope)
+    exchange = exchange_of(body, request, SSE)
+    arguments = ("openai", "openai", tmp_path, ArgumentMode.MASK, False, None)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            path, report, _ = writer.write_fixture(exchange, *arguments)
+            assert (path.exists(), report.executable, gc.isenabled()) == (True, True, enabled)
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen == [False, False]
