@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.profiles import ALL_STRUCTURAL_KEYS, PROFILES
-from callgate.reassemble.profiles.base import ArgumentSite
+from callgate.reassemble.profiles.base import ArgumentSite, Profile
 from callgate.redact.mask import Pseudonyms, mask_arguments, mask_text, mask_value
 
 #: Request parameters that pin behaviour and hold no prompt.
@@ -55,7 +55,6 @@ def redacted_copy(
     keep = _enum_values(out.get("tool_schemas", {}))
     events = out[key]  # every envelope has its stream (checked, or built so)
     handled = _redact_arguments(out["profile"], events, arguments, keep)
-    _pass_over_fragments(out["profile"], events, handled)
     # The copy (or the caller's envelope, owned) is scrubbed where it lies: no second copy.
     _scrub(events, Pseudonyms(), handled, _keep if keep_text else mask_text)
     return out
@@ -112,7 +111,7 @@ def _redact_arguments(
     handled: Handled = {}
     streams: dict[object, list[ArgumentRef]] = {}
     others: list[ArgumentSite] = []  # copies and pieces, in order
-    for site in PROFILES[profile].argument_sites(events):
+    for site in _argument_sites(PROFILES[profile], events, handled):
         kind, key, container, field = site
         handled.setdefault(id(container), set()).add(field)
         if kind == "stream":
@@ -135,18 +134,25 @@ def _redact_arguments(
     return handled
 
 
-def _pass_over_fragments(profile: str, events: list[Any], handled: Handled) -> None:
-    """Each event the profile's short path finds to be one argument fragment (most of a long
-    stream) has the member that holds it marked handled: under it the scrub would change
-    nothing (the arguments are handled already), and passes over it without a call per
-    object."""
-    fragment_site = PROFILES[profile].fragment_site
-    if fragment_site is None:
+def _argument_sites(
+    profile: Profile, events: list[Any], handled: Handled
+) -> Iterator[ArgumentSite]:
+    """``profile.argument_sites(events)``. Each event the profile's short path finds to be one
+    argument fragment (most of a long stream) has, in the same pass, the member that holds it
+    marked handled: under it the scrub would change nothing (the arguments are handled
+    already), and passes over it without a call per object."""
+    fragment_site, event_sites = profile.fragment_site, profile.event_sites
+    if fragment_site is None or event_sites is None:
+        yield from profile.argument_sites(events)
         return
-    for event in events:
+    for number, event in enumerate(events):
         site = fragment_site(event)
-        if site is not None:
-            handled.setdefault(id(event), set()).add(site[2])
+        if site is None:
+            yield from event_sites(event, number)
+        else:
+            key, container, member = site
+            handled[id(event)] = {member}
+            yield "stream", key, container, "arguments"
 
 
 def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str]) -> None:
@@ -222,7 +228,8 @@ def _scrub(
             if kind is int or kind is float or kind is bool or item is None or name in done:
                 continue
             if kind is str or isinstance(item, str):
-                container[name] = _scrub_text(item, name, ids, text)
+                if name not in _KEPT_AS_IS:  # structure ("model", "object"): not a call each
+                    container[name] = _scrub_text(item, name, ids, text)
             elif isinstance(item, _CONTAINERS):
                 _scrub(item, ids, handled, text, name)
         return
@@ -237,6 +244,14 @@ _CONTAINERS = (dict, list)
 
 
 def _scrub_text(value: str, key: str, ids: Callable[[str], str], text: Callable[[str], str]) -> str:
-    if key == "id" or key.endswith(("_id", "Id")):
+    if _names_an_id(key):
         return ids(value)
     return value if key in ALL_STRUCTURAL_KEYS else text(value)
+
+
+def _names_an_id(key: str) -> bool:
+    return key == "id" or key.endswith(("_id", "Id"))
+
+
+#: Members whose string value ``_scrub_text`` keeps as it is: structure that names no id.
+_KEPT_AS_IS = frozenset(key for key in ALL_STRUCTURAL_KEYS if not _names_an_id(key))

@@ -150,6 +150,10 @@ class Profile:
     #: under which redaction has nothing else to scrub; None for any other event. None here when
     #: the profile has no short path.
     fragment_site: Callable[[Any], FragmentSite | None] | None = None
+    #: With ``fragment_site``, for a profile whose events each hold their own sites: the sites
+    #: of event number ``n`` (``argument_sites`` is these, event by event, each fragment's
+    #: found by ``fragment_site``), so that redaction reads a stream's sites in one pass.
+    event_sites: Callable[[Any, int], Iterator[ArgumentSite]] | None = None
     #: String fields of this profile's events that are structure ("finish_reason").
     structural_keys: frozenset[str] = frozenset()
 

@@ -438,6 +438,7 @@ CHAT_WIRE: dict[str, Any] = {
     "cut_short": reason_replaced("finish_reason", "length"),
     "argument_sites": argument_sites,
     "fragment_site": fragment_site,
+    "event_sites": chunk_sites,
     # OpenRouter restates the upstream's own reason as native_finish_reason.
     "structural_keys": frozenset({"finish_reason", "native_finish_reason"}),
     "fragments_restate_identity": True,
