@@ -104,7 +104,7 @@ test-full: lint $(APPS_STAMP) $(GATEWAY_STAMP) browser $(NODE_STAMPS)
 # The engine, redaction, reports and CLI: an answer in under a minute. No proxy, browser, SDK,
 # gateway, corpus or packaging test (see the markers in pyproject.toml).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m 'not (slow or proxy or browser or sdk or gateway or corpus)'
+	$(BIN)/python -m pytest -q -n 2 -m 'not (slow or sweep or proxy or browser or sdk or gateway or corpus)'
 
 $(STAMP12): pyproject.toml
 	$(PYTHON12) -m venv $(VENV12)

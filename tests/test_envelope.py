@@ -116,6 +116,7 @@ def documents(draw: st.DrawFn) -> object:
     return document
 
 
+@pytest.mark.sweep
 @settings(max_examples=2000, deadline=None)
 @given(documents())
 def test_the_direct_reading_agrees_with_jsonschema(document: object) -> None:
@@ -135,6 +136,7 @@ _EVENT_VALUES = st.recursive(
 )
 
 
+@pytest.mark.sweep
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(_EVENT_VALUES, max_size=4))
 def test_events_are_written_on_one_line_as_the_encoder_writes_each(values: list[Any]) -> None:

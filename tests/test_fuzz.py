@@ -148,6 +148,7 @@ def with_lone_surrogate_id() -> dict[str, Any]:
     return envelope
 
 
+@pytest.mark.sweep
 @settings(max_examples=EXAMPLES, deadline=None)
 @example(with_lone_surrogate_id())
 @given(mutated_fixtures())

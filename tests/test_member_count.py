@@ -63,6 +63,7 @@ DOCUMENTS = st.recursive(
 )
 
 
+@pytest.mark.sweep
 @settings(max_examples=1500, deadline=None)
 @given(
     document=DOCUMENTS,

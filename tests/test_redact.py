@@ -495,6 +495,7 @@ def values_with_secrets(draw: st.DrawFn) -> tuple[object, list[str]]:
     return value, draw(st.lists(SECRET_TEXT, max_size=2))
 
 
+@pytest.mark.sweep
 @settings(max_examples=400, deadline=None)
 @given(values_with_secrets())
 def test_the_leak_search_over_the_written_text_finds_what_a_walk_over_strings_finds(

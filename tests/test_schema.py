@@ -756,6 +756,7 @@ def resolve(document: Any, pointer: str) -> Any:
     return document
 
 
+@pytest.mark.sweep
 @settings(max_examples=300, deadline=None)
 @given(JSON)
 def test_any_json_arguments_get_violations_at_real_schema_locations(arguments: object) -> None:
@@ -890,6 +891,7 @@ def subset_schemas(false: bool) -> st.SearchStrategy[Any]:
     return st.recursive(leaves, nested, max_leaves=6)
 
 
+@pytest.mark.sweep
 @settings(max_examples=1000, deadline=None)
 @given(subset_schemas(false=False), SUBSET_VALUES, st.sampled_from([None, DRAFT7]))
 def test_the_quick_yes_says_exactly_what_jsonschema_says_on_the_subset(
@@ -905,6 +907,7 @@ def test_the_quick_yes_says_exactly_what_jsonschema_says_on_the_subset(
     assert fits(value) is (next(base.iter_errors(value), None) is None)
 
 
+@pytest.mark.sweep
 @settings(max_examples=1000, deadline=None)
 @given(subset_schemas(false=True), JSON | SUBSET_VALUES, st.lists(JSON, max_size=3))
 def test_the_quick_yes_never_accepts_what_jsonschema_rejects(
