@@ -91,37 +91,24 @@ def write_fixture(
     ``verdict``: the live report, so the unredacted stream is not judged a second time;
     ``body``: the events the tap read (``StreamTap.packed_body``), so the body is not parsed a
     second time."""
+    # A long turn's containers, all freed by the end, would set off sweeps of this heap.
     with _collector_off():
-        return _write_fixture(exchange, profile, provider, out, mode, allow, shown, verdict, body)
-
-
-def _write_fixture(
-    exchange: Exchange,
-    profile: str,
-    provider: str | None,
-    out: Path,
-    mode: ArgumentMode,
-    allow: bool,
-    shown: str | None,
-    verdict: Report | None,
-    body: PackedBody | None,
-) -> Written:
-    redacted = redact_exchange(
-        exchange,
-        profile=profile,
-        provider=provider,
-        arguments=mode,
-        allow_verdict_change=allow,
-        verdict=verdict,
-        body=None if body is None else unpack_body(body),
-    )
-    path = out / fixture_name(redacted.envelope, redacted.data)
-    write_atomic(path, redacted.data)
-    return (
-        path,
-        redacted.report,
-        None if shown is None else b"".join(framed(redacted.envelope, shown)),
-    )
+        redacted = redact_exchange(
+            exchange,
+            profile=profile,
+            provider=provider,
+            arguments=mode,
+            allow_verdict_change=allow,
+            verdict=verdict,
+            body=None if body is None else unpack_body(body),
+        )
+        path = out / fixture_name(redacted.envelope, redacted.data)
+        write_atomic(path, redacted.data)
+        return (
+            path,
+            redacted.report,
+            None if shown is None else b"".join(framed(redacted.envelope, shown)),
+        )
 
 
 @contextlib.contextmanager
