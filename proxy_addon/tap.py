@@ -38,7 +38,7 @@ the pipeline is reported once, the tap stops inspecting, and every byte still go
 
 from __future__ import annotations
 
-import marshal
+import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -100,21 +100,20 @@ def may_decide(block: bytes, terminal: re.Pattern[bytes]) -> bool:
     return False
 
 
-#: Events read are packed this many at a time (``StreamTap._pack``): a Chat Completions chunk
-#: is seven containers, so a pack's worth stays under the collector's youngest generation.
-PACK_EVENTS = 64
-
-#: A ``StreamBody`` on its way to the fixture writer's process: its events as ``marshal`` texts
-#: of a few events each, in order; ``done`` and ``incomplete`` (the framing is SSE's).
-PackedBody = tuple[tuple[bytes, ...], str, bool, bool]
+#: A ``StreamBody`` on its way to the fixture writer's process: each event as the engine was fed
+#: it, as JSON text (``StreamTap._keep``), in order; its framing, ``done`` and ``incomplete``.
+PackedBody = tuple[list[str], str, bool, bool]
 
 
 def unpack_body(packed: PackedBody) -> StreamBody:
-    """The ``StreamBody`` that ``StreamTap.packed_body`` packed; the events are the caller's."""
-    packs, framing, done, incomplete = packed
-    events: list[object] = []
-    for pack in packs:
-        events += marshal.loads(pack)
+    """The ``StreamBody`` that ``StreamTap.packed_body`` packed; the events are the caller's.
+    The texts are parsed as one array: each was read strictly already, or is a JSON string,
+    and member names repeated across events are then one string each (the parser's memo lasts
+    a document), which the writer's look-ups and hashing gain from."""
+    texts, framing, done, incomplete = packed
+    events = json.loads("[" + ",".join(texts) + "]") if texts else []
+    if len(events) != len(texts):  # each text is one JSON value: this cannot happen
+        raise ValueError(f"{len(texts)} event texts unpacked as {len(events)} values")
     return StreamBody(events, framing, done, incomplete)
 
 
@@ -149,10 +148,8 @@ class StreamTap:
         self.over_limit = False
         #: Seconds from the first body byte to each stream event (for replay with real timing).
         self.event_times: list[float] = []
-        #: Each stream event's value as the engine was fed it, in order (``read_body``): the
-        #: events read lately, and those before them packed (``_pack``).
-        self.events: list[object] = []
-        self._packs: list[bytes] = []
+        #: Each stream event as the engine was fed it, in order, as JSON text (``_keep``).
+        self._texts: list[str] = []
         self._started: float | None = None
         self.report: Report | None = None
         self._state = READING
@@ -160,10 +157,8 @@ class StreamTap:
         self._body_ended = False  # the end-of-body call came (an empty chunk)
         self._read_whole = True  # no byte went unread after an enforced verdict
         self._reader: Reader[Any] = READERS[framing](self._profile, self._received)
-        #: Where each event read is kept for ``read_body``: only an SSE body's are ever handed on.
-        self._keep: Callable[[object], object] = (
-            self.events.append if isinstance(self._reader, SSEReader) else _keep_nothing
-        )
+        #: The reader whose events are kept for ``read_body``: only an SSE body's are handed on.
+        self._kept_from = self._reader if isinstance(self._reader, SSEReader) else None
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
         self._held: list[bytes] = []  # enforce: the blocks held, until the verdict
         #: Enforce mode: the body ended inside an event the engine did not read (``_decide``).
@@ -264,9 +259,7 @@ class StreamTap:
         reader = self._reader
         if not isinstance(reader, SSEReader) or not self.read_whole:
             return None
-        if self.events:
-            self._pack()
-        return tuple(self._packs), SSE, reader.ended, reader.incomplete
+        return self._texts, SSE, reader.ended, reader.incomplete
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -301,27 +294,33 @@ class StreamTap:
         if self._started is None:
             self._started = now
         since, read = now - self._started, 0
-        ends_stream, feed, keep = self._profile.ends_stream, self.engine.feed, self._keep
+        ends_stream, feed = self._profile.ends_stream, self.engine.feed
+        refused: list[tuple[int, str]] = []  # the events that are strings, by position
         try:
             for event in events:
+                if type(event) is str:
+                    refused.append((read, event))
                 read += 1
-                keep(event)
                 if ends_stream is not None and ends_stream(event):
                     self._stream_ended = True
                 for finding in feed(event):
                     self._on_finding(finding)
         finally:
             self.event_times += [since] * read
-            if len(self.events) >= PACK_EVENTS:
-                self._pack()
+            if self._kept_from is not None:
+                self._keep(self._kept_from, read, refused)
 
-    def _pack(self) -> None:
-        """The events read lately packed into one ``marshal`` text, as they go to the fixture
-        writer. Parsed events kept to the end of a long turn outlive the collector's young
-        generations, and every container promoted costs a sweep of the process's heap; packed
-        a few at a time, they die young, and the writer gets them packed already."""
-        self._packs.append(marshal.dumps(self.events))
-        self.events.clear()
+    def _keep(self, reader: SSEReader, read: int, refused: list[tuple[int, str]]) -> None:
+        """The texts of the ``read`` events just read, kept for the fixture writer: a string
+        each, which the collector never walks, where the parsed values of a long turn kept to
+        its end would outlive its young generations and be walked again and again. An event
+        whose data a strict parse refused was fed to the engine as the text itself: it is kept
+        as that text written as a JSON string, which ``unpack_body`` reads back as the text."""
+        texts = reader.texts[:read]
+        for position, event in refused:
+            if event is texts[position]:
+                texts[position] = json.dumps(event)
+        self._texts += texts
 
     # -- enforce mode ------------------------------------------------------------------------------
 
@@ -416,8 +415,7 @@ class StreamTap:
 
     def _over_limit(self, chunk: bytes, decoded: bytes) -> bytes | list[bytes]:
         # Nothing of the body is kept past the limit: its bytes, nor the events read from it.
-        self.over_limit, self.body, self.events, self._packs = True, [], [], []
-        self._keep = _keep_nothing
+        self.over_limit, self.body, self._texts, self._kept_from = True, [], [], None
         if self._backlog is not None:
             self._backlog.drop()
         if not self.enforce:
@@ -444,7 +442,3 @@ class StreamTap:
         unsent = b"".join(self.body)[self._sent :]
         self._sent, self._held = self._kept, []
         return unsent
-
-
-def _keep_nothing(event: object) -> None:
-    """The events of a body no fixture is built from are not kept."""

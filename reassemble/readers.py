@@ -153,6 +153,8 @@ class SSEReader(Reader[EventFramer]):
         self._value = event_reader(profile.names_proof if profile is not None else None)
         self._received = received
         self._decoded = 0  # events the decoder gave so far, [DONE] among them
+        #: The data of the events the last ``read`` gave, in order (the tap keeps them).
+        self.texts: list[str] = []
 
     def _new_framer(self) -> EventFramer:
         return EventFramer()
@@ -163,6 +165,7 @@ class SSEReader(Reader[EventFramer]):
 
     def read(self, data: bytes) -> Iterable[object]:
         if self.unreadable:
+            self.texts = []
             return ()
         rest: str | None = None
         try:
@@ -182,6 +185,7 @@ class SSEReader(Reader[EventFramer]):
                 texts.append(sse.data)
         if rest is not None:
             texts.append(rest)
+        self.texts = texts
         return map(self._value, texts)
 
     def read_block(self, block: bytes, *, tail: bool = False) -> Iterable[object]:

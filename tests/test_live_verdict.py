@@ -13,7 +13,6 @@ import base64
 import dataclasses
 import gc
 import json
-import marshal
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callgate.proxy_addon import writer
-from callgate.proxy_addon.tap import PACK_EVENTS, StreamTap, unpack_body
+from callgate.proxy_addon.tap import StreamTap, unpack_body
 from callgate.reassemble import Reassembler, Report, check
 from callgate.reassemble.body import parse_stream_body
 from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
@@ -258,31 +257,34 @@ def chat_chunk(entry: dict[str, Any] | None, finish: str | None = None) -> bytes
     return b"data: " + json.dumps({"id": "c1", "choices": [choice]}).encode() + b"\n\n"
 
 
-def test_a_long_streams_events_go_to_the_writer_packed_and_in_order() -> None:
-    """A turn longer than a pack's worth of events: the tap packs them as it reads (so that they
-    die young), and what the writer unpacks is every event in order, as import parses them, and
-    the fixture is the one judged again from the recorded body."""
+def test_the_events_go_to_the_writer_as_texts_and_unpack_as_the_engine_was_fed_them() -> None:
+    """Each event of a long turn goes to the writer as its text; an event whose data a strict
+    parse refused (the engine was fed the text itself) as that text written as a JSON string,
+    and one whose data is a JSON string as it came. Unpacked, they are the events import
+    parses from the recorded body, and the fixture is the one judged again."""
     first = {
         "index": 0,
         "id": "call_1",
         "type": "function",
         "function": {"name": "f", "arguments": ""},
     }
-    pieces = ['{"v": [', *[f"{n}, " for n in range(3 * PACK_EVENTS)], "0]}"]
-    chunks = [chat_chunk(first)] + [
-        chat_chunk({"index": 0, "function": {"arguments": piece}}) for piece in pieces
-    ]
-    body = b"".join([*chunks, chat_chunk(None, "tool_calls"), b"data: [DONE]\n\n"])
+    pieces = ['{"v": [', *[f"{n}, " for n in range(200)], "0]}"]
+    fragments = [chat_chunk({"index": 0, "function": {"arguments": p}}) for p in pieces]
+    refused = ["not json", '{"a": 1, "a": 2}', '"\\ud800"']
+    odd = [f"data: {text}\n\n".encode() for text in [*refused, '"a string"']]
+    finish = [chat_chunk(None, "tool_calls"), b"data: [DONE]\n\n"]
+    body = b"".join([chat_chunk(first), *fragments[:100], *odd, *fragments[100:], *finish])
     request = json.dumps({"model": "m", "stream": True, "tools": [TOOL_F]}).encode()
     tap = streamed(body, request, "openai", "openai", SSE, enforce=False)
     packed = tap.packed_body()
     assert packed is not None
-    packs, framing, done, incomplete = packed
-    assert [len(marshal.loads(pack)) for pack in packs[:-1]] == [PACK_EVENTS] * 3
-    assert (framing, done, incomplete) == (SSE, True, False)
+    texts, framing, done, incomplete = packed
+    assert texts[101:105] == [*map(json.dumps, refused), '"a string"']
+    assert (len(texts), framing, done, incomplete) == (1 + len(pieces) + 4 + 1, SSE, True, False)
     recorded = parse_stream_body(body, "text/event-stream", profile="openai")
     assert unpack_body(packed) == recorded
-    assert tap.read_body() == recorded  # packing twice changes nothing
+    assert recorded.events[101:105] == [*refused, "a string"]
+    assert tap.read_body() == recorded
     assert_live_is_recorded(tap, exchange_of(body, request, SSE), "openai", "openai")
 
 

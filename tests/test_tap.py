@@ -399,9 +399,10 @@ def test_a_compressed_chunk_that_decodes_to_nothing_yet_does_not_end_the_body(
     envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
     body = b"".join(framed(envelope, SSE))
     tap = judging_tap(envelope, SSE, enforce=enforce, encoding="gzip")  # no failure, or it fails
-    sent = through(tap, gzip.compress(body), 3)
+    compressed = gzip.compress(body)  # once: the header holds the time it was made
+    sent = through(tap, compressed, 3)
     assert tap.close().status.value == "pass"
-    assert sent == (body if enforce else gzip.compress(body))
+    assert sent == (body if enforce else compressed)
 
 
 @pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
