@@ -46,6 +46,8 @@ from tests.test_corpus_real import (
     profile_of,
     provider_of,
 )
+from tests.test_engine import chunk as chat_chunk
+from tests.test_engine import entry
 from tests.test_properties import SCHEMAS, passing_turns
 
 
@@ -239,42 +241,29 @@ def test_an_observing_tap_reads_every_stream_whole() -> None:
     assert (whole, len(unread)) == (267, 34), unread
 
 
-TOOL_F = {
-    "type": "function",
-    "function": {
-        "name": "f",
-        "parameters": {
-            "type": "object",
-            "properties": {"v": {"type": "array", "items": {"type": "integer"}}},
-        },
-    },
-}
-
-
-def chat_chunk(entry: dict[str, Any] | None, finish: str | None = None) -> bytes:
-    delta = {"tool_calls": [entry]} if entry is not None else {}
-    choice = {"index": 0, "delta": delta, "finish_reason": finish}
-    return b"data: " + json.dumps({"id": "c1", "choices": [choice]}).encode() + b"\n\n"
-
-
 def test_the_events_go_to_the_writer_as_texts_and_unpack_as_the_engine_was_fed_them() -> None:
     """Each event of a long turn goes to the writer as its text; an event whose data a strict
     parse refused (the engine was fed the text itself) as that text written as a JSON string,
     and one whose data is a JSON string as it came. Unpacked, they are the events import
     parses from the recorded body, and the fixture is the one judged again."""
-    first = {
-        "index": 0,
-        "id": "call_1",
-        "type": "function",
-        "function": {"name": "f", "arguments": ""},
-    }
     pieces = ['{"v": [', *[f"{n}, " for n in range(200)], "0]}"]
-    fragments = [chat_chunk({"index": 0, "function": {"arguments": p}}) for p in pieces]
+    numbers = {
+        "type": "object",
+        "properties": {"v": {"type": "array", "items": {"type": "integer"}}},
+    }
+    envelope = {
+        "profile": "openai",
+        "tool_schemas": {"f": numbers},
+        "chunks": [
+            chat_chunk(entry(0, "", "call_1", "f")),
+            *(chat_chunk(entry(0, piece)) for piece in pieces),
+            chat_chunk(finish="tool_calls"),
+        ],
+    }
+    frames = list(framed(envelope, SSE))
     refused = ["not json", '{"a": 1, "a": 2}', '"\\ud800"']
     odd = [f"data: {text}\n\n".encode() for text in [*refused, '"a string"']]
-    finish = [chat_chunk(None, "tool_calls"), b"data: [DONE]\n\n"]
-    body = b"".join([chat_chunk(first), *fragments[:100], *odd, *fragments[100:], *finish])
-    request = json.dumps({"model": "m", "stream": True, "tools": [TOOL_F]}).encode()
+    body, request = b"".join([*frames[:101], *odd, *frames[101:]]), request_body_of(envelope)
     tap = streamed(body, request, "openai", "openai", SSE, enforce=False)
     packed = tap.packed_body()
     assert packed is not None
