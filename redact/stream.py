@@ -14,7 +14,7 @@ from typing import Any
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.profiles import ALL_STRUCTURAL_KEYS, PROFILES
-from callgate.reassemble.profiles.base import ArgumentSite, Profile
+from callgate.reassemble.profiles.base import ArgumentSite, Profile, sites_event_by_event
 from callgate.redact.mask import Pseudonyms, mask_arguments, mask_text, mask_value
 
 #: Request parameters that pin behaviour and hold no prompt.
@@ -137,22 +137,13 @@ def _redact_arguments(
 def _argument_sites(
     profile: Profile, events: list[Any], handled: Handled
 ) -> Iterator[ArgumentSite]:
-    """``profile.argument_sites(events)``. Each event the profile's short path finds to be one
-    argument fragment (most of a long stream) has, in the same pass, the member that holds it
-    marked handled: under it the scrub would change nothing (the arguments are handled
-    already), and passes over it without a call per object."""
-    fragment_site, event_sites = profile.fragment_site, profile.event_sites
-    if fragment_site is None or event_sites is None:
-        yield from profile.argument_sites(events)
-        return
-    for number, event in enumerate(events):
-        site = fragment_site(event)
-        if site is None:
-            yield from event_sites(event, number)
-        else:
-            key, container, member = site
-            handled[id(event)] = {member}
-            yield "stream", key, container, "arguments"
+    """``profile.argument_sites(events)``; where the profile reads its sites event by event,
+    each argument-fragment event (most of a long stream) also has, in the same pass, the member
+    that holds it marked handled: under it the scrub would change nothing (the arguments are
+    handled already), and passes over it without a call per object."""
+    if profile.fragment_site is None or profile.event_sites is None:
+        return profile.argument_sites(events)
+    return sites_event_by_event(profile.fragment_site, profile.event_sites, events, handled)
 
 
 def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str]) -> None:

@@ -43,6 +43,28 @@ STRUCTURAL_KEYS = frozenset(
 )
 
 
+def sites_event_by_event(
+    fragment_site: Callable[[Any], FragmentSite | None],
+    event_sites: Callable[[Any, int], Iterator[ArgumentSite]],
+    events: list[Any],
+    covered: dict[int, set[str]] | None = None,
+) -> Iterator[ArgumentSite]:
+    """``argument_sites`` of a profile whose events each hold their own sites: those of event
+    number ``n`` (``event_sites``), or, for an event that is one call's argument fragment
+    (``fragment_site``, most of a long stream), its one site, found in a few steps. Given
+    ``covered``, each such event's member under which nothing else is text or an id is noted
+    there, by the event's ``id()``: redaction's scrub passes over it."""
+    for number, event in enumerate(events):
+        fragment = fragment_site(event)
+        if fragment is None:
+            yield from event_sites(event, number)
+            continue
+        key, container, member = fragment
+        if covered is not None:
+            covered[id(event)] = {member}
+        yield "stream", key, container, "arguments"
+
+
 def is_index(value: object) -> TypeGuard[int]:
     """A slot or choice index on the wire: a non-negative integer, and not a boolean (which
     Python counts as an int)."""
@@ -151,8 +173,8 @@ class Profile:
     #: the profile has no short path.
     fragment_site: Callable[[Any], FragmentSite | None] | None = None
     #: With ``fragment_site``, for a profile whose events each hold their own sites: the sites
-    #: of event number ``n`` (``argument_sites`` is these, event by event, each fragment's
-    #: found by ``fragment_site``), so that redaction reads a stream's sites in one pass.
+    #: of event number ``n``; ``argument_sites`` is then ``sites_event_by_event`` of the two,
+    #: which redaction calls itself to note the fragments it passes over in the same pass.
     event_sites: Callable[[Any, int], Iterator[ArgumentSite]] | None = None
     #: String fields of this profile's events that are structure ("finish_reason").
     structural_keys: frozenset[str] = frozenset()

@@ -28,6 +28,7 @@ from callgate.reassemble.profiles.base import (
     openai_error,
     provider_error,
     reason_replaced,
+    sites_event_by_event,
 )
 
 
@@ -322,12 +323,7 @@ def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
 def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
     """Each call's argument fragments (``delta``) and, where a server mirrors it, its
     ``message`` copy, keyed by choice and index."""
-    for number, chunk in enumerate(events):
-        fragment = fragment_site(chunk)
-        if fragment is None:
-            yield from chunk_sites(chunk, number)
-        else:  # most chunks: their one site, found in a few steps
-            yield "stream", fragment[0], fragment[1], "arguments"
+    return sites_event_by_event(fragment_site, chunk_sites, events)
 
 
 def chunk_sites(chunk: Any, number: int) -> Iterator[ArgumentSite]:
