@@ -256,8 +256,8 @@ class StreamTap:
 
     def packed_body(self) -> PackedBody | None:
         """``read_body`` as it goes to the fixture writer's process: packed, not unpacked here."""
-        reader = self._reader
-        if not isinstance(reader, SSEReader) or not self.read_whole:
+        reader = self._kept_from
+        if reader is None or not self.read_whole:
             return None
         return self._texts, SSE, reader.ended, reader.incomplete
 

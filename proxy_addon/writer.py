@@ -91,7 +91,6 @@ def write_fixture(
     ``verdict``: the live report, so the unredacted stream is not judged a second time;
     ``body``: the events the tap read (``StreamTap.packed_body``), so the body is not parsed a
     second time."""
-    # A long turn's containers, all freed by the end, would set off sweeps of this heap.
     with _collector_off():
         redacted = redact_exchange(
             exchange,
