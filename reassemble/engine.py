@@ -70,8 +70,11 @@ class _Slot:
     name: str | None = None
     stated_input: object = None
     fragments: list[str] = field(default_factory=list)
-    #: (event index, pointer) of each fragment, in step with ``fragments``.
-    origins: list[tuple[int, str]] = field(default_factory=list)
+    #: The event index of each fragment, in step with ``fragments``, and the pointer of each
+    #: fragment (by its position there) that is not at ``Reassembler._continuation_pointer``,
+    #: where most fragments are: a tuple per fragment would cost more than the fragment.
+    fragment_events: list[int] = field(default_factory=list)
+    fragment_pointers: dict[int, str] = field(default_factory=dict)
     size: int = 0
     arguments: str | None = None
     parsed: Any = None
@@ -138,6 +141,9 @@ class Reassembler:
         self._tool_schemas = tool_schemas_of(tool_schemas if tools is None else tools, profile)
         self._compiled: dict[str, ToolSchema | SchemaProblem] = {}
         self._slots: dict[SlotKey, _Slot] = {}
+        #: The calls a plain argument fragment may grow now: started, not ended, in a turn that
+        #: has not ended. ``_move`` and ``_end_turn`` keep it; ``feed`` reads it for most chunks.
+        self._growing: dict[SlotKey, _Slot] = {}
         self._ids: dict[str, SlotKey] = {}
         self._turns: dict[int, str] = {}
         self._claimed_calls = False
@@ -159,11 +165,13 @@ class Reassembler:
         if self._continuation is not None:
             continued = self._continuation(raw)  # None for any value but an object
             if continued is not None:
-                if self._grew(*continued):
+                key, text = continued
+                slot = self._growing.get(key)
+                if slot is not None and self._grew(slot, text):
                     return []
                 # The translator would read the chunk as this one event: not read it again.
                 first = len(self._findings)
-                self._delta(SlotDelta(continued[0], self._continuation_pointer, continued[1]))
+                self._delta(SlotDelta(key, self._continuation_pointer, text))
                 return self._findings[first:]
         first = len(self._findings)
         for event in self._translate(raw):
@@ -173,26 +181,17 @@ class Reassembler:
                 self._apply(event)
         return self._findings[first:]
 
-    def _grew(self, key: SlotKey, text: str) -> bool:
-        """A chunk that only adds ``text`` to slot ``key``, read without an event: what
-        ``_delta`` does for its ``SlotDelta`` when the call is growing and the text fits, and
-        True; False, having changed nothing, for ``feed`` to take the general path."""
-        slot = self._slots.get(key)
-        if (
-            slot is None
-            or slot.lifecycle is not GROWING
-            or not slot.is_call
-            or key[0] in self._turns
-        ):
-            return False
+    def _grew(self, slot: _Slot, text: str) -> bool:
+        """A chunk that only adds ``text`` to ``slot``, a growing call, read without an event:
+        what ``_delta`` does for its ``SlotDelta`` when the text fits, and True; False, having
+        changed nothing, for ``feed`` to take the general path."""
         size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         if slot.size + size > self._max_bytes:
             return False
-        grew = slot.grew
-        if not grew or grew[-1] != self._event:
-            grew.append(self._event)
+        # The chunk is this event's only one, so the slot has not grown in it yet.
+        slot.grew.append(self._event)
         if text:
-            slot.origins.append((self._event, self._continuation_pointer))
+            slot.fragment_events.append(self._event)
             slot.fragments.append(text)
             slot.size += size
         return True
@@ -293,6 +292,10 @@ class Reassembler:
             )
             return False
         slot.lifecycle = outcome
+        if outcome is GROWING and slot.is_call and slot.key[0] not in self._turns:
+            self._growing[slot.key] = slot
+        else:
+            self._growing.pop(slot.key, None)
         if move is SlotInput.START:
             slot.opened = self._event
         elif move is SlotInput.END:
@@ -319,15 +322,8 @@ class Reassembler:
             self._identify(slot, event.call_id, event.name, event.pointer)
 
     def _delta(self, event: SlotDelta) -> None:
-        slot = self._slots.get(event.key)
-        if (
-            slot is not None
-            and slot.lifecycle is GROWING
-            and slot.is_call
-            and event.call_id is None
-            and event.name is None
-            and event.key[0] not in self._turns
-        ):
+        slot = self._growing.get(event.key)
+        if slot is not None and event.call_id is None and event.name is None:
             # A plain argument fragment for a call that is growing: what the general path below
             # does for it, without the steps that cannot change anything.
             if not slot.grew or slot.grew[-1] != self._event:
@@ -422,12 +418,15 @@ class Reassembler:
         size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         if slot.size + size > self._max_bytes:
             slot.fragments.clear()
-            slot.origins.clear()
+            slot.fragment_events.clear()
+            slot.fragment_pointers.clear()
             self._block(
                 slot, Code.LIMIT_EXCEEDED, f"arguments exceed {self._max_bytes} bytes", pointer
             )
             return
-        slot.origins.append((self._event, pointer))
+        if pointer != self._continuation_pointer:
+            slot.fragment_pointers[len(slot.fragments)] = pointer
+        slot.fragment_events.append(self._event)
         slot.fragments.append(text)
         slot.size += size
 
@@ -440,6 +439,8 @@ class Reassembler:
             return
         self._turns[choice] = reason
         slots = [s for s in self._slots.values() if s.key[0] == choice]
+        for slot in slots:
+            self._growing.pop(slot.key, None)
         calls = [s for s in slots if s.is_call]
         if reason in self._profile.call_reasons:
             self._claimed_calls = True
@@ -590,12 +591,16 @@ class Reassembler:
 
     def _origin(self, slot: _Slot, position: int, pointer: str) -> tuple[int, str]:
         """The event and pointer of the fragment holding character ``position``."""
-        if not slot.origins:
+        if not slot.fragments:
             return self._event, pointer
         # Where each fragment starts, counted only now: a parse error is rare, a fragment is not.
         # The first fragment starts at character 0 and positions are never negative.
         starts = list(itertools.accumulate(map(len, slot.fragments[:-1]), initial=0))
-        return slot.origins[bisect.bisect_right(starts, position) - 1]
+        number = bisect.bisect_right(starts, position) - 1
+        return (
+            slot.fragment_events[number],
+            slot.fragment_pointers.get(number, self._continuation_pointer),
+        )
 
     def _check_stated_input(self, slot: _Slot, parsed: dict[str, Any], pointer: str) -> None:
         stated = slot.stated_input

@@ -281,6 +281,33 @@ def test_blocked_is_permanent_and_later_violations_are_still_reported() -> None:
     assert engine.close().calls[0].state is SlotState.BLOCKED
 
 
+def test_a_fragment_for_a_tool_use_left_open_after_the_turn_ended_is_refused() -> None:
+    """The turn's end closes every call of it to fragments, ended by the provider or not."""
+    engine = Reassembler("anthropic", {"get_weather": WEATHER})
+    start = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}},
+    }
+
+    def fragment(text: str) -> dict[str, Any]:
+        return {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": text},
+        }
+
+    assert engine.feed(start) == []
+    assert engine.feed(fragment('{"city":')) == []
+    assert engine.feed({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}) == []
+    (late,) = engine.feed(fragment('"Oslo"}'))
+    assert (late.code, late.path) == (Code.DELTA_AFTER_TERMINAL, "/events/3/delta/partial_json")
+    report = engine.close()
+    assert report.calls[0].arguments == '{"city":'
+    assert report.calls[0].grew == (1,)
+    assert report.calls[0].findings == (Code.DELTA_AFTER_TERMINAL, Code.MISSING_TERMINAL)
+
+
 def test_anthropic_tool_use_left_open_at_message_delta_is_missing_its_terminal() -> None:
     engine = Reassembler("anthropic", {"get_weather": WEATHER})
     engine.feed(

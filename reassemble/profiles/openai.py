@@ -100,6 +100,7 @@ class ChatTranslator:
             arguments, index, slot = function["arguments"], choice["index"], entry["index"]
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
+        key = (index, slot)
         if (
             type(arguments) is not str
             or type(index) is not int
@@ -108,14 +109,21 @@ class ChatTranslator:
             or raw.get("object") == "error"
             or choice.get("finish_reason") is not None
             or "message" in choice
-            or "function_call" in delta
+            or key not in self._seen
+        ):
+            return None
+        # The entry, its function and the delta most often hold nothing else: counting their
+        # members then spares looking each other field up.
+        if len(entry) == 2 and len(function) == 1 and len(delta) == 1:
+            return key, arguments
+        if (
+            "function_call" in delta
             or entry.get("id") is not None
             or entry.get("type") not in (None, "", "function")
             or function.get("name") is not None
-            or (index, slot) not in self._seen
         ):
             return None
-        return (index, slot), arguments
+        return key, arguments
 
     @staticmethod
     def _stream_error(raw: Mapping[str, object]) -> Problem | None:
