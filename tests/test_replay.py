@@ -313,6 +313,27 @@ def test_a_chunk_a_worker_took_and_died_with_is_judged_by_this_process(
     assert replay([folder], jobs=4) == one
 
 
+def test_a_worker_that_lists_other_files_judges_none_and_every_outcome_is_this_process_s(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each worker lists the files itself; a file that comes or goes meanwhile makes its list
+    differ from this process's, and then it takes no chunk: the outcomes are still those of
+    this process's list, in order."""
+    shutil.copytree(CONFORMANCE, folder / "conformance")
+    one = replay([folder], jobs=1)
+    here, listed = os.getpid(), runner.find_fixtures
+
+    def one_file_fewer_in_a_worker(paths: list[Path]) -> list[Path]:
+        files = listed(paths)
+        return files if os.getpid() == here else files[1:]
+
+    monkeypatch.setattr(runner, "find_fixtures", one_file_fewer_in_a_worker)
+    fork = multiprocessing.get_context("fork")  # the worker runs the patched listing
+    monkeypatch.setattr(runner.multiprocessing, "get_context", lambda *_: fork)
+    assert replay([folder], jobs=2) == one
+    assert replay([folder], jobs=3) == one
+
+
 def test_a_terminal_gets_a_progress_bar_on_stderr_for_more_than_20_fixtures() -> None:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -320,6 +341,9 @@ def test_a_terminal_gets_a_progress_bar_on_stderr_for_more_than_20_fixtures() ->
 
     err = Terminal()
     assert run_replay([CONFORMANCE], "json", None, 1, False, io.StringIO(), err) == 0
+    assert "replaying" in err.getvalue()
+    err = Terminal()
+    assert run_replay([CONFORMANCE], "json", None, 2, False, io.StringIO(), err) == 0
     assert "replaying" in err.getvalue()
     assert run([CONFORMANCE], "json")[2] == ""  # not a terminal: no bar
 

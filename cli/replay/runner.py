@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import hashlib
 import multiprocessing
 import operator
 import time
@@ -35,32 +36,38 @@ PROGRESS_THRESHOLD = 20
 
 
 def replay(
-    paths: Sequence[Path], jobs: int = 1, *, on_outcome: Callable[[Outcome], None] | None = None
+    paths: Sequence[Path],
+    jobs: int = 1,
+    *,
+    on_outcome: Callable[[Outcome], None] | None = None,
+    on_listed: Callable[[int], None] | None = None,
 ) -> list[Outcome]:
     """Judge every fixture under ``paths`` (see ``find_fixtures``), in sorted order. ``jobs > 1``
     spreads the work over that many processes and gives the same outcomes in the same order.
-    ``on_outcome`` is called with each outcome as it is ready, in order (for progress bars)."""
-    return _replay_files(find_fixtures(paths), jobs, on_outcome)
-
-
-def _replay_files(
-    files: list[Path], jobs: int, on_outcome: Callable[[Outcome], None] | None = None
-) -> list[Outcome]:
+    ``on_listed`` is called with the number of files once they are listed, before any outcome;
+    ``on_outcome`` with each outcome as it is ready, in order (for progress bars)."""
     outcomes: list[Outcome] = []
-    for outcome in _judged(files, jobs):
+    for outcome in _judged(paths, jobs, on_listed or _ignore):
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
     return outcomes
 
 
-def _judged(files: list[Path], jobs: int) -> Iterator[Outcome]:
-    workers = min(jobs, len(files)) - 1
+def _ignore(count: int) -> None:
+    pass
+
+
+def _judged(
+    paths: Sequence[Path], jobs: int, on_listed: Callable[[int], None]
+) -> Iterator[Outcome]:
     with _frozen_heap():
-        if workers < 1:
+        if jobs < 2:
+            files = find_fixtures(paths)
+            on_listed(len(files))
             yield from map(judge, files)
         else:
-            yield from _shared(files, workers)
+            yield from _shared(paths, jobs - 1, on_listed)
 
 
 #: Files per chunk: enough judging to outweigh taking a chunk, and few enough that its outcomes,
@@ -68,33 +75,56 @@ def _judged(files: list[Path], jobs: int) -> Iterator[Outcome]:
 _CHUNK = 32
 
 
-def _shared(files: list[Path], workers: int) -> Iterator[Outcome]:
+def _shared(
+    paths: Sequence[Path], workers: int, on_listed: Callable[[int], None]
+) -> Iterator[Outcome]:
     """This process and ``workers`` worker processes take chunks of the files in turn, each the
     next one not yet taken, until none is left: whoever is faster (this process also unpickles
     the workers' outcomes; a core may be busy with something else) judges more. The outcomes
-    are yielded in order as soon as every chunk before them is in."""
-    chunks = [files[start : start + _CHUNK] for start in range(0, len(files), _CHUNK)]
+    are yielded in order as soon as every chunk before them is in.
+
+    The workers start first and each lists the files itself, while this process does: listing
+    thousands of files takes tens of milliseconds, which no worker could use were the list
+    handed to it. A worker judges only when its list is this process's (the digest this process
+    posts once it has listed); one whose list differs (a file came or went in between) takes no
+    chunk, and this process judges what no worker took."""
     context = multiprocessing.get_context()
     counter = context.Value("i", 0)
-    judges = [_Worker(chunks, counter, context) for _ in range(workers)]
+    posted, digest = context.Event(), context.Value("q", 0)
+    judges = [_Worker(paths, counter, posted, digest, context) for _ in range(workers)]
     judged: dict[int, list[Outcome]] = {}
     given = 0  # chunks yielded so far
     try:
+        chunks = _chunks(find_fixtures(paths))
+        digest.value = _digest(chunks)
+        posted.set()
+        on_listed(sum(map(len, chunks)))
         while (index := _next_chunk(counter)) < len(chunks):
             judged[index] = [judge(path) for path in chunks[index]]
             for worker in judges:
-                judged.update(worker.collect(wait=False))
+                judged.update(worker.collect(chunks, wait=False))
             while given in judged:
                 yield from judged.pop(given)
                 given += 1
         for worker in judges:
-            judged.update(worker.collect(wait=True))
+            judged.update(worker.collect(chunks, wait=True))
         for index in range(given, len(chunks)):
             # A chunk a worker took and never sent (it died) is judged here.
             yield from judged.pop(index, None) or map(judge, chunks[index])
-    finally:  # the caller stopped early, or judging raised
+    finally:  # the caller stopped early, or judging (or listing) raised
         for worker in judges:
             worker.stop()
+
+
+def _chunks(files: list[Path]) -> list[list[Path]]:
+    return [files[start : start + _CHUNK] for start in range(0, len(files), _CHUNK)]
+
+
+def _digest(chunks: list[list[Path]]) -> int:
+    """The list's text, hashed to a signed 64-bit number (Python's own ``hash`` of a string
+    differs between processes that do not share a fork)."""
+    text = "\0".join(str(path) for chunk in chunks for path in chunk).encode(errors="surrogatepass")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little", signed=True)
 
 
 def _next_chunk(counter: Any) -> int:
@@ -121,21 +151,25 @@ def _frozen_heap() -> Iterator[None]:
 
 
 class _Worker:
-    """A process taking chunks and sending each one's outcomes down a pipe, which this process
-    reads between its own chunks: no thread of this process competes with its judging for the
-    GIL (``ProcessPoolExecutor``'s did, and its workers stalled on full pipes meanwhile)."""
+    """A process listing the files, then taking chunks and sending each one's outcomes down a
+    pipe, which this process reads between its own chunks: no thread of this process competes
+    with its judging for the GIL (``ProcessPoolExecutor``'s did, and its workers stalled on
+    full pipes meanwhile)."""
 
-    def __init__(self, chunks: list[list[Path]], counter: Any, context: Any) -> None:
+    def __init__(
+        self, paths: Sequence[Path], counter: Any, posted: Any, digest: Any, context: Any
+    ) -> None:
         self._done = False
-        self._chunks = chunks
         self._reader, writer = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=_judge_and_send, args=(chunks, counter, writer), daemon=True
+            target=_list_and_judge,
+            args=(list(paths), counter, posted, digest, writer),
+            daemon=True,
         )
         self._process.start()
         writer.close()
 
-    def collect(self, *, wait: bool) -> dict[int, list[Outcome]]:
+    def collect(self, chunks: list[list[Path]], *, wait: bool) -> dict[int, list[Outcome]]:
         """The chunks judged and arrived (``wait``: until the worker is done), by index."""
         judged: dict[int, list[Outcome]] = {}
         while not self._done:
@@ -151,7 +185,7 @@ class _Worker:
                     index, judgments = message
                     judged[index] = [
                         Outcome(fixture=path, **dict(zip(_AFTER_PATH, judgment, strict=True)))
-                        for path, judgment in zip(self._chunks[index], judgments, strict=True)
+                        for path, judgment in zip(chunks[index], judgments, strict=True)
                     ]
             elif ready:  # ended without its end mark, every message read
                 self._done = True
@@ -166,13 +200,23 @@ class _Worker:
         self._reader.close()
 
 
+def _list_and_judge(
+    paths: list[Path], counter: Any, posted: Any, digest: Any, writer: connection.Connection
+) -> None:
+    chunks = _chunks(find_fixtures(paths))
+    mine = _digest(chunks)
+    posted.wait()
+    if digest.value == mine:
+        _judge_and_send(chunks, counter, writer)
+    writer.send(None)
+    writer.close()
+
+
 def _judge_and_send(chunks: list[list[Path]], counter: Any, writer: connection.Connection) -> None:
     # Each outcome goes without its path, which this process has: a path costs more to unpickle
     # (pathlib parses it again) than the rest of an outcome.
     while (index := _next_chunk(counter)) < len(chunks):
         writer.send((index, [_without_path(judge(path)) for path in chunks[index]]))
-    writer.send(None)
-    writer.close()
 
 
 #: An outcome's fields after ``fixture`` (its first), in order: what a worker sends of one.
@@ -240,24 +284,29 @@ def _usage_problem(report_format: str, jobs: int) -> str | None:
 
 
 def _replay_with_progress(paths: Sequence[Path], jobs: int, err: TextIO) -> list[Outcome]:
-    files = find_fixtures(paths)
-    if not (err.isatty() and len(files) > PROGRESS_THRESHOLD):
-        return _replay_files(files, jobs)
-    # Refreshed by hand: an auto-refresh thread alive while the worker pool forks could deadlock.
-    with Progress(
-        console=console(err, soft_wrap=False), transient=True, auto_refresh=False
-    ) as progress:
-        task = progress.add_task("replaying", total=len(files))
-        shown = 0.0
+    if not err.isatty():
+        return replay(paths, jobs)
+    # Refreshed by hand: an auto-refresh thread alive while the workers fork could deadlock.
+    progress = Progress(console=console(err, soft_wrap=False), transient=True, auto_refresh=False)
+    task = progress.add_task("replaying", total=None)
+    shown = 0.0
 
-        def advance(_: Outcome) -> None:
-            nonlocal shown
-            progress.advance(task)
-            if time.monotonic() - shown >= 0.1:  # ten frames a second is plenty
-                progress.refresh()
-                shown = time.monotonic()
+    def listed(count: int) -> None:
+        if count > PROGRESS_THRESHOLD:  # below it the bar would only flicker
+            progress.update(task, total=count)
+            progress.start()
 
-        return _replay_files(files, jobs, advance)
+    def advance(_: Outcome) -> None:
+        nonlocal shown
+        progress.advance(task)
+        if progress.live.is_started and time.monotonic() - shown >= 0.1:
+            progress.refresh()  # ten frames a second is plenty
+            shown = time.monotonic()
+
+    try:
+        return replay(paths, jobs, on_outcome=advance, on_listed=listed)
+    finally:
+        progress.stop()
 
 
 def _print_updates(outcomes: Sequence[Outcome], written: Sequence[Path], out: TextIO) -> None:
