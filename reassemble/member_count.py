@@ -31,7 +31,14 @@ def members_proven(text: str, kept: int, colons: int) -> bool:
     follows no quote. A string that starts with a colon right after a name (an argument
     fragment such as ``": 3}``) is taken off the count as ``_opened`` shows."""
     after_quotes = text.count('":')
-    if after_quotes != colons and (" :" in text or "\t:" in text or "\n:" in text or "\r:" in text):
+    # A tab or carriage return is looked for alone first: a one-character search finds none in
+    # a fixture file many times faster than a two-character search of the whole text does.
+    if after_quotes != colons and (
+        " :" in text
+        or "\n:" in text
+        or ("\t" in text and "\t:" in text)
+        or ("\r" in text and "\r:" in text)
+    ):
         return False
     quotes, sign, ending = after_quotes, -1, '\\":'
     while (found := text.count(ending)) != 0:
