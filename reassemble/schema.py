@@ -461,7 +461,7 @@ def compiled_schema(schema: object) -> ToolSchema | SchemaProblem:
     of more than ``SCHEMA_CACHE_SIZE`` are forgotten. A compiled schema is never changed after it
     is built, so one serves every engine and thread."""
     try:
-        key = _CACHE_KEY(schema)
+        key = _cache_key(schema)
     except (TypeError, ValueError, RecursionError):  # not JSON: compile it, and let it fail
         return compile_schema(schema)
     with _CACHE_LOCK:
@@ -477,9 +477,37 @@ def compiled_schema(schema: object) -> ToolSchema | SchemaProblem:
     return found
 
 
-#: The cache's key: a schema's compact JSON (one encoder, as ``json.dumps`` with options builds
-#: one per call).
-_CACHE_KEY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_KEY_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+#: The C encoder that ``_KEY_ENCODER.encode`` builds for every schema it is given (through two
+#: Python calls), built once with the same settings: every engine looks each schema it uses up.
+#: A schema that holds a cycle recurses until ``RecursionError``, which ``compiled_schema``
+#: takes as it takes the encoder's own "circular reference" error. None where ``json`` has no
+#: C encoder.
+_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_KEY_PIECES = (
+    None
+    if _make_encoder is None
+    else _make_encoder(
+        None,  # no cycle is looked for, as check_circular=False says
+        _KEY_ENCODER.default,
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # one line
+        _KEY_ENCODER.key_separator,
+        _KEY_ENCODER.item_separator,
+        False,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan
+    )
+)
+
+
+def _cache_key(schema: object) -> str:
+    """The cache's key: a schema's compact JSON."""
+    if _KEY_PIECES is None:
+        return _KEY_ENCODER.encode(schema)
+    return "".join(_KEY_PIECES(schema, 0))
+
+
 #: Compiled schemas kept per process.
 SCHEMA_CACHE_SIZE = 512
 _CACHE: OrderedDict[str, ToolSchema | SchemaProblem] = OrderedDict()
