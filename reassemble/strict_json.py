@@ -75,8 +75,9 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS, check_names: bool = True) 
     length = len(text)
     if length > reader.size_by_count:  # a shorter text fits, even at 4 UTF-8 bytes a character
         _check_size(text, limits)
+    objects: int | None = None  # how many objects the scan built, when it counted them
     if length > reader.short:
-        value, end = _decode(text, reader, check_names)
+        value, end, objects = _decode(text, reader, check_names)
     elif not check_names:
         # What ``_decode`` does for a short text (most events), without the call; a text that
         # fails, as one that starts with whitespace does here, is read again by ``_decode``,
@@ -84,12 +85,14 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS, check_names: bool = True) 
         try:
             value, end = reader.unnamed_scan(text, 0)
         except Exception:
-            value, end = _decode(text, reader, False)
+            value, end, objects = _decode(text, reader, False)
     else:
         # A text whose scan fails or whose names the count cannot prove is read again by
         # ``_decode``, with every hook.
         proven = _tallied(text, 0, reader, True)
-        value, end = proven if proven is not None else _decode(text, reader, True, tally=False)
+        value, end, objects = (
+            proven if proven is not None else _decode(text, reader, True, tally=False)
+        )
     if end != length:
         after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
         if after != length:
@@ -99,12 +102,16 @@ def loads(text: str, limits: Limits = DEFAULT_LIMITS, check_names: bool = True) 
     # A lone surrogate needs a surrogate escape or a surrogate character in the text (substring
     # and ASCII tests first: far cheaper than a regular expression over every character).
     # Nesting deeper than the limit needs more ``[``/``{`` than the limit, and as many closing
-    # brackets after them, so the text that parsed is over twice the limit long.
+    # brackets after them, so the text that parsed is over twice the limit long. A scan that
+    # counted its objects has said how many ``{`` opened one: that text need not be searched.
     if ("\\u" in text and _escapes_a_surrogate(text)) or (
         not text.isascii() and _SURROGATE.search(text) is not None
     ):
         _walk(value, limits)
-    elif length > reader.depth_by_length and text.count("[") + text.count("{") > limits.max_depth:
+    elif (
+        length > reader.depth_by_length
+        and text.count("[") + (text.count("{") if objects is None else objects) > limits.max_depth
+    ):
         _check_depth(value, limits)
     return value
 
@@ -220,8 +227,9 @@ _SAMPLED_RUN = re.compile(f"[-0-9]{{{_SAMPLED_RUN_LENGTH}}}")
 
 def _decode(
     text: str, reader: _Reader, check_names: bool = True, tally: bool = True
-) -> tuple[Any, int]:
-    """The value and where it ends. With no integer literal that could break a limit, the
+) -> tuple[Any, int, int | None]:
+    """The value, where it ends, and how many objects it holds when the scan counted them
+    (``_tallied``; else None). With no integer literal that could break a limit, the
     scanner converts integers itself; floats always have the hook, since ``1e400`` is short
     and overflows. Member names are proven by ``_tallied`` where it can (``tally``), else
     checked by the hook."""
@@ -255,7 +263,7 @@ def _decode(
             if check_names
             else reader.unnamed_scan
         )
-        return scan(text, start)
+        value, end = scan(text, start)
     except _HookError as error:
         raise StrictJSONError(error.code, error.message) from None
     except StopIteration as error:  # no value where the text starts (raw_decode's message)
@@ -266,6 +274,7 @@ def _decode(
         raise StrictJSONError(
             Code.LIMIT_EXCEEDED, f"nesting is deeper than {reader.limits.max_depth}"
         ) from None
+    return value, end, None
 
 
 #: Holds ``_FREE`` while no parse is tallying: a parse takes it out (``dict.pop`` is one step,
@@ -277,12 +286,14 @@ _FREE = "free"
 _TALLY[_FREE] = True
 
 
-def _tallied(text: str, start: int, reader: _Reader, plain_ints: bool) -> tuple[Any, int] | None:
-    """The value and where it ends, scanned without the member-name hook (the scanner builds
-    each object itself, which the hook would do from a list of pairs); None when another
-    parse holds the tally, the scan fails (the hooked scan then gives the error the hooks give,
-    in the order they give it), or the members kept do not prove that no name repeats
-    (``members_proven``)."""
+def _tallied(
+    text: str, start: int, reader: _Reader, plain_ints: bool
+) -> tuple[Any, int, int] | None:
+    """The value, where it ends and how many objects it holds, scanned without the member-name
+    hook (the scanner builds each object itself, which the hook would do from a list of pairs,
+    and the object hook counts them); None when another parse holds the tally, the scan fails
+    (the hooked scan then gives the error the hooks give, in the order they give it), or the
+    members kept do not prove that no name repeats (``members_proven``)."""
     if not _TALLY.pop(_FREE, False):
         return None
     sizes = reader.sizes
@@ -291,6 +302,7 @@ def _tallied(text: str, start: int, reader: _Reader, plain_ints: bool) -> tuple[
             text, start
         )
         kept = sum(sizes)
+        objects = len(sizes)  # the hook notes each object the scan builds, once
     except Exception:
         return None
     finally:
@@ -298,7 +310,7 @@ def _tallied(text: str, start: int, reader: _Reader, plain_ints: bool) -> tuple[
         _TALLY[_FREE] = True
     colons = text.count(":")
     if kept == colons or members_proven(text, kept, colons):
-        return value, end
+        return value, end, objects
     return None
 
 

@@ -615,6 +615,16 @@ def test_depth_counts_nesting_not_brackets() -> None:
         loads('{"a":' * 128 + "[" + ",".join(["[]"] * 10) + "]" + "}" * 128)
 
 
+@pytest.mark.parametrize("padding", [0, 2_000])  # read by ``loads`` itself, and by ``_decode``
+def test_objects_the_scan_counted_bound_the_depth_as_the_braces_did(padding: int) -> None:
+    # The scan counts the objects it builds, and ``loads`` takes that count for the ``{`` in the
+    # text: braces inside a string open nothing, and 129 objects deep is still too deep.
+    inside = '"' + "{" * 200 + "x" * padding + '"'
+    assert loads('{"a":' * 128 + inside + "}" * 128) is not None
+    with pytest.raises(StrictJSONError, match="nesting is deeper than 128"):
+        loads('{"a":' * 129 + inside + "}" * 129)
+
+
 NESTED = st.recursive(
     st.integers(0, 1) | st.text("a\\", max_size=2),
     lambda children: (
