@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import multiprocessing
@@ -332,6 +333,34 @@ def test_a_worker_that_lists_other_files_judges_none_and_every_outcome_is_this_p
     monkeypatch.setattr(runner.multiprocessing, "get_context", lambda *_: fork)
     assert replay([folder], jobs=2) == one
     assert replay([folder], jobs=3) == one
+
+
+def test_fixtures_are_judged_with_the_collector_off_and_it_is_left_as_it_was(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replay judges with the cyclic collector off and the heap before it frozen, and leaves
+    both as it found them: a collector off stays off, a freeze made before stays."""
+    seen: list[tuple[bool, bool]] = []
+    judge_one = runner.judge
+
+    def watched(path: Path) -> Any:
+        seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
+        return judge_one(path)
+
+    monkeypatch.setattr(runner, "judge", watched)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            assert [o.held for o in replay([folder], jobs=1)] == [True] * 5
+            assert (gc.isenabled(), gc.get_freeze_count()) == (enabled, 0)
+        gc.freeze()
+        assert len(replay([folder], jobs=1)) == 5
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
+    assert seen == [(False, True)] * 15
 
 
 def test_a_terminal_gets_a_progress_bar_on_stderr_for_more_than_20_fixtures() -> None:
