@@ -14,6 +14,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from callgate.reassemble.encoder_pieces import encoder_pieces
 from callgate.reassemble.engine import Reassembler
 from callgate.reassemble.errors import InputError, UsageError
 from callgate.reassemble.limits import Limits
@@ -214,25 +215,9 @@ def check(
 #: otherwise record every list and object it enters).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
 _ONE_LINE = _ENCODER.encode
-#: The C encoder that ``_ONE_LINE`` builds for every value it is given (through two Python
-#: calls), built once with the same settings: a stream's events, nearly all of a long fixture,
-#: are each this encoder's pieces joined. None where ``json`` has no C encoder.
-_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-_EVENT_PIECES = (
-    None
-    if _make_encoder is None
-    else _make_encoder(
-        None,  # no cycle is looked for, as check_circular=False says
-        _ENCODER.default,
-        json.encoder.encode_basestring,  # ensure_ascii=False
-        None,  # one line
-        _ENCODER.key_separator,
-        _ENCODER.item_separator,
-        False,  # sort_keys
-        False,  # skipkeys
-        True,  # allow_nan
-    )
-)
+#: ``_ONE_LINE``'s C encoder, built once: a stream's events, nearly all of a long fixture, are
+#: each its pieces joined.
+_EVENT_PIECES = encoder_pieces(_ENCODER)
 
 
 def one_line_events(values: list[Any]) -> list[str]:

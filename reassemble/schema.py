@@ -31,6 +31,7 @@ from jsonschema import validators as jsonschema_validators
 from referencing import Registry
 
 from callgate.reassemble.codes import Code
+from callgate.reassemble.encoder_pieces import encoder_pieces
 from callgate.reassemble.schema_subset import accepting
 
 MAX_MESSAGE_CHARS = 200
@@ -478,27 +479,10 @@ def compiled_schema(schema: object) -> ToolSchema | SchemaProblem:
 
 
 _KEY_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
-#: The C encoder that ``_KEY_ENCODER.encode`` builds for every schema it is given (through two
-#: Python calls), built once with the same settings: every engine looks each schema it uses up.
-#: A schema that holds a cycle recurses until ``RecursionError``, which ``compiled_schema``
-#: takes as it takes the encoder's own "circular reference" error. None where ``json`` has no
-#: C encoder.
-_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-_KEY_PIECES = (
-    None
-    if _make_encoder is None
-    else _make_encoder(
-        None,  # no cycle is looked for, as check_circular=False says
-        _KEY_ENCODER.default,
-        json.encoder.encode_basestring,  # ensure_ascii=False
-        None,  # one line
-        _KEY_ENCODER.key_separator,
-        _KEY_ENCODER.item_separator,
-        False,  # sort_keys
-        False,  # skipkeys
-        True,  # allow_nan
-    )
-)
+#: ``_KEY_ENCODER``'s C encoder, built once: every engine looks each schema it uses up. A
+#: schema that holds a cycle recurses until ``RecursionError``, which ``compiled_schema`` takes
+#: as it takes the encoder's own "circular reference" error.
+_KEY_PIECES = encoder_pieces(_KEY_ENCODER)
 
 
 def _cache_key(schema: object) -> str:

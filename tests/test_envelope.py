@@ -3,12 +3,14 @@ document, valid or not, and a bad envelope is one line naming where it is wrong.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from callgate.reassemble.encoder_pieces import encoder_pieces
 from callgate.reassemble.envelope import (
     _ONE_LINE,
     _VALIDATOR,
@@ -221,3 +223,27 @@ def test_the_schema_message_is_kept_whole_up_to_200_characters_and_clipped_after
         validate_envelope({"envelope_version": 1, "profile": profile, "chunks": []})
     shown = message if length <= 200 else message[:200] + "..."
     assert str(raised.value) == f"not a callgate envelope: at /profile: {shown}"
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES, ascii_only=st.booleans(), compact=st.booleans())
+def test_an_encoders_pieces_joined_are_what_it_encodes(
+    value: object, ascii_only: bool, compact: bool
+) -> None:
+    separators = (",", ":") if compact else None
+    encoder = json.JSONEncoder(ensure_ascii=ascii_only, separators=separators, check_circular=False)
+    pieces = encoder_pieces(encoder)
+    assert pieces is not None
+    assert "".join(pieces(value, 0)) == encoder.encode(value)
+
+
+def test_an_encoder_that_indents_or_looks_for_cycles_has_no_pieces() -> None:
+    assert encoder_pieces(json.JSONEncoder(indent=2, check_circular=False)) is None
+    assert encoder_pieces(json.JSONEncoder()) is None
