@@ -348,7 +348,8 @@ def test_fixtures_are_judged_with_the_collector_off_and_it_is_left_as_it_was(
         return judge_one(path)
 
     monkeypatch.setattr(runner, "judge", watched)
-    was = gc.isenabled()
+    was_enabled, was_frozen = gc.isenabled(), gc.get_freeze_count() > 0
+    gc.unfreeze()  # a heap nobody froze (another test may have); frozen again at the end
     try:
         for enabled in (True, False):
             (gc.enable if enabled else gc.disable)()
@@ -359,7 +360,9 @@ def test_fixtures_are_judged_with_the_collector_off_and_it_is_left_as_it_was(
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
-        (gc.enable if was else gc.disable)()
+        if was_frozen:
+            gc.freeze()
+        (gc.enable if was_enabled else gc.disable)()
     assert seen == [(False, True)] * 15
 
 
