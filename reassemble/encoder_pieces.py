@@ -16,13 +16,14 @@ from typing import Any
 Pieces = Callable[[Any, int], Any]
 
 
-def encoder_pieces(encoder: json.JSONEncoder) -> Pieces | None:
+def encoder_pieces(encoder: json.JSONEncoder) -> Pieces:
     """The C encoder with ``encoder``'s settings, for one that writes one line (no ``indent``)
     and looks for no cycle (``check_circular=False``: a value holding one recurses until
-    ``RecursionError``); None for any other, or where ``json`` has no C encoder."""
+    ``RecursionError``); for any other, or where ``json`` has no C encoder, ``encoder.encode``
+    giving its text as the one piece."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None or encoder.indent is not None or encoder.check_circular:
-        return None
+        return lambda value, _: (encoder.encode(value),)
     pieces: Pieces = make(
         None,  # no cycle is looked for
         encoder.default,

@@ -222,8 +222,6 @@ _EVENT_PIECES = encoder_pieces(_ENCODER)
 
 def one_line_events(values: list[Any]) -> list[str]:
     """Each of ``values`` as ``_ONE_LINE`` writes it."""
-    if _EVENT_PIECES is None:
-        return list(map(_ONE_LINE, values))
     pieces = _EVENT_PIECES
     return ["".join(pieces(value, 0)) for value in values]
 

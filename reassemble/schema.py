@@ -487,8 +487,6 @@ _KEY_PIECES = encoder_pieces(_KEY_ENCODER)
 
 def _cache_key(schema: object) -> str:
     """The cache's key: a schema's compact JSON."""
-    if _KEY_PIECES is None:
-        return _KEY_ENCODER.encode(schema)
     return "".join(_KEY_PIECES(schema, 0))
 
 

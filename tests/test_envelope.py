@@ -233,17 +233,26 @@ _JSON_VALUES = st.recursive(
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=_JSON_VALUES, ascii_only=st.booleans(), compact=st.booleans())
+@given(
+    value=_JSON_VALUES,
+    ascii_only=st.booleans(),
+    compact=st.booleans(),
+    indent=st.sampled_from([None, 2]),
+)
 def test_an_encoders_pieces_joined_are_what_it_encodes(
-    value: object, ascii_only: bool, compact: bool
+    value: object, ascii_only: bool, compact: bool, indent: int | None
 ) -> None:
+    """By the C encoder built once for a one-line encoder, by ``encode`` itself for one that
+    indents: the same text either way."""
     separators = (",", ":") if compact else None
-    encoder = json.JSONEncoder(ensure_ascii=ascii_only, separators=separators, check_circular=False)
-    pieces = encoder_pieces(encoder)
-    assert pieces is not None
-    assert "".join(pieces(value, 0)) == encoder.encode(value)
+    encoder = json.JSONEncoder(
+        ensure_ascii=ascii_only, separators=separators, indent=indent, check_circular=False
+    )
+    assert "".join(encoder_pieces(encoder)(value, 0)) == encoder.encode(value)
 
 
-def test_an_encoder_that_indents_or_looks_for_cycles_has_no_pieces() -> None:
-    assert encoder_pieces(json.JSONEncoder(indent=2, check_circular=False)) is None
-    assert encoder_pieces(json.JSONEncoder()) is None
+def test_only_a_one_line_encoder_that_looks_for_no_cycle_gets_the_c_encoder() -> None:
+    one_line = encoder_pieces(json.JSONEncoder(check_circular=False))
+    assert type(one_line).__name__ == "Encoder"  # json's C encoder type
+    for other in (json.JSONEncoder(indent=2, check_circular=False), json.JSONEncoder()):
+        assert type(encoder_pieces(other)).__name__ == "function"
