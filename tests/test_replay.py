@@ -291,6 +291,12 @@ def test_jobs_2_gives_the_same_outcomes_and_report_as_jobs_1(folder: Path) -> No
     assert run([folder], "text", jobs=1) == run([folder], "text", jobs=2)
 
 
+def _workers_forked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers forked, whatever the platform's default: they run this module's patches."""
+    fork = multiprocessing.get_context("fork")
+    monkeypatch.setattr(runner.multiprocessing, "get_context", lambda *_: fork)
+
+
 def test_a_chunk_a_worker_took_and_died_with_is_judged_by_this_process(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -307,9 +313,7 @@ def test_a_chunk_a_worker_took_and_died_with_is_judged_by_this_process(
         os._exit(1)
 
     monkeypatch.setattr(runner, "_judge_and_send", one_chunk_then_die)
-    # fork, whatever the platform's default: the worker runs this module's patched function.
-    fork = multiprocessing.get_context("fork")
-    monkeypatch.setattr(runner.multiprocessing, "get_context", lambda *_: fork)
+    _workers_forked(monkeypatch)
     assert replay([folder], jobs=2) == one
     assert replay([folder], jobs=4) == one
 
@@ -329,8 +333,7 @@ def test_a_worker_that_lists_other_files_judges_none_and_every_outcome_is_this_p
         return files if os.getpid() == here else files[1:]
 
     monkeypatch.setattr(runner, "find_fixtures", one_file_fewer_in_a_worker)
-    fork = multiprocessing.get_context("fork")  # the worker runs the patched listing
-    monkeypatch.setattr(runner.multiprocessing, "get_context", lambda *_: fork)
+    _workers_forked(monkeypatch)
     assert replay([folder], jobs=2) == one
     assert replay([folder], jobs=3) == one
 

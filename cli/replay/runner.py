@@ -95,10 +95,11 @@ def _shared(
     judged: dict[int, list[Outcome]] = {}
     given = 0  # chunks yielded so far
     try:
-        chunks = _chunks(find_fixtures(paths))
-        digest.value = _digest(chunks)
+        files = find_fixtures(paths)
+        chunks = _chunks(files)
+        digest.value = _digest(files)
         posted.set()
-        on_listed(sum(map(len, chunks)))
+        on_listed(len(files))
         while (index := _next_chunk(counter)) < len(chunks):
             judged[index] = [judge(path) for path in chunks[index]]
             for worker in judges:
@@ -120,10 +121,10 @@ def _chunks(files: list[Path]) -> list[list[Path]]:
     return [files[start : start + _CHUNK] for start in range(0, len(files), _CHUNK)]
 
 
-def _digest(chunks: list[list[Path]]) -> int:
+def _digest(files: list[Path]) -> int:
     """The list's text, hashed to a signed 64-bit number (Python's own ``hash`` of a string
     differs between processes that do not share a fork)."""
-    text = "\0".join(str(path) for chunk in chunks for path in chunk).encode(errors="surrogatepass")
+    text = "\0".join(map(str, files)).encode(errors="surrogatepass")
     return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little", signed=True)
 
 
@@ -210,11 +211,11 @@ class _Worker:
 def _list_and_judge(
     paths: list[Path], counter: Any, posted: Any, digest: Any, writer: connection.Connection
 ) -> None:
-    chunks = _chunks(find_fixtures(paths))
-    mine = _digest(chunks)
+    files = find_fixtures(paths)
+    mine = _digest(files)
     posted.wait()
     if digest.value == mine:
-        _judge_and_send(chunks, counter, writer)
+        _judge_and_send(_chunks(files), counter, writer)
     writer.send(None)
     writer.close()
 
