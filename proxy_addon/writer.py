@@ -103,11 +103,15 @@ def write_fixture(
         )
         path = out / fixture_name(redacted.envelope, redacted.data)
         write_atomic(path, redacted.data)
-        return (
+        written = (
             path,
             redacted.report,
             None if shown is None else b"".join(framed(redacted.envelope, shown)),
         )
+        # The fixture's containers freed while the collector is still off: left alive, the
+        # first allocation once it is back on sets off a collection that walks them all.
+        del redacted
+    return written
 
 
 @contextlib.contextmanager

@@ -304,3 +304,54 @@ def test_a_fixture_is_built_with_the_collector_off_and_leaves_it_as_it_was(
     finally:
         (gc.enable if was else gc.disable)()
     assert seen == [False, False]
+
+
+def test_a_long_turns_fixture_is_freed_before_the_collector_is_back_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """By the time the writer turns the collector back on, the fixture it built (tens of
+    thousands of containers on a long turn) is freed: the young generation then holds what the
+    build left behind, not the fixture, which a collection would otherwise walk."""
+    pieces = ['{"v": [', *[f"{n}, " for n in range(1998)], "0]}"]
+    envelope = {
+        "profile": "openai",
+        "tool_schemas": {},
+        "chunks": [
+            chat_chunk(entry(0, "", "call_1", "f")),
+            *(chat_chunk(entry(0, piece)) for piece in pieces),
+            chat_chunk(finish="tool_calls"),
+        ],
+    }
+    body, request = b"".join(framed(envelope, SSE)), request_body_of(envelope)
+    young: list[int] = []
+
+    class Collector:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(gc, name)
+
+        def enable(self) -> None:
+            young.append(gc.get_count()[0])
+            gc.enable()
+
+    monkeypatch.setattr(writer, "gc", Collector())
+    tap = streamed(body, request, "openai", None, SSE, enforce=False)
+    packed = tap.packed_body()
+    assert packed is not None
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        writer.write_fixture(
+            exchange_of(body, request, SSE),
+            "openai",
+            None,
+            tmp_path,
+            ArgumentMode.MASK,
+            False,
+            None,
+            tap.close(),
+            packed,
+        )
+    finally:
+        (gc.enable if was else gc.disable)()
+    # 2,002 events of seven containers each: the fixture alone would be over 14,000.
+    assert len(young) == 1 and young[0] < 4_000, young
