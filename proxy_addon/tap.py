@@ -114,7 +114,7 @@ def unpack_body(packed: PackedBody) -> StreamBody:
     events = json.loads("[" + ",".join(texts) + "]") if texts else []
     if len(events) != len(texts):  # each text is one JSON value: this cannot happen
         raise ValueError(f"{len(texts)} event texts unpacked as {len(events)} values")
-    return StreamBody(events, framing, done, incomplete)
+    return StreamBody(events, framing, done, incomplete, texts)
 
 
 class StreamTap:

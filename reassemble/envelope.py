@@ -218,6 +218,12 @@ _ONE_LINE = _ENCODER.encode
 #: ``_ONE_LINE``'s C encoder, built once: a stream's events, nearly all of a long fixture, are
 #: each its pieces joined.
 _EVENT_PIECES = encoder_pieces(_ENCODER)
+#: A string as ``_ONE_LINE`` writes it, quotes included.
+encoded_string = (
+    json.encoder.encode_basestring_ascii
+    if _ENCODER.ensure_ascii
+    else json.encoder.encode_basestring
+)
 
 
 def one_line_events(values: list[Any]) -> list[str]:
@@ -235,14 +241,17 @@ def fixture_bytes(envelope: Mapping[str, Any]) -> bytes:
     return fixture_text(envelope).encode()
 
 
-def fixture_text(envelope: Mapping[str, Any]) -> str:
-    """``fixture_bytes`` before encoding: the text a leak gate searches before it is written."""
+def fixture_text(envelope: Mapping[str, Any], event_lines: list[str] | None = None) -> str:
+    """``fixture_bytes`` before encoding: the text a leak gate searches before it is written.
+    ``event_lines``: the stream's events as ``one_line_events`` writes them, where the caller
+    wrote them already."""
     profile = PROFILES.get(envelope.get("profile"))  # type: ignore[arg-type]
     stream_key = profile.stream_key if profile is not None else None
     fields = []
     for key, value in envelope.items():
         if key == stream_key and isinstance(value, list) and value:
-            text = "[\n    " + ",\n    ".join(one_line_events(value)) + "\n  ]"
+            lines = one_line_events(value) if event_lines is None else event_lines
+            text = "[\n    " + ",\n    ".join(lines) + "\n  ]"
         else:
             # A JSON string holds no raw line break, so every one here is layout.
             text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")

@@ -34,6 +34,7 @@ from callgate.reassemble.profiles import (
 )
 from callgate.reassemble.providers import provider_from_url
 from callgate.redact.exchange import Exchange
+from callgate.redact.fragment_lines import FragmentLines
 from callgate.redact.leaks import find_leaks, secrets_of
 from callgate.redact.stream import (
     REQUEST_PARAMETERS,
@@ -79,8 +80,9 @@ def redact_exchange(
     tapes, which replay it to the app). ``verdict`` is the report the unredacted stream already
     got (the proxy judges it as it passes): the verdict gate compares with it instead of
     checking the unredacted envelope again. ``body``: the response body's events as they were
-    already read (the proxy reads them as they pass), which spares parsing the body again.
-    Raises ``NotApplicable`` or ``RedactionRefused``."""
+    already read (the proxy reads them as they pass), which spares parsing the body again; with
+    their texts, most events of a long stream are written from a template
+    (``callgate.redact.fragment_lines``)."""
     provider = provider or provider_from_url(exchange.url)
     envelope = recorded_envelope(
         exchange, profile=profile, provider=provider, keep_text=keep_text, body=body
@@ -94,6 +96,7 @@ def redact_exchange(
         owned=True,
         keep_text=keep_text,
         before=verdict,
+        lines=None if body is None or body.texts is None else FragmentLines(body.texts),
     )
 
 
@@ -154,9 +157,10 @@ def _redacted(
     owned: bool,
     keep_text: bool = False,
     before: Report | None = None,
+    lines: FragmentLines | None = None,
 ) -> Redacted:
     before = check(envelope) if before is None else before
-    out = redacted_copy(envelope, arguments, owned=owned, keep_text=keep_text)
+    out = redacted_copy(envelope, arguments, owned=owned, keep_text=keep_text, lines=lines)
     after = check(out)
     preserved = _verdict(before) == _verdict(after)
     if not preserved and not allow_verdict_change:
@@ -181,7 +185,7 @@ def _redacted(
         )
     if pin_expectation:
         out["expect"] = {"status": after.status.value, "codes": after.blocking_codes}
-    text = fixture_text(out)
+    text = fixture_text(out, None if lines is None else lines.lines)
     refuse_leaks(out, secrets, text)
     return Redacted(out, after, text.encode())
 

@@ -15,6 +15,7 @@ from typing import Any
 from callgate.reassemble import strict_json
 from callgate.reassemble.profiles import ALL_STRUCTURAL_KEYS, PROFILES
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, sites_event_by_event
+from callgate.redact.fragment_lines import FragmentLines
 from callgate.redact.mask import Pseudonyms, mask_arguments, mask_text, mask_value
 
 #: Request parameters that pin behaviour and hold no prompt.
@@ -43,20 +44,29 @@ def request_parameters(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def redacted_copy(
-    envelope: Mapping[str, Any], arguments: ArgumentMode, *, owned: bool, keep_text: bool
+    envelope: Mapping[str, Any],
+    arguments: ArgumentMode,
+    *,
+    owned: bool,
+    keep_text: bool,
+    lines: FragmentLines | None = None,
 ) -> dict[str, Any]:
     """The envelope with its stream redacted and its request cut to ``REQUEST_PARAMETERS``.
     Argument fields are masked in place, so the envelope is copied first unless the caller
     ``owned`` it (built it for this and will not look at it again). ``keep_text`` keeps the
-    model's free text (a tape replayed to an app must say what the model said)."""
+    model's free text (a tape replayed to an app must say what the model said). ``lines``:
+    the stream's events as texts, for an envelope the caller owns; its ``lines`` are then
+    the redacted events as a fixture writes them."""
     out = dict(envelope) if owned else copy.deepcopy(dict(envelope))
     out["request"] = request_parameters(out.get("request", {}))
     key = PROFILES[out["profile"]].stream_key
     keep = _enum_values(out.get("tool_schemas", {}))
     events = out[key]  # every envelope has its stream (checked, or built so)
-    handled = _redact_arguments(out["profile"], events, arguments, keep)
+    handled = _redact_arguments(out["profile"], events, arguments, keep, lines)
     # The copy (or the caller's envelope, owned) is scrubbed where it lies: no second copy.
     _scrub(events, Pseudonyms(), handled, _keep if keep_text else mask_text)
+    if lines is not None:
+        lines.write(events)
     return out
 
 
@@ -104,14 +114,18 @@ Handled = dict[int, set[str]]
 
 
 def _redact_arguments(
-    profile: str, events: list[Any], mode: ArgumentMode, keep: frozenset[str]
+    profile: str,
+    events: list[Any],
+    mode: ArgumentMode,
+    keep: frozenset[str],
+    lines: FragmentLines | None,
 ) -> Handled:
     """Mask argument fields in place, per the mode. Returns the fields that hold arguments, by
     container, which the generic scrub then leaves alone."""
     handled: Handled = {}
     streams: dict[object, list[ArgumentRef]] = {}
     others: list[ArgumentSite] = []  # copies and pieces, in order
-    for site in _argument_sites(PROFILES[profile], events, handled):
+    for site in _argument_sites(PROFILES[profile], events, handled, streams, lines):
         kind, key, container, field = site
         handled.setdefault(id(container), set()).add(field)
         if kind == "stream":
@@ -135,14 +149,22 @@ def _redact_arguments(
 
 
 def _argument_sites(
-    profile: Profile, events: list[Any], handled: Handled
+    profile: Profile,
+    events: list[Any],
+    handled: Handled,
+    streams: dict[object, list[ArgumentRef]],
+    lines: FragmentLines | None,
 ) -> Iterator[ArgumentSite]:
     """``profile.argument_sites(events)``; where the profile reads its sites event by event,
     each argument-fragment event (most of a long stream) also has, in the same pass, the member
     that holds it marked handled: under it the scrub would change nothing (the arguments are
-    handled already), and passes over it without a call per object."""
+    handled already), and passes over it without a call per object. With ``lines``, a
+    fragment event like one before it joins ``streams`` itself, taken out to be written from
+    that one's line."""
     if profile.fragment_site is None or profile.event_sites is None:
         return profile.argument_sites(events)
+    if lines is not None:
+        return lines.sites(profile.fragment_site, profile.event_sites, events, handled, streams)
     return sites_event_by_event(profile.fragment_site, profile.event_sites, events, handled)
 
 

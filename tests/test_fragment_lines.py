@@ -1,0 +1,166 @@
+"""Argument-fragment events written from a template (``callgate.redact.fragment_lines``) are
+held to the general path: the same redacted events, lines and fixture, in every argument mode,
+over chunks changed in the places that decide and written as JSON text in different ways."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from callgate.reassemble.body import StreamBody, parse_stream_body
+from callgate.reassemble.envelope import one_line_events
+from callgate.reassemble.framing import SSE
+from callgate.reassemble.profiles import framed
+from callgate.redact import ArgumentMode, Exchange, redact_exchange
+from callgate.redact.fragment_lines import MOST_TEMPLATES, FragmentLines
+from callgate.redact.stream import redacted_copy
+from tests.test_engine import chunk as chat_chunk
+from tests.test_engine import entry
+from tests.test_redact_fragments import _CHANGED, _TEXTS, _stream
+
+#: Ways a provider writes an event's JSON text: separators, and non-ASCII escaped or not.
+_WRITINGS = st.tuples(st.sampled_from([(",", ":"), (", ", ": "), (",", " :\t")]), st.booleans())
+
+
+def _texts(events: list[Any], writings: list[tuple[tuple[str, str], bool]]) -> list[str]:
+    return [
+        json.dumps(event, separators=separators, ensure_ascii=ascii_only)
+        for event, (separators, ascii_only) in zip(events, writings, strict=True)
+    ]
+
+
+def _both_ways(
+    events: list[Any], texts: list[str], mode: ArgumentMode, keep_text: bool
+) -> tuple[dict[str, Any], dict[str, Any], FragmentLines]:
+    envelope = {"profile": "openai", "tool_schemas": {}, "chunks": events}
+    general = redacted_copy(envelope, mode, owned=False, keep_text=keep_text)
+    lines = FragmentLines(texts)
+    templated = redacted_copy(
+        copy.deepcopy(envelope), mode, owned=True, keep_text=keep_text, lines=lines
+    )
+    return general, templated, lines
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    changes=_CHANGED,
+    texts=_TEXTS,
+    repeats=st.integers(1, 4),
+    data=st.data(),
+    mode=st.sampled_from(ArgumentMode),
+    keep_text=st.booleans(),
+)
+def test_a_stream_is_redacted_from_templates_as_without_them(
+    changes: list[list[Any]],
+    texts: list[str],
+    repeats: int,
+    data: st.DataObject,
+    mode: ArgumentMode,
+    keep_text: bool,
+) -> None:
+    events = _stream(changes * repeats, texts)
+    writings = data.draw(st.lists(_WRITINGS, min_size=len(events), max_size=len(events)))
+    general, templated, lines = _both_ways(events, _texts(events, writings), mode, keep_text)
+    assert json.dumps(templated) == json.dumps(general)
+    assert lines.lines == one_line_events(general["chunks"])
+
+
+def _turn(fragments: int, **top: Any) -> list[Any]:
+    """Two calls started, then ``fragments`` argument chunks taking turns, then the end."""
+    pieces = ['{"v": [', *[f'"{n}", ' for n in range(fragments - 2)], '"0"]}']
+    head = {"id": "chatcmpl-1", "model": "m", **top}  # before the choices, as providers write
+    return [
+        {**head, **chat_chunk(entry(0, "", "call_1", "f"))},
+        {**head, **chat_chunk(entry(1, "", "call_2", "f"))},
+        *({**head, **chat_chunk(entry(n % 2, piece))} for n, piece in enumerate(pieces * 2)),
+        {**head, **chat_chunk(finish="tool_calls")},
+    ]
+
+
+def _fixture_both_ways(
+    events: list[Any], texts: list[str] | None = None
+) -> tuple[tuple[bytes, Any], tuple[bytes, Any], int]:
+    """The fixture and report redacted from the recorded body, and from the events and their
+    texts as the proxy hands them over; and how many events were written from a template."""
+    envelope = {"profile": "openai", "tool_schemas": {}, "chunks": events}
+    body = b"".join(framed(envelope, SSE))
+    exchange = Exchange(
+        method="POST",
+        url="https://api.openai.com/v1/chat/completions",
+        request_headers=[],
+        request_body=b"{}",
+        status=200,
+        response_headers=[("content-type", "text/event-stream")],
+        response_body=body,
+        capture="proxy",
+    )
+    recorded = redact_exchange(exchange)
+    parsed = parse_stream_body(body, "text/event-stream", profile="openai")
+    handed = StreamBody(
+        parsed.events, parsed.framing, parsed.done, parsed.incomplete, texts or _texts_of(events)
+    )
+    counted: list[int] = []
+    written = FragmentLines.write
+
+    def counting(self: FragmentLines, events: list[Any]) -> None:
+        written(self, events)
+        counted.append(self.from_templates)
+
+    FragmentLines.write = counting  # type: ignore[method-assign]
+    try:
+        templated = redact_exchange(exchange, body=handed)
+    finally:
+        FragmentLines.write = written  # type: ignore[method-assign]
+    return (
+        (recorded.data, recorded.report),
+        (templated.data, templated.report),
+        counted[0],
+    )
+
+
+def _texts_of(events: list[Any]) -> list[str]:
+    return [json.dumps(event) for event in events]
+
+
+def test_every_fragment_of_a_long_turn_after_each_calls_first_is_written_from_a_template() -> None:
+    events = _turn(200)
+    recorded, templated, from_templates = _fixture_both_ways(events)
+    assert templated == recorded
+    # Of the 400 fragments, each call's first (and its start, whose entry holds an id) is not.
+    assert from_templates == 398
+
+
+def test_a_fragment_whose_text_holds_arguments_elsewhere_is_written_alone() -> None:
+    """A member named so that ``"arguments":`` stands before the real one, and an id equal to
+    an argument text: the split is proved at the argument string, or no template is learnt."""
+    named = _turn(20, **{'x"arguments': "v"})
+    recorded, templated, from_templates = _fixture_both_ways(named)
+    assert (templated, from_templates) == (recorded, 0)
+    same_id = _turn(20, id='"0", ')
+    recorded, templated, from_templates = _fixture_both_ways(same_id)
+    assert (templated, from_templates) == (recorded, 38)
+
+
+def test_a_model_named_like_the_mark_is_written_event_by_event_with_the_same_bytes() -> None:
+    from callgate.redact import fragment_lines
+
+    events = _turn(20, model=fragment_lines._MARK)
+    recorded, templated, from_templates = _fixture_both_ways(events)
+    assert (templated, from_templates) == (recorded, 38)
+
+
+@pytest.mark.parametrize("mode", list(ArgumentMode))
+def test_events_that_differ_outside_their_arguments_learn_at_most_the_bound(
+    mode: ArgumentMode,
+) -> None:
+    """Each event carrying padding of its own (as OpenAI's ``obfuscation`` member does): no
+    event matches another, and learning stops at the bound."""
+    events = [{**event, "obfuscation": "p" * number} for number, event in enumerate(_turn(100), 1)]
+    general, templated, lines = _both_ways(events, _texts_of(events), mode, keep_text=False)
+    assert json.dumps(templated) == json.dumps(general)
+    assert (lines.from_templates, lines.learnt) == (0, MOST_TEMPLATES)
