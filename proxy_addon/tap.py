@@ -53,6 +53,7 @@ from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.base import Profile
 from callgate.reassemble.readers import READERS, Reader, SSEReader
 from callgate.redact.encoding import Decompressor
+from callgate.redact.fragment_lines import FragmentLines, parse_texts
 
 # The states by name, looked up once: the tap asks for its state at every chunk, and in Python
 # 3.11 an Enum member looked up through its class costs ten times an attribute.
@@ -105,16 +106,17 @@ def may_decide(block: bytes, terminal: re.Pattern[bytes]) -> bool:
 PackedBody = tuple[list[str], str, bool, bool]
 
 
-def unpack_body(packed: PackedBody) -> StreamBody:
+def unpack_body(packed: PackedBody, lines: FragmentLines | None = None) -> StreamBody:
     """The ``StreamBody`` that ``StreamTap.packed_body`` packed; the events are the caller's.
     The texts are parsed as one array: each was read strictly already, or is a JSON string,
     and member names repeated across events are then one string each (the parser's memo lasts
-    a document), which the writer's look-ups and hashing gain from."""
+    a document), which the writer's look-ups and hashing gain from. With ``lines``, the events
+    it will write from a template are not parsed (None stands for each; see
+    ``FragmentLines.parse``)."""
     texts, framing, done, incomplete = packed
-    events = json.loads("[" + ",".join(texts) + "]") if texts else []
-    if len(events) != len(texts):  # each text is one JSON value: this cannot happen
-        raise ValueError(f"{len(texts)} event texts unpacked as {len(events)} values")
-    return StreamBody(events, framing, done, incomplete, texts)
+    if lines is not None:
+        return StreamBody(lines.parse(texts), framing, done, incomplete)
+    return StreamBody(parse_texts(texts), framing, done, incomplete)
 
 
 class StreamTap:

@@ -21,8 +21,9 @@ from pathlib import Path
 from callgate.proxy_addon.storage import write_atomic
 from callgate.proxy_addon.tap import PackedBody, unpack_body
 from callgate.reassemble import Report
-from callgate.reassemble.profiles import framed
+from callgate.reassemble.profiles import PROFILES, framed
 from callgate.redact import ArgumentMode, Exchange, fixture_name, redact_exchange
+from callgate.redact.fragment_lines import FragmentLines
 
 #: What ``write_fixture`` returns: the fixture's path, its report, and the body a user
 #: interface shows (None unless asked for).
@@ -92,6 +93,7 @@ def write_fixture(
     ``body``: the events the tap read (``StreamTap.packed_body``), so the body is not parsed a
     second time."""
     with _collector_off():
+        lines = None if body is None else FragmentLines(PROFILES[profile].fragment_site)
         redacted = redact_exchange(
             exchange,
             profile=profile,
@@ -99,7 +101,8 @@ def write_fixture(
             arguments=mode,
             allow_verdict_change=allow,
             verdict=verdict,
-            body=None if body is None else unpack_body(body),
+            body=None if body is None else unpack_body(body, lines),
+            lines=lines,
         )
         path = out / fixture_name(redacted.envelope, redacted.data)
         write_atomic(path, redacted.data)
@@ -110,7 +113,7 @@ def write_fixture(
         )
         # The fixture's containers freed while the collector is still off: left alive, the
         # first allocation once it is back on sets off a collection that walks them all.
-        del redacted
+        del redacted, lines
     return written
 
 

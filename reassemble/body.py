@@ -11,7 +11,7 @@ split at line feeds of the decoded text, and event-stream messages are read by t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.errors import NotApplicable
@@ -32,9 +32,6 @@ class StreamBody:
     done: bool = False
     #: The SSE body ended inside an event (no dispatching blank line).
     incomplete: bool = False
-    #: Each event as the JSON text it was parsed from, where the reader kept them (the
-    #: proxy's tap): redaction writes most of a long stream's lines from them.
-    texts: list[str] | None = field(default=None, compare=False, repr=False)
 
 
 def parse_stream_body(

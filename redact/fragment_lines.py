@@ -1,5 +1,5 @@
 """A long stream's argument-fragment events, redacted and written from the line of the first
-event like them, where the events' JSON texts are at hand (the proxy hands them over).
+event like them, where the events' JSON texts are at hand (the proxy's tap hands them over).
 
 How this works: most events of a long Chat Completions stream are one call's argument fragment
 (the profile's ``fragment_site``), and each differs from the call's one before only in its
@@ -16,9 +16,8 @@ argument object would) and then left out of the scrub: outside the arguments the
 strings the first event held, whose ids were given their pseudonyms then. Their values, which the
 verdict gate judges and the envelope keeps, are the first event's redacted value with their own
 argument text: the objects on the path to it are copied, the rest is shared (nothing changes a
-redacted event). Neither the scrub's walk, nor the encoder, nor building the event from its
-text is then paid for most events of a long stream: a long turn's fixture is built with a fifth
-fewer instructions.
+redacted event). Neither parsing the event's text, nor the scrub's walk, nor the encoder is then
+paid for most events of a long stream.
 
 A template is learnt from an event only once a parse proves where its text was split: the text
 with another string in place of the argument string parses to the event with that other
@@ -83,12 +82,14 @@ class _Template:
 
 
 class FragmentLines:
-    """The events of one stream (``texts``: each event's JSON text, as it was parsed) that take
-    their line from a template: ``sites`` finds them as the argument sites are read, ``write``
-    writes every event's line once the stream is redacted."""
+    """The events of one stream that take their line from a template. ``parse`` reads the
+    events' texts, learning templates and leaving out what it will write from one; ``sites``
+    reads the argument sites as redaction does; ``write`` writes every event's line once the
+    stream is redacted. ``fragment_site``: the profile's; without one, no event has a template.
+    """
 
-    def __init__(self, texts: list[str]) -> None:
-        self._texts = texts
+    def __init__(self, fragment_site: Callable[[Any], FragmentSite | None] | None) -> None:
+        self._fragment_site = fragment_site
         self._templates: dict[tuple[str, str], _Template] = {}
         #: Event number -> its template and the holder of its argument text, which stands for
         #: its argument object (``{"arguments": text}``) while the stream is masked.
@@ -106,6 +107,44 @@ class FragmentLines:
         """Events written from a template."""
         return len(self._matched)
 
+    def parse(self, texts: list[str]) -> list[Any]:
+        """Each text's JSON value (each was read strictly already, or is a JSON string), but
+        None for each event with a template, which is not parsed. A text with an argument
+        string is parsed alone while templates may be learnt from it; the rest as one array."""
+        fragment_site, templates, matched = self._fragment_site, self._templates, self._matched
+        search, scan = _ARGUMENTS.search, _SCAN_STRING
+        values: list[Any] = [None] * len(texts)
+        together: list[int] = []
+        for number, text in enumerate(texts):
+            found = None if fragment_site is None else search(text)
+            if found is not None:
+                start = found.end() - 1  # the argument string's opening quote
+                try:
+                    arguments, end = scan(text, start + 1, True)
+                except ValueError:
+                    together.append(number)
+                    continue
+                parts = text[:start], text[end:]
+                template = templates.get(parts)
+                if template is not None:
+                    matched[number] = template, {"arguments": arguments}
+                    continue
+                if len(templates) < MOST_TEMPLATES:
+                    value = values[number] = json.loads(text)
+                    self._learn(parts, value)
+                    continue
+            together.append(number)
+        for number, value in zip(together, parse_texts([texts[n] for n in together]), strict=True):
+            values[number] = value
+        return values
+
+    def _learn(self, parts: tuple[str, str], event: Any) -> None:
+        assert self._fragment_site is not None
+        fragment = self._fragment_site(event)
+        if fragment is not None and _split_at_arguments(parts, event, fragment[1]):
+            key, container, _ = fragment
+            self._templates[parts] = _Template(key, event, _path(event, container))
+
     def sites(
         self,
         fragment_site: Callable[[Any], FragmentSite | None],
@@ -114,43 +153,21 @@ class FragmentLines:
         covered: dict[int, set[str]],
         streams: dict[object, list[tuple[dict[str, Any], str]]],
     ) -> Iterator[ArgumentSite]:
-        """``sites_event_by_event`` over ``events``, except that an event with a template is
-        not yielded: the holder of its argument text joins its call's fragments in ``streams``
-        (where its first event put the call), and the event is taken out of ``events`` (None
-        in its place, which the scrub passes over) until ``write`` puts it back."""
-        templates, matched, texts = self._templates, self._matched, self._texts
-        search, scan = _ARGUMENTS.search, _SCAN_STRING
+        """``sites_event_by_event`` over ``events`` (as ``parse`` gave them), except that an
+        event with a template is not yielded: the holder of its argument text joins its call's
+        fragments in ``streams`` (where its first event, before it, put the call)."""
+        matched = self._matched
         for number, event in enumerate(events):
-            text = texts[number]
-            found = search(text)
-            parts = None
+            found = matched.get(number)
             if found is not None:
-                start = found.end() - 1  # the argument string's opening quote
-                try:
-                    arguments, end = scan(text, start + 1, True)
-                except ValueError:
-                    pass
-                else:
-                    parts = text[:start], text[end:]
-                    template = templates.get(parts)
-                    if template is not None:
-                        holder = {"arguments": arguments}
-                        matched[number] = template, holder
-                        streams[template.key].append((holder, "arguments"))
-                        events[number] = None
-                        continue
+                streams[found[0].key].append((found[1], "arguments"))
+                continue
             fragment = fragment_site(event)
             if fragment is None:
                 yield from event_sites(event, number)
                 continue
             key, container, member = fragment
             covered[id(event)] = {member}
-            if (
-                parts is not None
-                and len(templates) < MOST_TEMPLATES
-                and _split_at_arguments(parts, event, container)
-            ):
-                templates[parts] = _Template(key, event, _path(event, container))
             yield "stream", key, container, "arguments"
 
     def write(self, events: list[Any]) -> None:
@@ -199,3 +216,13 @@ def _path(event: dict[str, Any], target: dict[str, Any]) -> list[Any]:
         elif isinstance(node, list):
             stack.extend((child, [*path, step]) for step, child in enumerate(node))
     raise LookupError("the argument object is not within its event")
+
+
+def parse_texts(texts: list[str]) -> list[Any]:
+    """Each text's JSON value, the texts parsed as one array: member names repeated across
+    events are then one string each (the parser's memo lasts a document), which look-ups and
+    hashing gain from."""
+    values = json.loads("[" + ",".join(texts) + "]") if texts else []
+    if len(values) != len(texts):  # each text is one JSON value: this cannot happen
+        raise ValueError(f"{len(texts)} event texts parsed as {len(values)} values")
+    return values

@@ -75,14 +75,18 @@ def redact_exchange(
     keep_text: bool = False,
     verdict: Report | None = None,
     body: StreamBody | None = None,
+    lines: FragmentLines | None = None,
 ) -> Redacted:
     """The safe envelope for one exchange. ``keep_text`` keeps the model's free text (for
     tapes, which replay it to the app). ``verdict`` is the report the unredacted stream already
     got (the proxy judges it as it passes): the verdict gate compares with it instead of
     checking the unredacted envelope again. ``body``: the response body's events as they were
-    already read (the proxy reads them as they pass), which spares parsing the body again; with
-    their texts, most events of a long stream are written from a template
-    (``callgate.redact.fragment_lines``)."""
+    already read (the proxy reads them as they pass), which spares parsing the body again.
+    ``lines``: what wrote ``body``'s events (``FragmentLines.parse``), leaving out those it
+    writes from a template; it needs the ``profile`` and the ``verdict``, since those events
+    are not there to read. Raises ``NotApplicable`` or ``RedactionRefused``."""
+    if lines is not None and (body is None or profile is None or verdict is None):
+        raise ValueError("lines need the body they parsed, its profile and its verdict")
     provider = provider or provider_from_url(exchange.url)
     envelope = recorded_envelope(
         exchange, profile=profile, provider=provider, keep_text=keep_text, body=body
@@ -96,7 +100,7 @@ def redact_exchange(
         owned=True,
         keep_text=keep_text,
         before=verdict,
-        lines=None if body is None or body.texts is None else FragmentLines(body.texts),
+        lines=lines,
     )
 
 

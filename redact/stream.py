@@ -55,8 +55,9 @@ def redacted_copy(
     Argument fields are masked in place, so the envelope is copied first unless the caller
     ``owned`` it (built it for this and will not look at it again). ``keep_text`` keeps the
     model's free text (a tape replayed to an app must say what the model said). ``lines``:
-    the stream's events as texts, for an envelope the caller owns; its ``lines`` are then
-    the redacted events as a fixture writes them."""
+    what parsed the stream's events (``FragmentLines.parse``), for an envelope the caller owns:
+    the events it left out are put in, and its ``lines`` are the redacted events as a fixture
+    writes them."""
     out = dict(envelope) if owned else copy.deepcopy(dict(envelope))
     out["request"] = request_parameters(out.get("request", {}))
     key = PROFILES[out["profile"]].stream_key

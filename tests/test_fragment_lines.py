@@ -4,7 +4,6 @@ over chunks changed in the places that decide and written as JSON text in differ
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -12,12 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from callgate.reassemble.body import StreamBody, parse_stream_body
+from callgate.proxy_addon.tap import unpack_body
+from callgate.reassemble import check
 from callgate.reassemble.envelope import one_line_events
 from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import framed
+from callgate.reassemble.profiles.openai import fragment_site
 from callgate.redact import ArgumentMode, Exchange, redact_exchange
 from callgate.redact.fragment_lines import MOST_TEMPLATES, FragmentLines
+from callgate.redact.policy import recorded_envelope
 from callgate.redact.stream import redacted_copy
 from tests.test_engine import chunk as chat_chunk
 from tests.test_engine import entry
@@ -37,12 +39,13 @@ def _texts(events: list[Any], writings: list[tuple[tuple[str, str], bool]]) -> l
 def _both_ways(
     events: list[Any], texts: list[str], mode: ArgumentMode, keep_text: bool
 ) -> tuple[dict[str, Any], dict[str, Any], FragmentLines]:
+    """The stream redacted from its values, and from its texts as the proxy's writer reads
+    them (the events with a template not parsed)."""
     envelope = {"profile": "openai", "tool_schemas": {}, "chunks": events}
     general = redacted_copy(envelope, mode, owned=False, keep_text=keep_text)
-    lines = FragmentLines(texts)
-    templated = redacted_copy(
-        copy.deepcopy(envelope), mode, owned=True, keep_text=keep_text, lines=lines
-    )
+    lines = FragmentLines(fragment_site)
+    parsed = {**envelope, "chunks": lines.parse(texts)}
+    templated = redacted_copy(parsed, mode, owned=True, keep_text=keep_text, lines=lines)
     return general, templated, lines
 
 
@@ -100,26 +103,16 @@ def _fixture_both_ways(
         capture="proxy",
     )
     recorded = redact_exchange(exchange)
-    parsed = parse_stream_body(body, "text/event-stream", profile="openai")
-    handed = StreamBody(
-        parsed.events, parsed.framing, parsed.done, parsed.incomplete, texts or _texts_of(events)
+    verdict = check(recorded_envelope(exchange))
+    packed = (texts or _texts_of(events), SSE, True, False)
+    lines = FragmentLines(fragment_site)
+    templated = redact_exchange(
+        exchange, profile="openai", verdict=verdict, body=unpack_body(packed, lines), lines=lines
     )
-    counted: list[int] = []
-    written = FragmentLines.write
-
-    def counting(self: FragmentLines, events: list[Any]) -> None:
-        written(self, events)
-        counted.append(self.from_templates)
-
-    FragmentLines.write = counting  # type: ignore[method-assign]
-    try:
-        templated = redact_exchange(exchange, body=handed)
-    finally:
-        FragmentLines.write = written  # type: ignore[method-assign]
     return (
         (recorded.data, recorded.report),
         (templated.data, templated.report),
-        counted[0],
+        lines.from_templates,
     )
 
 

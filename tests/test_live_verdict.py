@@ -34,6 +34,7 @@ from callgate.redact import (
     redact_exchange,
     request_context,
 )
+from callgate.redact.fragment_lines import FragmentLines
 from callgate.redact.policy import recorded_envelope
 from tests.conftest import CONFORMANCE, conformance_fixtures, corpus_params, fixture_id, load
 from tests.proxy_harness import request_body_of
@@ -119,10 +120,13 @@ def assert_live_is_recorded(
     if body is not None:
         content_type = exchange.header("content-type", response=True)
         assert body == parse_stream_body(exchange.response_body, content_type, profile=profile)
-        # As the writer process gets them: a copy of its own (redaction masks them in place).
+        # As the writer process gets them: a copy of its own (redaction masks them in place),
+        # and read as the writer reads them (the events it writes from a template not parsed).
         packed = tap.packed_body()
         assert packed is not None
-        one_parse = {**options, "verdict": live, "body": unpack_body(packed)}
+        lines = FragmentLines(PROFILES[profile].fragment_site)
+        body = unpack_body(packed, lines)
+        one_parse = {**options, "verdict": live, "body": body, "lines": lines}
         assert written(exchange, one_parse) == judged_again
 
 
