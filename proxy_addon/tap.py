@@ -161,6 +161,8 @@ class StreamTap:
         self._reader: Reader[Any] = READERS[framing](self._profile, self._received)
         #: The reader whose events are kept for ``read_body``: only an SSE body's are handed on.
         self._kept_from = self._reader if isinstance(self._reader, SSEReader) else None
+        if self._kept_from is not None:  # the engine only reads the values: build fragments
+            self._kept_from.read_fragments_by_template()
         self._sent = 0  # enforce: bytes of the body released so far (all of it is a prefix)
         self._held: list[bytes] = []  # enforce: the blocks held, until the verdict
         #: Enforce mode: the body ended inside an event the engine did not read (``_decide``).

@@ -27,6 +27,13 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.eventstream import MessageFramer, message_event
+from callgate.reassemble.fragment_templates import (
+    MOST_TEMPLATES,
+    Parts,
+    Template,
+    learn,
+    split_arguments,
+)
 from callgate.reassemble.framing import (
     EVENTSTREAM,
     JSON_ARRAY,
@@ -39,7 +46,7 @@ from callgate.reassemble.framing import (
     element_text,
 )
 from callgate.reassemble.limits import DOCUMENT_LIMITS
-from callgate.reassemble.profiles.base import Profile
+from callgate.reassemble.profiles.base import FragmentSite, Profile
 from callgate.reassemble.sse import SSEDecoder, SSEError, split_at_bad_byte, unfinished_data
 
 _DONE = "[DONE]"
@@ -78,6 +85,43 @@ def event_reader(names_proof: Callable[[object, str], bool] | None) -> Callable[
 
     return value
 
+
+def template_reader(
+    read: Callable[[str], object], fragment_site: Callable[[Any], FragmentSite | None]
+) -> Callable[[str], object]:
+    """``read`` (an ``event_reader``) for the events of one stream, except that an argument
+    fragment like one read before it (``fragment_templates``) is built from that one's value,
+    not parsed. Its value shares all but the path to its arguments with the other's, so the
+    caller changes neither (the engine reads events; it does not change them).
+
+    Strict as ``read`` is: the event's text differs from the first's only in the argument
+    string, which the scanner read strictly (no control character); without a ``\\u`` escape in
+    the text and with ASCII arguments, it holds no surrogate, and within a quarter of the size
+    limit in characters it cannot pass it. Names, depth and numbers are the first event's, which
+    ``read`` passed. Any other event is read by ``read``."""
+    templates: dict[Parts, Template] = {}
+
+    def value(text: str) -> object:
+        split = split_arguments(text) if "\\u" not in text else None
+        if split is None:
+            return read(text)
+        parts, arguments = split
+        template = templates.get(parts)
+        if template is not None and arguments.isascii() and len(text) <= _BY_COUNT:
+            return template.event(arguments)
+        parsed = read(text)
+        if template is None and len(templates) < MOST_TEMPLATES and type(parsed) is dict:
+            learnt = learn(parts, parsed, fragment_site)
+            if learnt is not None:
+                templates[parts] = learnt
+        return parsed
+
+    return value
+
+
+#: A text of at most this many characters is within the size limit, even at four UTF-8 bytes
+#: a character.
+_BY_COUNT = DOCUMENT_LIMITS.max_argument_bytes // 4
 
 F = TypeVar("F", bound=Blocks)
 
@@ -151,10 +195,17 @@ class SSEReader(Reader[EventFramer]):
         super().__init__(profile, received)
         self._decoder = SSEDecoder()
         self._value = event_reader(profile.names_proof if profile is not None else None)
+        self._fragment_site = profile.fragment_site if profile is not None else None
         self._received = received
         self._decoded = 0  # events the decoder gave so far, [DONE] among them
         #: The data of the events the last ``read`` gave, in order (the tap keeps them).
         self.texts: list[str] = []
+
+    def read_fragments_by_template(self) -> None:
+        """From now on, build a fragment event like one before it from that one's value
+        (``template_reader``): for a caller that only reads the values, as the tap does."""
+        if self._fragment_site is not None:
+            self._value = template_reader(self._value, self._fragment_site)
 
     def _new_framer(self) -> EventFramer:
         return EventFramer()

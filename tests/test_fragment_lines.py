@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 from callgate.proxy_addon.tap import unpack_body
 from callgate.reassemble import check
 from callgate.reassemble.envelope import one_line_events
+from callgate.reassemble.fragment_templates import MARK, MOST_TEMPLATES
 from callgate.reassemble.framing import SSE
-from callgate.reassemble.profiles import framed
+from callgate.reassemble.profiles import PROFILES, framed
 from callgate.reassemble.profiles.openai import fragment_site
+from callgate.reassemble.readers import event_reader, event_value, template_reader
 from callgate.redact import ArgumentMode, Exchange, redact_exchange
-from callgate.redact.fragment_lines import MOST_TEMPLATES, FragmentLines
+from callgate.redact.fragment_lines import FragmentLines
 from callgate.redact.policy import recorded_envelope
 from callgate.redact.stream import redacted_copy
 from tests.test_engine import chunk as chat_chunk
@@ -140,9 +142,7 @@ def test_a_fragment_whose_text_holds_arguments_elsewhere_is_written_alone() -> N
 
 
 def test_a_model_named_like_the_mark_is_written_event_by_event_with_the_same_bytes() -> None:
-    from callgate.redact import fragment_lines
-
-    events = _turn(20, model=fragment_lines._MARK)
+    events = _turn(20, model=MARK)
     recorded, templated, from_templates = _fixture_both_ways(events)
     assert (templated, from_templates) == (recorded, 38)
 
@@ -157,3 +157,57 @@ def test_events_that_differ_outside_their_arguments_learn_at_most_the_bound(
     general, templated, lines = _both_ways(events, _texts_of(events), mode, keep_text=False)
     assert json.dumps(templated) == json.dumps(general)
     assert (lines.from_templates, lines.learnt) == (0, MOST_TEMPLATES)
+
+
+# -- the tap's reading: fragments built from a template, not parsed ----------------------------
+
+#: Argument texts a template must not build: non-ASCII, a surrogate escape (lone or paired),
+#: and ones that are plain.
+_ODD_TEXTS = st.sampled_from(["é", "\\ud800", "\\ud83d\\ude00", "\ud83d\ude00", "ok", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    changes=_CHANGED,
+    texts=st.lists(st.one_of(st.sampled_from(['{"v": "a', "1, "]), _ODD_TEXTS), min_size=1),
+    repeats=st.integers(1, 4),
+    data=st.data(),
+)
+def test_the_tap_reads_each_event_from_a_template_as_the_strict_parse_does(
+    changes: list[list[Any]], texts: list[str], repeats: int, data: st.DataObject
+) -> None:
+    """Values equal to the strict parse's for every event (refused ones stay their text),
+    written in different ways; argument texts that escape surrogates (an escape in the
+    arguments string is ``\\\\u``, in its text ``\\u``) or are not ASCII are parsed."""
+    events = _stream(changes * repeats, texts)
+    writings = data.draw(st.lists(_WRITINGS, min_size=len(events), max_size=len(events)))
+    written = _texts(events, writings)
+    # Arguments written with a raw escape: "\\ud800" in the text is the escape itself.
+    written = [text.replace("\\\\u", "\\u") for text in written]
+    read = template_reader(event_reader(PROFILES["openai"].names_proof), fragment_site)
+    assert [read(text) for text in written] == [event_value(text) for text in written]
+
+
+def test_a_long_turns_fragments_are_built_in_the_tap_without_a_parse() -> None:
+    events = _turn(200)
+    parsed: list[str] = []
+    strict = event_reader(PROFILES["openai"].names_proof)
+
+    def counted(text: str) -> object:
+        parsed.append(text)
+        return strict(text)
+
+    read = template_reader(counted, fragment_site)
+    texts = _texts_of(events)
+    assert [read(text) for text in texts] == [event_value(text) for text in texts]
+    # The two calls' starts, each call's first fragment and the end.
+    assert len(parsed) == 5
+
+
+def test_a_fragment_with_a_raw_control_character_is_refused_in_the_tap_as_recorded() -> None:
+    events = _turn(20)
+    texts = _texts_of(events)
+    texts[10] = texts[10].replace('"arguments": "', '"arguments": "\n', 1)
+    read = template_reader(event_reader(PROFILES["openai"].names_proof), fragment_site)
+    assert [read(text) for text in texts] == [event_value(text) for text in texts]
+    assert read(texts[10]) == texts[10]  # refused: the text itself
