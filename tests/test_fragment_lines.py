@@ -19,12 +19,13 @@ from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import PROFILES, framed
 from callgate.reassemble.profiles.openai import fragment_site
 from callgate.reassemble.readers import event_reader, event_value, template_reader
-from callgate.redact import ArgumentMode, Exchange, redact_exchange
+from callgate.redact import ArgumentMode, redact_exchange
 from callgate.redact.fragment_lines import FragmentLines
 from callgate.redact.policy import recorded_envelope
 from callgate.redact.stream import redacted_copy
 from tests.test_engine import chunk as chat_chunk
 from tests.test_engine import entry
+from tests.test_live_verdict import exchange_of
 from tests.test_redact_fragments import _CHANGED, _TEXTS, _stream
 
 #: Ways a provider writes an event's JSON text: separators, and non-ASCII escaped or not.
@@ -94,18 +95,9 @@ def _fixture_both_ways(
     texts as the proxy hands them over; and how many events were written from a template."""
     envelope = {"profile": "openai", "tool_schemas": {}, "chunks": events}
     body = b"".join(framed(envelope, SSE))
-    exchange = Exchange(
-        method="POST",
-        url="https://api.openai.com/v1/chat/completions",
-        request_headers=[],
-        request_body=b"{}",
-        status=200,
-        response_headers=[("content-type", "text/event-stream")],
-        response_body=body,
-        capture="proxy",
-    )
-    recorded = redact_exchange(exchange)
-    verdict = check(recorded_envelope(exchange))
+    exchange = exchange_of(body, b"{}", SSE)
+    recorded = redact_exchange(exchange, profile="openai")
+    verdict = check(recorded_envelope(exchange, profile="openai"))
     packed = (texts or _texts_of(events), SSE, True, False)
     lines = FragmentLines(fragment_site)
     templated = redact_exchange(

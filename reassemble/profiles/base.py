@@ -170,7 +170,8 @@ class Profile:
     #: The short path of ``argument_sites`` for an event that is one call's argument fragment
     #: (Chat Completions' ``fragment_site``): the site's key and object, and the event's member
     #: under which redaction has nothing else to scrub; None for any other event. None here when
-    #: the profile has no short path.
+    #: the profile has no short path. With it, the proxy's tap and fixture writer also build a
+    #: fragment like one before it from that one's value (``fragment_templates``).
     fragment_site: Callable[[Any], FragmentSite | None] | None = None
     #: With ``fragment_site``, for a profile whose events each hold their own sites: the sites
     #: of event number ``n``; ``argument_sites`` is then ``sites_event_by_event`` of the two,
