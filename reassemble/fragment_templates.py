@@ -28,9 +28,12 @@ from callgate.reassemble.profiles.base import FragmentSite
 
 #: Where an event's argument string starts: just after ``"arguments"`` and its colon.
 _ARGUMENTS = re.compile(r'"arguments"[ \t\n\r]*:[ \t\n\r]*"')
-#: Templates learnt per stream at most: where every event differs from the others outside its
-#: arguments (OpenAI's per-chunk padding), none matches, and the bound caps what learning costs.
-MOST_TEMPLATES = 64
+#: Events with an argument string that match no template, per stream, before the matching
+#: stops: where every event differs from the others outside its arguments (OpenAI's per-chunk
+#: padding), or none is a plain fragment (a server that repeats a call's id in every chunk),
+#: nothing matches, and past the bound the events are read as they were without templates.
+#: (Each template is learnt from one of these, so this also bounds the templates.)
+MOST_UNMATCHED = 64
 #: Stands for the argument text while the first event's line is split; where the first event
 #: holds it anywhere else, each event of the template is written alone (``split_line``).
 MARK = "\x00\x00callgate-arguments\x00\x00"

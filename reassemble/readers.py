@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from callgate.reassemble import strict_json
 from callgate.reassemble.eventstream import MessageFramer, message_event
 from callgate.reassemble.fragment_templates import (
-    MOST_TEMPLATES,
+    MOST_UNMATCHED,
     Parts,
     Template,
     learn,
@@ -100,9 +100,13 @@ def template_reader(
     limit in characters it cannot pass it. Names, depth and numbers are the first event's, which
     ``read`` passed. Any other event is read by ``read``."""
     templates: dict[Parts, Template] = {}
+    unmatched = 0
 
     def value(text: str) -> object:
-        split = split_arguments(text) if "\\u" not in text else None
+        nonlocal unmatched
+        if unmatched >= MOST_UNMATCHED or "\\u" in text:
+            return read(text)
+        split = split_arguments(text)
         if split is None:
             return read(text)
         parts, arguments = split
@@ -110,8 +114,9 @@ def template_reader(
         if template is not None and arguments.isascii() and len(text) <= _BY_COUNT:
             return template.event(arguments)
         parsed = read(text)
-        if template is None and len(templates) < MOST_TEMPLATES and type(parsed) is dict:
-            learnt = learn(parts, parsed, fragment_site)
+        if template is None:
+            unmatched += 1
+            learnt = learn(parts, parsed, fragment_site) if type(parsed) is dict else None
             if learnt is not None:
                 templates[parts] = learnt
         return parsed

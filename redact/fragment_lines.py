@@ -21,7 +21,7 @@ from typing import Any
 
 from callgate.reassemble.envelope import encoded_string, one_line_events
 from callgate.reassemble.fragment_templates import (
-    MOST_TEMPLATES,
+    MOST_UNMATCHED,
     Parts,
     Template,
     learn,
@@ -59,25 +59,30 @@ class FragmentLines:
     def parse(self, texts: list[str]) -> list[Any]:
         """Each text's JSON value (each was read strictly already, or is a JSON string), but
         None for each event with a template, which is not parsed. A text with an argument
-        string is parsed alone while templates may be learnt from it; the rest as one array."""
+        string that matches no template is parsed alone, to learn one from (up to
+        ``MOST_UNMATCHED`` such texts); the rest as one array."""
         fragment_site, templates, matched = self._fragment_site, self._templates, self._matched
         values: list[Any] = [None] * len(texts)
         together: list[int] = []
+        unmatched = 0
         for number, text in enumerate(texts):
-            split = None if fragment_site is None else split_arguments(text)
-            if fragment_site is not None and split is not None:
-                parts, arguments = split
-                template = templates.get(parts)
-                if template is not None:
-                    matched[number] = template, {"arguments": arguments}
-                    continue
-                if len(templates) < MOST_TEMPLATES:
-                    value = values[number] = json.loads(text)
-                    learnt = learn(parts, value, fragment_site)
-                    if learnt is not None:
-                        templates[parts] = learnt
-                    continue
-            together.append(number)
+            if fragment_site is None or unmatched >= MOST_UNMATCHED:
+                together.append(number)
+                continue
+            split = split_arguments(text)
+            if split is None:
+                together.append(number)
+                continue
+            parts, arguments = split
+            template = templates.get(parts)
+            if template is not None:
+                matched[number] = template, {"arguments": arguments}
+                continue
+            unmatched += 1
+            value = values[number] = json.loads(text)
+            learnt = learn(parts, value, fragment_site)
+            if learnt is not None:
+                templates[parts] = learnt
         for number, value in zip(together, parse_texts([texts[n] for n in together]), strict=True):
             values[number] = value
         return values

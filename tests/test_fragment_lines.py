@@ -12,14 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callgate.proxy_addon.tap import unpack_body
-from callgate.reassemble import check
+from callgate.reassemble import check, readers
 from callgate.reassemble.envelope import one_line_events
-from callgate.reassemble.fragment_templates import MARK, MOST_TEMPLATES
+from callgate.reassemble.fragment_templates import MARK, MOST_UNMATCHED, split_arguments
 from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import PROFILES, framed
 from callgate.reassemble.profiles.openai import fragment_site
 from callgate.reassemble.readers import event_reader, event_value, template_reader
-from callgate.redact import ArgumentMode, redact_exchange
+from callgate.redact import ArgumentMode, fragment_lines, redact_exchange
 from callgate.redact.fragment_lines import FragmentLines
 from callgate.redact.policy import recorded_envelope
 from callgate.redact.stream import redacted_copy
@@ -140,15 +140,28 @@ def test_a_model_named_like_the_mark_is_written_event_by_event_with_the_same_byt
 
 
 @pytest.mark.parametrize("mode", list(ArgumentMode))
-def test_events_that_differ_outside_their_arguments_learn_at_most_the_bound(
-    mode: ArgumentMode,
+def test_events_that_differ_outside_their_arguments_stop_being_matched_at_the_bound(
+    mode: ArgumentMode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each event carrying padding of its own (as OpenAI's ``obfuscation`` member does): no
-    event matches another, and learning stops at the bound."""
+    event matches another, and past the bound no text is split, in the writer or in the tap."""
     events = [{**event, "obfuscation": "p" * number} for number, event in enumerate(_turn(100), 1)]
-    general, templated, lines = _both_ways(events, _texts_of(events), mode, keep_text=False)
+    splits: list[str] = []
+
+    def counted(text: str) -> Any:
+        splits.append(text)
+        return split_arguments(text)
+
+    monkeypatch.setattr(fragment_lines, "split_arguments", counted)
+    monkeypatch.setattr(readers, "split_arguments", counted)
+    texts = _texts_of(events)
+    general, templated, lines = _both_ways(events, texts, mode, keep_text=False)
     assert json.dumps(templated) == json.dumps(general)
-    assert (lines.from_templates, lines.learnt) == (0, MOST_TEMPLATES)
+    # 64 texts split, none matched; all but the two calls' starts each taught a template.
+    assert (lines.from_templates, lines.learnt, len(splits)) == (0, MOST_UNMATCHED - 2, 64)
+    read = template_reader(event_reader(PROFILES["openai"].names_proof), fragment_site)
+    assert [read(text) for text in texts] == [event_value(text) for text in texts]
+    assert len(splits) == 128
 
 
 # -- the tap's reading: fragments built from a template, not parsed ----------------------------
