@@ -32,8 +32,9 @@ _ARGUMENTS = re.compile(r'"arguments"[ \t\n\r]*:[ \t\n\r]*"')
 #: stops: where every event differs from the others outside its arguments (OpenAI's per-chunk
 #: padding), or none is a plain fragment (a server that repeats a call's id in every chunk),
 #: nothing matches, and past the bound the events are read as they were without templates.
-#: (Each template is learnt from one of these, so this also bounds the templates.)
-MOST_UNMATCHED = 64
+#: (Each template is learnt from one of these, so this also bounds the templates.) A stream of
+#: 16 parallel calls whose starts all come first has 32 such events before its first match.
+MOST_UNMATCHED = 32
 #: Stands for the argument text while the first event's line is split; where the first event
 #: holds it anywhere else, each event of the template is written alone (``split_line``).
 MARK = "\x00\x00callgate-arguments\x00\x00"
@@ -122,8 +123,6 @@ def _path(event: dict[str, Any], target: dict[str, Any]) -> list[Any]:
         node, path = stack.pop()
         if node is target:
             return path
-        if isinstance(node, dict):
-            stack.extend((child, [*path, step]) for step, child in node.items())
-        elif isinstance(node, list):
-            stack.extend((child, [*path, step]) for step, child in enumerate(node))
+        steps = node.items() if type(node) is dict else enumerate(node)
+        stack.extend((child, [*path, step]) for step, child in steps if type(child) in (dict, list))
     raise LookupError("the argument object is not within its event")

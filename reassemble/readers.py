@@ -87,7 +87,9 @@ def event_reader(names_proof: Callable[[object, str], bool] | None) -> Callable[
 
 
 def template_reader(
-    read: Callable[[str], object], fragment_site: Callable[[Any], FragmentSite | None]
+    read: Callable[[str], object],
+    fragment_site: Callable[[Any], FragmentSite | None],
+    give_up: Callable[[], None] = lambda: None,
 ) -> Callable[[str], object]:
     """``read`` (an ``event_reader``) for the events of one stream, except that an argument
     fragment like one read before it (``fragment_templates``) is built from that one's value,
@@ -98,7 +100,9 @@ def template_reader(
     string, which the scanner read strictly (no control character); without a ``\\u`` escape in
     the text and with ASCII arguments, it holds no surrogate, and within a quarter of the size
     limit in characters it cannot pass it. Names, depth and numbers are the first event's, which
-    ``read`` passed. Any other event is read by ``read``."""
+    ``read`` passed. Any other event is read by ``read``, and every event once ``MOST_UNMATCHED``
+    have matched no template; ``give_up`` is called then (the caller may call ``read`` itself
+    from there on)."""
     templates: dict[Parts, Template] = {}
     unmatched = 0
 
@@ -119,6 +123,8 @@ def template_reader(
             learnt = learn(parts, parsed, fragment_site) if type(parsed) is dict else None
             if learnt is not None:
                 templates[parts] = learnt
+            if unmatched == MOST_UNMATCHED:
+                give_up()
         return parsed
 
     return value
@@ -210,7 +216,13 @@ class SSEReader(Reader[EventFramer]):
         """From now on, build a fragment event like one before it from that one's value
         (``template_reader``): for a caller that only reads the values, as the tap does."""
         if self._fragment_site is not None:
-            self._value = template_reader(self._value, self._fragment_site)
+            plain = self._value
+            self._value = template_reader(
+                plain, self._fragment_site, lambda: self._read_plainly(plain)
+            )
+
+    def _read_plainly(self, read: Callable[[str], object]) -> None:
+        self._value = read
 
     def _new_framer(self) -> EventFramer:
         return EventFramer()
