@@ -2,9 +2,9 @@
 Completions stream are one call's argument fragment (the profile's ``fragment_site``), each the
 call's fragment before with another argument text.
 
-How this works: an event's text is split around its ``arguments`` string (``split_arguments``);
+How this works: an event's text is split around its ``arguments`` string (``Templates.find``);
 the text before the string and the text after it name a ``Template``, learnt from the first
-event with them (``learn``). A later event whose text is those two parts with exactly one JSON
+event with them (``Templates``). A later event whose text is those two parts with exactly one JSON
 string between them is the first event with that string's text as its arguments: the part
 before lexes as it did (a lexer reads left to right), the string ends where the scanner ends it,
 and the part after then lexes as it did. Its value is then built from the first event's
@@ -44,20 +44,6 @@ _SCAN_STRING: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstr
 Parts = tuple[str, str]
 
 
-def split_arguments(text: str) -> tuple[Parts, str] | None:
-    """The text before the first string after ``"arguments":`` and the text after it, and what
-    the string holds; None without one (or where the string is not one a strict scanner reads)."""
-    found = _ARGUMENTS.search(text)
-    if found is None:
-        return None
-    start = found.end() - 1  # the string's opening quote
-    try:
-        arguments, end = _SCAN_STRING(text, start + 1, True)
-    except ValueError:
-        return None
-    return (text[:start], text[end:]), arguments
-
-
 @dataclass
 class Template:
     #: The call's key, as ``fragment_site`` gives it for the first event.
@@ -93,27 +79,68 @@ class Template:
         return self.line
 
 
-def learn(
-    parts: Parts, event: Any, fragment_site: Callable[[Any], FragmentSite | None]
-) -> Template | None:
-    """The template of ``event``, parsed from the text ``parts`` were split from, when it is an
-    argument fragment and the string between ``parts`` is its argument text; else None."""
-    fragment = fragment_site(event)
-    if fragment is None:
-        return None
-    key, function, _ = fragment
-    original = function["arguments"]
-    other = "x" if original == "" else ""
-    function["arguments"] = other
-    try:
-        # Were the string another member's, the parse would differ from the event in that
-        # member or in the arguments.
-        split_there = json.loads(parts[0] + encoded_string(other) + parts[1]) == event
-    except ValueError:
-        split_there = False
-    finally:
-        function["arguments"] = original
-    return Template(key, event, _path(event, function)) if split_there else None
+class Templates:
+    """One stream's templates, as its events' texts come, and the bound on those that match
+    none (``MOST_UNMATCHED``)."""
+
+    def __init__(self, fragment_site: Callable[[Any], FragmentSite | None]) -> None:
+        self._fragment_site = fragment_site
+        self._learnt: dict[Parts, Template] = {}
+        self._unmatched = 0
+
+    @property
+    def learnt(self) -> int:
+        return len(self._learnt)
+
+    @property
+    def given_up(self) -> bool:
+        """``MOST_UNMATCHED`` texts matched no template: no text is split any more."""
+        return self._unmatched >= MOST_UNMATCHED
+
+    def find(self, text: str) -> tuple[Parts, str, Template | None] | None:
+        """The text split around the first string after ``"arguments":`` (the text before the
+        string and the text after it), what the string holds, and the text's template: None
+        when none matches (the text counts toward the bound, and its value may teach one:
+        ``learn``). None for a text without such a string (or one a strict scanner does not
+        read), or once ``given_up``."""
+        # Written out, not in a helper: this runs for nearly every event the proxy reads.
+        if self._unmatched >= MOST_UNMATCHED:
+            return None
+        found = _ARGUMENTS.search(text)
+        if found is None:
+            return None
+        start = found.end() - 1
+        try:
+            arguments, end = _SCAN_STRING(text, start + 1, True)
+        except ValueError:
+            return None
+        parts = text[:start], text[end:]
+        template = self._learnt.get(parts)
+        if template is None:
+            self._unmatched += 1
+        return parts, arguments, template
+
+    def learn(self, parts: Parts, event: Any) -> None:
+        """Learn the template of ``event``, parsed from the text ``parts`` were split from,
+        when it is an argument fragment and the string between ``parts`` is its argument text.
+        """
+        fragment = self._fragment_site(event) if type(event) is dict else None
+        if fragment is None:
+            return
+        key, function, _ = fragment
+        original = function["arguments"]
+        other = "x" if original == "" else ""
+        function["arguments"] = other
+        try:
+            # Were the string another member's, the parse would differ from the event in that
+            # member or in the arguments.
+            split_there = json.loads(parts[0] + encoded_string(other) + parts[1]) == event
+        except ValueError:
+            split_there = False
+        finally:
+            function["arguments"] = original
+        if split_there:
+            self._learnt[parts] = Template(key, event, _path(event, function))
 
 
 def _path(event: dict[str, Any], target: dict[str, Any]) -> list[Any]:

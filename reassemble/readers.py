@@ -27,13 +27,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from callgate.reassemble import strict_json
 from callgate.reassemble.eventstream import MessageFramer, message_event
-from callgate.reassemble.fragment_templates import (
-    MOST_UNMATCHED,
-    Parts,
-    Template,
-    learn,
-    split_arguments,
-)
+from callgate.reassemble.fragment_templates import Templates
 from callgate.reassemble.framing import (
     EVENTSTREAM,
     JSON_ARRAY,
@@ -103,28 +97,21 @@ def template_reader(
     ``read`` passed. Any other event is read by ``read``, and every event once ``MOST_UNMATCHED``
     have matched no template; ``give_up`` is called then (the caller may call ``read`` itself
     from there on)."""
-    templates: dict[Parts, Template] = {}
-    unmatched = 0
+    templates = Templates(fragment_site)
 
     def value(text: str) -> object:
-        nonlocal unmatched
-        if unmatched >= MOST_UNMATCHED or "\\u" in text:
+        found = None if "\\u" in text else templates.find(text)
+        if found is None:
             return read(text)
-        split = split_arguments(text)
-        if split is None:
+        parts, arguments, template = found
+        if template is not None:
+            if arguments.isascii() and len(text) <= _BY_COUNT:
+                return template.event(arguments)
             return read(text)
-        parts, arguments = split
-        template = templates.get(parts)
-        if template is not None and arguments.isascii() and len(text) <= _BY_COUNT:
-            return template.event(arguments)
         parsed = read(text)
-        if template is None:
-            unmatched += 1
-            learnt = learn(parts, parsed, fragment_site) if type(parsed) is dict else None
-            if learnt is not None:
-                templates[parts] = learnt
-            if unmatched == MOST_UNMATCHED:
-                give_up()
+        templates.learn(parts, parsed)
+        if templates.given_up:
+            give_up()
         return parsed
 
     return value

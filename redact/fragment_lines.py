@@ -20,13 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from callgate.reassemble.envelope import encoded_string, one_line_events
-from callgate.reassemble.fragment_templates import (
-    MOST_UNMATCHED,
-    Parts,
-    Template,
-    learn,
-    split_arguments,
-)
+from callgate.reassemble.fragment_templates import Template, Templates
 from callgate.reassemble.profiles.base import ArgumentSite, FragmentSite
 
 
@@ -38,8 +32,7 @@ class FragmentLines:
     """
 
     def __init__(self, fragment_site: Callable[[Any], FragmentSite | None] | None) -> None:
-        self._fragment_site = fragment_site
-        self._templates: dict[Parts, Template] = {}
+        self._templates = None if fragment_site is None else Templates(fragment_site)
         #: Event number -> its template and the holder of its argument text, which stands for
         #: its argument object (``{"arguments": text}``) while the stream is masked.
         self._matched: dict[int, tuple[Template, dict[str, str]]] = {}
@@ -49,7 +42,7 @@ class FragmentLines:
     @property
     def learnt(self) -> int:
         """Templates learnt."""
-        return len(self._templates)
+        return 0 if self._templates is None else self._templates.learnt
 
     @property
     def from_templates(self) -> int:
@@ -61,28 +54,22 @@ class FragmentLines:
         None for each event with a template, which is not parsed. A text with an argument
         string that matches no template is parsed alone, to learn one from (up to
         ``MOST_UNMATCHED`` such texts); the rest as one array."""
-        fragment_site, templates, matched = self._fragment_site, self._templates, self._matched
+        templates, matched = self._templates, self._matched
+        if templates is None:
+            return parse_texts(texts)
         values: list[Any] = [None] * len(texts)
         together: list[int] = []
-        unmatched = 0
         for number, text in enumerate(texts):
-            if fragment_site is None or unmatched >= MOST_UNMATCHED:
+            found = templates.find(text)
+            if found is None:
                 together.append(number)
                 continue
-            split = split_arguments(text)
-            if split is None:
-                together.append(number)
-                continue
-            parts, arguments = split
-            template = templates.get(parts)
+            parts, arguments, template = found
             if template is not None:
                 matched[number] = template, {"arguments": arguments}
                 continue
-            unmatched += 1
             value = values[number] = json.loads(text)
-            learnt = learn(parts, value, fragment_site)
-            if learnt is not None:
-                templates[parts] = learnt
+            templates.learn(parts, value)
         for number, value in zip(together, parse_texts([texts[n] for n in together]), strict=True):
             values[number] = value
         return values

@@ -12,14 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callgate.proxy_addon.tap import unpack_body
-from callgate.reassemble import check, readers
+from callgate.reassemble import check, fragment_templates
 from callgate.reassemble.envelope import one_line_events
-from callgate.reassemble.fragment_templates import MARK, MOST_UNMATCHED, split_arguments
+from callgate.reassemble.fragment_templates import _ARGUMENTS as ARGUMENTS
+from callgate.reassemble.fragment_templates import MARK, MOST_UNMATCHED
 from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import PROFILES, framed
 from callgate.reassemble.profiles.openai import fragment_site
 from callgate.reassemble.readers import event_reader, event_value, template_reader
-from callgate.redact import ArgumentMode, fragment_lines, redact_exchange
+from callgate.redact import ArgumentMode, redact_exchange
 from callgate.redact.fragment_lines import FragmentLines
 from callgate.redact.policy import recorded_envelope
 from callgate.redact.stream import redacted_copy
@@ -148,12 +149,12 @@ def test_events_that_differ_outside_their_arguments_stop_being_matched_at_the_bo
     events = [{**event, "obfuscation": "p" * number} for number, event in enumerate(_turn(100), 1)]
     splits: list[str] = []
 
-    def counted(text: str) -> Any:
-        splits.append(text)
-        return split_arguments(text)
+    class Counted:
+        def search(self, text: str) -> Any:
+            splits.append(text)
+            return ARGUMENTS.search(text)
 
-    monkeypatch.setattr(fragment_lines, "split_arguments", counted)
-    monkeypatch.setattr(readers, "split_arguments", counted)
+    monkeypatch.setattr(fragment_templates, "_ARGUMENTS", Counted())
     texts = _texts_of(events)
     general, templated, lines = _both_ways(events, texts, mode, keep_text=False)
     assert json.dumps(templated) == json.dumps(general)
