@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,53 +47,59 @@ def find_fixtures(paths: Sequence[Path]) -> list[Path]:
     folders not followed; a path may also be a file), sorted as paths sort and without repeats.
     A folder holding none stays in the list, so that replaying it reports the folder instead of
     silently judging nothing."""
-    # By the path's text (hashing a Path costs more than the listing), each Path built once,
-    # beside the parts it sorts by.
-    found: dict[str, tuple[tuple[str, ...], Path]] = {}
+    if len(paths) == 1 and paths[0].is_dir():  # the usual call: listed in order already
+        return [path for _, path in _json_files(paths[0])] or [paths[0]]
+    # By the path's text (hashing a Path costs more than the listing).
+    found: dict[str, Path] = {}
     for path in paths:
         if not path.is_dir():
-            found[str(path)] = (path.parts, path)
+            found[str(path)] = path
             continue
-        found.update(_json_files(path) or {str(path): (path.parts, path)})
-    return [path for _, path in sorted(found.values(), key=_by_parts)]
+        found.update(_json_files(path) or [(str(path), path)])
+    return sorted(found.values(), key=_parts)
 
 
-#: The order ``sorted`` gives paths, without a Python call per path or comparison.
-_by_parts = operator.itemgetter(0)
+_parts = operator.attrgetter("parts")
 
 
-def _json_files(top: Path) -> dict[str, tuple[tuple[str, ...], Path]]:
-    """The fixture files under ``top``, by the text of their ``Path``: each file's ``parts``
-    and its ``Path``."""
+def _json_files(top: Path) -> list[tuple[str, Path]]:
+    """The fixture files under ``top``, sorted as paths sort: each file's ``Path`` beside the
+    text it has."""
     # os.scandir, not Path.rglob: the directory entries already say what is a file or a folder,
     # so listing a tree needs no stat per file, no pattern matching and no Path per hidden
     # entry. Each Path is its folder's joined with the name, which costs less than parsing the
-    # whole text again. Its parts, which the files sort by, are its folder's and the name: a
-    # new Path works its ``parts`` out on first asking, through an AttributeError it raises and
-    # catches.
-    found = {}
+    # whole text again. Each folder's entries are taken in name order, and a folder's files as
+    # its name comes: that is the order of the paths' parts, with nothing to sort after.
+    found = []
     text = str(top)
     # Listing "." gives "./a.json", which a Path spells "a.json": keyed as the Path spells it,
     # a file named beside its folder is found once.
     cut = 2 if text == "." else 0
-    folders = [(text, top, top.parts)]
-    while folders:
-        folder, folder_path, folder_parts = folders.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.startswith("."):
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    folders.append(
-                        (entry.path, folder_path / entry.name, (*folder_parts, entry.name))
-                    )
-                elif (
-                    entry.name.endswith(".json")
-                    and not entry.name.endswith((EXCHANGE_SUFFIX, SCENARIO_SUFFIX))
-                    and entry.is_file()
-                ):
-                    found[entry.path[cut:]] = (
-                        (*folder_parts, entry.name),
-                        folder_path / entry.name,
-                    )
+    folders, entries = [top], [_by_name(text)]
+    while entries:
+        for entry in entries[-1]:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(folders[-1] / name)
+                entries.append(_by_name(entry.path))
+                break
+            if (
+                name.endswith(".json")
+                and not name.endswith((EXCHANGE_SUFFIX, SCENARIO_SUFFIX))
+                and entry.is_file()
+            ):
+                found.append((entry.path[cut:], folders[-1] / name))
+        else:  # every entry of the folder taken
+            folders.pop()
+            entries.pop()
     return found
+
+
+def _by_name(folder: str) -> Iterator[os.DirEntry[str]]:
+    with os.scandir(folder) as entries:
+        return iter(sorted(entries, key=_name))
+
+
+_name = operator.attrgetter("name")

@@ -318,24 +318,30 @@ def test_a_chunk_a_worker_took_and_died_with_is_judged_by_this_process(
     assert replay([folder], jobs=4) == one
 
 
-def test_a_worker_that_lists_other_files_judges_none_and_every_outcome_is_this_process_s(
+def test_this_process_lists_the_files_once_and_its_workers_judge_that_list(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each worker lists the files itself; a file that comes or goes meanwhile makes its list
-    differ from this process's, and then it takes no chunk: the outcomes are still those of
-    this process's list, in order."""
+    """Workers start once the files are listed and judge that list: no worker lists them again,
+    so a file that comes after the listing is judged by no one."""
     shutil.copytree(CONFORMANCE, folder / "conformance")
     one = replay([folder], jobs=1)
-    here, listed = os.getpid(), runner.find_fixtures
+    here, listed, judge_one = os.getpid(), runner.find_fixtures, runner.judge
+    listings = folder.parent / "listings"  # a file: a forked worker's lists are its own
 
-    def one_file_fewer_in_a_worker(paths: list[Path]) -> list[Path]:
-        files = listed(paths)
-        return files if os.getpid() == here else files[1:]
+    def recorded(paths: list[Path]) -> list[Path]:
+        with listings.open("a") as log:
+            log.write(f"{os.getpid()}\n")
+        return listed(paths)
 
-    monkeypatch.setattr(runner, "find_fixtures", one_file_fewer_in_a_worker)
+    def judge_and_add_a_file(path: Path) -> Any:
+        (folder / "openai" / "late.json").write_bytes((folder / REUSED).read_bytes())
+        return judge_one(path)
+
+    monkeypatch.setattr(runner, "find_fixtures", recorded)
+    monkeypatch.setattr(runner, "judge", judge_and_add_a_file)
     _workers_forked(monkeypatch)
-    assert replay([folder], jobs=2) == one
     assert replay([folder], jobs=3) == one
+    assert listings.read_text() == f"{here}\n"
 
 
 def test_fixtures_are_judged_with_the_collector_off_and_it_is_left_as_it_was(
@@ -367,6 +373,26 @@ def test_fixtures_are_judged_with_the_collector_off_and_it_is_left_as_it_was(
             gc.freeze()
         (gc.enable if was_enabled else gc.disable)()
     assert seen == [(False, True)] * 15
+
+
+def test_the_outcomes_are_left_in_the_oldest_generation(folder: Path) -> None:
+    """What replay returns is in the collector's oldest generation, where no young collection
+    walks it, in one process or shared."""
+    shutil.copytree(CONFORMANCE, folder / "conformance")
+    was_enabled, was_frozen = gc.isenabled(), gc.get_freeze_count() > 0
+    gc.unfreeze()  # a heap nobody froze (another test may have); frozen again at the end
+    gc.enable()
+    try:
+        for jobs in (1, 2):
+            outcomes = replay([folder], jobs=jobs)
+            kept = [*outcomes, *(o.report for o in outcomes if o.report is not None)]
+            oldest = {id(item) for item in gc.get_objects(generation=2)}
+            assert len(kept) > 2 * len(outcomes) - 2
+            assert [item for item in kept if id(item) not in oldest] == []
+    finally:
+        if was_frozen:
+            gc.freeze()
+        (gc.enable if was_enabled else gc.disable)()
 
 
 def test_a_terminal_gets_a_progress_bar_on_stderr_for_more_than_20_fixtures() -> None:
