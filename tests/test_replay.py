@@ -291,6 +291,27 @@ def test_jobs_2_gives_the_same_outcomes_and_report_as_jobs_1(folder: Path) -> No
     assert run([folder], "text", jobs=1) == run([folder], "text", jobs=2)
 
 
+def test_no_more_workers_start_than_there_are_chunks_after_this_process_s_first(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[int] = []
+    worker = runner._Worker
+
+    def counted(*args: Any) -> Any:
+        started.append(1)
+        return worker(*args)
+
+    monkeypatch.setattr(runner, "_Worker", counted)
+    one = replay([folder], jobs=1)  # 5 files: one chunk
+    assert replay([folder], jobs=4) == one
+    assert started == []
+    shutil.copytree(CONFORMANCE, folder / "conformance")
+    chunks = -(-(5 + len(list(CONFORMANCE.rglob("*.json")))) // runner._CHUNK)
+    assert chunks > 4
+    assert replay([folder], jobs=4) == replay([folder], jobs=1)
+    assert len(started) == 3
+
+
 def _workers_forked(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers forked, whatever the platform's default: they run this module's patches."""
     fork = multiprocessing.get_context("fork")

@@ -83,9 +83,9 @@ def _shared(
 
     The workers start once the files are listed, and are handed the list: forked, they share
     it with this process and start judging at once (had each listed the files itself, beside
-    this process, each would then have had to prove its list the same)."""
+    this process, each would then have had to prove its list the same). No more start than
+    there are chunks after this process's first."""
     files = find_fixtures(paths)
-    on_listed(len(files))
     chunks = _chunks(files)
     context = multiprocessing.get_context()
     counter = context.Value("i", 0)
@@ -93,7 +93,8 @@ def _shared(
     judged: dict[int, list[Outcome]] = {}
     given = 0  # chunks yielded so far
     try:
-        judges += (_Worker(chunks, counter, context) for _ in range(workers))
+        judges += (_Worker(chunks, counter, context) for _ in range(min(workers, len(chunks) - 1)))
+        on_listed(len(files))  # once forked: a thread the caller starts there is not forked
         while (index := _next_chunk(counter)) < len(chunks):
             judged[index] = [judge(path) for path in chunks[index]]
             for worker in judges:
