@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -88,7 +87,9 @@ def record(app: Path) -> None:
         code, out, err = tape_run(app, "--record-mode", "once", "--upstream", served, key=KEY)
         assert (code, summary(out), err) == (0, SUMMARY, ""), out
     finally:
-        upstream.send_signal(signal.SIGINT)
+        # SIGTERM, not SIGINT: a suite started in the background by a non-interactive shell
+        # inherits SIGINT ignored, and Python then leaves it ignored.
+        upstream.terminate()
         upstream.wait(30)
 
 
