@@ -218,8 +218,10 @@ def _judge_and_send(chunks: list[list[Path]], counter: Any, writer: connection.C
     writer.close()
 
 
-#: What a worker sends of an outcome: every field but ``fixture``, in the order ``collect`` reads.
-_without_path = operator.attrgetter("facts", "report", "problems", "error", "seconds")
+#: What a worker sends of an outcome: every field but ``fixture``, in the order ``collect``
+#: unpacks them (by name there: 0.5 µs an outcome, against 1.2 through a dictionary).
+SENT_FIELDS = ("facts", "report", "problems", "error", "seconds")
+_without_path = operator.attrgetter(*SENT_FIELDS)
 
 
 def update_expectations(outcomes: Iterable[Outcome]) -> list[Path]:
