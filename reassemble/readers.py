@@ -91,16 +91,16 @@ def template_reader(
     caller changes neither (the engine reads events; it does not change them).
 
     Strict as ``read`` is: the event's text differs from the first's only in the argument
-    string, which the scanner read strictly (no control character); without a ``\\u`` escape in
-    the text and with ASCII arguments, it holds no surrogate, and within a quarter of the size
-    limit in characters it cannot pass it. Names, depth and numbers are the first event's, which
-    ``read`` passed. Any other event is read by ``read``, and every event once ``MOST_UNMATCHED``
-    have matched no template; ``give_up`` is called then (the caller may call ``read`` itself
-    from there on)."""
+    string, which the scanner read strictly (no control character); ASCII arguments hold no
+    surrogate (the scanner turns a surrogate escape into one), and within a quarter of the size
+    limit in characters the text cannot pass it. Names, depth, numbers and whatever else the
+    text holds are the first event's, which ``read`` passed. Any other event is read by
+    ``read``, and every event once ``MOST_UNMATCHED`` have matched no template; ``give_up`` is
+    called then (the caller may call ``read`` itself from there on)."""
     templates = Templates(fragment_site)
 
     def value(text: str) -> object:
-        found = None if "\\u" in text else templates.find(text)
+        found = templates.find(text)
         if found is None:
             return read(text)
         parts, arguments, template = found
