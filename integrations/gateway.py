@@ -11,9 +11,10 @@ frame-aligned), so only whole events go on and a held event is held whole.
 
 What is held: from the first event that carries the turn's end (the gate's rule: Chat
 Completions' chunk with a ``finish_reason`` and every chunk after it, Anthropic's
-``message_delta``), and on the Responses API also from the first event that completes a
-``function_call`` (``response.function_call_arguments.done``, ``response.output_item.done``):
-there a client can act on a complete call long before ``response.completed``.
+``message_delta``), and on the Responses API also from the first event that completes a call
+or part of one (``completes_call``: the ``done`` of a function's arguments, a custom tool's
+input, a shell command or a diff, and ``response.output_item.done`` of any item that may be a
+call): there a client can act on a complete call long before ``response.completed``.
 
 Sans-I/O, like the gate; nothing here imports a gateway.
 """
@@ -26,12 +27,10 @@ from typing import Any
 from callgate.integrations.otel import record_verdict
 from callgate.reassemble.gate import Gate
 from callgate.reassemble.profiles import PROFILES, profile_for
+from callgate.reassemble.profiles.openai_responses import completes_call
 from callgate.reassemble.readers import SSEReader
 from callgate.reassemble.report import Report
 from callgate.reassemble.sdk import event_json
-
-#: Responses API events that hand the client a complete function call.
-_CALL_COMPLETE = frozenset({"response.function_call_arguments.done", "response.output_item.done"})
 
 
 def profile_of_route(route: str) -> str | None:
@@ -61,7 +60,7 @@ class GatewayTurn:
             provider=provider,
             allow=allow,
             on_verdict=lambda report: on_verdict(report, self.response_id),
-            holds_from=_completes_call,
+            holds_from=completes_call,
         )
         self._received = bytearray()
         self._sent = 0  # bytes of ``_received`` handed on
@@ -126,15 +125,6 @@ class GatewayTurn:
         if self.response_id is None:
             self.response_id = _response_id(event)
         self._gate.read(event)
-
-
-def _completes_call(event: object) -> bool:
-    if not isinstance(event, dict) or event.get("type") not in _CALL_COMPLETE:
-        return False
-    item = event.get("item")
-    return event["type"] != "response.output_item.done" or (
-        isinstance(item, dict) and item.get("type") == "function_call"
-    )
 
 
 def _response_id(event: object) -> str | None:

@@ -169,10 +169,14 @@ CATALOGUE: dict[Code, Entry] = {
         _QUARANTINE,
     ),
     Code.UNKNOWN_TOOL: Entry(
-        "The call names a tool with no schema in the envelope.",
-        "The model called a tool that was not offered; a provider-defined tool (Anthropic "
-        "computer use) whose schema the request does not carry.",
-        "Block; add the tool's schema to tool_schemas if the tool is really offered.",
+        "The call names a tool with no schema in the envelope, a built-in tool of a type or "
+        "version callgate ships no schema for (the message names the versions it knows), or a "
+        "tool that takes the other kind of input (a free-form call to a JSON tool, or back).",
+        "The model called a tool that was not offered; a request that did not declare the "
+        "built-in tool (Anthropic's bash_20250124, OpenAI's shell); a tool version newer than "
+        "this callgate.",
+        "Block; declare the tool in the request (or tool_schemas) if it is really offered, or "
+        "upgrade callgate for a new tool version.",
     ),
     Code.UNSUPPORTED_SCHEMA_KEYWORD: Entry(
         "The tool schema uses a keyword, format, dialect or $ref callgate does not support "
@@ -191,6 +195,37 @@ CATALOGUE: dict[Code, Entry] = {
         "argument path.",
         "Model output that ignores the schema; schema drift between the app and the fixture.",
         "Block; pin the deployed schema and update fixtures deliberately.",
+    ),
+    Code.INVALID_PATCH: Entry(
+        "An apply_patch call's diff does not have the structure its operation needs: a "
+        "create_file diff whose lines do not all start with '+', an update_file diff with a line "
+        "that is no hunk header, context, removal or addition, or a diff on a delete_file.",
+        "A diff cut mid-line or mid-hunk that still parsed as a JSON string; a model that wrote "
+        "a unified diff's file headers; a proxy that rewrote the item.",
+        "Block: a cut V4A diff still applies without an error and writes a partial file.",
+    ),
+    Code.GRAMMAR_VIOLATION: Entry(
+        "A custom tool's free-form input is refused by the grammar (Lark or regex) its tool "
+        "declares; the message names the first byte it refuses.",
+        "Two calls' input merged; a proxy that rewrote the input; a grammar changed between the "
+        "request and the check.",
+        "Block; the sampler that wrote the input was held to this grammar, so a refusal means "
+        "the input is not what the model wrote.",
+    ),
+    Code.GRAMMAR_INCOMPLETE: Entry(
+        "A custom tool's input is a valid beginning of a sentence of its grammar, but not a "
+        "whole one: the input was cut.",
+        "Output cut by max_output_tokens; a stream that lost its last input delta.",
+        "Block and retry the turn; never run a cut command or patch.",
+    ),
+    Code.UNSUPPORTED_GRAMMAR: Entry(
+        "A custom tool declares a format callgate cannot check: a grammar that does not compile "
+        "in LLGuidance's Lark dialect or Rust regex syntax, a syntax or format type it does not "
+        "know, or an input the grammar's parser gives up on (its size bounds).",
+        "A grammar with features OpenAI also refuses (lookaround, terminal priorities); a new "
+        "format type; llguidance not installed.",
+        "Fix the grammar (OpenAI compiles with the same engine), or install llguidance; callgate "
+        "fails closed instead of passing input it could not check.",
     ),
 }
 

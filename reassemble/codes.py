@@ -43,3 +43,8 @@ class Code(StrEnum):
     UNSUPPORTED_SCHEMA_KEYWORD = "unsupported_schema_keyword"
     INVALID_SCHEMA = "invalid_schema"
     SCHEMA_VIOLATION = "schema_violation"
+    # Built-in tools and free-form input: what a JSON Schema cannot state.
+    INVALID_PATCH = "invalid_patch"
+    GRAMMAR_VIOLATION = "grammar_violation"
+    GRAMMAR_INCOMPLETE = "grammar_incomplete"
+    UNSUPPORTED_GRAMMAR = "unsupported_grammar"

@@ -39,9 +39,10 @@ from callgate.reassemble.limits import DEFAULT_LIMITS, Limits
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.quirks import quirks_in_force
 from callgate.reassemble.report import Call, Report
-from callgate.reassemble.schema import SchemaProblem, ToolSchema, compiled_schema
+from callgate.reassemble.schema import SchemaProblem
 from callgate.reassemble.sdk import event_json, tool_schemas_of
 from callgate.reassemble.state import GROWING, SlotInput, SlotState, slot_state, step
+from callgate.reassemble.tool_input import InputCheck, input_check
 
 _TABLE_MESSAGES = {
     Code.DELTA_BEFORE_START: "a fragment arrived for a slot that was never started",
@@ -69,6 +70,8 @@ class _Slot:
     call_id: str | None = None
     name: str | None = None
     stated_input: object = None
+    #: The input is free-form text checked against the tool's format, not JSON arguments.
+    freeform: bool = False
     fragments: list[str] = field(default_factory=list)
     #: The event index of each fragment, in step with ``fragments``, and the pointer of each
     #: fragment (by its position there) that is not at ``Reassembler._continuation_pointer``,
@@ -139,7 +142,7 @@ class Reassembler:
         self._limits = limits or DEFAULT_LIMITS
         self._max_bytes = self._limits.max_argument_bytes
         self._tool_schemas = tool_schemas_of(tool_schemas if tools is None else tools, profile)
-        self._compiled: dict[str, ToolSchema | SchemaProblem] = {}
+        self._compiled: dict[str, InputCheck | SchemaProblem] = {}
         self._slots: dict[SlotKey, _Slot] = {}
         #: The calls a plain argument fragment may grow now: started, not ended, in a turn that
         #: has not ended. ``_move`` and ``_end_turn`` keep it; ``feed`` reads it for most chunks.
@@ -244,6 +247,8 @@ class Reassembler:
         )
         if slot is not None and event.severity is Severity.BLOCKING:
             slot.blocked = True
+        if event.could_be_call:
+            self._claimed_calls = True
 
     def _add(
         self,
@@ -317,6 +322,7 @@ class Reassembler:
             return
         if slot.lifecycle is SlotState.UNSEEN:
             slot.is_call, slot.stated_input = event.is_call, event.stated_input
+            slot.freeform = event.freeform
         self._move(slot, SlotInput.START, event.pointer)
         if event.is_call and slot.is_call:
             self._identify(slot, event.call_id, event.name, event.pointer)
@@ -530,10 +536,13 @@ class Reassembler:
     def _validate(self, slot: _Slot, pointer: str) -> None:
         self._check_identity_complete(slot, pointer)
         slot.arguments = self._arguments_text(slot)
-        parsed = self._parse(slot, pointer)
-        if parsed is not None:
-            self._check_stated_input(slot, parsed, pointer)
-            self._check_schema(slot, parsed, pointer)
+        if slot.freeform:
+            self._check_input(slot, slot.arguments, pointer)
+        else:
+            parsed = self._parse(slot, pointer)
+            if parsed is not None:
+                self._check_stated_input(slot, parsed, pointer)
+                self._check_input(slot, parsed, pointer)
         slot.validated = not slot.blocked
 
     def _check_identity_complete(self, slot: _Slot, pointer: str) -> None:
@@ -614,7 +623,10 @@ class Reassembler:
                 pointer,
             )
 
-    def _check_schema(self, slot: _Slot, parsed: dict[str, Any], pointer: str) -> None:
+    def _check_input(self, slot: _Slot, value: object, pointer: str) -> None:
+        """The call's input against what its tool declares: a JSON Schema (a function, or the
+        schema callgate ships for a built-in tool) for parsed arguments, a format for
+        free-form text (``callgate.reassemble.tool_input``)."""
         name = slot.name
         if name is None:
             return
@@ -622,30 +634,28 @@ class Reassembler:
             self._block(slot, Code.UNKNOWN_TOOL, f"no schema for tool {name[:64]!r}", pointer)
             return
         if name not in self._compiled:
-            self._compiled[name] = compiled_schema(self._tool_schemas[name])
-        schema = self._compiled[name]
-        if isinstance(schema, SchemaProblem):
+            self._compiled[name] = input_check(self._tool_schemas[name])
+        check = self._compiled[name]
+        if isinstance(check, SchemaProblem):
             self._block(
                 slot,
-                schema.code,
-                f"tool {name[:64]!r}: {schema.message}",
+                check.code,
+                f"tool {name[:64]!r}: {check.message}",
                 pointer,
-                path=f"/tool_schemas/{_escape(name)}{schema.schema_path}",
+                path=f"/tool_schemas/{_escape(name)}{check.schema_path}",
             )
             return
-        for violation in schema.violations(parsed):
+        if check.freeform != slot.freeform:
+            takes, made = ("free-form input", "JSON") if check.freeform else ("JSON", "free-form")
             self._block(
                 slot,
-                Code.SCHEMA_VIOLATION,
-                f"{violation.keyword!r} fails at "
-                f"{violation.instance_path or '(root)'}: {violation.message}",
+                Code.UNKNOWN_TOOL,
+                f"tool {name[:64]!r} takes {takes}; this call gives {made} input",
                 pointer,
-                detail={
-                    "keyword": violation.keyword,
-                    "argument_path": violation.instance_path,
-                    "schema_path": violation.schema_path,
-                },
             )
+            return
+        for problem in check.problems(value):
+            self._block(slot, problem.code, problem.message, pointer, detail=problem.detail)
 
     def _call(self, slot: _Slot) -> Call:
         codes = tuple(f.code for f in self._findings if (f.choice, f.slot) == slot.key)

@@ -31,6 +31,9 @@ class SlotStarted:
     name: str | None = None
     #: Arguments the start event itself states (Anthropic's ``input``), as a JSON value.
     stated_input: object = None
+    #: The call's input is free-form text (OpenAI's custom tools), checked against the tool's
+    #: declared format instead of parsed as JSON.
+    freeform: bool = False
 
 
 # Not frozen, unlike the other events: one is built per argument fragment, and a frozen
@@ -94,6 +97,10 @@ class Problem:
     slot: int | None = None
     severity: Severity = Severity.BLOCKING
     quirk: str | None = None
+    #: What could not be read could be a tool call (an output item or content block of a type
+    #: the profile does not know): the turn then holds a call as far as the gate is concerned,
+    #: and a blocking finding fails it instead of leaving it ``invalid``, which a gate releases.
+    could_be_call: bool = False
 
 
 Event = SlotStarted | SlotDelta | SlotEnded | TurnEnded | ArgumentsStated | Problem

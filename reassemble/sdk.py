@@ -22,6 +22,7 @@ from typing import Any
 from callgate.reassemble.errors import UsageError
 from callgate.reassemble.profiles.base import flat_tools, function_tools
 from callgate.reassemble.profiles.bedrock_converse import tool_schemas as bedrock_tools
+from callgate.reassemble.profiles.builtin import declared_tools
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 
 #: What the engine reads as it is: JSON values (a non-object one is an ``unsupported_event``
@@ -133,6 +134,9 @@ def _entry_schemas(entry: object, profile: str, where: str) -> dict[str, Any]:
         raise UsageError(f"{where} is not a JSON object; {_EXPECTED}")
     if "functionDeclarations" in entry or "function_declarations" in entry:
         return _declarations(entry, where)
+    declared = declared_tools({"tools": [entry]})
+    if declared:  # a provider-defined client tool: its input is read by callgate's schema
+        return declared
     read = _reader(entry, profile)
     if read is None:
         if _provider_defined(entry):
@@ -203,11 +207,12 @@ def _declarations(tool: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def _provider_defined(entry: dict[str, Any]) -> bool:
-    """A tool without a JSON Schema: typed but not a function and without ``parameters`` (OpenAI's
-    ``web_search`` and ``custom``, Anthropic's ``web_search_20250305``), or one of Gemini's."""
+    """A tool the provider runs itself: typed but not a function and without ``parameters``
+    (OpenAI's ``web_search``, Anthropic's ``web_search_20250305``), or one of Gemini's. (The
+    client tools of this kind, ``declared_tools``, are read before this is asked.)"""
     kind = entry.get("type")
     if isinstance(kind, str) and kind != "function" and "parameters" not in entry:
-        return True  # OpenAI's custom tools take free text, not JSON: no schema either
+        return True
     return not _GEMINI_BUILT_INS.isdisjoint(entry)
 
 

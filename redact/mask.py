@@ -9,6 +9,8 @@
   stay as they are, because they decide ``invalid_unicode`` and syntax findings. Text that does
   not lex as JSON is masked letter for letter and digit for digit. The masked text is cut back at
   the original fragment boundaries.
+- ``mask_free_text``: free-form tool input (shell commands, patches, custom tools' text):
+  letters and digits masked, punctuation, white space and a patch's structure kept.
 - ``Pseudonyms``: provider ids replaced by stable stand-ins, equal for equal ids, idempotent.
 """
 
@@ -148,6 +150,59 @@ def _kept(char: str) -> bool:
     commute with re-encoding: a stated input object and its streamed text mask to equal values.
     The characters are those ``_MASKED`` leaves out, stated once."""
     return _MASKED_RUN.match(char) is None
+
+
+#: Lines of a V4A patch (OpenAI's apply_patch, as a diff or a custom tool's input) that are its
+#: structure, kept whole; and line openings kept before the path or anchor they introduce.
+_PATCH_LINES = frozenset({"*** Begin Patch", "*** End Patch", "*** End of File"})
+_PATCH_OPENINGS = (
+    "*** Add File: ",
+    "*** Update File: ",
+    "*** Delete File: ",
+    "*** Move to: ",
+    "@@",
+)
+_WORD_CHARACTERS = re.compile(r"[^\W_]+")
+
+
+def mask_free_text(
+    fragments: Sequence[str], keep: frozenset[str] = frozenset(), mask: str = "x"
+) -> list[str]:
+    """Mask one free-form input (a shell command, a diff, a custom tool's input), possibly split
+    across fragments, as one text: letters become ``mask`` and digits a digit of the mask's own
+    (``0`` for ``x``, ``1`` for another), punctuation and white space stay, and so do a patch's
+    structural lines and line openings, so that a diff's hunks, a command's shape and most
+    grammars' literals survive. A whole text in ``keep`` stays. Cut back at the fragments'
+    boundaries."""
+    text = "".join(fragments)
+    if not text or text in keep:
+        return list(fragments)
+    digit = "0" if mask == "x" else "1"
+    masked = "".join(_masked_line(line, mask, digit) for line in text.splitlines(keepends=True))
+    ends = list(accumulate(map(len, fragments)))
+    return [masked[start:end] for start, end in zip([0, *ends], ends, strict=False)]
+
+
+def _masked_line(line: str, mask: str, digit: str) -> str:
+    body = line.rstrip("\r\n")
+    if body in _PATCH_LINES:
+        return line
+    opening = next((o for o in _PATCH_OPENINGS if body.startswith(o)), "")
+    rest = line[len(opening) :]
+    return opening + _WORD_CHARACTERS.sub(
+        lambda run: "".join(digit if c.isdigit() else mask for c in run.group()), rest
+    )
+
+
+def mask_free_value(value: object, keep: frozenset[str] = frozenset(), mask: str = "x") -> object:
+    """Every string in ``value`` masked as ``mask_free_text`` masks a whole text."""
+    if isinstance(value, str):
+        return mask_free_text([value], keep, mask)[0]
+    if isinstance(value, dict):
+        return {key: mask_free_value(child, keep, mask) for key, child in value.items()}
+    if isinstance(value, list):
+        return [mask_free_value(child, keep, mask) for child in value]
+    return value
 
 
 def mask_value(value: object, keep: frozenset[str] = frozenset(), mask: str = "x") -> object:

@@ -15,8 +15,16 @@ from typing import Any
 from callgate.reassemble import strict_json
 from callgate.reassemble.profiles import ALL_STRUCTURAL_KEYS, PROFILES
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, sites_event_by_event
+from callgate.reassemble.tool_input import schema_documents
 from callgate.redact.fragment_lines import FragmentLines
-from callgate.redact.mask import Pseudonyms, mask_arguments, mask_text, mask_value
+from callgate.redact.mask import (
+    Pseudonyms,
+    mask_arguments,
+    mask_free_text,
+    mask_free_value,
+    mask_text,
+    mask_value,
+)
 
 #: Request parameters that pin behaviour and hold no prompt.
 REQUEST_PARAMETERS = (
@@ -61,7 +69,7 @@ def redacted_copy(
     out = dict(envelope) if owned else copy.deepcopy(dict(envelope))
     out["request"] = request_parameters(out.get("request", {}))
     key = PROFILES[out["profile"]].stream_key
-    keep = _enum_values(out.get("tool_schemas", {}))
+    keep = _enum_values(schema_documents(out.get("tool_schemas", {})))
     events = out[key]  # every envelope has its stream (checked, or built so)
     handled = _redact_arguments(out["profile"], events, arguments, keep, lines)
     # The copy (or the caller's envelope, owned) is scrubbed where it lies: no second copy.
@@ -125,12 +133,15 @@ def _redact_arguments(
     container, which the generic scrub then leaves alone."""
     handled: Handled = {}
     streams: dict[object, list[ArgumentRef]] = {}
+    texts: dict[object, list[ArgumentRef]] = {}  # free-form input, streamed
     others: list[ArgumentSite] = []  # copies and pieces, in order
     for site in _argument_sites(PROFILES[profile], events, handled, streams, lines):
         kind, key, container, field = site
         handled.setdefault(id(container), set()).add(field)
         if kind == "stream":
             streams.setdefault(key, []).append((container, field))
+        elif kind == "text":
+            texts.setdefault(key, []).append((container, field))
         else:
             others.append(site)
     if mode is not ArgumentMode.KEEP:
@@ -138,13 +149,16 @@ def _redact_arguments(
         references = (
             {
                 key: "".join(c[f] for c, f in refs if isinstance(c[f], str))
-                for key, refs in streams.items()
+                for group in (streams, texts)
+                for key, refs in group.items()
             }
             if others
             else {}
         )
         for refs in streams.values():
             _mask_stream(refs, mode, keep)
+        for refs in texts.values():
+            _mask_stream(refs, mode, keep, free=True)
         _mask_copies(others, references, mode, keep)
     return handled
 
@@ -169,12 +183,15 @@ def _argument_sites(
     return sites_event_by_event(profile.fragment_site, profile.event_sites, events, handled)
 
 
-def _mask_stream(refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str]) -> None:
+def _mask_stream(
+    refs: list[ArgumentRef], mode: ArgumentMode, keep: frozenset[str], *, free: bool = False
+) -> None:
+    """One call's fragments masked as one text: JSON argument text, or (``free``) free-form
+    input."""
     texts = [(c, f) for c, f in refs if isinstance(c[f], str)]
+    mask = mask_free_text if free else mask_arguments
     masked = (
-        mask_arguments([c[f] for c, f in texts], keep)
-        if mode is ArgumentMode.MASK
-        else ["" for _ in texts]
+        mask([c[f] for c, f in texts], keep) if mode is ArgumentMode.MASK else ["" for _ in texts]
     )
     for (container, field), text in zip(texts, masked, strict=True):
         container[field] = text
@@ -194,14 +211,24 @@ def _mask_copies(
         if kind == "piece":
             container[field] = mask_value(value, keep) if mode is ArgumentMode.MASK else ""
             continue
-        if kind != "copy":
+        if kind not in ("copy", "text_copy"):
             continue
         reference = references.setdefault(
             key, value if isinstance(value, str) else _canonical(value)
         )
-        mask = "x" if _same_arguments(value, reference) else "y"
+        if kind == "text_copy":
+            # Free-form input: a text is the same as its stream, or not. A built-in item's input
+            # object holds texts streamed apart (each command, the diff), so it takes the
+            # stream's letter; a copy that differs only in letters and digits then masks equal,
+            # and the recorder refuses the fixture rather than hide the difference.
+            same = not isinstance(value, str) or value == reference
+        else:
+            same = _same_arguments(value, reference)
+        mask = "x" if same else "y"
         if mode is not ArgumentMode.MASK:
             container[field] = "" if isinstance(value, str) else {}
+        elif kind == "text_copy":
+            container[field] = mask_free_value(value, keep, mask)
         elif isinstance(value, str):
             container[field] = mask_arguments([value], keep, mask)[0]
         else:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from callgate.cli.loopback import free_port, wait_listening
 from callgate.cli.record import WEB_COLUMNS
 from callgate.cli.serve import FakeProvider, collect
+from callgate.reassemble.profiles.builtin import TOOL_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 APPS_PYTHON = ROOT / ".venv-apps" / "bin" / "python"
@@ -291,6 +292,8 @@ def request_body_of(envelope: dict[str, Any]) -> bytes:
             {"type": "function", "function": {"name": n, "parameters": s}}
             for n, s in schemas.items()
         ]
+    # A provider-defined tool is declared as the provider takes it, not by a schema.
+    tools = [declared_tool(tool, envelope["profile"]) if _defined(tool) else tool for tool in tools]
     body = {
         "model": "m",
         "stream": True,
@@ -299,6 +302,36 @@ def request_body_of(envelope: dict[str, Any]) -> bytes:
         **envelope.get("request", {}),
     }
     return json.dumps(body).encode()
+
+
+def _schema(tool: dict[str, Any]) -> Any:
+    function = tool.get("function")
+    inner = function.get("parameters") if isinstance(function, dict) else None
+    return tool.get("parameters", tool.get("input_schema", inner))
+
+
+def _defined(tool: dict[str, Any]) -> bool:
+    schema = _schema(tool)
+    return isinstance(schema, dict) and TOOL_KEY in schema
+
+
+def declared_tool(tool: dict[str, Any], profile: str) -> dict[str, Any]:
+    """The provider's own declaration of the tool whose ``tool_schemas`` entry holds its
+    definition: as it stands for the Responses and Messages APIs; a Chat Completions custom
+    tool nests it under ``custom``, a grammar's syntax and definition under ``grammar``."""
+    definition = dict(_schema(tool)[TOOL_KEY])
+    if profile in ("openai", "mistral") and definition.pop("type", None) == "custom":
+        declared = definition.pop("format", None)
+        if isinstance(declared, dict) and declared.get("type") == "grammar":
+            declared = {
+                "type": "grammar",
+                "grammar": {k: declared[k] for k in ("syntax", "definition")},
+            }
+        return {
+            "type": "custom",
+            "custom": {**definition, **({"format": declared} if declared else {})},
+        }
+    return definition
 
 
 def tools_file(name: str, folder: Path) -> str:

@@ -145,18 +145,25 @@ def resplit_ollama(chunk: Any) -> list[Any]:
     return spread
 
 
+#: The Responses events that stream part of a call's input.
+RESPONSES_DELTAS = frozenset(
+    {
+        "response.function_call_arguments.delta",
+        "response.custom_tool_call_input.delta",
+        "response.shell_call_command.delta",
+        "response.apply_patch_call_operation_diff.delta",
+    }
+)
+
+
 def resplit_responses(events: list[Any]) -> list[Any]:
-    """Halve each function_call_arguments.delta; later sequence_numbers move up by one per
-    split, so gaps and steps back in the original stay exactly as they were."""
+    """Halve each delta of a call's input; later sequence_numbers move up by one per split, so
+    gaps and steps back in the original stay exactly as they were."""
     out, shift = [], 0
     for event in events:
         text = event.get("delta") if isinstance(event, dict) else None
         pieces = [event]
-        if (
-            event.get("type") == "response.function_call_arguments.delta"
-            and isinstance(text, str)
-            and len(text) > 1
-        ):
+        if event.get("type") in RESPONSES_DELTAS and isinstance(text, str) and len(text) > 1:
             pieces = [
                 dict(event, delta=text[: len(text) // 2]),
                 dict(event, delta=text[len(text) // 2 :]),
@@ -184,11 +191,12 @@ def resplit_chat(chunk: Any) -> list[Any]:
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
             continue
-        arguments = (entry.get("function") or {}).get("arguments")
+        member, field = ("custom", "input") if "custom" in entry else ("function", "arguments")
+        arguments = (entry.get(member) or {}).get(field)
         if isinstance(arguments, str) and len(arguments) > 1:
             half = len(arguments) // 2
-            entry["function"]["arguments"] = arguments[:half]
-            tails.append({"index": entry["index"], "function": {"arguments": arguments[half:]}})
+            entry[member][field] = arguments[:half]
+            tails.append({"index": entry["index"], member: {field: arguments[half:]}})
     if not tails:
         return [chunk]
     second = copy.deepcopy(chunk)

@@ -14,6 +14,7 @@ import pytest
 from callgate import Blocked, check
 from callgate.integrations.gateway import GatewayTurn, profile_of_route
 from callgate.reassemble.profiles import PROFILES, framed
+from callgate.reassemble.profiles.openai_responses import completes_call
 from callgate.reassemble.report import Report
 from tests.conftest import CONFORMANCE, fixture_id, load
 
@@ -89,16 +90,8 @@ def ended(envelope: dict[str, Any], sent: list[Any]) -> list[str]:
         if isinstance(event, dict)
         and (
             any(c.get("finish_reason") for c in event.get("choices") or [] if isinstance(c, dict))
-            or event.get("type")
-            in {
-                "response.completed",
-                "response.function_call_arguments.done",
-                "response.incomplete",
-            }
-            or (
-                event.get("type") == "response.output_item.done"
-                and (event.get("item") or {}).get("type") == "function_call"
-            )
+            or event.get("type") in {"response.completed", "response.incomplete"}
+            or completes_call(event)
         )
     ]
 

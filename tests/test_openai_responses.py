@@ -262,22 +262,18 @@ def test_an_item_done_with_a_status_other_than_completed_blocks() -> None:
 # -- items and events this profile does not execute ------------------------------------------
 
 
-def test_custom_tool_call_input_is_reported_truncated() -> None:
+def test_a_custom_tool_call_is_a_free_form_call_whose_item_restates_its_input() -> None:
     translator = ResponsesTranslator(frozenset())
-    item = {
-        "id": "ctc_1",
-        "type": "custom_tool_call",
-        "call_id": "call_c",
-        "name": "shell",
-        "input": "x" * 500,
-        "status": "completed",
-    }
-    events = translator.translate(
-        {"type": "response.output_item.done", "output_index": 0, "item": item}
+    item = {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_c", "name": "shell"}
+    added = translator.translate(
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "input": ""}}
     )
-    problem = events[0]
-    assert isinstance(problem, Problem) and problem.code is Code.UNSUPPORTED_EVENT
-    assert "x" * 200 in problem.message and "x" * 201 not in problem.message
+    assert added == [SlotStarted((0, 0), "/item", call_id="call_c", name="shell", freeform=True)]
+    done = translator.translate(
+        {"type": "response.output_item.done", "output_index": 0, "item": {**item, "input": "ls"}}
+    )
+    # No status on the item (openai-python's ResponseCustomToolCall has none): no finding.
+    assert done == [ArgumentsStated((0, 0), "/item/input", "ls"), SlotEnded((0, 0), "")]
 
 
 def test_reasoning_items_are_slots_but_not_calls() -> None:
@@ -361,7 +357,7 @@ def test_long_names_in_messages_are_clipped_where_they_are_quoted() -> None:
     [wrong] = translator.translate(delta('{"', item_id="rs_1"))
     assert isinstance(wrong, Problem)
     assert (wrong.message, wrong.choice, wrong.slot) == (
-        f"function call arguments for a {'r' * 40!r} item",
+        f"function_call input for a {'r' * 40!r} item",
         0,
         0,
     )

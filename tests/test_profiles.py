@@ -119,13 +119,22 @@ def test_tool_schemas_are_read_back_from_a_request_in_the_profiles_shape(name: s
 def texts_at(sites: list[ArgumentSite], whole_calls: bool) -> set[str]:
     """What the sites hold as argument texts: each call's stream fragments joined, and each copy
     (a text as it is; an object, or with ``whole_calls`` any value, as the engine writes a call
-    that arrives whole: compact JSON)."""
+    that arrives whole: compact JSON). Free-form input alike; a built-in call's input object is
+    its member under its name, as ``responses_builtins.input_text`` writes it."""
     streams: dict[object, list[str]] = {}
     texts = set()
     for kind, key, container, field in sites:
         value = container[field]
-        if kind == "stream" and isinstance(value, str):
+        if kind in ("stream", "text") and isinstance(value, str):
             streams.setdefault(key, []).append(value)
+        elif kind == "text_copy":
+            texts.add(
+                value
+                if isinstance(value, str)
+                else json.dumps(
+                    {field: value}, sort_keys=True, ensure_ascii=False, separators=(",", ":")
+                )
+            )
         elif kind == "copy":
             texts.add(
                 value
@@ -149,7 +158,7 @@ def test_argument_sites_hold_the_arguments_of_every_call(name: str) -> None:
         pieces = [site for site in sites if site[0] == "piece"]
         streamed: dict[object, str] = {}
         for kind, key, container, field in sites:
-            if kind == "stream" and isinstance(container[field], str):
+            if kind in ("stream", "text") and isinstance(container[field], str):
                 streamed[key] = streamed.get(key, "") + container[field]
         for call in check(envelope).calls:
             # An implied {} (Cohere, Bedrock: a call whose fragments, if any, joined to nothing)
@@ -232,7 +241,7 @@ MALFORMED = {
             {"type": "content_block_start", "index": 5, "content_block": {"type": "z" * 100}},
         ),
         "/events/1/content_block/type",
-        f"content block type {'z' * 40!r} is not known",
+        f"content block type {'z' * 40!r} is not known; it could be a call",
     ),
     "anthropic numeric stop_reason": (
         "anthropic/valid_fragmented",

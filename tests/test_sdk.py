@@ -15,6 +15,7 @@ import pytest
 
 from callgate import Reassembler, UsageError, check
 from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles.builtin import TOOL_KEY
 from callgate.reassemble.profiles.gemini_schema import to_json_schema
 from callgate.reassemble.sdk import tool_schemas_of
 from tests.conftest import CONFORMANCE, ROOT
@@ -228,11 +229,39 @@ def test_tools_the_provider_runs_itself_are_left_out_as_in_a_recorded_request() 
     tools = [
         {"type": "web_search"},
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 3},
-        {"type": "custom", "name": "grammar_tool", "format": {"type": "text"}},
+        {"type": "code_execution_20250825", "name": "code_execution"},
         {"googleSearch": {}},
         *chat({"get_weather": WEATHER}),
     ]
     assert tool_schemas_of(tools, "openai") == {"get_weather": WEATHER}
+
+
+def test_tools_the_client_runs_without_a_schema_are_read_by_their_definition() -> None:
+    """Built-in client tools and custom tools: their definition (what decides the input, not
+    the description) stands for the schema callgate ships or the format they declare."""
+    tools = [
+        {"type": "shell"},
+        {
+            "type": "computer_use_preview",
+            "display_width": 1024,
+            "display_height": 768,
+            "environment": "linux",
+        },
+        {"type": "custom", "name": "grammar_tool", "description": "d", "format": {"type": "text"}},
+        {"type": "bash_20250124", "name": "bash", "cache_control": {"type": "ephemeral"}},
+        {"type": "text_editor_20250429"},
+    ]
+    assert tool_schemas_of(tools, "openai-responses") == {
+        "shell": {TOOL_KEY: {"type": "shell"}},
+        "computer": {
+            TOOL_KEY: {"type": "computer_use_preview", "display_width": 1024, "display_height": 768}
+        },
+        "grammar_tool": {
+            TOOL_KEY: {"type": "custom", "name": "grammar_tool", "format": {"type": "text"}}
+        },
+        "bash": {TOOL_KEY: {"type": "bash_20250124", "name": "bash"}},
+        "str_replace_based_edit_tool": {TOOL_KEY: {"type": "text_editor_20250429"}},
+    }
 
 
 @pytest.mark.parametrize(

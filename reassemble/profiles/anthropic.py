@@ -53,6 +53,7 @@ from callgate.reassemble.profiles.base import (
     provider_error,
     reason_replaced,
 )
+from callgate.reassemble.profiles.builtin import declared_tools
 
 #: Block types that are not client tool calls, with the delta types each may receive.
 _NON_CALL_BLOCKS: dict[str, frozenset[str]] = {
@@ -162,10 +163,11 @@ class MessagesTranslator:
             return [
                 Problem(
                     Code.UNSUPPORTED_EVENT,
-                    f"content block type {block_type[:40]!r} is not known",
+                    f"content block type {block_type[:40]!r} is not known; it could be a call",
                     "/content_block/type",
                     choice=0,
                     slot=index,
+                    could_be_call=True,
                 ),
                 started,
             ]
@@ -338,7 +340,10 @@ PROFILE = Profile(
     framings=(SSE, EVENTSTREAM),
     from_message=from_invoke_message,
     to_message=to_invoke_message,
-    tool_schemas=lambda request: flat_tools(request, "input_schema"),
+    tool_schemas=lambda request: {
+        **flat_tools(request, "input_schema"),
+        **declared_tools(request),
+    },
     version_headers=("anthropic-version", "anthropic-beta"),
     event_lines=True,
     error_body=error_body,

@@ -6,8 +6,14 @@ with a non-null ``finish_reason``; a usage-only chunk has ``choices: []`` (or ``
 Azure adds chunks with ``choices: []`` and ``prompt_filter_results``; a mid-stream error is a chunk
 with an ``error`` key (vLLM: ``"object": "error"``). Fields this profile does not name
 (``obfuscation``, ``x_groq``, ``provider``, ``timings``, ...) carry no tool call and are ignored;
-tool data in a form it cannot read (legacy ``function_call``, non-function call types) is
-``unsupported_event``.
+tool data in a form it cannot read (legacy ``function_call``) is ``unsupported_event``, and a
+call of a type it does not know could be one the client runs: it fails the turn.
+
+A call to a custom tool (``type: "custom"``, ``custom: {name, input}``; openai-python
+``chat_completion_message_custom_tool_call.py``) takes free-form text as its input. Its stream
+is read like a function's, with ``custom.input`` for ``function.arguments``; openai-python's
+chunk type knows no custom member (openai-python issue #2530), so a fragment is taken as custom
+input by its ``custom`` member, whether or not it restates ``type``.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from callgate.reassemble.profiles.base import (
     reason_replaced,
     sites_event_by_event,
 )
+from callgate.reassemble.profiles.builtin import declared_tools
 
 
 def _optional_str(entry: Mapping[str, object], key: str) -> tuple[str | None, bool]:
@@ -54,6 +61,8 @@ class ChatTranslator:
         self._mirror_quirk = "choice_message_mirror" in quirks
         self._mirror_reported = False
         self._seen: set[SlotKey] = set()
+        #: The slots whose call is a custom tool's (free-form input).
+        self._custom: set[SlotKey] = set()
         self._next_slot: dict[int, int] = {}
 
     def translate(self, raw: object) -> list[Event]:
@@ -229,17 +238,36 @@ class ChatTranslator:
             return [fields]
         call_id, name, arguments = fields
         assert isinstance(entry, dict)
+        custom = "custom" in entry
         placed = self._place(choice, entry.get("index"), call_id, name, pointer)
         if isinstance(placed, Problem):
             return [placed]
         key, notes = placed
+        text_at = pointer + ("/custom/input" if custom else "/function/arguments")
         if key not in self._seen:
             self._seen.add(key)
+            if custom:
+                self._custom.add(key)
             self._next_slot[choice] = max(self._next_slot.get(choice, 0), key[1] + 1)
-            events: list[Event] = [*notes, SlotStarted(key, pointer, call_id=call_id, name=name)]
+            events: list[Event] = [
+                *notes,
+                SlotStarted(key, pointer, call_id=call_id, name=name, freeform=custom),
+            ]
             if arguments is not None:
-                events.append(SlotDelta(key, pointer + "/function/arguments", arguments=arguments))
+                events.append(SlotDelta(key, text_at, arguments=arguments))
             return events
+        if custom != (key in self._custom):
+            was, now = ("custom", "function") if custom else ("function", "custom")
+            return [
+                *notes,
+                Problem(
+                    Code.IDENTITY_COLLISION,
+                    f"slot {key[1]} holds a {was} call; a later fragment is a {now} call's",
+                    pointer,
+                    choice=choice,
+                    slot=key[1],
+                ),
+            ]
         return [*notes, SlotDelta(key, pointer, call_id=call_id, name=name, arguments=arguments)]
 
     @staticmethod
@@ -250,29 +278,35 @@ class ChatTranslator:
                 Code.UNSUPPORTED_EVENT, "tool call is not an object", pointer, choice=choice
             )
         kind = entry.get("type")
-        if kind not in (None, "", "function"):
+        custom = "custom" in entry
+        if kind not in (None, "", "function", "custom") or (
+            custom == (kind == "function") and kind not in (None, "")
+        ):
             return Problem(
                 Code.UNSUPPORTED_EVENT,
-                f"tool call type {str(kind)[:40]!r} is not reassembled",
+                f"tool call type {str(kind)[:40]!r} is not known; it could be a call",
                 pointer + "/type",
                 choice=choice,
+                could_be_call=True,
             )
-        function = entry.get("function")
+        member, text = ("custom", "input") if custom else ("function", "arguments")
+        function = entry.get(member)
         function = {} if function is None else function
-        if not isinstance(function, dict):
+        if not isinstance(function, dict) or (custom and "function" in entry):
             return Problem(
                 Code.UNSUPPORTED_EVENT,
-                "function is not an object",
-                pointer + "/function",
+                f"{member} is not an object",
+                pointer + f"/{member}",
                 choice=choice,
+                could_be_call=True,
             )
         call_id, ok_id = _optional_str(entry, "id")
         name, ok_name = _optional_str(function, "name")
-        arguments, ok_args = _optional_str(function, "arguments")
+        arguments, ok_args = _optional_str(function, text)
         for ok, where in (
             (ok_id, "/id"),
-            (ok_name, "/function/name"),
-            (ok_args, "/function/arguments"),
+            (ok_name, f"/{member}/name"),
+            (ok_args, f"/{member}/{text}"),
         ):
             if not ok:
                 return Problem(
@@ -381,11 +415,15 @@ def fragment_site(chunk: Any) -> FragmentSite | None:
 def _entries(holder: object, scope: tuple[object, ...], number: int) -> Iterator[ArgumentSite]:
     calls = holder.get("tool_calls") if isinstance(holder, dict) else None
     for position, entry in enumerate(calls if isinstance(calls, list) else []):
-        function = entry.get("function") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict):
+            continue
+        index = entry.get("index")
+        key = (*scope, index) if isinstance(index, int) else (*scope, number, position)
+        function, custom = entry.get("function"), entry.get("custom")
         if isinstance(function, dict) and "arguments" in function:
-            index = entry.get("index")
-            key = (*scope, index) if isinstance(index, int) else (*scope, number, position)
             yield "stream", key, function, "arguments"
+        elif isinstance(custom, dict) and "input" in custom:
+            yield "text", key, custom, "input"
 
 
 def names_cannot_repeat(value: Any, text: str) -> bool:
@@ -436,7 +474,7 @@ CHAT_WIRE: dict[str, Any] = {
     # data lines, which the event's JSON does not hold.
     "terminal_pattern": rb'finish_reason"(?![ \t]*:[ \t]*null)',
     "endpoints": ("/chat/completions", "/v1/chat"),
-    "tool_schemas": function_tools,
+    "tool_schemas": lambda request: {**function_tools(request), **declared_tools(request)},
     "version_headers": ("openai-beta",),
     "error_body": openai_error,
     "cut_short": reason_replaced("finish_reason", "length"),

@@ -12,9 +12,16 @@ ends at ``output_item.done`` (status ``completed``); the turn at ``response.comp
 ``response.incomplete`` and ``response.failed`` end it otherwise, and an ``error`` event is a
 mid-stream failure. Every event carries ``sequence_number``, rising by one; a gap or step back
 means events were lost or replayed. There is no "this turn made tool calls" status: a turn without
-a function_call is not applicable. Items the client does not execute (reasoning, messages, hosted
-tools) are consumed; ``custom_tool_call`` input is free-form text, not JSON, and blocks until a
-policy reads it.
+a call item is not applicable. Items the client does not execute (reasoning, messages, hosted
+tools) are consumed.
+
+The client runs more than functions: a ``custom_tool_call``'s ``input`` is free-form text
+(streamed by ``response.custom_tool_call_input.delta``, restated by ``.done`` and the item), read
+as the call's input and checked against its tool's format; the built-in tools' items
+(``shell_call``, ``apply_patch_call``, ``local_shell_call``, ``computer_call``) are calls too,
+read by ``responses_builtins``. An output item of a type this profile does not know could be a
+call the client runs: it fails the turn (``could_be_call``), as does an event of an unknown type
+unless it is about an item known to be no call.
 """
 
 from __future__ import annotations
@@ -45,9 +52,19 @@ from callgate.reassemble.profiles.base import (
     is_index,
     provider_error,
 )
+from callgate.reassemble.profiles.builtin import declared_tools
+from callgate.reassemble.profiles.responses_builtins import (
+    BUILTIN_ITEMS,
+    DIFF_EVENTS,
+    SHELL_EVENTS,
+    Pieces,
+    stated_input,
+)
 
 _CALL = "function_call"
 _CUSTOM = "custom_tool_call"
+#: Output items the client executes: each is a slot with a call's identity and input.
+_CALL_ITEMS = frozenset({_CALL, _CUSTOM, *BUILTIN_ITEMS})
 #: Output items the client never executes: the server ran them, or they are not tools at all.
 _NON_CALL_ITEMS = frozenset(
     {
@@ -104,9 +121,6 @@ _CONSUMED_EVENTS = frozenset(
         "response.image_generation_call.generating",
         "response.image_generation_call.partial_image",
         "response.image_generation_call.completed",
-        # A custom tool call's input; the item itself is reported when it is added and done.
-        "response.custom_tool_call_input.delta",
-        "response.custom_tool_call_input.done",
     }
 )
 _TURN_ENDS = {
@@ -122,6 +136,8 @@ class _Item:
     item_id: str | None
     call_id: str | None = None
     name: str | None = None
+    #: What streamed of a built-in call's input (commands, a diff).
+    pieces: Pieces | None = None
 
 
 def _str(value: object) -> str | None:
@@ -148,19 +164,33 @@ class ResponsesTranslator:
             return events
         if kind in _TURN_ENDS:
             return events + self._turn_end(raw, _TURN_ENDS[kind])
+        if kind in SHELL_EVENTS or kind in DIFF_EVENTS:
+            return events + self._pieces(kind, raw)
         handler = {
             "response.output_item.added": self._added,
             "response.function_call_arguments.delta": self._delta,
             "response.function_call_arguments.done": self._arguments_done,
+            "response.custom_tool_call_input.delta": self._input_delta,
+            "response.custom_tool_call_input.done": self._input_done,
             "response.output_item.done": self._item_done,
             "error": self._error,
         }.get(kind)
         if handler is None:
-            return [
-                *events,
-                Problem(Code.UNSUPPORTED_EVENT, f"event type {kind[:60]!r} is not known", "/type"),
-            ]
+            return [*events, self._unknown_event(raw, kind)]
         return events + handler(raw)
+
+    def _unknown_event(self, raw: Mapping[str, object], kind: str) -> Problem:
+        """An event of a type this profile does not know: it could carry a call, unless it is
+        about an output item known to be none."""
+        index = raw.get("output_index")
+        item = self._items.get(index) if is_index(index) else None
+        about_no_call = item is not None and item.type in _NON_CALL_ITEMS
+        return Problem(
+            Code.UNSUPPORTED_EVENT,
+            f"event type {kind[:60]!r} is not known",
+            "/type",
+            could_be_call=not about_no_call,
+        )
 
     def _sequence(self, raw: Mapping[str, object]) -> list[Event]:
         """``sequence_number`` must rise by one from event to event, when the server sends it."""
@@ -201,32 +231,23 @@ class ResponsesTranslator:
             return [index]
         assert isinstance(item, dict)
         kind, key = item["type"], (0, index)
-        self._items.setdefault(
-            index,
-            _Item(kind, _str(item.get("id")), _str(item.get("call_id")), _str(item.get("name"))),
-        )
-        if kind == _CALL:
-            return [
-                SlotStarted(
-                    key, "/item", call_id=_str(item.get("call_id")), name=_str(item.get("name"))
-                )
-            ]
-        if kind == _CUSTOM:  # a call the client would run, so the turn holds a call; it blocks
-            return [
-                SlotStarted(
-                    key, "/item", call_id=_str(item.get("call_id")), name=_str(item.get("name"))
-                ),
-                self._custom(item, index),
-            ]
+        call_id, name = _str(item.get("call_id")), _str(item.get("name"))
+        pieces = Pieces() if kind in BUILTIN_ITEMS else None
+        self._items.setdefault(index, _Item(kind, _str(item.get("id")), call_id, name, pieces))
+        if kind in _CALL_ITEMS:
+            if kind in BUILTIN_ITEMS:
+                name = BUILTIN_ITEMS[kind][0]  # the item names no tool: its type does
+            return [SlotStarted(key, "/item", call_id=call_id, name=name, freeform=kind == _CUSTOM)]
         started = SlotStarted(key, "/item", is_call=False)
         if kind not in _NON_CALL_ITEMS:
             return [
                 Problem(
                     Code.UNSUPPORTED_EVENT,
-                    f"output item type {kind[:40]!r} is not known",
+                    f"output item type {kind[:40]!r} is not known; it could be a call",
                     "/item/type",
                     choice=0,
                     slot=index,
+                    could_be_call=True,
                 ),
                 started,
             ]
@@ -237,34 +258,42 @@ class ResponsesTranslator:
         if isinstance(index, Problem):
             return [index]
         assert isinstance(item, dict)
-        key = (0, index)
-        if item["type"] == _CUSTOM:
-            return [self._custom(item, index), SlotEnded(key, "")]
+        key, kind = (0, index), item["type"]
         known = self._items.get(index)
-        if known is not None and known.type != item["type"]:
-            return [
-                self._type_changed(known, item["type"], index, "/item/type"),
-                SlotEnded(key, ""),
-            ]
-        if item["type"] != _CALL or known is None:
+        if known is not None and known.type != kind:
+            return [self._type_changed(known, kind, index, "/item/type"), SlotEnded(key, "")]
+        if kind not in _CALL_ITEMS or known is None:
             return [SlotEnded(key, "")]  # an unseen index is the engine's delta_before_start
-        events = self._same_item(item, index, "/item")
-        arguments = item.get("arguments")
-        if isinstance(arguments, str):
-            events.append(ArgumentsStated(key, "/item/arguments", arguments))
+        events = [*self._same_item(item, index, "/item"), *self._input_copy(item, index, "/item")]
+        if known.pieces is not None:
+            events[:0] = known.pieces.against_item(item, "/item", index)
         events.append(SlotEnded(key, ""))
-        if item.get("status") != "completed":  # after the end, so the cut arguments are judged
+        status = item.get("status")
+        if status != "completed" and not (kind == _CUSTOM and "status" not in item):
+            # After the end, so that the cut input is judged too.
             events.append(
                 Problem(
                     Code.WRONG_TERMINAL_REASON,
-                    f"the function_call item ended with "
-                    f"status {str(item.get('status'))[:40]!r}, not 'completed'",
+                    f"the {kind} item ended with status {str(status)[:40]!r}, not 'completed'",
                     "/item/status",
                     choice=0,
                     slot=index,
                 )
             )
         return events
+
+    @staticmethod
+    def _input_copy(item: Mapping[str, object], index: int, pointer: str) -> list[Event]:
+        """A finished call item's copy of its input: a function's ``arguments``, a custom
+        tool's ``input``, a built-in tool's input members."""
+        kind = item["type"]
+        if kind in BUILTIN_ITEMS:
+            return stated_input(item, pointer, index)
+        member = "input" if kind == _CUSTOM else "arguments"
+        text = item.get(member)
+        if isinstance(text, str):
+            return [ArgumentsStated((0, index), f"{pointer}/{member}", text)]
+        return []
 
     @staticmethod
     def _index_and_item(raw: Mapping[str, object]) -> tuple[int | Problem, object]:
@@ -281,20 +310,6 @@ class ResponsesTranslator:
             ), item
         return index, item
 
-    @staticmethod
-    def _custom(item: Mapping[str, object], index: int) -> Problem:
-        """Reported when added (so a cut stream still blocks) and when done, with its input."""
-        raw_input = str(item.get("input") or "")
-        shown = f"input: {raw_input[:200]!r}" if raw_input else "input not streamed yet"
-        return Problem(
-            Code.UNSUPPORTED_EVENT,
-            f"custom tool call {str(item.get('name'))[:64]!r} "
-            f"(free-form input, not JSON) has no policy yet; {shown}",
-            "/item",
-            choice=0,
-            slot=index,
-        )
-
     # -- arguments -------------------------------------------------------------------------------
 
     def _delta(self, raw: Mapping[str, object]) -> list[Event]:
@@ -307,11 +322,38 @@ class ResponsesTranslator:
             raw, "arguments", lambda key, text: ArgumentsStated(key, "/arguments", text)
         )
 
+    def _input_delta(self, raw: Mapping[str, object]) -> list[Event]:
+        return self._argument_text(
+            raw, "delta", lambda key, text: SlotDelta(key, "/delta", arguments=text), _CUSTOM
+        )
+
+    def _input_done(self, raw: Mapping[str, object]) -> list[Event]:
+        return self._argument_text(
+            raw, "input", lambda key, text: ArgumentsStated(key, "/input", text), _CUSTOM
+        )
+
+    def _pieces(self, kind: str, raw: Mapping[str, object]) -> list[Event]:
+        """A streamed piece of a built-in call's input: a shell command's text, or the diff."""
+        item_type = "shell_call" if kind in SHELL_EVENTS else "apply_patch_call"
+        found = self._call_slot(raw, item_type)
+        if isinstance(found, Problem):
+            return [found]
+        index, events = found
+        item = self._items.get(index)
+        if item is None or item.pieces is None:  # the engine reports delta_before_start
+            return [*events, SlotDelta((0, index), "/type")]
+        read = item.pieces.command_event if item_type == "shell_call" else item.pieces.diff_event
+        return [*events, *read(kind, raw, index)]
+
     def _argument_text(
-        self, raw: Mapping[str, object], field: str, event: Callable[[SlotKey, str], Event]
+        self,
+        raw: Mapping[str, object],
+        field: str,
+        event: Callable[[SlotKey, str], Event],
+        item_type: str = _CALL,
     ) -> list[Event]:
         """An argument event of a call's slot: its ``field`` must be text."""
-        found = self._call_slot(raw)
+        found = self._call_slot(raw, item_type)
         if isinstance(found, Problem):
             return [found]
         index, events = found
@@ -329,9 +371,12 @@ class ResponsesTranslator:
             ]
         return [*events, event((0, index), text)]
 
-    def _call_slot(self, raw: Mapping[str, object]) -> tuple[int, list[Event]] | Problem:
-        """The output index an argument event is about, plus any identity finding. The index
-        comes from ``output_index``, else from the ``item_id`` of an item already added."""
+    def _call_slot(
+        self, raw: Mapping[str, object], item_type: str
+    ) -> tuple[int, list[Event]] | Problem:
+        """The output index an event about an ``item_type`` item's input is about, plus any
+        identity finding. The index comes from ``output_index``, else from the ``item_id`` of an
+        item already added."""
         index, item_id = raw.get("output_index"), _str(raw.get("item_id"))
         if index is None and item_id is not None:
             index = next((i for i, item in self._items.items() if item.item_id == item_id), None)
@@ -344,10 +389,10 @@ class ResponsesTranslator:
         item = self._items.get(index)
         if item is None:  # the engine reports delta_before_start
             return index, []
-        if item.type != _CALL:
+        if item.type != item_type:
             return Problem(
                 Code.UNSUPPORTED_EVENT,
-                f"function call arguments for a {item.type[:40]!r} item",
+                f"{item_type} input for a {item.type[:40]!r} item",
                 "/type",
                 choice=0,
                 slot=index,
@@ -430,7 +475,7 @@ class ResponsesTranslator:
             calls = {
                 position: item
                 for position, item in enumerate(output)
-                if isinstance(item, dict) and item.get("type") == _CALL
+                if isinstance(item, dict) and item.get("type") in _CALL_ITEMS
             }
             for position, item in calls.items():
                 events.extend(self._final_copy(item, position))
@@ -444,26 +489,25 @@ class ResponsesTranslator:
             Problem(
                 Code.ARGUMENT_MISMATCH,
                 f"response.completed's output has no "
-                f"function_call at output_index {index}, which the stream gave "
+                f"{item.type} at output_index {index}, which the stream gave "
                 f"({str(item.call_id or item.item_id)[:64]!r})",
                 "/response/output",
                 choice=0,
                 slot=index,
             )
             for index, item in sorted(self._items.items())
-            if item.type == _CALL and index not in listed
+            if item.type in _CALL_ITEMS and index not in listed
         ]
 
     def _final_copy(self, item: Mapping[str, object], index: int) -> list[Event]:
-        pointer = f"/response/output/{index}"
+        pointer, kind = f"/response/output/{index}", str(item["type"])
         known = self._items.get(index)
-        if known is not None and known.type != _CALL:
-            return [self._type_changed(known, _CALL, index, pointer + "/type")]
+        if known is not None and known.type != kind:
+            return [self._type_changed(known, kind, index, pointer + "/type")]
         events = [] if known is None else self._same_item(item, index, pointer)
-        arguments = item.get("arguments")
-        if isinstance(arguments, str):
-            events.append(ArgumentsStated((0, index), pointer + "/arguments", arguments))
-        return events
+        if known is not None and known.pieces is not None:
+            events.extend(known.pieces.against_item(item, pointer, index))
+        return [*events, *self._input_copy(item, index, pointer)]
 
     @staticmethod
     def _error(raw: Mapping[str, object]) -> list[Event]:
@@ -491,25 +535,86 @@ def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
     }
 
 
+#: Event type -> (site kind, member) of the events that carry a call's input: a function's
+#: argument text, or free-form input (a custom tool's text, a shell command, a diff), streamed
+#: or restated whole.
+_INPUT_EVENTS = {
+    "response.function_call_arguments.delta": ("stream", "delta"),
+    "response.function_call_arguments.done": ("copy", "arguments"),
+    "response.custom_tool_call_input.delta": ("text", "delta"),
+    "response.custom_tool_call_input.done": ("text_copy", "input"),
+    "response.apply_patch_call_operation_diff.delta": ("text", "delta"),
+    "response.apply_patch_call_operation_diff.done": ("text_copy", "diff"),
+}
+#: Shell command events: each command is a stream of its own, keyed by its index too.
+_COMMAND_EVENTS = {
+    "response.shell_call_command.added": ("text", "command"),
+    "response.shell_call_command.delta": ("text", "delta"),
+    "response.shell_call_command.done": ("text_copy", "command"),
+}
+
+
 def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
-    """Each call's argument deltas, and the three copies that restate them: the ``done``
-    event's, the finished item's and ``response.completed``'s output."""
+    """Each call's input as it streams, and every copy that restates it: the ``done`` event's,
+    the item's (added and done) and ``response.completed``'s output."""
     for event in events:
         if not isinstance(event, dict):
             continue
         kind, index = event.get("type"), event.get("output_index")
-        if kind == "response.function_call_arguments.delta" and "delta" in event:
-            yield "stream", index, event, "delta"
-        elif kind == "response.function_call_arguments.done" and "arguments" in event:
-            yield "copy", index, event, "arguments"
+        if kind in _INPUT_EVENTS:
+            site, member = _INPUT_EVENTS[kind]
+            if member in event:
+                yield site, index, event, member
+        elif kind in _COMMAND_EVENTS:
+            site, member = _COMMAND_EVENTS[kind]
+            if member in event:
+                yield site, (index, event.get("command_index")), event, member
         item = event.get("item")
-        if isinstance(item, dict) and "arguments" in item:
-            yield "copy", index, item, "arguments"
+        if isinstance(item, dict):
+            yield from _item_sites(item, index)
         response = event.get("response")
         output = response.get("output") if isinstance(response, dict) else None
         for position, entry in enumerate(output if isinstance(output, list) else []):
-            if isinstance(entry, dict) and "arguments" in entry:
-                yield "copy", position, entry, "arguments"
+            if isinstance(entry, dict):
+                yield from _item_sites(entry, position)
+
+
+def _item_sites(item: dict[str, Any], index: object) -> Iterator[ArgumentSite]:
+    kind = item.get("type")
+    if kind in BUILTIN_ITEMS:
+        for member in BUILTIN_ITEMS[kind][1]:
+            if member in item:
+                yield "text_copy", index, item, member
+    elif kind == _CUSTOM:
+        if "input" in item:
+            yield "text_copy", index, item, "input"
+    elif "arguments" in item:
+        yield "copy", index, item, "arguments"
+
+
+#: Events that hand a client a complete call, or a complete part of one: a client can act on
+#: them long before ``response.completed`` (codex runs a shell_call at ``output_item.done``).
+_COMPLETES = frozenset(
+    {
+        "response.function_call_arguments.done",
+        "response.custom_tool_call_input.done",
+        "response.shell_call_command.done",
+        "response.apply_patch_call_operation_diff.done",
+    }
+)
+
+
+def completes_call(raw: object) -> bool:
+    """Whether a raw event completes a call or part of one: the ``done`` of its input, or an
+    ``output_item.done`` of any item that is not known to be no call."""
+    if not isinstance(raw, dict):
+        return False
+    if raw.get("type") in _COMPLETES:
+        return True
+    item = raw.get("item")
+    return raw.get("type") == "response.output_item.done" and not (
+        isinstance(item, dict) and item.get("type") in _NON_CALL_ITEMS
+    )
 
 
 _ENDS_TURN = event_type_in(*_TURN_ENDS)
@@ -543,7 +648,7 @@ PROFILE = Profile(
     cut_short=cut_short,
     translator=lambda quirks, request: ResponsesTranslator(quirks),
     endpoints=("/responses",),
-    tool_schemas=lambda request: flat_tools(request, "parameters"),
+    tool_schemas=lambda request: {**flat_tools(request, "parameters"), **declared_tools(request)},
     version_headers=("openai-beta",),
     event_lines=True,
     error_body=error_body,

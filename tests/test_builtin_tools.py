@@ -1,0 +1,305 @@
+"""The tools the provider defines: built-in client tools read by the schemas callgate ships,
+free-form input by its declared format, and items callgate cannot read blocked in every gate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from callgate import Blocked, check, guard
+from callgate.integrations.gateway import GatewayTurn
+from callgate.reassemble import Code
+from callgate.reassemble.freeform import GrammarProblem, read_format
+from callgate.reassemble.profiles import PROFILES, frames
+from callgate.reassemble.profiles.builtin import BUILDERS, TOOL_KEY, resolve
+from callgate.reassemble.profiles.shipped import BuiltinSchema
+from callgate.reassemble.profiles.tools_openai import diff_problems
+from callgate.reassemble.schema import SchemaProblem, compile_schema
+from callgate.reassemble.sdk import tool_schemas_of
+from callgate.reassemble.tool_input import input_check
+from callgate.redact.mask import mask_free_text
+from tests.conftest import CONFORMANCE, SHARED_CORPUS, corpus_params, load
+from tests.test_tap import judging_tap, through
+
+# -- the schemas callgate ships --------------------------------------------------------------------
+
+#: A definition of each tool type callgate ships a schema for, as a request declares it.
+DEFINITIONS = {
+    kind: {"type": kind, "name": "left_click" if "toolset" in kind else kind.split("_2")[0]}
+    for kind in BUILDERS
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BUILDERS))
+def test_every_shipped_schema_passes_callgate_s_own_schema_policy(kind: str) -> None:
+    """A shipped schema the policy refused would block every call of its tool."""
+    built = resolve(DEFINITIONS[kind])
+    assert isinstance(built, BuiltinSchema)
+    assert not isinstance(compile_schema(built.schema), SchemaProblem)
+
+
+def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_ones() -> None:
+    problem = resolve({"type": "text_editor_20991231", "name": "str_replace_based_edit_tool"})
+    assert isinstance(problem, SchemaProblem) and problem.code is Code.UNKNOWN_TOOL
+    assert problem.message == (
+        "callgate ships no schema for tool type 'text_editor_20991231'; known versions: "
+        "text_editor_20241022, text_editor_20250124, text_editor_20250429, text_editor_20250728"
+    )
+
+
+@pytest.mark.parametrize(
+    ("definition", "arguments", "codes"),
+    [
+        # bash: command required unless restart is true
+        ({"type": "bash_20250124"}, {"command": "ls"}, []),
+        ({"type": "bash_20250124"}, {"restart": True}, []),
+        ({"type": "bash_20250124"}, {}, ["schema_violation"]),
+        ({"type": "bash_20250124"}, {"command": "ls", "cwd": "/"}, ["schema_violation"]),
+        # text_editor: insert takes insert_text (the model) or new_str (the docs)
+        (
+            {"type": "text_editor_20250728"},
+            {"command": "insert", "path": "/a", "insert_line": 0, "new_str": "x"},
+            [],
+        ),
+        (
+            {"type": "text_editor_20250728"},
+            {"command": "insert", "path": "/a", "insert_line": 0},
+            ["schema_violation"],
+        ),
+        ({"type": "text_editor_20250124"}, {"command": "undo_edit", "path": "/a"}, []),
+        (
+            {"type": "text_editor_20250429"},
+            {"command": "create", "path": "/a", "file_text": "x", "old_str": "y"},
+            ["schema_violation"],
+        ),
+        # computer: zoom only where the tool enables it; coordinates inside the display
+        (
+            {"type": "computer_20251124", "display_width_px": 100, "display_height_px": 100},
+            {"action": "zoom", "region": [0, 0, 50, 50]},
+            ["schema_violation"],
+        ),
+        (
+            {
+                "type": "computer_20251124",
+                "display_width_px": 100,
+                "display_height_px": 100,
+                "enable_zoom": True,
+            },
+            {"action": "zoom", "region": [0, 0, 50, 50]},
+            [],
+        ),
+        (
+            {"type": "computer_20250124", "display_width_px": 100, "display_height_px": 100},
+            {"action": "scroll", "scroll_direction": "up", "scroll_amount": 3},
+            [],
+        ),
+        ({"type": "computer_toolset_20260801", "name": "wait"}, {"duration": 2}, []),
+        ({"type": "computer_toolset_20260801", "name": "wait"}, {}, ["schema_violation"]),
+        # OpenAI
+        ({"type": "shell"}, {"action": {"commands": []}}, ["schema_violation"]),
+        ({"type": "shell"}, {"action": {"commands": ["ls"], "sudo": True}}, ["schema_violation"]),
+        ({"type": "computer"}, {"action": {"type": "keypress", "keys": []}}, ["schema_violation"]),
+        (
+            {"type": "computer"},
+            {"action": {"type": "wait"}, "actions": [{"type": "wait"}]},
+            ["schema_violation"],
+        ),
+        (
+            {"type": "apply_patch"},
+            {"operation": {"type": "delete_file", "path": "a", "diff": "+x"}},
+            ["schema_violation"],
+        ),
+        (
+            {"type": "apply_patch"},
+            {"operation": {"type": "update_file", "path": "a", "diff": "*** Begin Patch\n"}},
+            ["invalid_patch"],
+        ),
+    ],
+)
+def test_a_built_in_tool_s_input_is_judged_by_its_type_and_version(
+    definition: dict[str, Any], arguments: dict[str, Any], codes: list[str]
+) -> None:
+    check_ = input_check({TOOL_KEY: definition})
+    assert not isinstance(check_, SchemaProblem) and not check_.freeform
+    assert [str(problem.code) for problem in check_.problems(arguments)][:1] == codes
+
+
+@pytest.mark.parametrize(
+    ("operation", "problem"),
+    [
+        ({"type": "create_file", "diff": "+a\n+\n+b"}, None),
+        ({"type": "create_file", "diff": ""}, "the create_file diff is empty"),
+        ({"type": "create_file", "diff": "+a\n\n"}, "line 2 of a create_file diff does not start"),
+        ({"type": "update_file", "diff": "-a\n+b\n"}, None),  # the first hunk needs no header
+        ({"type": "update_file", "diff": "@@ class A\n@@ def f():\n x\n-a\n+b\n\n"}, None),
+        ({"type": "update_file", "diff": "@@\n a\n*** End of File\n"}, None),
+        ({"type": "update_file", "diff": "@@\n*** End of File\n"}, "ends no hunk"),
+        ({"type": "update_file", "diff": "@@\n+a\n@@\n"}, "ends with a hunk header"),
+        ({"type": "update_file", "diff": "@@@@\n+a\n"}, "line 1 of an update_file diff is no"),
+        ({"type": "update_file", "diff": "+a\n*** End Patch\n"}, "line 2 of an update_file"),
+    ],
+)
+def test_a_v4a_diff_is_checked_for_its_operation_s_structure(
+    operation: dict[str, Any], problem: str | None
+) -> None:
+    found = diff_problems({"operation": {**operation, "path": "a"}})
+    assert [message for _, message in found][:1] == (
+        [] if problem is None else [next(m for _, m in found if problem in m)]
+    )
+    assert all(code is Code.INVALID_PATCH for code, _ in found)
+
+
+# -- free-form input --------------------------------------------------------------------------
+
+#: OpenAI's documented grammars: the function-calling guide's math grammar (which the lark
+#: package cannot build), codex's apply_patch grammar, the cookbook's timestamp regex.
+MATH = (CONFORMANCE / "openai-responses" / "custom_tool_call_lark_valid.json", "math_exp")
+PATCH = (CONFORMANCE / "openai-responses" / "custom_tool_call_only.json", "apply_patch")
+STAMP = (CONFORMANCE / "openai-responses" / "custom_tool_call_regex_violation.json", "timestamp")
+
+
+def declared_format(source: tuple[Path, str]) -> Any:
+    path, name = source
+    return load(path)["tool_schemas"][name][TOOL_KEY]["format"]
+
+
+@pytest.mark.parametrize(
+    ("source", "text", "code"),
+    [
+        (MATH, "4 + 4 * 2", None),
+        (MATH, "4 +", Code.GRAMMAR_INCOMPLETE),
+        (MATH, "4+4", Code.GRAMMAR_VIOLATION),
+        (MATH, "4 + 4\n", Code.GRAMMAR_VIOLATION),
+        (PATCH, "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch\n", None),
+        (PATCH, "*** Begin Patch\n*** Delete File: a.txt\n", Code.GRAMMAR_INCOMPLETE),
+        (PATCH, "*** Begin Patch\n*** End Patch\n", Code.GRAMMAR_VIOLATION),
+        (STAMP, "2025-08-07 10:00", None),
+        (STAMP, "2025-08-0", Code.GRAMMAR_INCOMPLETE),
+        (STAMP, "2025-08-07T10:00", Code.GRAMMAR_VIOLATION),
+    ],
+)
+def test_free_form_input_is_whole_cut_or_refused_by_its_grammar(
+    source: tuple[Path, str], text: str, code: Code | None
+) -> None:
+    found = read_format(declared_format(source)).problems(text)
+    assert [c for c, _ in found] == ([] if code is None else [code])
+
+
+def test_a_refusal_names_the_byte_the_grammar_refuses() -> None:
+    [(_, message)] = read_format(declared_format(MATH)).problems("4 + 4x")
+    assert message.startswith("the lark grammar refuses byte 5: ")
+
+
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        ({"type": "grammar", "syntax": "regex", "definition": "a(b"}, "does not compile"),
+        ({"type": "grammar", "syntax": "lark", "definition": "start: foo"}, "does not compile"),
+        ({"type": "grammar", "syntax": "ebnf", "definition": "x"}, "is not lark or regex"),
+        ({"type": "json"}, "format type 'json' is not known"),
+    ],
+)
+def test_a_format_callgate_cannot_check_blocks_every_call_of_its_tool(
+    declared: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(GrammarProblem, match=message):
+        read_format(declared)
+    found = resolve({"type": "custom", "name": "t", "format": declared})
+    assert isinstance(found, SchemaProblem) and found.code is Code.UNSUPPORTED_GRAMMAR
+
+
+def test_free_form_masking_keeps_what_a_patch_grammar_reads() -> None:
+    """Letters and digits go; a patch's structure lines and line openings stay, cut back at the
+    fragments' boundaries."""
+    fragments = ["*** Begin Patch\n*** Update File: sr", "c/app.py\n@@ def f():\n-  x = 1\n", "+"]
+    assert mask_free_text(fragments) == [
+        "*** Begin Patch\n*** Update File: xx",
+        "x/xxx.xx\n@@ xxx x():\n-  x = 0\n",
+        "+",
+    ]
+    assert mask_free_text(["rm -rf ./b1"], mask="y") == ["yy -yy ./y1"]
+
+
+# -- the gates -------------------------------------------------------------------------------------
+
+UNKNOWN_ITEMS = [
+    CONFORMANCE / "openai-responses" / "unknown_item_type.json",
+    CONFORMANCE / "anthropic" / "unknown_block_type.json",
+    CONFORMANCE / "openai" / "unknown_call_type.json",
+]
+
+
+@pytest.mark.parametrize("path", UNKNOWN_ITEMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_an_item_callgate_cannot_read_blocks_in_every_gate(path: Path) -> None:
+    """Where a call could be, what callgate cannot read fails the turn: ``guard`` raises, enforce
+    mode sends the provider's error instead of the turn's end, the gateway raises before it."""
+    envelope = load(path)
+    profile, events = envelope["profile"], envelope[PROFILES[envelope["profile"]].stream_key]
+    assert check(envelope).exit_code == 1 and "unsupported_event" in check(envelope).blocking_codes
+
+    with pytest.raises(Blocked):
+        for _ in guard(iter(events), envelope["tool_schemas"], profile=profile):
+            pass
+
+    body = b"".join(frames(envelope))
+    sent = through(judging_tap(envelope, "sse", enforce=True), body, 13)
+    assert sent != body and b"callgate blocked this turn" in sent
+
+    turn = GatewayTurn(profile, {"tools": envelope["tool_schemas"]})
+    items = events if profile != "anthropic" else [body]
+    for item in items:
+        turn.take(item)
+    with pytest.raises(Blocked):
+        turn.finish()
+
+
+# -- live captures --------------------------------------------------------------------------------
+
+BUILTIN_CORPUS = SHARED_CORPUS / "builtin-tools"
+#: Capture -> the tool its request declared (INDEX.tsv's notes), and the call it must give.
+CAPTURES = {
+    "openai/responses-shell-tool-vercel.jsonl": (
+        {"type": "shell"},
+        "shell",
+        '{"action":{"commands":["ls -a ~/Desktop"],"max_output_length":8912,"timeout_ms":null}}',
+    ),
+    "openai/responses-apply-patch-create-vercel.jsonl": (
+        {"type": "apply_patch"},
+        "apply_patch",
+        '{"operation":{"diff":"+## Shopping Checklist\\n+\\n+- [ ] Milk\\n+- [ ] Bread\\n+- [ ] '
+        'Eggs\\n+- [ ] Fresh fruit\\n+- [ ] Coffee\\n","path":"shopping-checklist.md",'
+        '"type":"create_file"}}',
+    ),
+    "openai/responses-local-shell-vercel.jsonl": (
+        {"type": "local_shell"},
+        "local_shell",
+        '{"action":{"command":["ls","-a","~"],"env":{},"type":"exec"}}',
+    ),
+}
+
+
+def capture(name: str) -> list[Any]:
+    lines = (BUILTIN_CORPUS / name).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", corpus_params(sorted(CAPTURES) if BUILTIN_CORPUS.is_dir() else []))
+def test_a_live_capture_of_each_built_in_tool_passes_and_no_prefix_of_it_does(name: str) -> None:
+    """The whole turn passes with its one call's input exact; cut after any event before its
+    end, it never passes (a cut diff or command still looks whole: only the end tells)."""
+    tool, call_name, arguments = CAPTURES[name]
+    events = capture(name)
+    schemas = tool_schemas_of([tool], "openai-responses")
+    envelope = {"profile": "openai-responses", "tool_schemas": schemas, "events": events}
+    report = check(envelope)
+    assert (report.status.value, [(c.name, c.arguments) for c in report.calls]) == (
+        "pass",
+        [(call_name, arguments)],
+    )
+    for end in range(len(events) - 1):
+        cut = check({**envelope, "events": events[:end]})
+        assert cut.status.value != "pass", end
