@@ -250,4 +250,28 @@ def markdown() -> str:
             f"**Recovery.** {entry.recovery}",
             "",
         ]
-    return "\n".join(lines)
+    return "\n".join([*lines, *_provider_defined_tools()])
+
+
+def _provider_defined_tools() -> list[str]:
+    """The tool types callgate ships a schema for, and where each schema's sources are cited."""
+    from callgate.reassemble.profiles import tools_anthropic, tools_openai
+
+    lines = [
+        "# Provider-defined tools",
+        "",
+        "Tools a provider defines carry no JSON Schema in the request: a call to one is checked "
+        "against the schema callgate ships for its tool type and version (a type or version not "
+        "listed here is `unknown_tool`), read with what the request declared (a display size, "
+        "`enable_zoom`). The module named cites the documentation and SDK types each schema is "
+        "written from. Custom tools (`type: custom`) are checked against their declared format: "
+        "`text`, or a Lark or regex grammar in LLGuidance's dialect, run by llguidance "
+        "(`grammar_violation`, `grammar_incomplete`, `unsupported_grammar`).",
+        "",
+        "| provider | tool type | schema written in |",
+        "| --- | --- | --- |",
+    ]
+    for provider, module in (("OpenAI", tools_openai), ("Anthropic", tools_anthropic)):
+        where = f"`reassemble/profiles/{module.__name__.rsplit('.', 1)[1]}.py`"
+        lines += [f"| {provider} | `{kind}` | {where} |" for kind in module.BUILDERS]
+    return [*lines, ""]

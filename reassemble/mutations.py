@@ -25,6 +25,7 @@ from callgate.reassemble.events import SlotStarted
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.base import Profile
 from callgate.reassemble.report import Report, Status
+from callgate.reassemble.tool_input import schema_documents
 
 
 @dataclass(frozen=True)
@@ -230,25 +231,142 @@ def _schema_violation(profile: Profile, events: list[Any], source: Source) -> li
     if any(kind == "piece" for kind, *_ in sites):
         return "arguments arrive as partial pieces"
     for call in source.report.calls:
-        schema = source.tool_schemas.get(call.name or "")
+        # A provider-defined tool's schema is the one callgate ships for it.
+        schema = next(iter(schema_documents({"": source.tool_schemas.get(call.name or "")})), None)
         wrong = _wrong_value(schema, call.parsed_arguments)
         key = _site_key(sites, call)
         if wrong is None or key is None:
             continue
-        arguments = {**call.parsed_arguments, wrong[0]: wrong[1]}
-        text = json.dumps(arguments, ensure_ascii=False)
-        streamed = [(c, f) for kind, k, c, f in sites if kind == "stream" and k == key]
-        for n, (container, field) in enumerate(streamed):
-            container[field] = text if n == 0 else ""
-        for kind, k, container, field in sites:
-            if kind == "copy" and k == key:
-                value = container[field]
-                if isinstance(value, str):
-                    container[field] = text
-                elif isinstance(value, dict) and (value or not streamed):
-                    container[field] = copy.deepcopy(arguments)
+        _write_arguments(sites, key, {**call.parsed_arguments, wrong[0]: wrong[1]})
         return events
     return "no call has an argument whose declared type could be broken"
+
+
+def _texts(profile: Profile, events: list[Any]) -> dict[object, list[tuple[dict[str, Any], str]]]:
+    """Each free-form input's streamed fragments (a command, a diff, a custom tool's text)."""
+    texts: dict[object, list[tuple[dict[str, Any], str]]] = {}
+    for kind, key, container, field in profile.argument_sites(events):
+        if kind == "text" and isinstance(container.get(field), str):
+            texts.setdefault(key, []).append((container, field))
+    return texts
+
+
+def _word_cut(text: str) -> int | None:
+    """Where a text is cut at its last word boundary: before the last run of white space that
+    has more text after it (``rm -rf ./build`` -> ``rm -rf``), or None for a single word."""
+    stripped = text.rstrip()
+    at = max(stripped.rfind(" "), stripped.rfind("\n"))
+    return at if at > 0 and stripped[:at].strip() else None
+
+
+def _cut_input(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    events = copy.deepcopy(events)
+    owners = _keys_by_event(profile, events, ("text",))
+    for key, fragments in _texts(profile, events).items():
+        text = "".join(c[f] for c, f in fragments)
+        cut = _word_cut(text)
+        if cut is None:
+            continue
+        at = 0
+        for container, field in fragments:
+            if at + len(container[field]) >= cut:
+                container[field] = container[field][: cut - at]
+                holder = next(
+                    n
+                    for n, event in enumerate(events)
+                    if key in owners[n] and any(d is container for d in _objects(event))
+                )
+                return events[: holder + 1]
+            at += len(container[field])
+    return "no free-form input (a command, a diff, a custom tool's text) streams two words"
+
+
+def _cut_copies(
+    profile: Profile, events: list[Any], *, stream_too: bool, keys: set[object] | None = None
+) -> list[Any] | str:
+    """The first free-form input (of ``keys``, when given) cut at its last word boundary in
+    every text copy that restates it, and with ``stream_too`` in its stream as well."""
+    events = copy.deepcopy(events)
+    sites = list(profile.argument_sites(events))
+    for key, fragments in _texts(profile, events).items():
+        if keys is not None and key not in keys:
+            continue
+        text = "".join(c[f] for c, f in fragments)
+        cut = _word_cut(text)
+        copies = [
+            (c, f)
+            for kind, k, c, f in sites
+            if kind == "text_copy" and k == key and isinstance(c[f], str)
+        ]
+        if cut is None or not (copies or stream_too):
+            continue
+        for container, field in copies:
+            container[field] = text[:cut]
+        if stream_too:
+            at = 0
+            for container, field in fragments:
+                piece = container[field]
+                container[field] = piece[: max(0, cut - at)]
+                at += len(piece)
+        return events
+    return "no streamed free-form input of two words or more with a restated copy"
+
+
+def _restate_other_input(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    return _cut_copies(profile, events, stream_too=False)
+
+
+def _cut_free_form_input(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    # A free-form call's input is its text, never parsed: the source passed, so every call
+    # whose arguments did not parse takes free-form input.
+    inputs = {c.arguments for c in source.report.calls if c.parsed_arguments is None}
+    if not inputs:
+        return "no call takes free-form input"
+    keys = {
+        key
+        for key, fragments in _texts(profile, events).items()
+        if "".join(c[f] for c, f in fragments) in inputs
+    }
+    return _cut_copies(profile, events, stream_too=True, keys=keys)
+
+
+def _drop_coordinates(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    events = copy.deepcopy(events)
+    sites = list(profile.argument_sites(events))
+    dropped = 0
+    for kind, _, container, field in sites:
+        if kind == "text_copy" and isinstance(container[field], dict | list):
+            for holder in _objects(container[field]):
+                for name in ("x", "y"):
+                    if name in holder and "type" in holder:
+                        del holder[name]
+                        dropped += 1
+    if dropped:
+        return events
+    for call in source.report.calls:
+        arguments = call.parsed_arguments
+        key = _site_key(sites, call)
+        if isinstance(arguments, dict) and "coordinate" in arguments and key is not None:
+            without = {k: v for k, v in arguments.items() if k != "coordinate"}
+            _write_arguments(sites, key, without)
+            return events
+    return "no computer action states coordinates"
+
+
+def _write_arguments(sites: list[Any], key: object, arguments: dict[str, Any]) -> None:
+    """A call's arguments written anew: the whole text in its first fragment (the rest
+    emptied), and in every copy that restates them."""
+    text = json.dumps(arguments, ensure_ascii=False)
+    streamed = [(c, f) for kind, k, c, f in sites if kind == "stream" and k == key]
+    for n, (container, field) in enumerate(streamed):
+        container[field] = text if n == 0 else ""
+    for kind, k, container, field in sites:
+        if kind == "copy" and k == key:
+            value = container[field]
+            if isinstance(value, str):
+                container[field] = text
+            elif isinstance(value, dict) and (value or not streamed):
+                container[field] = copy.deepcopy(arguments)
 
 
 def _wrong_value(schema: object, arguments: object) -> tuple[str, object] | None:
@@ -472,6 +590,22 @@ def _identity_once(profile: Profile) -> bool:
     return not profile.fragments_restate_identity
 
 
+def _no_free_form(profile: Profile) -> bool:
+    """Free-form input streams in the Responses API's built-in and custom tool calls and in
+    Chat Completions' custom tool calls (OpenAI's; Mistral's API has none)."""
+    return profile.name not in ("openai-responses", "openai")
+
+
+def _no_restated_input(profile: Profile) -> bool:
+    """Only the Responses API restates a free-form input (its ``.done`` events and items)."""
+    return profile.name != "openai-responses"
+
+
+def _no_computer(profile: Profile) -> bool:
+    """Computer actions: OpenAI's computer_call items and Anthropic's computer tool."""
+    return profile.name not in ("openai-responses", "anthropic")
+
+
 KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (
@@ -541,6 +675,43 @@ KINDS: dict[str, Kind] = {
                 "after it"
             ),
             make=_provider_error,
+        ),
+        Kind(
+            name="cut_input",
+            code=Code.MISSING_TERMINAL,
+            description=(
+                "the stream stops inside the first free-form input (a shell command, a patch's "
+                "diff, a custom tool's text), at its last word boundary"
+            ),
+            make=_cut_input,
+            never=_no_free_form,
+        ),
+        Kind(
+            name="restate_other_input",
+            code=Code.ARGUMENT_MISMATCH,
+            description=(
+                "every copy that restates the first free-form input (its .done, the item) says "
+                "it cut at its last word boundary"
+            ),
+            make=_restate_other_input,
+            never=_no_restated_input,
+        ),
+        Kind(
+            name="cut_free_form_input",
+            code=Code.GRAMMAR_INCOMPLETE,
+            description=(
+                "a custom tool's input cut at its last word boundary in its stream and every "
+                "copy, the turn ending as it did: its grammar's sentence is not whole"
+            ),
+            make=_cut_free_form_input,
+            never=_no_free_form,
+        ),
+        Kind(
+            name="drop_coordinates",
+            code=Code.SCHEMA_VIOLATION,
+            description="a computer action's coordinates are left out",
+            make=_drop_coordinates,
+            never=_no_computer,
         ),
         Kind(
             name="resplit",

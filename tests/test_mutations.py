@@ -21,6 +21,9 @@ from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
 
 PASSING = [path for path in conformance_fixtures() if load(path)["expect"]["status"] == "pass"]
 
+#: Why the kinds of free-form input do not apply to a turn of function calls.
+NO_FREE_FORM = "cut_input: no free-form input (a command, a diff, a custom tool's text)"
+NO_RESTATED = "restate_other_input: no streamed free-form input"
 #: Why a kind does not apply where a fragment cannot state its call's identity again.
 NO_ENTRY = "no argument fragment sits in an indexed Chat Completions call entry"
 
@@ -38,6 +41,10 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "corrupt_arguments": ["invalid_arguments_json"],
         "schema_violation": ["schema_violation"],
         "provider_error": ["missing_terminal", "stream_error"],
+        "cut_input": NO_FREE_FORM,
+        "restate_other_input": NO_RESTATED,
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
+        "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
         "interleave": "interleave: one call in the turn",
         "empty_deltas": [],
@@ -56,6 +63,10 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "corrupt_arguments": ["invalid_arguments_json"],
         "schema_violation": ["schema_violation"],
         "provider_error": ["missing_terminal", "stream_error"],
+        "cut_input": NO_FREE_FORM,
+        "restate_other_input": NO_RESTATED,
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
+        "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
         "interleave": "interleave: one call in the turn",
         "empty_deltas": [],
@@ -75,6 +86,10 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "corrupt_arguments": ["invalid_arguments_json"],
         "schema_violation": ["schema_violation"],
         "provider_error": ["stream_error"],
+        "cut_input": NO_FREE_FORM,
+        "restate_other_input": NO_RESTATED,
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
+        "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": "resplit: no call's arguments come in two fragments or more",
         "interleave": "interleave: the first two calls share their events",
         "empty_deltas": "empty_deltas: no event only adds argument text to a call",
@@ -93,6 +108,10 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "corrupt_arguments": ["invalid_arguments_json"],
         "schema_violation": ["schema_violation"],
         "provider_error": ["event_gap", "missing_terminal", "stream_error"],
+        "cut_input": NO_FREE_FORM,
+        "restate_other_input": NO_RESTATED,
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
+        "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
         "interleave": "interleave: one call in the turn",
         "empty_deltas": "empty_deltas: the variant gives fail [event_gap] with other calls",
@@ -112,6 +131,10 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "schema_violation": ["schema_violation"],
         # Cohere ends a failed stream with finish_reason ERROR: a wrong reason besides.
         "provider_error": ["missing_terminal", "stream_error", "wrong_terminal_reason"],
+        "cut_input": NO_FREE_FORM,
+        "restate_other_input": NO_RESTATED,
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
+        "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
         "interleave": "interleave: one call in the turn",
         "empty_deltas": [],
@@ -130,6 +153,10 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "corrupt_arguments": ["invalid_arguments_json"],
         "schema_violation": ["schema_violation"],
         "provider_error": ["missing_terminal", "stream_error"],
+        "cut_input": NO_FREE_FORM,
+        "restate_other_input": NO_RESTATED,
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
+        "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
         "interleave": "interleave: one call in the turn",
         "empty_deltas": [],
@@ -149,6 +176,10 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "corrupt_arguments": "corrupt_arguments: no call streams its arguments",
         "schema_violation": ["schema_violation"],
         "provider_error": ["missing_terminal", "stream_error"],
+        "cut_input": NO_FREE_FORM,
+        "restate_other_input": NO_RESTATED,
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
+        "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": "resplit: no call's arguments come in two fragments or more",
         "interleave": "interleave: one call in the turn",
         "empty_deltas": "empty_deltas: no event only adds argument text to a call",
@@ -168,9 +199,79 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "corrupt_arguments": "corrupt_arguments: no call streams its arguments",
         "schema_violation": "schema_violation: arguments arrive as partial pieces",
         "provider_error": ["missing_terminal", "stream_error"],
+        "cut_input": NO_FREE_FORM,
+        "restate_other_input": NO_RESTATED,
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
+        "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": "resplit: no call's arguments come in two fragments or more",
         "interleave": "interleave: one call in the turn",
         "empty_deltas": "empty_deltas: no event only adds argument text to a call",
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
+    "openai-responses/shell_call_valid": {
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal", "event_gap"],
+        "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the",
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call",
+        "drop_id": ["missing_call_id"],
+        "corrupt_arguments": "corrupt_arguments: no call streams its arguments (they",
+        "schema_violation": "schema_violation: no call has an argument whose declared",
+        "provider_error": ["event_gap", "missing_terminal", "stream_error"],
+        "cut_input": ["missing_terminal"],
+        "restate_other_input": ["argument_mismatch"],
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form",
+        "drop_coordinates": "drop_coordinates: no computer action states",
+        "resplit": "resplit: no call",
+        "interleave": "interleave: one call in the",
+        "empty_deltas": "empty_deltas: no event only adds argument text to a",
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
+    "openai-responses/custom_tool_call_only": {
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal", "event_gap"],
+        "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the",
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call",
+        "drop_id": ["missing_call_id"],
+        "corrupt_arguments": "corrupt_arguments: no call streams its arguments (they",
+        "schema_violation": "schema_violation: no call has an argument whose declared",
+        "provider_error": ["event_gap", "missing_terminal", "stream_error"],
+        "cut_input": ["missing_terminal"],
+        "restate_other_input": ["argument_mismatch"],
+        "cut_free_form_input": ["grammar_incomplete"],
+        "drop_coordinates": "drop_coordinates: no computer action states",
+        "resplit": "resplit: no call",
+        "interleave": "interleave: one call in the",
+        "empty_deltas": "empty_deltas: no event only adds argument text to a",
+        "repeat_identity": f"repeat_identity: {NO_ENTRY}",
+        "delayed_identity": f"delayed_identity: {NO_ENTRY}",
+        "split_events": [],
+    },
+    "anthropic/computer_mouse_move_valid": {
+        "truncate": ["missing_terminal"],
+        "drop_terminal": ["missing_terminal"],
+        "duplicate_terminal": ["duplicate_terminal"],
+        "delta_after_terminal": ["delta_after_terminal"],
+        "wrong_terminal": ["wrong_terminal_reason"],
+        "reuse_slot": "reuse_slot: no second call in the first call",
+        "drop_id": ["missing_call_id"],
+        "corrupt_arguments": ["invalid_arguments_json"],
+        "schema_violation": ["schema_violation"],
+        "provider_error": ["missing_terminal", "stream_error"],
+        "cut_input": NO_FREE_FORM,
+        "restate_other_input": NO_RESTATED,
+        "cut_free_form_input": "cut_free_form_input: no call takes free-form",
+        "drop_coordinates": ["schema_violation"],
+        "resplit": [],
+        "interleave": "interleave: one call in the",
+        "empty_deltas": [],
         "repeat_identity": f"repeat_identity: {NO_ENTRY}",
         "delayed_identity": f"delayed_identity: {NO_ENTRY}",
         "split_events": [],
@@ -310,7 +411,18 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
             "repeat_identity",
             "delayed_identity",
         )
-    } | {("bedrock-converse", kind) for kind in ("repeat_identity", "delayed_identity")}
+    } | {("bedrock-converse", kind) for kind in ("repeat_identity", "delayed_identity")} | {
+        (profile, kind)
+        for profile in PROFILES
+        if profile not in ("openai-responses", "openai")
+        for kind in ("cut_input", "cut_free_form_input")
+    } | {
+        (profile, "restate_other_input") for profile in PROFILES if profile != "openai-responses"
+    } | {
+        (profile, "drop_coordinates")
+        for profile in PROFILES
+        if profile not in ("openai-responses", "anthropic")
+    }
 
 
 def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
@@ -325,6 +437,10 @@ def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
         "corrupt_arguments",
         "schema_violation",
         "provider_error",
+        "cut_input",
+        "restate_other_input",
+        "cut_free_form_input",
+        "drop_coordinates",
     ]
     assert callgate.mutations(blocking=False) == [
         "resplit",
@@ -389,12 +505,22 @@ def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_the
     assert out.splitlines() == [
         *wrote[:5],
         "skipped reuse_slot: no second call in the first call's choice to move onto its slot",
-        *wrote[5:10],
+        *wrote[5:9],
+        # The kinds of built-in and custom tools: this turn calls a function.
+        "skipped cut_input: no free-form input (a command, a diff, a custom tool's text) streams "
+        "two words",
+        "skipped restate_other_input: no streamed free-form input of two words or more with a "
+        "restated copy",
+        "skipped cut_free_form_input: no call takes free-form input",
+        "skipped drop_coordinates: no computer action states coordinates",
+        wrote[9],
         "skipped interleave: one call in the turn: nothing to interleave",
         *wrote[10:],
     ]
+    skipped = {"reuse_slot", "interleave", "cut_input", "restate_other_input"}
+    skipped |= {"cut_free_form_input", "drop_coordinates"}
     assert [(o.fixture.name, o.held) for o in replay([tmp_path])] == sorted(
-        [(f"turn.{kind}.json", True) for kind in KINDS if kind not in ("reuse_slot", "interleave")]
+        [(f"turn.{kind}.json", True) for kind in KINDS if kind not in skipped]
         + [("turn.json", True)]
     )
     assert json.loads((tmp_path / "turn.resplit.json").read_text())["meta"]["mutation"] == {

@@ -107,16 +107,38 @@ def final_calls(case: dict[str, Any], final: Any) -> list[list[Any]]:
     if case["profile"] == "anthropic":
         return [[b.id, b.name, b.input] for b in final.content if b.type == "tool_use"]
     if case["profile"] == "openai-responses":
-        return [
-            [item.call_id, item.name, item.arguments]
-            for item in final.output
-            if item.type == "function_call"
-        ]
+        return [call for item in final.output for call in responses_call(item)]
     return [
         [c.id, c.function.name, c.function.arguments]
         for choice in final.choices
         for c in choice.message.tool_calls or []
     ]
+
+
+#: Built-in call item type -> its tool's name and the members its input is made of, as
+#: callgate reports such a call (``reassemble/profiles/responses_builtins.py``).
+BUILTIN_ITEMS = {
+    "shell_call": ("shell", ("action",)),
+    "apply_patch_call": ("apply_patch", ("operation",)),
+    "local_shell_call": ("local_shell", ("action",)),
+    "computer_call": ("computer", ("action", "actions")),
+}
+
+
+def responses_call(item: Any) -> list[list[Any]]:
+    """An output item of the SDK's final response as (id, name, input): a function's argument
+    text, a custom tool's input, a built-in tool's input members as the wire gave them."""
+    if item.type == "function_call":
+        return [[item.call_id, item.name, item.arguments]]
+    if item.type == "custom_tool_call":
+        return [[item.call_id, item.name, item.input]]
+    if item.type not in BUILTIN_ITEMS:
+        return []
+    name, members = BUILTIN_ITEMS[item.type]
+    wire = item.model_dump(mode="json", exclude_unset=True)
+    given = {member: wire[member] for member in members if member in wire}
+    text = json.dumps(given, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return [[item.call_id, name, text]]
 
 
 def final_of(stream: Any) -> Any:
