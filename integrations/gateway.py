@@ -27,7 +27,7 @@ from typing import Any
 from callgate.integrations.otel import record_verdict
 from callgate.reassemble.gate import Gate
 from callgate.reassemble.profiles import PROFILES, profile_for
-from callgate.reassemble.profiles.openai_responses import completes_call
+from callgate.reassemble.profiles.responses_sites import completes_call
 from callgate.reassemble.readers import SSEReader
 from callgate.reassemble.report import Report
 from callgate.reassemble.sdk import event_json

@@ -303,3 +303,17 @@ def test_a_live_capture_of_each_built_in_tool_passes_and_no_prefix_of_it_does(na
     for end in range(len(events) - 1):
         cut = check({**envelope, "events": events[:end]})
         assert cut.status.value != "pass", end
+
+
+def test_a_built_in_call_goes_on_a_trace_by_its_tool_s_name() -> None:
+    """OpenTelemetry's ``gen_ai.tool.name`` of a built-in call is its tool's: ``shell``."""
+    from callgate.integrations.otel import call_attributes
+
+    report = check(load(CONFORMANCE / "openai-responses" / "shell_call_valid.json"))
+    assert call_attributes(report) == [
+        {
+            "callgate.call.slot": 0,
+            "gen_ai.tool.call.id": "call_Sh3ll0Cmd",
+            "gen_ai.tool.name": "shell",
+        }
+    ]

@@ -14,7 +14,7 @@ import pytest
 from callgate import Blocked, check
 from callgate.integrations.gateway import GatewayTurn, profile_of_route
 from callgate.reassemble.profiles import PROFILES, framed
-from callgate.reassemble.profiles.openai_responses import completes_call
+from callgate.reassemble.profiles.responses_sites import completes_call
 from callgate.reassemble.report import Report
 from tests.conftest import CONFORMANCE, fixture_id, load
 

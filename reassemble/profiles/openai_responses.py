@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import (
@@ -45,7 +44,6 @@ from callgate.reassemble.events import (
 )
 from callgate.reassemble.findings import Severity
 from callgate.reassemble.profiles.base import (
-    ArgumentSite,
     Profile,
     event_type_in,
     flat_tools,
@@ -60,25 +58,14 @@ from callgate.reassemble.profiles.responses_builtins import (
     Pieces,
     stated_input,
 )
-
-_CALL = "function_call"
-_CUSTOM = "custom_tool_call"
-#: Output items the client executes: each is a slot with a call's identity and input.
-_CALL_ITEMS = frozenset({_CALL, _CUSTOM, *BUILTIN_ITEMS})
-#: Output items the client never executes: the server ran them, or they are not tools at all.
-_NON_CALL_ITEMS = frozenset(
-    {
-        "reasoning",
-        "message",
-        "web_search_call",
-        "file_search_call",
-        "code_interpreter_call",
-        "mcp_call",
-        "mcp_list_tools",
-        "mcp_approval_request",
-        "image_generation_call",
-    }
+from callgate.reassemble.profiles.responses_sites import (
+    CALL,
+    CALL_ITEMS,
+    CUSTOM,
+    NON_CALL_ITEMS,
+    argument_sites,
 )
+
 #: Events that carry nothing a tool call is made of (text, reasoning, hosted tools' progress).
 _CONSUMED_EVENTS = frozenset(
     {
@@ -184,7 +171,7 @@ class ResponsesTranslator:
         about an output item known to be none."""
         index = raw.get("output_index")
         item = self._items.get(index) if is_index(index) else None
-        about_no_call = item is not None and item.type in _NON_CALL_ITEMS
+        about_no_call = item is not None and item.type in NON_CALL_ITEMS
         return Problem(
             Code.UNSUPPORTED_EVENT,
             f"event type {kind[:60]!r} is not known",
@@ -234,12 +221,12 @@ class ResponsesTranslator:
         call_id, name = _str(item.get("call_id")), _str(item.get("name"))
         pieces = Pieces() if kind in BUILTIN_ITEMS else None
         self._items.setdefault(index, _Item(kind, _str(item.get("id")), call_id, name, pieces))
-        if kind in _CALL_ITEMS:
+        if kind in CALL_ITEMS:
             if kind in BUILTIN_ITEMS:
                 name = BUILTIN_ITEMS[kind][0]  # the item names no tool: its type does
-            return [SlotStarted(key, "/item", call_id=call_id, name=name, freeform=kind == _CUSTOM)]
+            return [SlotStarted(key, "/item", call_id=call_id, name=name, freeform=kind == CUSTOM)]
         started = SlotStarted(key, "/item", is_call=False)
-        if kind not in _NON_CALL_ITEMS:
+        if kind not in NON_CALL_ITEMS:
             return [
                 Problem(
                     Code.UNSUPPORTED_EVENT,
@@ -262,14 +249,14 @@ class ResponsesTranslator:
         known = self._items.get(index)
         if known is not None and known.type != kind:
             return [self._type_changed(known, kind, index, "/item/type"), SlotEnded(key, "")]
-        if kind not in _CALL_ITEMS or known is None:
+        if kind not in CALL_ITEMS or known is None:
             return [SlotEnded(key, "")]  # an unseen index is the engine's delta_before_start
         events = [*self._same_item(item, index, "/item"), *self._input_copy(item, index, "/item")]
         if known.pieces is not None:
             events[:0] = known.pieces.against_item(item, "/item", index)
         events.append(SlotEnded(key, ""))
         status = item.get("status")
-        if status != "completed" and not (kind == _CUSTOM and "status" not in item):
+        if status != "completed" and not (kind == CUSTOM and "status" not in item):
             # After the end, so that the cut input is judged too.
             events.append(
                 Problem(
@@ -289,7 +276,7 @@ class ResponsesTranslator:
         kind = item["type"]
         if kind in BUILTIN_ITEMS:
             return stated_input(item, pointer, index)
-        member = "input" if kind == _CUSTOM else "arguments"
+        member = "input" if kind == CUSTOM else "arguments"
         text = item.get(member)
         if isinstance(text, str):
             return [ArgumentsStated((0, index), f"{pointer}/{member}", text)]
@@ -324,12 +311,12 @@ class ResponsesTranslator:
 
     def _input_delta(self, raw: Mapping[str, object]) -> list[Event]:
         return self._argument_text(
-            raw, "delta", lambda key, text: SlotDelta(key, "/delta", arguments=text), _CUSTOM
+            raw, "delta", lambda key, text: SlotDelta(key, "/delta", arguments=text), CUSTOM
         )
 
     def _input_done(self, raw: Mapping[str, object]) -> list[Event]:
         return self._argument_text(
-            raw, "input", lambda key, text: ArgumentsStated(key, "/input", text), _CUSTOM
+            raw, "input", lambda key, text: ArgumentsStated(key, "/input", text), CUSTOM
         )
 
     def _pieces(self, kind: str, raw: Mapping[str, object]) -> list[Event]:
@@ -350,7 +337,7 @@ class ResponsesTranslator:
         raw: Mapping[str, object],
         field: str,
         event: Callable[[SlotKey, str], Event],
-        item_type: str = _CALL,
+        item_type: str = CALL,
     ) -> list[Event]:
         """An argument event of a call's slot: its ``field`` must be text."""
         found = self._call_slot(raw, item_type)
@@ -475,7 +462,7 @@ class ResponsesTranslator:
             calls = {
                 position: item
                 for position, item in enumerate(output)
-                if isinstance(item, dict) and item.get("type") in _CALL_ITEMS
+                if isinstance(item, dict) and item.get("type") in CALL_ITEMS
             }
             for position, item in calls.items():
                 events.extend(self._final_copy(item, position))
@@ -496,7 +483,7 @@ class ResponsesTranslator:
                 slot=index,
             )
             for index, item in sorted(self._items.items())
-            if item.type in _CALL_ITEMS and index not in listed
+            if item.type in CALL_ITEMS and index not in listed
         ]
 
     def _final_copy(self, item: Mapping[str, object], index: int) -> list[Event]:
@@ -533,88 +520,6 @@ def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
             "message": message,
         },
     }
-
-
-#: Event type -> (site kind, member) of the events that carry a call's input: a function's
-#: argument text, or free-form input (a custom tool's text, a shell command, a diff), streamed
-#: or restated whole.
-_INPUT_EVENTS = {
-    "response.function_call_arguments.delta": ("stream", "delta"),
-    "response.function_call_arguments.done": ("copy", "arguments"),
-    "response.custom_tool_call_input.delta": ("text", "delta"),
-    "response.custom_tool_call_input.done": ("text_copy", "input"),
-    "response.apply_patch_call_operation_diff.delta": ("text", "delta"),
-    "response.apply_patch_call_operation_diff.done": ("text_copy", "diff"),
-}
-#: Shell command events: each command is a stream of its own, keyed by its index too.
-_COMMAND_EVENTS = {
-    "response.shell_call_command.added": ("text", "command"),
-    "response.shell_call_command.delta": ("text", "delta"),
-    "response.shell_call_command.done": ("text_copy", "command"),
-}
-
-
-def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
-    """Each call's input as it streams, and every copy that restates it: the ``done`` event's,
-    the item's (added and done) and ``response.completed``'s output."""
-    for event in events:
-        if not isinstance(event, dict):
-            continue
-        kind, index = event.get("type"), event.get("output_index")
-        if kind in _INPUT_EVENTS:
-            site, member = _INPUT_EVENTS[kind]
-            if member in event:
-                yield site, index, event, member
-        elif kind in _COMMAND_EVENTS:
-            site, member = _COMMAND_EVENTS[kind]
-            if member in event:
-                yield site, (index, event.get("command_index")), event, member
-        item = event.get("item")
-        if isinstance(item, dict):
-            yield from _item_sites(item, index)
-        response = event.get("response")
-        output = response.get("output") if isinstance(response, dict) else None
-        for position, entry in enumerate(output if isinstance(output, list) else []):
-            if isinstance(entry, dict):
-                yield from _item_sites(entry, position)
-
-
-def _item_sites(item: dict[str, Any], index: object) -> Iterator[ArgumentSite]:
-    kind = item.get("type")
-    if kind in BUILTIN_ITEMS:
-        for member in BUILTIN_ITEMS[kind][1]:
-            if member in item:
-                yield "text_copy", index, item, member
-    elif kind == _CUSTOM:
-        if "input" in item:
-            yield "text_copy", index, item, "input"
-    elif "arguments" in item:
-        yield "copy", index, item, "arguments"
-
-
-#: Events that hand a client a complete call, or a complete part of one: a client can act on
-#: them long before ``response.completed`` (codex runs a shell_call at ``output_item.done``).
-_COMPLETES = frozenset(
-    {
-        "response.function_call_arguments.done",
-        "response.custom_tool_call_input.done",
-        "response.shell_call_command.done",
-        "response.apply_patch_call_operation_diff.done",
-    }
-)
-
-
-def completes_call(raw: object) -> bool:
-    """Whether a raw event completes a call or part of one: the ``done`` of its input, or an
-    ``output_item.done`` of any item that is not known to be no call."""
-    if not isinstance(raw, dict):
-        return False
-    if raw.get("type") in _COMPLETES:
-        return True
-    item = raw.get("item")
-    return raw.get("type") == "response.output_item.done" and not (
-        isinstance(item, dict) and item.get("type") in _NON_CALL_ITEMS
-    )
 
 
 _ENDS_TURN = event_type_in(*_TURN_ENDS)
