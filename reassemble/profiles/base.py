@@ -32,7 +32,9 @@ from callgate.reassemble.framing import SSE
 #: Where a profile's events hold tool-call arguments, for the redactor:
 #: ``(kind, call key, container, field)``. ``stream`` fragments of one call (same key) are masked
 #: as one text; each ``copy`` (a full restatement of a call's arguments, text or object) is masked
-#: alone; a ``piece`` is part of one string value (Vertex ``partialArgs``).
+#: alone; a ``piece`` is part of one string value (Vertex ``partialArgs``). ``text`` and
+#: ``text_copy`` are the same for free-form input (a shell command, a diff, a custom tool's
+#: text, or a built-in item's input object holding such texts), masked as free text.
 ArgumentSite = tuple[str, object, dict[str, Any], str]
 #: ``(call key, container, member)``: an event's one ``stream`` site (its field is
 #: ``"arguments"``) and the event's member under which nothing else is text or an id.
