@@ -26,6 +26,7 @@ from callgate.proxy_addon.tap import deciding_pattern, may_decide
 from callgate.reassemble import check
 from callgate.reassemble.framing import EventFramer
 from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles.builtin import declared_tools
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 from callgate.reassemble.sse import decode_all
 from tests.conftest import CORPUS_ABSENT, SHARED_CORPUS, corpus_params, deciding
@@ -281,6 +282,7 @@ def schemas_and_request(path: Path, events: list[Any]) -> tuple[dict[str, Any], 
         elif tool.get("type") == "function" and "name" in tool:  # Responses: flat entries
             schemas[tool["name"]] = tool.get("parameters", {})
     schemas.update(declaration_schemas(body.get("tools")))  # Gemini functionDeclarations
+    schemas.update(declared_tools(body))  # tools the provider defines, by type
     for tool in (body.get("toolConfig") or {}).get("tools") or []:  # Bedrock Converse
         schemas[tool["toolSpec"]["name"]] = tool["toolSpec"]["inputSchema"]["json"]
     request = {
