@@ -46,7 +46,10 @@ def _envelope_schema() -> dict[str, Any]:
             "provider": {"type": "string", "description": "Who served it; selects quirks."},
             "tool_schemas": {
                 "type": "object",
-                "description": "Tool name to the JSON Schema of its arguments.",
+                "description": (
+                    "Tool name to the JSON Schema of its arguments, or, for a tool the "
+                    'provider defines, {"x-callgate-tool": its definition}.'
+                ),
                 "additionalProperties": {"type": ["object", "boolean"]},
             },
             "request": {

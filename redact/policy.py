@@ -290,9 +290,10 @@ def request_context(body: bytes, profile: str) -> tuple[dict[str, Any], dict[str
 
 
 def tool_schemas(request: Mapping[str, Any], profile: str) -> dict[str, Any]:
-    """Tool name -> argument schema, read from a request body as ``profile``'s API names them.
-    Tools without a schema (Anthropic-defined tools such as computer use) are left out: a call to
-    one is then ``unknown_tool`` until the user supplies a schema."""
+    """Tool name -> argument schema, read from a request body as ``profile``'s API names them;
+    a tool the provider defines (Anthropic's computer use, OpenAI's shell) by its definition,
+    which the schema callgate ships for it stands for. A tool the provider runs itself is left
+    out."""
     return PROFILES[profile].tool_schemas(request)
 
 

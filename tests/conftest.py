@@ -26,6 +26,18 @@ CONFORMANCE = ROOT / "fixtures" / "conformance"
 SHARED_CORPUS = Path(os.environ.get("CALLGATE_TEST_CORPUS") or ROOT.parent / "shared" / "corpus")
 
 
+#: The faults of built-in and custom tools' input (shell commands, diffs, custom tools' text,
+#: computer actions): a turn of function calls takes every other fault.
+INPUT_FAULTS = ("cut_input", "restate_other_input", "cut_free_form_input", "drop_coordinates")
+
+
+def function_call_faults() -> list[str]:
+    """The faults ``callgate.mutate`` makes of a turn of function calls."""
+    from callgate import mutations
+
+    return [kind for kind in mutations(blocking=True) if kind not in INPUT_FAULTS]
+
+
 def conformance_fixtures() -> list[Path]:
     return sorted(CONFORMANCE.rglob("*.json"))
 

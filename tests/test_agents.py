@@ -29,7 +29,7 @@ import pytest
 import callgate
 from callgate.cli.serve import FakeProvider, collect_served
 from callgate.reassemble.envelope import fixture_bytes
-from tests.conftest import CONFORMANCE, ROOT, load
+from tests.conftest import CONFORMANCE, ROOT, function_call_faults, load
 from tests.proxy_harness import APPS_PYTHON
 from tests.sdk_cases import InnerTest, inner_tests
 
@@ -43,9 +43,7 @@ SUITE = ROOT / "tests" / "apps" / "agents_suite.py"
 FRAMEWORKS = ("pydantic_ai", "openai_agents")
 #: The agents that meet ``callgate serve``: openai-agents over the Responses API besides.
 SERVED_FRAMEWORKS = (*FRAMEWORKS, "openai_agents_responses")
-#: The faults of built-in and custom tools' input: the agents' tapes call functions only.
-OTHER_INPUT_KINDS = ("cut_input", "restate_other_input", "cut_free_form_input", "drop_coordinates")
-KINDS = [kind for kind in callgate.mutations(blocking=True) if kind not in OTHER_INPUT_KINDS]
+KINDS = function_call_faults()  # the agents' tapes call functions only
 README_KINDS = ("reuse_slot", "truncate", "provider_error")
 #: What the SDKs read, cleared so the machine's own settings cannot reach a run.
 CLEARED = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY", "CALLGATE_RECORD_MODE")

@@ -27,7 +27,6 @@ from urllib.parse import quote, quote_plus, urlsplit
 
 import pytest
 
-import callgate
 from callgate.cli.files import find_fixtures
 from callgate.cli.replay.runner import replay
 from callgate.cli.serve import FakeProvider
@@ -40,7 +39,7 @@ from callgate.reassemble import check
 from callgate.reassemble.errors import InputError
 from callgate.redact import Exchange
 from callgate.redact.record import exchange_record
-from tests.conftest import CONFORMANCE, ROOT, load
+from tests.conftest import CONFORMANCE, ROOT, function_call_faults, load
 from tests.proxy_harness import APPS_PYTHON
 from tests.sdk_cases import InnerTest, inner_tests, selected
 
@@ -685,7 +684,7 @@ def tape_files(folder: Path) -> list[str]:
 
 ASYNC_TESTS = ("test_openai_async", "test_anthropic", "test_gemini", "test_mistral", "test_ollama")
 REUSED = "test_openai_parallel_workers[Paris]"
-KINDS = ",".join(callgate.mutations(blocking=True))
+KINDS = ",".join(function_call_faults())  # the tape's turns call functions only
 
 
 def record_loop(app: Path, **env: str) -> Session:
