@@ -92,11 +92,14 @@ def _delta_after_terminal(profile: Profile, events: list[Any], source: Source) -
     return [*events[: ends[0] + 1], copy.deepcopy(events[last[-1]]), *events[ends[0] + 1 :]]
 
 
-def _streams(profile: Profile, events: list[Any]) -> dict[object, list[tuple[dict[str, Any], str]]]:
-    """Each call's streamed argument fragments, as (container, field), in stream order."""
+def _streams(
+    profile: Profile, events: list[Any], site: str = "stream"
+) -> dict[object, list[tuple[dict[str, Any], str]]]:
+    """Each call's streamed argument fragments (or, ``site`` ``text``, free-form input's), as
+    (container, field), in stream order."""
     streams: dict[object, list[tuple[dict[str, Any], str]]] = {}
     for kind, key, container, field in profile.argument_sites(events):
-        if kind == "stream" and isinstance(container.get(field), str):
+        if kind == site and isinstance(container.get(field), str):
             streams.setdefault(key, []).append((container, field))
     return streams
 
@@ -244,11 +247,7 @@ def _schema_violation(profile: Profile, events: list[Any], source: Source) -> li
 
 def _texts(profile: Profile, events: list[Any]) -> dict[object, list[tuple[dict[str, Any], str]]]:
     """Each free-form input's streamed fragments (a command, a diff, a custom tool's text)."""
-    texts: dict[object, list[tuple[dict[str, Any], str]]] = {}
-    for kind, key, container, field in profile.argument_sites(events):
-        if kind == "text" and isinstance(container.get(field), str):
-            texts.setdefault(key, []).append((container, field))
-    return texts
+    return _streams(profile, events, "text")
 
 
 def _word_cut(text: str) -> int | None:

@@ -47,6 +47,7 @@ FAULTS = {
     "apply_patch": ("truncate", "wrong_terminal", "cut_input", "restate_other_input"),
     "computer": ("truncate", "drop_terminal", "wrong_terminal", "drop_coordinates"),
 }
+FAULT_CASES = [(tool, kind) for tool in TURNS for kind in FAULTS[tool]]
 ANSWER = load(CONFORMANCE / "openai-responses" / "text_only.json")
 CASES = [
     (tool, kind, guarded)
@@ -103,9 +104,7 @@ def test_a_whole_turn_runs_the_tool_once_with_its_input_guarded_or_not(
         assert outcome == expected, guarded
 
 
-@pytest.mark.parametrize(
-    ("tool", "kind"), [(tool, kind) for tool in TURNS for kind in FAULTS[tool]]
-)
+@pytest.mark.parametrize(("tool", "kind"), FAULT_CASES)
 def test_a_guarded_agent_runs_no_tool_on_a_fault_and_its_run_ends_blocked(
     results: dict[str, Any], tool: str, kind: str
 ) -> None:
@@ -133,9 +132,7 @@ UNGUARDED: dict[tuple[str, str], tuple[list[Any], str]] = {
 }
 
 
-@pytest.mark.parametrize(
-    ("tool", "kind"), [(tool, kind) for tool in TURNS for kind in FAULTS[tool]]
-)
+@pytest.mark.parametrize(("tool", "kind"), FAULT_CASES)
 def test_what_the_unguarded_agent_does_with_each_fault(
     results: dict[str, Any], tool: str, kind: str
 ) -> None:

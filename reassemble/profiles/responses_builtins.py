@@ -83,14 +83,9 @@ class Pieces:
                     slot,
                 )
             ]
-        field_name = "delta" if kind.endswith(".delta") else "command"
-        text = raw.get(field_name)
-        if not isinstance(text, str):
-            return [
-                _problem(
-                    Code.UNSUPPORTED_EVENT, f"{field_name} is not a string", f"/{field_name}", slot
-                )
-            ]
+        text = _text(raw, "delta" if kind.endswith(".delta") else "command", slot)
+        if isinstance(text, Problem):
+            return [text]
         if kind.endswith(".added"):
             if number in self.commands:
                 return [
@@ -130,14 +125,9 @@ class Pieces:
         )
 
     def diff_event(self, kind: str, raw: Mapping[str, object], slot: int) -> list[Event]:
-        field_name = "delta" if kind.endswith(".delta") else "diff"
-        text = raw.get(field_name)
-        if not isinstance(text, str):
-            return [
-                _problem(
-                    Code.UNSUPPORTED_EVENT, f"{field_name} is not a string", f"/{field_name}", slot
-                )
-            ]
+        text = _text(raw, "delta" if kind.endswith(".delta") else "diff", slot)
+        if isinstance(text, Problem):
+            return [text]
         if kind.endswith(".delta"):
             self.diff = [*(self.diff or []), text]
             return []
@@ -188,6 +178,13 @@ def stated_input(item: Mapping[str, object], pointer: str, slot: int) -> list[Ev
             )
         ]
     return [ArgumentsStated((0, slot), pointer, text)]
+
+
+def _text(raw: Mapping[str, object], member: str, slot: int) -> str | Problem:
+    text = raw.get(member)
+    if isinstance(text, str):
+        return text
+    return _problem(Code.UNSUPPORTED_EVENT, f"{member} is not a string", f"/{member}", slot)
 
 
 def _restated(streamed: str, stated: str, what: str, pointer: str, slot: int) -> list[Event]:

@@ -134,17 +134,7 @@ def _computer(actions: Mapping[str, tuple[Sequence[str], Sequence[str]]]) -> Bui
 
 MEMORY = tagged(
     "command",
-    {
-        "path": _PATH,
-        "file_text": _TEXT,
-        "old_str": _TEXT,
-        "new_str": _TEXT,
-        "insert_line": {"type": "integer", "minimum": 0},
-        "insert_text": _TEXT,
-        "view_range": _EDITOR_PROPERTIES["view_range"],
-        "old_path": _PATH,
-        "new_path": _PATH,
-    },
+    {**_EDITOR_PROPERTIES, "old_path": _PATH, "new_path": _PATH},
     {
         "view": (["path"], ["view_range"]),
         "create": (["path", "file_text"], []),
