@@ -16,6 +16,7 @@ import pytest
 
 from callgate.cli.loopback import free_port, wait_listening
 from callgate.cli.tape import store
+from callgate.cli.tape.command import tape_environment
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.sdk, pytest.mark.xdist_group("example-node")]
@@ -50,16 +51,22 @@ def app(tmp_path: Path) -> Path:
     return copy
 
 
-def tape_run(app: Path, *options: str, key: str | None = None) -> tuple[int, str, str]:
-    environment = {
+def clean_environment() -> dict[str, str]:
+    return {
         name: value
         for name, value in os.environ.items()
         if not name.startswith(("OPENAI_", "CALLGATE_", "NODE_"))
     }
+
+
+def tape_run(
+    app: Path, *options: str, key: str | None = None, node: tuple[str, ...] = ("--test",)
+) -> tuple[int, str, str]:
+    environment = clean_environment()
     if key is not None:
         environment["OPENAI_API_KEY"] = key
     done = subprocess.run(
-        [*CALLGATE, "tape", "run", "tapes", *options, "--", "node", "--test"],
+        [*CALLGATE, "tape", "run", "tapes", *options, "--", "node", *node],
         cwd=app,
         env=environment,
         capture_output=True,
@@ -70,8 +77,9 @@ def tape_run(app: Path, *options: str, key: str | None = None) -> tuple[int, str
     return done.returncode, done.stdout, done.stderr
 
 
-def summary(out: str) -> list[str]:
-    return [line for line in out.splitlines() if line.startswith("tape ")]
+def summary(text: str) -> list[str]:
+    """The summary's lines (a tape's problems follow its line, each naming its folder)."""
+    return [line for line in text.splitlines() if line.startswith("tape ") and ": served " in line]
 
 
 def record(app: Path) -> None:
@@ -85,7 +93,7 @@ def record(app: Path) -> None:
         assert wait_listening(port, lambda: upstream.poll() is None)
         served = f"openai=http://127.0.0.1:{port}/s/weather"
         code, out, err = tape_run(app, "--record-mode", "once", "--upstream", served, key=KEY)
-        assert (code, summary(out), err) == (0, SUMMARY, ""), out
+        assert (code, summary(out), err.splitlines()) == (0, [], SUMMARY), out
     finally:
         # SIGTERM, not SIGINT: a suite started in the background by a non-interactive shell
         # inherits SIGINT ignored, and Python then leaves it ignored.
@@ -109,7 +117,7 @@ def test_the_example_records_once_then_replays_offline_with_no_key_and_keeps_no_
         assert path.read_bytes() == (EXAMPLE / "tapes" / "weather" / path.name).read_bytes()
 
     code, out, err = tape_run(app)  # the upstream is gone; no key
-    assert (code, summary(out), err) == (0, SUMMARY, ""), out
+    assert (code, summary(out), err.splitlines()) == (0, [], SUMMARY), out
     assert "# pass 2" in out
 
 
@@ -119,7 +127,7 @@ def test_a_changed_request_fails_the_suite_with_the_tapes_one_line(app: Path) ->
     weather.write_text(weather.read_text().replace('chat("gpt-4o-mini")', 'chat("gpt-4.1")'))
     code, out, err = tape_run(app)
     assert code == 1
-    assert summary(out) == [
+    assert summary(err) == [
         "tape weather: served 0, unused 2, mismatched 1, blocking 0: FAILED",
         "tape weather [reuse_slot]: served 0, unused 2, mismatched 1, blocking 0: FAILED",
     ]
@@ -132,3 +140,36 @@ def test_a_changed_request_fails_the_suite_with_the_tapes_one_line(app: Path) ->
     assert f"tape weather (tapes/weather): {line} To record it: --record-mode" in err
     assert "callgate tape: " not in err
     assert f"tape weather (tapes/weather): {line}" in out  # the SDK's error, as the test saw it
+
+
+def test_the_suites_stdout_through_tape_run_is_byte_for_byte_its_own(app: Path) -> None:
+    """``node --test``'s reporter output, read by CI, is what the suite writes run through
+    ``callgate tape run`` and what it writes run alone against the same tapes served by
+    ``callgate tape serve`` (the dot reporter: no timings in it)."""
+    shutil.copytree(EXAMPLE / "tapes", app / "tapes")
+    node = ("--test", "--test-reporter=dot")
+    code, wrapped, _ = tape_run(app, node=node)
+    port = free_port()
+    served = subprocess.Popen(
+        [*CALLGATE, "tape", "serve", "tapes", "--listen", f"127.0.0.1:{port}"],
+        cwd=app,
+        env=clean_environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_listening(port, lambda: served.poll() is None)
+        url = f"http://127.0.0.1:{port}"
+        alone = subprocess.run(
+            ["node", *node],
+            cwd=app,
+            env=tape_environment(url, "default", clean_environment()),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        served.terminate()
+        served.wait(30)
+    assert (code, alone.returncode) == (0, 0)
+    assert wrapped.encode() == alone.stdout and alone.stdout.strip(b".\n") == b""

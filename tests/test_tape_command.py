@@ -177,21 +177,33 @@ def test_tape_run_exits_with_the_commands_code_or_1_when_it_passed_and_a_tape_fa
     blocking_tape(tmp_path / "blocks")
     path = "/t/blocks/v1/chat/completions"
     code, out, err = run(tmp_path, [path])
-    assert code == 1
-    assert (
-        out.splitlines()[-1] == "tape blocks: served 1, unused 0, mismatched 0, blocking 1: FAILED"
-    )
+    assert (code, out) == (1, "")  # the child's output is its own (captured apart)
     assert err.splitlines() == [
+        "tape blocks: served 1, unused 0, mismatched 0, blocking 1: FAILED",
         f"tape blocks ({tmp_path / 'blocks'}): 001.json: the turn does not pass: fail "
-        "[identity_collision] (allow it with --allow identity_collision)"
+        "[identity_collision] (allow it with --allow identity_collision)",
     ]
     assert run(tmp_path, [path], code=3)[0] == 3
     code, out, err = run(tmp_path, [path], allow=("identity_collision",))
-    assert (code, out.splitlines()[-1], err) == (
+    assert (code, out, err) == (
         0,
-        "tape blocks: served 1, unused 0, mismatched 0, blocking 0: ok",
         "",
+        "tape blocks: served 1, unused 0, mismatched 0, blocking 0: ok\n",
     )
+
+
+def test_tape_run_leaves_the_commands_stdout_byte_for_byte_as_it_wrote_it(
+    tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """A wrapper that adds a line to its child's stdout breaks what reads it (TAP, JUnit,
+    JSON): the child's bytes come out as they were, with no newline added, and the summary
+    goes to stderr."""
+    written = b"TAP version 13\nok 1 - weather\n1..1\n\x00\xff no newline at the end"
+    script = f"import sys; sys.stdout.buffer.write({written!r})"
+    out, err = io.StringIO(), io.StringIO()
+    options = TapeOptions(tmp_path, RecordMode.NONE, {})
+    assert run_tape_run(options, [sys.executable, "-c", script], "default", out, err) == 0
+    assert (capfdbinary.readouterr().out, out.getvalue(), err.getvalue()) == (written, "", "")
 
 
 def test_tape_run_points_the_sdk_variables_at_its_tape_and_never_records_with_a_dummy_key(
@@ -214,14 +226,15 @@ def test_tape_run_points_the_sdk_variables_at_its_tape_and_never_records_with_a_
     )
     path = "/t/default/v1/chat/completions"
     code = run_tape_run(options, [sys.executable, "-c", script, path], "default", out, err)
-    assert (code, capfd.readouterr().out.splitlines()[1:], out.getvalue().splitlines()) == (
+    assert (code, capfd.readouterr().out.splitlines()[1:], out.getvalue()) == (
         1,
         [f"{path} 401"],
-        ["tape default: served 0, unused 0, mismatched 0, blocking 0: FAILED"],
+        "",
     )
     assert err.getvalue().splitlines() == [
+        "tape default: served 0, unused 0, mismatched 0, blocking 0: FAILED",
         f"tape default ({tmp_path / 'default'}): POST /v1/chat/completions (openai): not "
-        "recorded: the request carries the replay's dummy key; set OPENAI_API_KEY to record"
+        "recorded: the request carries the replay's dummy key; set OPENAI_API_KEY to record",
     ]
     assert not (tmp_path / "default").exists()
 

@@ -4,7 +4,9 @@
 tape requested (served, unused, mismatched, blocking), each problem after it on stderr, and exits
 1 when a tape failed. ``run`` serves them on a free loopback port while it runs a command with
 ``CALLGATE_TAPE_URL`` and the SDK variables pointing there (as ``callgate_tape`` sets them), then
-exits with the command's code, or 1 when the command passed but a tape failed.
+exits with the command's code, or 1 when the command passed but a tape failed. ``run`` writes
+nothing on stdout: the command's output (TAP, JUnit, JSON) is read by machines, so the summary
+goes to stderr with the problems.
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ def run_tape_run(
     options: TapeOptions, command: Sequence[str], tape: str, out: TextIO, err: TextIO
 ) -> int:
     """Run ``command`` against the tapes; its exit code, or 1 when it passed and a tape failed.
+    The command keeps stdout to itself: the summary goes to ``err`` (``out`` is the command's).
     Raises ``UsageError`` when there is no command or it cannot be started."""
     if not command:
         raise UsageError("tape run needs a command after --: callgate tape run DIR -- npm test")
@@ -125,7 +128,7 @@ def run_tape_run(
             code = child.wait()
     finally:
         server.close()
-    failed = summarize(shelf, out, err)
+    failed = summarize(shelf, err, err)
     if code < 0:  # ended by a signal, reported as shells do
         return 128 - code
     return code or failed
