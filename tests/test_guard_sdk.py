@@ -384,6 +384,15 @@ def test_the_server_sees_every_client_that_left_go(servers: Servers) -> None:
     assert servers.gone == len(leaving)
 
 
+#: The package whose stream object guard() reads, for the SDKs whose streams keep no request.
+STREAMED_BY = {
+    "google-genai": "google",
+    "cohere": "cohere",
+    "boto3": "botocore",
+    "litellm": "litellm",
+    "ollama": "ollama",
+    "mistralai": "mistralai",
+}
 CLIENTS = {
     "openai": "openai.OpenAI",
     "anthropic": "anthropic.Anthropic",
@@ -400,11 +409,22 @@ CLIENTS = {
 def test_misuse_with_a_real_sdk_is_a_one_line_usage_error(case: Case, servers: Servers) -> None:
     lines = result_of(case, servers)["guarded"]
     client = CLIENTS[case.sdk]
+    # openai's and anthropic's streams keep the request they sent: guard() reads the tools
+    # there, and refuses a list that differs; the others need them.
+    asked = (
+        {
+            "other tools": "guard(tools=...) differs from the tools the SDK sent (other): pass "
+            "the list given to the SDK, or leave tools= out"
+        }
+        if case.sdk in ("openai", "anthropic")
+        else {
+            "no tools": "guard() needs the tools the app gave the SDK (tools=[...], [] for none):"
+            f" a {STREAMED_BY[case.sdk]} stream keeps no request to read them from, and a call"
+            " to a tool callgate was not told about is unknown_tool"
+        }
+    )
     assert lines == {
-        "no tools": (
-            "guard() needs the tools the app gave the SDK (tools=[...], [] for none): a call to "
-            "a tool callgate was not told about is unknown_tool"
-        ),
+        **asked,
         "a client": (
             f"guard() cannot read a {client}: "
             "give it the stream an SDK returned, or an iterable of wire events with profile="

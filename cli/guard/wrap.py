@@ -12,6 +12,7 @@ out were never judged.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import Any
@@ -36,6 +37,7 @@ from callgate.reassemble.gate import (
 from callgate.reassemble.gate import stream_type as table_type
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.providers import provider_from_url
+from callgate.reassemble.sdk import tool_schemas_of
 
 #: What ``guard`` was given besides the stream: handed to the streams a manager gives.
 Settings = dict[str, Any]
@@ -59,23 +61,21 @@ def guard(
     tool_choice: object = None,
 ) -> Any:
     """Wrap the stream object an SDK returned so that its tool calls are judged before the app
-    sees the end of the turn. ``tools`` is the list of tools the app gave the SDK, in that SDK's
-    shape (an empty list when it gave none); ``provider`` names the provider when the URL's host
-    does not tell it; ``allow`` names quirks to tolerate; ``profile`` reads any iterable (or
-    async iterable) of wire events, or overrides the one the object's type gives;
-    ``tool_choice`` is the request's (a forced call may end with ``"stop"``).
+    sees the end of the turn. Where the stream object keeps the request the SDK sent (openai's
+    and anthropic's streams, helpers and managers), its ``tools`` and ``tool_choice`` are read
+    from it; elsewhere ``tools`` is needed: the list of tools the app gave the SDK, in that SDK's
+    shape (an empty list when it gave none), and ``tool_choice`` the request's (a forced call
+    may end with ``"stop"``). ``provider`` names the provider when the URL's host does not tell
+    it; ``allow`` names quirks to tolerate; ``profile`` reads any iterable (or async iterable)
+    of wire events, or overrides the one the object's type gives.
 
     Returns an object that behaves like ``stream`` (iteration, a with block, attributes), with
     the turn's report and calls once read; iterating it raises ``Blocked`` instead of handing
     out the turn's terminal evidence when the calls may not run. Raises ``UsageError`` (one
-    line) without tools, for an object callgate cannot read, for a stream already read from, or
-    for tools it cannot read.
+    line) without tools where the request cannot be read, for tools that differ from those the
+    SDK sent, for an object callgate cannot read, for a stream already read from, or for tools
+    it cannot read.
     """
-    if tools is MISSING or tools is None:
-        raise UsageError(
-            "guard() needs the tools the app gave the SDK (tools=[...], [] for none): a call "
-            "to a tool callgate was not told about is unknown_tool"
-        )
     settings: Settings = {
         "provider": provider,
         "allow": tuple(allow),
@@ -89,6 +89,8 @@ def guard(
     wire = None if not package else stream._raw_stream if kind.role == HELPER else stream
     for reader in (stream, wire):
         _require_unread(reader)
+    if kind.role not in (EVENTS, HELPER) or not package:
+        _require_tools(tools, f"a {package} stream" if package else "an iterable of events")
     if kind.role == GENERATOR:
         return _guard_generator(stream, kind, package, tools, settings)
     if kind.role == MESSAGES:
@@ -99,8 +101,10 @@ def guard(
         return _guard_body(stream, kind, tools, settings)
     url = _request_url(wire)
     provider = provider or (provider_from_url(url) if url else None)
+    profile = profile or stream_profile(kind, url, provider)
+    tools, tool_choice = _asked(tools, tool_choice, _sent_request(wire), profile, package)
     gate: Gate[Any] = Gate(
-        profile or stream_profile(kind, url, provider),
+        profile,
         tools,
         request={"tool_choice": tool_choice} if tool_choice is not None else None,
         provider=provider,
@@ -256,6 +260,52 @@ def _made_at(iterator: Any) -> int:
         i.offset for i in dis.get_instructions(iterator.ag_code) if i.opname == "RETURN_GENERATOR"
     )
     return next(made, 0)
+
+
+def _require_tools(tools: Any, what: str) -> None:
+    if tools is MISSING or tools is None:
+        raise UsageError(
+            f"guard() needs the tools the app gave the SDK (tools=[...], [] for none): {what} "
+            "keeps no request to read them from, and a call to a tool callgate was not told "
+            "about is unknown_tool"
+        )
+
+
+def _sent_request(stream: object) -> dict[str, Any] | None:
+    """The JSON body of the request the SDK sent, where the stream keeps its HTTP response (and
+    that its request); None where it keeps none, or the body is not a JSON object."""
+    try:
+        body = stream.response.request.content  # type: ignore[attr-defined]
+        sent = json.loads(body)
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        # No response, httpx's "request not read" (a streamed body), or no JSON.
+        return None
+    return sent if isinstance(sent, dict) else None
+
+
+def _asked(
+    tools: Any, tool_choice: object, sent: dict[str, Any] | None, profile: str, package: str
+) -> tuple[Any, object]:
+    """The tools and ``tool_choice`` the turn is judged by: those of the request the SDK sent,
+    where it can be read; the app's tools, given too, must be the same tools."""
+    if sent is None:
+        _require_tools(tools, f"a {package} stream")
+        return tools, tool_choice
+    asked = sent.get("tools") if isinstance(sent.get("tools"), list) else []
+    if tools is not MISSING and tools is not None:
+        given, read = tool_schemas_of(tools, profile), tool_schemas_of(asked, profile)
+        if given != read:
+            differ = sorted(set(given) ^ set(read)) or sorted(
+                name for name in given if given[name] != read.get(name)
+            )
+            raise UsageError(
+                f"guard(tools=...) differs from the tools the SDK sent ({', '.join(differ)}): "
+                "pass the list given to the SDK, or leave tools= out"
+            )
+    choice = sent.get("tool_choice")
+    if tool_choice is None and isinstance(choice, str | dict):
+        tool_choice = choice
+    return asked, tool_choice
 
 
 def _request_url(stream: object) -> str | None:

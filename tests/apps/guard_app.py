@@ -355,6 +355,13 @@ async def settle(response: Any) -> None:
 # -- the batch --------------------------------------------------------------------------------
 
 
+#: A tool the app did not give the SDK, in the SDK's shape, where guard() reads the request.
+OTHER_TOOL = {
+    "openai": {"type": "function", "function": {"name": "other", "parameters": {}}},
+    "anthropic": {"name": "other", "input_schema": {"type": "object"}},
+}
+
+
 def misuse(case: dict[str, Any]) -> dict[str, Any]:
     """The one-line ``UsageError`` of each misuse: no tools, a client where a stream belongs, a
     stream something read from already, an object that is no SDK client."""
@@ -367,6 +374,9 @@ def misuse(case: dict[str, Any]) -> dict[str, Any]:
         "read from": lambda: callgate.guard(read_from, tools),
         "not a client": lambda: callgate.guarded(object()),
     }
+    if case["sdk"] in OTHER_TOOL:
+        other = [*tools, OTHER_TOOL[case["sdk"]]]
+        attempts["other tools"] = lambda: callgate.guard(request(case, client, False), other)
     lines = {}
     for name, attempt in attempts.items():
         try:

@@ -1,0 +1,104 @@
+"""``callgate.guard(stream)`` with no ``tools=``: the openai and anthropic SDKs' streams keep the
+request they sent, and the guard reads its tools and ``tool_choice`` there.
+
+Run by ``tests/test_guard_request.py`` in the apps environment: ``APP_SERVE_URL`` is a
+``callgate serve`` of the conformance fixtures, ``APP_CASES`` a JSON list of ``{"id", "sdk",
+"fixture", "form", "tools", "tool_choice", "tools_given"}``. Prints one JSON line per case: the
+turn's status and calls, or what was raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+import anthropic
+import openai
+
+import callgate
+
+
+def stream_of(case: dict[str, Any], url: str, asynchronous: bool) -> Any:
+    """The SDK's stream (or its ``.stream()`` manager) of the case's turn."""
+    base = f"{url}/f/{case['fixture']}"
+    asked: dict[str, Any] = {"tools": case["tools"]}
+    if case["tool_choice"] is not None:
+        asked["tool_choice"] = case["tool_choice"]
+    if case["sdk"] == "anthropic":
+        client: Any = (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(
+            base_url=base, api_key="callgate-test", max_retries=0
+        )
+        message = {"model": "claude-sonnet-4-5", "max_tokens": 1024}
+        message["messages"] = [{"role": "user", "content": "Weather in Oslo?"}]
+        if case["form"] == "stream":
+            return client.messages.stream(**message, **asked)
+        return client.messages.create(**message, **asked, stream=True)
+    client = (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(
+        base_url=f"{base}/v1", api_key="callgate-test", max_retries=0
+    )
+    if case["sdk"] == "openai-responses":
+        if case["form"] == "stream":
+            return client.responses.stream(model="gpt-5.1", input="Weather in Oslo?", **asked)
+        return client.responses.create(
+            model="gpt-5.1", input="Weather in Oslo?", **asked, stream=True
+        )
+    chat = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Weather?"}]}
+    if case["form"] == "stream":
+        return client.chat.completions.stream(**chat, **asked)
+    return client.chat.completions.create(**chat, **asked, stream=True)
+
+
+def outcome(guarded: Any) -> dict[str, Any]:
+    return {
+        "status": guarded.report.status.value,
+        "calls": [[c.name, c.arguments] for c in guarded.calls],
+    }
+
+
+def run(case: dict[str, Any], url: str) -> dict[str, Any]:
+    given = {"tools": case["tools"]} if case["tools_given"] else {}
+    try:
+        made = stream_of(case, url, False)
+        if case["form"] == "stream":
+            with callgate.guard(made, **given) as guarded:
+                for _ in guarded:
+                    pass
+                return outcome(guarded)
+        guarded = callgate.guard(made, **given)
+        for _ in guarded:
+            pass
+        return outcome(guarded)
+    except (callgate.Blocked, callgate.UsageError) as error:
+        return {"raised": type(error).__name__, "line": str(error)}
+
+
+async def run_async(case: dict[str, Any], url: str) -> dict[str, Any]:
+    given = {"tools": case["tools"]} if case["tools_given"] else {}
+    try:
+        made = stream_of(case, url, True)
+        if case["form"] == "stream":
+            async with callgate.guard(made, **given) as guarded:
+                async for _ in guarded:
+                    pass
+                return outcome(guarded)
+        guarded = callgate.guard(await made, **given)
+        async for _ in guarded:
+            pass
+        return outcome(guarded)
+    except (callgate.Blocked, callgate.UsageError) as error:
+        return {"raised": type(error).__name__, "line": str(error)}
+
+
+def main() -> None:
+    url = os.environ["APP_SERVE_URL"]
+    for case in json.loads(os.environ["APP_CASES"]):
+        sync = run(case, url)
+        print(
+            json.dumps({"id": case["id"], "sync": sync, "async": asyncio.run(run_async(case, url))})
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""``callgate.guard(stream)`` reads what the app asked from the request the SDK sent: with the
+real openai and anthropic SDKs against ``callgate serve``, a call forced by ``tool_choice`` that
+ends with ``"stop"`` (as OpenAI documents) passes with no ``tools=``, where a guard told the
+tools but not the choice blocked it; a Responses turn forced to one function and an anthropic
+stream pass with no ``tools=``; a tools list that differs from the one sent is a one-line
+``UsageError``. Sync and async, ``create(stream=True)`` and the ``.stream()`` helpers; one
+interpreter for every case (``tests/apps/guard_request_app.py``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import closing
+from typing import Any
+
+import pytest
+
+from callgate.cli.serve import FakeProvider, collect
+from tests.conftest import CONFORMANCE, ROOT, load
+from tests.proxy_harness import APPS_PYTHON
+
+pytestmark = [
+    pytest.mark.sdk,
+    pytest.mark.xdist_group("guard-request"),
+    pytest.mark.skipif(not APPS_PYTHON.exists(), reason="run `make test` to create .venv-apps"),
+]
+
+APP = ROOT / "tests" / "apps" / "guard_request_app.py"
+FORCED_CHAT = "openai/valid_forced_tool_choice_stop"
+RESPONSES = "openai-responses/valid_single_call"
+ANTHROPIC = "anthropic/valid_text_then_two_tools"
+
+
+def sdk_tools(fixture: str) -> list[dict[str, Any]]:
+    """The fixture's tools as the app hands them to its SDK."""
+    schemas = load(CONFORMANCE / f"{fixture}.json")["tool_schemas"]
+    if fixture.startswith("anthropic/"):
+        return [{"name": name, "input_schema": schema} for name, schema in schemas.items()]
+    if fixture.startswith("openai-responses/"):
+        return [{"type": "function", "name": n, "parameters": s} for n, s in schemas.items()]
+    return [
+        {"type": "function", "function": {"name": n, "parameters": s}} for n, s in schemas.items()
+    ]
+
+
+def forced(fixture: str) -> dict[str, Any]:
+    if fixture.startswith("openai-responses/"):
+        return {"type": "function", "name": "get_weather"}
+    return {"type": "function", "function": {"name": "get_weather"}}
+
+
+#: id -> (sdk, fixture, tool_choice sent, tools given to guard too, tools sent differ)
+CASES = {
+    f"{name}-{form}": (sdk, fixture, choice, given, form)
+    for name, sdk, fixture, choice, given in (
+        ("chat-forced", "openai", FORCED_CHAT, forced(FORCED_CHAT), False),
+        ("chat-forced-tools-given", "openai", FORCED_CHAT, forced(FORCED_CHAT), True),
+        ("responses-forced", "openai-responses", RESPONSES, forced(RESPONSES), False),
+        ("anthropic", "anthropic", ANTHROPIC, None, False),
+    )
+    for form in ("create", "stream")
+}
+
+
+@pytest.fixture(scope="module")
+def results() -> Iterator[dict[str, Any]]:
+    cases = [
+        {
+            "id": case_id,
+            "sdk": sdk,
+            "fixture": fixture,
+            "form": form,
+            "tools": sdk_tools(fixture),
+            "tool_choice": choice,
+            "tools_given": given,
+        }
+        for case_id, (sdk, fixture, choice, given, form) in CASES.items()
+    ]
+    environment = {key: value for key, value in os.environ.items() if "_BASE_URL" not in key}
+    with closing(FakeProvider(collect([CONFORMANCE])).start()) as serve:
+        done = subprocess.run(
+            [str(APPS_PYTHON), str(APP)],
+            env={**environment, "APP_SERVE_URL": serve.url, "APP_CASES": json.dumps(cases)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    yield {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
+
+
+CALLS = {
+    FORCED_CHAT: [["get_weather", '{"city":"Oslo"}']],
+    RESPONSES: [["get_weather", '{"city":"Oslo"}']],
+    ANTHROPIC: [["get_weather", '{"city":"Oslo"}'], ["search", '{"query":"rain"}']],
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_guard_reads_the_tools_and_the_forced_choice_from_the_request_the_sdk_sent(
+    results: dict[str, Any], case_id: str
+) -> None:
+    fixture = CASES[case_id][1]
+    for mode in ("sync", "async"):
+        assert results[case_id][mode] == {"status": "pass", "calls": CALLS[fixture]}, mode
