@@ -16,6 +16,11 @@ or part of one (``completes_call``: the ``done`` of a function's arguments, a cu
 input, a shell command or a diff, and ``response.output_item.done`` of any item that may be a
 call): there a client can act on a complete call long before ``response.completed``.
 
+When callgate cannot judge a turn (an item it cannot read, or a failure of its own), the turn
+fails closed: ``failed`` raises ``Unjudged``, and the gateway ends the stream with an error
+instead of a finished turn. ``on_error="pass"`` keeps availability first instead: the rest of
+the stream goes on unjudged, and the turn is counted as ``unjudged`` (OpenTelemetry).
+
 Sans-I/O, like the gate; nothing here imports a gateway.
 """
 
@@ -24,13 +29,29 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from callgate.integrations.otel import record_verdict
+from callgate.integrations.otel import record_unjudged, record_verdict
+from callgate.reassemble.errors import UsageError
 from callgate.reassemble.gate import Gate
 from callgate.reassemble.profiles import PROFILES, profile_for
 from callgate.reassemble.profiles.responses_sites import completes_call
 from callgate.reassemble.readers import SSEReader
 from callgate.reassemble.report import Report
 from callgate.reassemble.sdk import event_json
+
+#: What a gate does with a turn it cannot judge: fail closed (the default), or pass it on.
+ON_ERROR = ("block", "pass")
+
+
+class Unjudged(Exception):
+    """callgate could not judge the turn (an item it cannot read, or a failure of its own) and
+    fails closed: the turn may not run. ``error`` is what went wrong."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(
+            f"callgate could not judge this turn ({type(error).__name__}: {str(error)[:200]}), "
+            "so it may not run"
+        )
+        self.error = error
 
 
 def profile_of_route(route: str) -> str | None:
@@ -40,8 +61,9 @@ def profile_of_route(route: str) -> str | None:
 
 class GatewayTurn:
     """One turn read with ``profile``, asked with the request body ``request`` (its ``tools``
-    and ``tool_choice``); ``provider`` and ``allow`` are the engine's. Raises ``UsageError`` for
-    tools callgate cannot read."""
+    and ``tool_choice``); ``provider`` and ``allow`` are the engine's; ``on_error`` what
+    ``failed`` does (``ON_ERROR``). Raises ``UsageError`` for tools callgate cannot read or an
+    ``on_error`` it does not know."""
 
     def __init__(
         self,
@@ -51,7 +73,11 @@ class GatewayTurn:
         provider: str | None = None,
         allow: tuple[str, ...] = (),
         on_verdict: Callable[[Report, str | None], None] = record_verdict,
+        on_error: str = "block",
     ) -> None:
+        if on_error not in ON_ERROR:
+            raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
+        self._on_error, self._profile = on_error, profile
         choice = request.get("tool_choice")
         self._gate: Gate[Any] = Gate(
             profile,
@@ -93,6 +119,15 @@ class GatewayTurn:
             for event in self._sse.read(b""):
                 self._read(event)
         return self._gate.judge() + tail
+
+    def failed(self, error: Exception, item: Any = None) -> list[Any]:
+        """callgate could not judge the turn: ``take`` raised ``error`` for ``item`` (or
+        ``finish`` raised it). Fails closed, raising ``Unjudged``, unless ``on_error`` is
+        ``"pass"``: then the unjudged rest to send (``give_up``), the turn counted as unjudged."""
+        if self._on_error != "pass":
+            raise Unjudged(error) from error
+        record_unjudged(self._profile, type(error).__name__, self.response_id)
+        return self.give_up(item)
 
     def give_up(self, failed: Any = None) -> list[Any]:
         """Everything received and not sent, ``failed`` (the item ``take`` raised for) among it,

@@ -106,6 +106,38 @@ def record_verdict(report: Report, response_id: str | None = None) -> None:
         log.warning("callgate: the verdict was not exported: %s", type(error).__name__)
 
 
+#: The status an unjudged turn is counted with: the gate passed it on without a verdict.
+UNJUDGED = "unjudged"
+
+
+def record_unjudged(profile: str, error: str, response_id: str | None = None) -> None:
+    """Export a turn a gate passed on unjudged (``on_error: pass``) after ``error`` (an
+    exception's type name): an evaluation event labelled ``unjudged`` and a count; never
+    raises."""
+    try:
+        tracing, metering = _trace_api(), _metrics_api()
+        attributes = {"callgate.status": UNJUDGED, "callgate.profile": profile}
+        if tracing is not None:
+            event = {
+                "gen_ai.evaluation.name": EVALUATION_NAME,
+                "gen_ai.evaluation.score.label": UNJUDGED,
+                "gen_ai.evaluation.explanation": error,
+                **({"gen_ai.response.id": response_id} if response_id else {}),
+            }
+
+            def annotate(span: Any) -> None:
+                span.set_attributes(attributes)
+                span.add_event(EVENT, event)
+
+            _with_span(tracing, annotate)
+        if metering is not None:
+            _counter(metering).add(
+                1, {**attributes, "callgate.code": error, "callgate.provider": "unknown"}
+            )
+    except Exception as failure:  # the exporter's or the SDK's: logged
+        log.warning("callgate: the unjudged turn was not exported: %s", type(failure).__name__)
+
+
 def _trace_api() -> Any:
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None or isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
@@ -121,12 +153,18 @@ def _metrics_api() -> Any:
 
 
 def _annotate_span(trace: Any, report: Report, response_id: str | None) -> None:
+    _with_span(trace, lambda span: _annotate(span, report, response_id))
+
+
+def _with_span(trace: Any, annotate: Callable[[Any], object]) -> None:
+    """``annotate`` the current span, or a ``callgate.check`` span of its own when there is
+    none."""
     span = trace.get_current_span()
     if span.is_recording():
-        _annotate(span, report, response_id)
+        annotate(span)
         return
     with trace.get_tracer(SCOPE).start_as_current_span(SPAN) as own:
-        _annotate(own, report, response_id)
+        annotate(own)
 
 
 def _annotate(span: Any, report: Report, response_id: str | None) -> None:
@@ -141,6 +179,10 @@ _counters: dict[int, Any] = {}
 
 
 def _count(metrics: Any, report: Report) -> None:
+    _counter(metrics).add(1, counter_attributes(report))
+
+
+def _counter(metrics: Any) -> Any:
     provider = metrics.get_meter_provider()
     counter = _counters.get(id(provider))
     if counter is None:
@@ -148,7 +190,7 @@ def _count(metrics: Any, report: Report) -> None:
             COUNTER, unit="{turn}", description="Streamed turns callgate judged, by verdict"
         )
         _counters[id(provider)] = counter
-    counter.add(1, counter_attributes(report))
+    return counter
 
 
 def export_over_otlp() -> Callable[[], None]:
