@@ -12,7 +12,7 @@ from callgate.cli.check import ReportFormat, run_check
 from callgate.cli.diff.command import AdapterName
 from callgate.cli.diff.mutations import DiffReport
 from callgate.cli.output import error_line, exit_with
-from callgate.cli.record import ProxyMode
+from callgate.cli.record import OnError, ProxyMode
 from callgate.cli.replay.reports import ReplayFormat
 from callgate.cli.scan import ScanFormat
 from callgate.cli.tape.face import tape_app
@@ -227,6 +227,13 @@ def record_command(
     enforce: Annotated[
         bool, typer.Option(help="Replace the terminal events of a failing turn by an error event.")
     ] = False,
+    on_error: Annotated[
+        OnError,
+        typer.Option(
+            help="With --enforce, a turn callgate cannot judge (a failure of its own): block it "
+            "(the error event), or pass it on unjudged."
+        ),
+    ] = OnError.block,
     arguments: Annotated[
         ArgumentMode, typer.Option(help="Tool-call arguments in fixtures.")
     ] = ArgumentMode.MASK,
@@ -266,6 +273,7 @@ def record_command(
         out=out,
         web=web,
         enforce=enforce,
+        on_error=on_error.value,
         arguments=arguments.value,
         provider=provider,
         mode=mode,

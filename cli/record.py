@@ -31,6 +31,13 @@ LOOPBACK_NAMES = ("localhost",)
 WEB_COLUMNS = ["icon", "path", "method", "status", "size", "time", "comment"]
 
 
+class OnError(StrEnum):
+    #: A turn callgate cannot judge is blocked: the error event, never its end.
+    block = "block"
+    #: Availability first: its bytes go on unjudged.
+    pass_ = "pass"
+
+
 class ProxyMode(StrEnum):
     #: The app points its base URL at the proxy; no CA needed.
     reverse = "reverse"
@@ -45,6 +52,7 @@ class RecordOptions:
     out: Path = Path("callgate-fixtures")
     web: bool = False
     enforce: bool = False
+    on_error: str = "block"
     arguments: str = "mask"
     provider: str | None = None
     mode: ProxyMode = ProxyMode.reverse
@@ -99,6 +107,7 @@ def callgate_options(options: RecordOptions) -> dict[str, Any]:
     return {
         "callgate_out": str(options.out),
         "callgate_enforce": options.enforce,
+        "callgate_on_error": options.on_error,
         "callgate_arguments": options.arguments,
         "callgate_provider": options.provider or "",
         "callgate_allow_raw_dump": options.allow_raw_dump,

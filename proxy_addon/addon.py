@@ -27,7 +27,7 @@ from mitmproxy.hooks import UpdateHook
 from callgate.integrations.otel import record_verdict
 from callgate.proxy_addon import webview
 from callgate.proxy_addon.settings import Settings, add_options, concerns, read_settings
-from callgate.proxy_addon.tap import StreamTap
+from callgate.proxy_addon.tap import StreamTap, refusing
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
 from callgate.proxy_addon.writer import FixtureWriter, Written
 from callgate.reassemble import Finding, Reassembler
@@ -99,20 +99,30 @@ class CallgateAddon:
 
     def _start(self, flow: http.HTTPFlow) -> _Capture | None:
         """The flow's capture, or None when it is not inspected. A failure here lets the stream
-        pass through unchanged."""
+        pass through unchanged, but in enforce mode failing closed: there a flow callgate knows
+        it reads, but cannot, gets the provider's error event instead of its body."""
+        route = None
         try:
             route = _route(flow, self.settings)
             return None if route is None else self._capture(flow, *route)
         except Exception as error:
+            fault = type(error).__name__
+            refused = route is not None and self.settings.enforce
+            refused = refused and self.settings.on_error == "block"
             log.error(
-                "callgate: %s %s: inspection could not start after an internal %s; the stream "
-                "was passed through unchanged",
+                "callgate: %s %s: inspection could not start after an internal %s; %s",
                 flow.id,
                 _where(flow),
-                type(error).__name__,
+                fault,
+                "the turn was blocked (on_error block)"
+                if refused
+                else "the stream was passed through unchanged",
             )
             if flow.response is not None:
                 flow.response.stream = True
+                if refused and route is not None:
+                    _enforced_headers(flow, flow.response.headers.get("content-encoding", ""))
+                    flow.response.stream = refusing(route[0], route[2], fault)
             return None
 
     def _capture(
@@ -132,6 +142,7 @@ class CallgateAddon:
                 framing=framing,
                 max_body=self.settings.max_body,
                 defer=_soon(asyncio.get_running_loop()),
+                on_error=self.settings.on_error,
             )
         except CallgateError:  # an unknown content-encoding, or its decoder missing
             log.warning(
@@ -162,12 +173,15 @@ class CallgateAddon:
         ctx.master.addons.trigger(UpdateHook([flow]))
 
     def _broken(self, flow: http.HTTPFlow, kind: str) -> None:
+        closed = self.settings.enforce and self.settings.on_error == "block"
         log.error(
-            "callgate: %s %s: inspection stopped after an internal %s; the stream was "
-            "passed through unchanged",
+            "callgate: %s %s: inspection stopped after an internal %s; %s",
             flow.id,
             _where(flow),
             kind,
+            "the turn was blocked unless its verdict was given (on_error block)"
+            if closed
+            else "the stream was passed through unchanged",
         )
 
     def _finish_soon(self, flow: http.HTTPFlow, *, ended_cleanly: bool) -> None:
@@ -276,15 +290,20 @@ def _stream_through(flow: http.HTTPFlow, tap: StreamTap) -> None:
     """Stream the response through ``tap``."""
     assert flow.response is not None
     if tap.enforce:
-        # Enforce mode may replace the end of the body with an error event of another length,
-        # so a declared length would leave the client waiting for bytes that never come; and
-        # it releases whole decoded events, so the client gets them decoded.
-        declared = flow.response.headers.pop("content-length", None)
-        if declared is not None and flow.request.http_version == "HTTP/1.1":
-            flow.response.headers["transfer-encoding"] = "chunked"  # keeps the connection
-        if tap.decompressor.encoding not in ("", "identity"):
-            flow.response.headers.pop("content-encoding", None)
+        _enforced_headers(flow, tap.decompressor.encoding)
     flow.response.stream = tap
+
+
+def _enforced_headers(flow: http.HTTPFlow, encoding: str) -> None:
+    """Enforce mode may replace the end of the body with an error event of another length, so
+    a declared length would leave the client waiting for bytes that never come; and it
+    releases whole decoded events, so the client gets them decoded."""
+    assert flow.response is not None
+    declared = flow.response.headers.pop("content-length", None)
+    if declared is not None and flow.request.http_version == "HTTP/1.1":
+        flow.response.headers["transfer-encoding"] = "chunked"  # keeps the connection
+    if encoding not in ("", "identity"):
+        flow.response.headers.pop("content-encoding", None)
 
 
 def _url(request: http.Request) -> str:

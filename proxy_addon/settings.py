@@ -16,6 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from callgate.integrations.gateway import ON_ERROR
 from callgate.proxy_addon.webview import WebBody
 from callgate.redact import ArgumentMode
 
@@ -36,6 +37,8 @@ class Settings:
     #: None: told from the upstream host, flow by flow.
     provider: str | None = None
     enforce: bool = False
+    #: Enforcing, what a turn the tap cannot judge (its own failure) does: "block" or "pass".
+    on_error: str = "block"
     #: The host names inspected, in lower case; empty: every known LLM endpoint.
     hosts: frozenset[str] = frozenset()
     allow_raw_dump: bool = False
@@ -88,6 +91,14 @@ def add_options(loader: Any) -> None:
         "fails.",
     )
     loader.add_option(
+        "callgate_on_error",
+        str,
+        default.on_error,
+        "Enforcing, a turn callgate cannot judge (a failure of its own): block it with the error "
+        "event, or pass its bytes on unjudged.",
+        choices=list(ON_ERROR),
+    )
+    loader.add_option(
         "callgate_hosts",
         Sequence[str],
         [],
@@ -137,6 +148,7 @@ def read_settings(options: Any) -> Settings:
         arguments=_choice(ArgumentMode, "callgate_arguments", options.callgate_arguments),
         provider=_provider(options.callgate_provider),
         enforce=options.callgate_enforce,
+        on_error=options.callgate_on_error,
         hosts=frozenset(_host(entry) for entry in options.callgate_hosts),
         allow_raw_dump=options.callgate_allow_raw_dump,
         allow_verdict_change=options.callgate_allow_verdict_change,

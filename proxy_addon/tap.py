@@ -33,7 +33,10 @@ turn passed already, passes the rest on). The turn is not judged and no fixture 
 (``over_limit``).
 
 mitmproxy drops a chunk whose stream callable raises, so nothing here may raise: a failure inside
-the pipeline is reported once, the tap stops inspecting, and every byte still goes through.
+the pipeline is reported once and the tap stops inspecting. Enforcing, a turn it can no longer
+judge fails closed by default: the error event goes out (once) instead of what was held and of
+anything after it, unless the verdict was given already; with ``on_error="pass"`` every byte
+still goes through instead (availability first). Observing, every byte always goes through.
 """
 
 from __future__ import annotations
@@ -80,6 +83,27 @@ def _error_body(profile: Profile, codes: list[str]) -> Mapping[str, object]:
     return profile.error_body(message, codes)
 
 
+def unjudged_frame(profile: Profile, reader: Reader[Any], fault: str, *, first: bool) -> bytes:
+    """The provider's error event for a turn callgate could not judge after ``fault`` (an
+    exception's type name): what enforce mode sends when it fails closed."""
+    message = f"callgate could not judge this turn ({fault}), so it may not run"
+    body = profile.error_body(message, ["callgate_unjudged"])
+    return reader.error_frame(profile, body, first=first)
+
+
+def refusing(profile: str, framing: str, fault: str) -> Callable[[bytes], list[bytes]]:
+    """Enforce mode, failing closed, for a flow whose inspection could not start after
+    ``fault``: a stream callable that sends the error event once in place of the whole body."""
+    spec = PROFILES[profile]
+    owed = [unjudged_frame(spec, READERS[framing](spec, lambda: b""), fault, first=True)]
+
+    def stream(chunk: bytes) -> list[bytes]:
+        out, owed[:] = owed[:], []
+        return out
+
+    return stream
+
+
 def deciding_pattern(profile: Profile) -> re.Pattern[bytes]:
     """The profile's ``terminal_pattern``, compiled for ``may_decide``."""
     return re.compile(profile.terminal_pattern)
@@ -121,7 +145,8 @@ def unpack_body(packed: PackedBody, lines: FragmentLines | None = None) -> Strea
 
 class StreamTap:
     """The stream callable for one flow. ``on_finding`` is told every finding as it happens;
-    ``on_failure`` once, if the pipeline itself breaks (with the exception's type name only)."""
+    ``on_failure`` once, if the pipeline itself breaks (with the exception's type name only).
+    ``on_error``: what enforce mode does then, ``"block"`` (the error event) or ``"pass"``."""
 
     def __init__(
         self,
@@ -135,8 +160,15 @@ class StreamTap:
         framing: str = SSE,
         max_body: int = 64 << 20,
         defer: Callable[[Callable[[], None]], object] | None = None,
+        on_error: str = "block",
     ) -> None:
         self.engine = engine
+        #: Enforcing, a failure of the pipeline blocks the turn it could not judge.
+        self._fails_closed = enforce and on_error == "block"
+        #: The pipeline failed: nothing more is read, and the report covers what came before.
+        self._faulted = False
+        #: Failing closed: the error event, until it goes out.
+        self._owed: bytes | None = None
         self.profile, self._profile = profile, PROFILES[profile]
         self.enforce = enforce
         self.framing = framing
@@ -188,7 +220,7 @@ class StreamTap:
     @property
     def broken(self) -> bool:
         """The pipeline failed and stopped reading: the report covers what came before."""
-        return self._state is BROKEN
+        return self._faulted
 
     @property
     def end_marker_seen(self) -> bool:
@@ -200,10 +232,17 @@ class StreamTap:
         self._body_ended = self._body_ended or not chunk
         try:
             decoded = chunk if self._identity else self.decompressor(chunk)
-        except Exception as error:  # a bug of ours, or corrupt upstream data: pass it on
+        except Exception as error:  # a bug of ours, or corrupt upstream data
             self.catch_up()
             self._break(error)
-            return chunk
+            return self._settle() if self._fails_closed else chunk
+        if self._faulted and self._state is BLOCKED:
+            # Failed closed (maybe between calls, reading released events): the error event
+            # once, then nothing; the body is still kept, unread, for its fixture.
+            if self._kept + len(decoded) <= self.max_body:
+                self._kept += len(decoded)
+                self.body.append(decoded)
+            return self._settle()
         if self._state is BROKEN:
             if not self.enforce:
                 return chunk
@@ -247,7 +286,7 @@ class StreamTap:
             and self._body_ended
             and self._read_whole
             and not self.over_limit
-            and self._state is not BROKEN
+            and not self._faulted
             and not self._reader.unreadable
         )
 
@@ -284,7 +323,7 @@ class StreamTap:
                 self._break(error)
 
     def _read_unread(self) -> None:
-        if self.report is not None or self._state is BROKEN or self._backlog is None:
+        if self.report is not None or self._faulted or self._backlog is None:
             return
         for data, at in self._backlog.take():
             self._read(self._reader.read(data), at)
@@ -355,9 +394,9 @@ class StreamTap:
                 out += self._route(self._reader.rest(), tail=True)
             if end and self._state is HOLDING:
                 out += self._decide()
-        except Exception as error:  # release every byte not yet sent, unchanged
+        except Exception as error:  # the error event, or (passing) every byte not yet sent
             self._break(error)
-            out.append(self._unsent())
+            out += self._settle()
         # mitmproxy writes every piece of a list as a chunk of its own, an empty one too: on a
         # chunked response that is a second terminating chunk, which a kept-alive connection
         # then reads where the next response should start.
@@ -435,9 +474,26 @@ class StreamTap:
     # -- failure -----------------------------------------------------------------------------------
 
     def _break(self, error: Exception) -> None:
-        if self._state is not BROKEN:
+        if self._faulted:
+            return
+        self._faulted = True
+        self._on_failure(type(error).__name__)
+        if self._fails_closed and self._state in (READING, HOLDING):
+            # No verdict yet, and none can come: what was held, and what follows, never goes.
+            self._state, self._held = step(self._state, TapInput.FAIL), []
+            fault, first = type(error).__name__, self._sent == 0
+            self._owed = unjudged_frame(self._profile, self._reader, fault, first=first)
+        else:
             self._state = step(self._state, TapInput.FAULT)
-            self._on_failure(type(error).__name__)
+
+    def _settle(self) -> list[bytes]:
+        """After a failure: the error event once (failing closed), or every byte received and
+        not sent (passing it on, or the verdict given already)."""
+        if self._state is BLOCKED:
+            owed, self._owed = self._owed, None
+            return [owed] if owed is not None else []
+        unsent = self._unsent()
+        return [unsent] if unsent else []
 
     def _unsent(self) -> bytes:
         """Enforce mode, once broken: every byte received and not sent yet, held or cut."""

@@ -29,11 +29,13 @@ class TapState(Enum):
     HOLDING = "holding"
     #: Enforcing: the turn passed. What was held went out; the rest goes as it comes, unread.
     PASSED = "passed"
-    #: Enforcing: the turn failed, or the body grew past ``max_body`` before the verdict: the
-    #: error event went out instead of what was held, and nothing more goes.
+    #: Enforcing: the turn failed, the body grew past ``max_body`` before the verdict, or the
+    #: pipeline failed before it (failing closed): the error event went out instead of what was
+    #: held, and nothing more goes.
     BLOCKED = "blocked"
     #: The pipeline failed: nothing more is read; every byte received and not sent goes out,
-    #: then every byte as it comes.
+    #: then every byte as it comes (observing, enforcing with ``on_error="pass"``, or after the
+    #: verdict).
     BROKEN = "broken"
 
     # Compared by identity, so hashed by identity (as SlotState is): Enum's own hash is a
@@ -46,7 +48,8 @@ class TapInput(Enum):
     HOLD = "hold"
     #: Enforcing: the verdict is a pass.
     PASS = "pass"
-    #: Enforcing: the verdict is a fail, or the body grew past ``max_body`` before one.
+    #: Enforcing: the verdict is a fail, the body grew past ``max_body`` before one, or (failing
+    #: closed) the pipeline failed before one.
     FAIL = "fail"
     #: The pipeline raised.
     FAULT = "fault"

@@ -657,11 +657,14 @@ async def test_callgate_web_body_max_keeps_the_head_and_tail_of_a_longer_body(
 async def test_a_failure_starting_the_inspection_lets_the_stream_through_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Observing, or enforcing with on_error pass."""
+
     def failing_start(self: engine.Reassembler, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("injected")
 
     monkeypatch.setattr(engine.Reassembler, "__init__", failing_start)
-    with running(callgate_out=str(tmp_path), callgate_enforce=True) as (addon, _):
+    options = {"callgate_enforce": True, "callgate_on_error": "pass"}
+    with running(callgate_out=str(tmp_path), **options) as (addon, _):
         flow = llm_flow(content_length="7")
         addon.responseheaders(flow)
         assert flow.response is not None
@@ -675,7 +678,35 @@ async def test_a_failure_starting_the_inspection_lets_the_stream_through_unchang
     assert (flow.marked, list(tmp_path.iterdir())) == ("", [])
 
 
-@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce"])
+@in_loop
+async def test_a_failure_starting_the_inspection_in_enforce_mode_sends_the_error_event_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Enforcing, a flow callgate reads but cannot start reading fails closed (the default):
+    the provider's error event in place of the whole body, whose length no longer holds."""
+
+    def failing_start(self: engine.Reassembler, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(engine.Reassembler, "__init__", failing_start)
+    with running(callgate_out=str(tmp_path), callgate_enforce=True) as (addon, _):
+        flow = llm_flow(content_length="7")
+        addon.responseheaders(flow)
+        assert flow.response is not None and "content-length" not in flow.response.headers
+        assert through(flow, body_of(PASSING), piece=50) == (
+            b'data: {"error": {"message": "callgate could not judge this turn (RuntimeError), '
+            b'so it may not run", "type": "callgate_blocked", "code": "callgate_unjudged", '
+            b'"param": null}}\n\n'
+        )
+        await respond(addon, flow)
+        await addon.done()
+    assert messages(caplog) == [
+        f"callgate: {flow.id} api.openai.com/v1/chat/completions: inspection could not start "
+        "after an internal RuntimeError; the turn was blocked (on_error block)"
+    ]
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce-on-error-pass"])
 @in_loop
 async def test_a_failure_while_reading_costs_the_client_no_byte_and_the_turn_is_still_recorded(
     tmp_path: Path,
@@ -694,7 +725,8 @@ async def test_a_failure_while_reading_costs_the_client_no_byte_and_the_turn_is_
 
     monkeypatch.setattr(engine.Reassembler, "feed", failing_feed)
     body = body_of(PASSING)
-    with running(callgate_out=str(tmp_path), callgate_enforce=enforce) as (addon, _):
+    options = {"callgate_enforce": enforce, "callgate_on_error": "pass"}
+    with running(callgate_out=str(tmp_path), **options) as (addon, _):
         flow = llm_flow()
         addon.responseheaders(flow)
         assert through(flow, body, piece=50) == body
@@ -705,6 +737,44 @@ async def test_a_failure_while_reading_costs_the_client_no_byte_and_the_turn_is_
         "internal RuntimeError; the stream was passed through unchanged"
     )
     # The writer process judges the whole stream again, as the tap stopped reading it.
+    assert [f["expect"] for f in fixtures_in(tmp_path)] == [{"status": "pass", "codes": []}]
+
+
+@in_loop
+async def test_a_failure_while_reading_in_enforce_mode_blocks_the_turn_and_still_records_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Failing closed (the default): the client gets what went before the failure and the
+    error event, never the turn's end; the fixture holds the whole upstream stream."""
+    fed = []
+    feed = engine.Reassembler.feed
+
+    def failing_feed(self: engine.Reassembler, raw: object) -> Any:
+        fed.append(raw)
+        if len(fed) == 3:
+            raise RuntimeError("injected")
+        return feed(self, raw)
+
+    monkeypatch.setattr(engine.Reassembler, "feed", failing_feed)
+    body = body_of(PASSING)
+    with running(callgate_out=str(tmp_path), callgate_enforce=True) as (addon, _):
+        flow = llm_flow()
+        addon.responseheaders(flow)
+        sent = through(flow, body, piece=50)
+        await respond(addon, flow)
+        await addon.done()
+    error = sent[sent.index(b'data: {"error"') :]
+    assert body.startswith(sent[: len(sent) - len(error)])
+    assert b'"finish_reason": "tool_calls"' in body and b'"finish_reason": "' not in sent
+    assert error == (
+        b'data: {"error": {"message": "callgate could not judge this turn (RuntimeError), so it '
+        b'may not run", "type": "callgate_blocked", "code": "callgate_unjudged", "param": null}}'
+        b"\n\n"
+    )
+    assert messages(caplog)[0] == (
+        f"callgate: {flow.id} api.openai.com/v1/chat/completions: inspection stopped after an "
+        "internal RuntimeError; the turn was blocked unless its verdict was given (on_error block)"
+    )
     assert [f["expect"] for f in fixtures_in(tmp_path)] == [{"status": "pass", "codes": []}]
 
 

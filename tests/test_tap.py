@@ -40,6 +40,7 @@ def tap_for(
     envelope: dict[str, Any],
     framing: str,
     failures: list[str] | None = None,
+    on_error: str = "block",
 ) -> StreamTap:
     engine = Reassembler(
         envelope["profile"], envelope.get("tool_schemas", {}), request=envelope.get("request")
@@ -52,7 +53,21 @@ def tap_for(
         on_finding=lambda _: None,
         on_failure=(failures if failures is not None else []).append,
         framing=framing,
+        on_error=on_error,
     )
+
+
+def assert_failed_closed(sent: bytes, body: bytes, terminal: bytes, fault: str) -> None:
+    """What enforce mode sent a client when it failed before the verdict: a prefix of the body
+    without its terminal evidence, then the error event saying callgate could not judge."""
+    same = next(
+        (n for n, (a, b) in enumerate(zip(sent, body, strict=False)) if a != b),
+        min(len(sent), len(body)),
+    )
+    assert terminal not in sent[:same] and terminal in body
+    rest = sent[same:]
+    assert rest.count(f"callgate could not judge this turn ({fault}), so".encode()) == 1, rest
+    assert terminal not in rest
 
 
 def judging_tap(
@@ -232,8 +247,14 @@ def test_a_failure_inside_the_tap_at_the_verdict_sends_every_byte_once(
 
     monkeypatch.setattr(Reassembler, "close", broken_close)
     failures: list[str] = []
-    sent = through(tap_for(envelope, framing, failures), body, 9)
+    sent = through(tap_for(envelope, framing, failures, on_error="pass"), body, 9)
     assert (sent, failures) == (body, ["RuntimeError"])
+    # Failing closed (the default), the held end is replaced by the error event.
+    failures = []
+    sent = through(tap_for(envelope, framing, failures), body, 9)
+    terminal = b'"finishReason"' if framing == JSON_ARRAY else b'"finish_reason": "'
+    assert_failed_closed(sent, body, terminal, "RuntimeError")
+    assert failures == ["RuntimeError"]
 
 
 @pytest.mark.parametrize("read_later_at", [1, 2, 3, 5])
@@ -256,26 +277,33 @@ def test_a_failure_reading_released_events_later_still_sends_every_byte_once(
         return feed(self, raw)
 
     monkeypatch.setattr(Reassembler, "feed", failing_feed)
-    failures: list[str] = []
-    asked: list[Any] = []
-    tap = StreamTap(
-        Reassembler("openai", {}),
-        "openai",
-        "",
-        enforce=True,
-        on_finding=lambda _: None,
-        on_failure=failures.append,
-        defer=asked.append,
-    )
-    out: list[bytes] = []
-    chunks = [body[i : i + 50] for i in range(0, len(body), 50)] + [b""]
-    for n, chunk in enumerate(chunks, 1):
-        sent = tap(chunk)
-        out += sent if isinstance(sent, list) else [sent]
-        if n % read_later_at == 0:
-            while asked:
-                asked.pop()()
-    assert (b"".join(out), failures) == (body, ["RuntimeError"])
+    for on_error in ("pass", "block"):
+        fed = 0
+        failures: list[str] = []
+        asked: list[Any] = []
+        tap = StreamTap(
+            Reassembler("openai", {}),
+            "openai",
+            "",
+            enforce=True,
+            on_finding=lambda _: None,
+            on_failure=failures.append,
+            defer=asked.append,
+            on_error=on_error,
+        )
+        out: list[bytes] = []
+        chunks = [body[i : i + 50] for i in range(0, len(body), 50)] + [b""]
+        for n, chunk in enumerate(chunks, 1):
+            sent = tap(chunk)
+            out += sent if isinstance(sent, list) else [sent]
+            if n % read_later_at == 0:
+                while asked:
+                    asked.pop()()
+        assert failures == ["RuntimeError"]
+        if on_error == "pass":
+            assert b"".join(out) == body
+        else:  # failing closed: what went unread stays sent, the rest is the error event
+            assert_failed_closed(b"".join(out), body, b'"finish_reason": "', "RuntimeError")
 
 
 @pytest.mark.parametrize("enforce", [False, True])

@@ -21,7 +21,12 @@ S, In = TapState, TapInput
 
 
 def tap_for(
-    name: str, *, enforce: bool, failures: list[str], max_body: int = 64 << 20
+    name: str,
+    *,
+    enforce: bool,
+    failures: list[str],
+    max_body: int = 64 << 20,
+    on_error: str = "block",
 ) -> tuple[StreamTap, list[bytes]]:
     envelope = load(CONFORMANCE / f"{name}.json")
     tap = StreamTap(
@@ -32,6 +37,7 @@ def tap_for(
         on_finding=lambda _: None,
         on_failure=failures.append,
         max_body=max_body,
+        on_error=on_error,
     )
     return tap, list(framed(envelope, SSE))
 
@@ -44,6 +50,13 @@ def states_through(tap: StreamTap, chunks: list[bytes]) -> tuple[list[TapState],
         out += b"".join(sent) if isinstance(sent, list) else sent
         states.append(tap.state)
     return states, out
+
+
+#: The error event enforce mode sends for a Chat Completions turn it could not judge.
+UNJUDGED_EVENT = (
+    b'data: {"error": {"message": "callgate could not judge this turn (RuntimeError), so it may '
+    b'not run", "type": "callgate_blocked", "code": "callgate_unjudged", "param": null}}\n\n'
+)
 
 
 def test_every_pair_the_table_does_not_hold_is_an_impossible_move() -> None:
@@ -111,12 +124,22 @@ def test_a_failure_in_the_pipeline_breaks_the_tap_whatever_its_state(
         raise RuntimeError("engine fault")
 
     monkeypatch.setattr(Reassembler, "feed", broken_feed)
-    for enforce in (False, True):
+    # Observing, or enforcing with on_error="pass": every byte goes through.
+    for enforce, on_error in ((False, "block"), (True, "pass")):
         failures: list[str] = []
-        tap, events = tap_for("openai/valid_fragmented", enforce=enforce, failures=failures)
+        tap, events = tap_for(
+            "openai/valid_fragmented", enforce=enforce, failures=failures, on_error=on_error
+        )
         states, out = states_through(tap, events)
         assert (states[-1], tap.broken, failures) == (S.BROKEN, True, ["RuntimeError"])
         assert out == b"".join(events)
+    # Enforcing, failing closed: the first event is read before it goes, and fails; the client
+    # gets the error event alone.
+    failures = []
+    tap, events = tap_for("openai/valid_fragmented", enforce=True, failures=failures)
+    states, out = states_through(tap, events)
+    assert (states[-1], tap.broken, failures) == (S.BLOCKED, True, ["RuntimeError"])
+    assert out == UNJUDGED_EVENT
 
 
 def test_an_impossible_move_inside_the_pipeline_breaks_the_tap_and_every_byte_goes_through(
@@ -126,6 +149,17 @@ def test_an_impossible_move_inside_the_pipeline_breaks_the_tap_and_every_byte_go
     as at any failure inside it, and the client gets every byte, once."""
     monkeypatch.delitem(tap_state.TRANSITIONS, (S.HOLDING, In.PASS))
     failures: list[str] = []
-    tap, events = tap_for("openai/valid_fragmented", enforce=True, failures=failures)
+    tap, events = tap_for(
+        "openai/valid_fragmented", enforce=True, failures=failures, on_error="pass"
+    )
     states, out = states_through(tap, events)
     assert (states[-1], failures, out) == (S.BROKEN, ["ImpossibleMove"], b"".join(events))
+    # Failing closed, the held end is replaced by the error event.
+    failures = []
+    tap, events = tap_for("openai/valid_fragmented", enforce=True, failures=failures)
+    states, out = states_through(tap, events)
+    finish = next(n for n, event in enumerate(events) if b'"finish_reason": "' in event)
+    assert (states[-1], failures) == (S.BLOCKED, ["ImpossibleMove"])
+    assert out == b"".join(events[:finish]) + UNJUDGED_EVENT.replace(
+        b"RuntimeError", b"ImpossibleMove"
+    )
