@@ -1,16 +1,22 @@
-"""``make mutation-score``: how strongly the tests pin the engine and the redactor, as a number.
+"""``make mutation-score``: how strongly the tests pin the engine, the redactor and the gates, as
+numbers.
 
-How this works: every module under ``reassemble/`` and ``redact/`` is read as a syntax tree and
+How this works: every module of ``TARGETS`` (``reassemble/``, ``redact/``, and the code that
+decides whether a turn is released: the proxy's tap, the guard, the gateway) is read as a syntax
+tree and
 each place where one small edit changes what the code does is listed: a comparison turned
 (``==``/``!=``, ``<``/``<=``, ``in``/``not in``, ``is``/``is not``), ``and``/``or`` swapped, a
 ``not`` dropped, ``+``/``-`` swapped, an integer moved by one (an index ``0`` to ``-1``),
 ``True``/``False`` flipped, a statement (a call, an assignment, a ``raise``, a ``break`` or
 ``continue``) deleted. Type annotations and docstrings are left alone. A sample is drawn with a
-printed seed; each mutant is written into a private copy of the checkout and the fast lane of
-the test suite runs against it (``pytest -x``, ``make test-fast``'s markers). A failing run or one
+printed seed; each mutant is written into a private copy of the checkout (its git history
+included: some tests list the checkout's files) and the fast lane of the test suite runs against
+it (``pytest -x``, with the markers ``make test-fast`` runs: the Makefile's ``FAST_MARKERS``, the
+one definition of the lane). A failing run or one
 over the time limit kills the mutant; a mutant whose tests all pass survives and is printed
 with its place and its edit, for a person to judge: a test that kills it, or the reason it
-changes nothing (``docs/reliability.md``).
+changes nothing (``docs/reliability.md``). The score is printed for each group of ``TARGETS``
+apart.
 
 No library is used: mutmut and cosmic-ray both expect the package's files where they are
 imported from, and callgate's package is a folder of links to the design folders; a mutator
@@ -36,13 +42,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ("reassemble", "redact")
-#: The fast lane: everything but the slow, proxy, browser, SDK and corpus tests.
+#: Group -> the folders and files mutated, relative to the checkout.
+TARGETS: dict[str, tuple[str, ...]] = {
+    "reassemble": ("reassemble",),
+    "redact": ("redact",),
+    "gates": (
+        "proxy_addon/tap.py",
+        "proxy_addon/tap_state.py",
+        "cli/guard",
+        "integrations/gateway.py",
+    ),
+}
 TESTS = ["tests"]
-MARKERS = "not (slow or proxy or browser or sdk or corpus)"
-#: Left out of each copy: environments, caches and history.
+#: Left out of each copy: environments and caches.
 SKIPPED = shutil.ignore_patterns(
-    ".git",
     ".venv*",
     "__pycache__",
     ".mypy_cache",
@@ -139,12 +152,12 @@ def _in_bodies(tree: ast.AST) -> set[int]:
     return found
 
 
-def mutants(path: Path) -> list[Mutant]:
+def mutants(path: Path, root: Path = ROOT) -> list[Mutant]:
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
     tree = ast.parse(source)
     skipped, bodies = _annotations(tree), _in_bodies(tree)
-    relative = path.relative_to(ROOT).as_posix()
+    relative = path.relative_to(root).as_posix()
     found = []
     for index, node in enumerate(ast.walk(tree)):
         if id(node) in skipped:
@@ -202,13 +215,24 @@ def _replace_expression(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
                 return
 
 
-class Workspace:
-    """A private copy of the checkout where one mutant at a time is written and tested."""
+def fast_markers(root: Path = ROOT) -> str:
+    """The fast lane's marker expression, as the Makefile defines it (``FAST_MARKERS``)."""
+    for line in (root / "Makefile").read_text(encoding="utf-8").splitlines():
+        name, _, value = line.partition(":=")
+        if name.strip() == "FAST_MARKERS":
+            return value.strip()
+    raise SystemExit("mutation-score: the Makefile defines no FAST_MARKERS")
 
-    def __init__(self, base: Path, number: int, timeout: float) -> None:
+
+class Workspace:
+    """A private copy of the checkout ``source`` where one mutant at a time is written and
+    tested."""
+
+    def __init__(self, source: Path, base: Path, number: int, timeout: float) -> None:
         self.root = base / f"copy{number}"
-        shutil.copytree(ROOT, self.root, symlinks=True, ignore=SKIPPED)
+        shutil.copytree(source, self.root, symlinks=True, ignore=SKIPPED)
         self.timeout = timeout
+        self.markers = fast_markers(source)
         self.env = {**os.environ, "PYTHONPATH": str(self.root), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def run_tests(self) -> tuple[bool, float]:
@@ -225,7 +249,7 @@ class Workspace:
                     "-p",
                     "no:cacheprovider",
                     "-m",
-                    MARKERS,
+                    self.markers,
                     *TESTS,
                 ],
                 cwd=self.root,
@@ -238,9 +262,9 @@ class Workspace:
             return False, time.monotonic() - start
         return done.returncode == 0, time.monotonic() - start
 
-    def imports_from_here(self) -> bool:
+    def imports_from_here(self, module: str) -> bool:
         done = subprocess.run(
-            [sys.executable, "-c", "import callgate.reassemble.engine as e;print(e.__file__)"],
+            [sys.executable, "-c", f"import {module} as m;print(m.__file__)"],
             cwd=self.root,
             env=self.env,
             capture_output=True,
@@ -262,6 +286,88 @@ class Workspace:
         return mutant, passed, seconds
 
 
+@dataclass(frozen=True)
+class Score:
+    """What one run found: each group's mutants tested and those that survived."""
+
+    seed: int
+    tested: dict[str, list[Mutant]]
+    survivors: dict[str, list[Mutant]]
+
+
+def files_of(root: Path, targets: dict[str, tuple[str, ...]]) -> dict[str, list[Path]]:
+    """Each group's Python files under ``root``."""
+    found: dict[str, list[Path]] = {}
+    for group, places in targets.items():
+        paths = [root / place for place in places]
+        found[group] = sorted(
+            f for path in paths for f in ([path] if path.is_file() else path.rglob("*.py"))
+        )
+    return found
+
+
+def score(
+    root: Path,
+    targets: dict[str, tuple[str, ...]],
+    *,
+    sample: int,
+    seed: int,
+    jobs: int,
+    only: str = "",
+    probe: str = "callgate.reassemble.engine",
+) -> Score | str:
+    """Test a sample of ``sample`` mutants of ``targets`` in copies of ``root``; the score, or
+    why no mutant could be tested (``probe``, a module of the checkout, must import from the
+    copy, and the tests must pass without any mutant)."""
+    every = {
+        group: [m for path in paths for m in mutants(path, root) if m.path.startswith(only)]
+        for group, paths in files_of(root, targets).items()
+    }
+    pool_of = [m for group in every.values() for m in group]
+    chosen = sorted(
+        random.Random(seed).sample(pool_of, min(sample, len(pool_of))),
+        key=lambda m: (m.path, m.index),
+    )
+    print(
+        f"{len(pool_of)} mutants in {', '.join(targets)}; testing {len(chosen)} "
+        f"(seed {seed}, {jobs} jobs)",
+        flush=True,
+    )
+    group_of = {id(m): group for group, found in every.items() for m in found}
+    with tempfile.TemporaryDirectory(prefix="callgate-mutation-score-") as base:
+        spaces = [Workspace(root, Path(base), n, timeout=300) for n in range(jobs)]
+        if not spaces[0].imports_from_here(probe):
+            return "the copy's tests would import callgate from elsewhere"
+        passed, baseline = spaces[0].run_tests()
+        if not passed:
+            return "the tests fail without any mutant"
+        for space in spaces:
+            space.timeout = max(60.0, baseline * 4)
+        print(f"baseline: the tests pass in {baseline:.1f} s", flush=True)
+        free = list(spaces)
+
+        def judge(mutant: Mutant) -> tuple[Mutant, bool, float]:
+            space = free.pop()
+            try:
+                return space.judge(mutant)
+            finally:
+                free.append(space)
+
+        tested: dict[str, list[Mutant]] = {group: [] for group in targets}
+        survivors: dict[str, list[Mutant]] = {group: [] for group in targets}
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for number, (mutant, survived, seconds) in enumerate(pool.map(judge, chosen), 1):
+                tested[group_of[id(mutant)]].append(mutant)
+                if survived:
+                    survivors[group_of[id(mutant)]].append(mutant)
+                print(
+                    f"[{number}/{len(chosen)}] {'SURVIVED' if survived else 'killed  '} "
+                    f"{seconds:5.1f}s {mutant.describe()}",
+                    flush=True,
+                )
+    return Score(seed, tested, survivors)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, default=int(os.environ.get("MUTANTS", 200)))
@@ -273,58 +379,27 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", default="", help="only files whose path starts with this")
     options = parser.parse_args()
-    files = sorted(path for target in TARGETS for path in (ROOT / target).rglob("*.py"))
-    every = [m for path in files for m in mutants(path) if m.path.startswith(options.only)]
-    chosen = sorted(
-        random.Random(options.seed).sample(every, min(options.sample, len(every))),
-        key=lambda m: (m.path, m.index),
+    found = score(
+        ROOT,
+        TARGETS,
+        sample=options.sample,
+        seed=options.seed,
+        jobs=options.jobs,
+        only=options.only,
     )
-    print(
-        f"{len(every)} mutants in {', '.join(TARGETS)}; testing {len(chosen)} "
-        f"(seed {options.seed}, {options.jobs} jobs)",
-        flush=True,
-    )
-    with tempfile.TemporaryDirectory(prefix="callgate-mutation-score-") as base:
-        spaces = [Workspace(Path(base), n, timeout=300) for n in range(options.jobs)]
-        if not spaces[0].imports_from_here():
-            print(
-                "mutation-score: the copy's tests would import callgate from elsewhere",
-                file=sys.stderr,
-            )
-            return 2
-        passed, baseline = spaces[0].run_tests()
-        if not passed:
-            print("mutation-score: the tests fail without any mutant", file=sys.stderr)
-            return 2
-        for space in spaces:
-            space.timeout = max(60.0, baseline * 4)
-        print(f"baseline: the tests pass in {baseline:.1f} s", flush=True)
-        survivors = []
-        free = list(spaces)
-
-        def judge(mutant: Mutant) -> tuple[Mutant, bool, float]:
-            space = free.pop()
-            try:
-                return space.judge(mutant)
-            finally:
-                free.append(space)
-
-        with ThreadPoolExecutor(max_workers=options.jobs) as pool:
-            for number, (mutant, survived, seconds) in enumerate(pool.map(judge, chosen), 1):
-                if survived:
-                    survivors.append(mutant)
-                print(
-                    f"[{number}/{len(chosen)}] {'SURVIVED' if survived else 'killed  '} "
-                    f"{seconds:5.1f}s {mutant.describe()}",
-                    flush=True,
-                )
-    killed = len(chosen) - len(survivors)
-    print(
-        f"\n{killed} of {len(chosen)} mutants killed ({100 * killed / max(1, len(chosen)):.1f}%),"
-        f" seed {options.seed}; survivors:"
-    )
-    for mutant in survivors:
-        print(f"  {mutant.describe()}")
+    if isinstance(found, str):
+        print(f"mutation-score: {found}", file=sys.stderr)
+        return 2
+    print()
+    for group in TARGETS:
+        tested, survived = len(found.tested[group]), found.survivors[group]
+        killed = tested - len(survived)
+        print(
+            f"{group}: {killed} of {tested} mutants killed "
+            f"({100 * killed / max(1, tested):.1f}%), seed {found.seed}"
+        )
+        for mutant in survived:
+            print(f"  survived: {mutant.describe()}")
     return 0
 
 

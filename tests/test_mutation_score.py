@@ -1,0 +1,70 @@
+"""``make mutation-score`` itself, on a planted project: a mutant its tests kill and one they do
+not, a baseline that fails, the fast lane the Makefile defines, targets that exist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import ROOT
+from tools import mutation_score
+from tools.mutation_score import TARGETS, Score, fast_markers, files_of, score
+
+PLANTED = {
+    "Makefile": "FAST_MARKERS := not slow\n",
+    "planted/__init__.py": "",
+    # Two places an edit changes what the code does: the sum, and the comparison.
+    "planted/calc.py": (
+        '"""A module of two mutants."""\n\n\n'
+        "def total(a, b):\n    return a + b\n\n\n"
+        "def missing(a):\n    return a is None\n"
+    ),
+    # The sum is pinned; the comparison is not.
+    "tests/test_calc.py": (
+        "from planted.calc import total\n\n\ndef test_total():\n    assert total(2, 3) == 5\n"
+    ),
+}
+
+
+def planted(root: Path, **files: str) -> Path:
+    for name, text in {**PLANTED, **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def run(root: Path) -> Score | str:
+    return score(root, {"planted": ("planted",)}, sample=10, seed=1, jobs=1, probe="planted.calc")
+
+
+def test_a_mutant_the_tests_pin_is_killed_and_one_they_do_not_survives(tmp_path: Path) -> None:
+    found = run(planted(tmp_path))
+    assert isinstance(found, Score)
+    assert [m.kind for m in found.tested["planted"]] == [
+        "arithmetic Add -> Sub",
+        "compare Is -> IsNot",
+    ]
+    assert [m.describe() for m in found.survivors["planted"]] == [
+        "planted/calc.py:9 compare Is -> IsNot: return a is None"
+    ]
+
+
+def test_a_baseline_that_fails_is_refused_before_any_mutant(tmp_path: Path) -> None:
+    failing = "from planted.calc import total\n\n\ndef test_total():\n    assert total(2, 3) == 6\n"
+    assert run(planted(tmp_path, **{"tests/test_calc.py": failing})) == (
+        "the tests fail without any mutant"
+    )
+
+
+def test_the_tool_runs_the_fast_lane_the_makefile_runs(tmp_path: Path) -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert fast_markers() == "not (slow or sweep or proxy or browser or sdk or gateway or corpus)"
+    assert "-m '$(FAST_MARKERS)'" in makefile.split("test-fast: $(STAMP)", 1)[1].split("\n")[1]
+
+
+def test_every_target_exists_and_the_gates_are_among_them() -> None:
+    """A target that moved would leave its group empty, and a gate unmutated."""
+    found = files_of(ROOT, TARGETS)
+    assert all(found[group] for group in TARGETS)
+    gates = {path.relative_to(ROOT).as_posix() for path in found["gates"]}
+    assert {"proxy_addon/tap.py", "integrations/gateway.py", "cli/guard/wrap.py"} <= gates
+    assert mutation_score.SKIPPED(str(ROOT), [".git", ".venv", "tests"]) == {".venv"}
