@@ -396,3 +396,24 @@ def wait_for_log(caplog: Any, text: str, count: int = 1) -> None:
     while sum(text in r.getMessage() for r in caplog.records) < count:
         assert time.monotonic() < deadline, f"no log line with {text!r}"
         time.sleep(0.05)
+
+
+def app_results(app: Path, serve_url: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run the apps environment's ``app`` once for every case against ``callgate serve`` at
+    ``serve_url`` (``APP_SERVE_URL``, ``APP_CASES``), with no SDK variable of the machine's:
+    the JSON line it printed for each case, by the case's ``id``."""
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("OPENAI") and "_BASE_URL" not in key
+    }
+    done = subprocess.run(
+        [str(APPS_PYTHON), str(app)],
+        env={**environment, "APP_SERVE_URL": serve_url, "APP_CASES": json.dumps(cases)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}

@@ -706,14 +706,8 @@ async def test_a_failure_starting_the_inspection_in_enforce_mode_sends_the_error
     ]
 
 
-@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce-on-error-pass"])
-@in_loop
-async def test_a_failure_while_reading_costs_the_client_no_byte_and_the_turn_is_still_recorded(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-    enforce: bool,
-) -> None:
+def failing_at_the_third_event() -> Any:
+    """``Reassembler.feed``, raising for the third event it is given."""
     fed = []
     feed = engine.Reassembler.feed
 
@@ -723,7 +717,18 @@ async def test_a_failure_while_reading_costs_the_client_no_byte_and_the_turn_is_
             raise RuntimeError("injected")
         return feed(self, raw)
 
-    monkeypatch.setattr(engine.Reassembler, "feed", failing_feed)
+    return failing_feed
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["observe", "enforce-on-error-pass"])
+@in_loop
+async def test_a_failure_while_reading_costs_the_client_no_byte_and_the_turn_is_still_recorded(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    enforce: bool,
+) -> None:
+    monkeypatch.setattr(engine.Reassembler, "feed", failing_at_the_third_event())
     body = body_of(PASSING)
     options = {"callgate_enforce": enforce, "callgate_on_error": "pass"}
     with running(callgate_out=str(tmp_path), **options) as (addon, _):
@@ -746,16 +751,7 @@ async def test_a_failure_while_reading_in_enforce_mode_blocks_the_turn_and_still
 ) -> None:
     """Failing closed (the default): the client gets what went before the failure and the
     error event, never the turn's end; the fixture holds the whole upstream stream."""
-    fed = []
-    feed = engine.Reassembler.feed
-
-    def failing_feed(self: engine.Reassembler, raw: object) -> Any:
-        fed.append(raw)
-        if len(fed) == 3:
-            raise RuntimeError("injected")
-        return feed(self, raw)
-
-    monkeypatch.setattr(engine.Reassembler, "feed", failing_feed)
+    monkeypatch.setattr(engine.Reassembler, "feed", failing_at_the_third_event())
     body = body_of(PASSING)
     with running(callgate_out=str(tmp_path), callgate_enforce=True) as (addon, _):
         flow = llm_flow()

@@ -7,9 +7,6 @@ agent runs nothing and its run ends with ``Blocked``. One interpreter runs every
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
@@ -20,7 +17,7 @@ import callgate
 from callgate.cli.serve import FakeProvider, collect_served
 from callgate.reassemble.envelope import fixture_bytes
 from tests.conftest import CONFORMANCE, ROOT, load
-from tests.proxy_harness import APPS_PYTHON
+from tests.proxy_harness import APPS_PYTHON, app_results
 
 pytestmark = [
     pytest.mark.sdk,
@@ -80,17 +77,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         {"id": case_id(*case), "tool": case[0], "scenario": case_id(*case), "guarded": case[2]}
         for case in CASES
     ]
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
     with closing(FakeProvider(fixtures, scenarios=scenarios).start()) as serve:
-        done = subprocess.run(
-            [str(APPS_PYTHON), str(APP)],
-            env={**environment, "APP_SERVE_URL": serve.url, "APP_CASES": json.dumps(cases)},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert done.returncode == 0, done.stderr[-3000:]
-    yield {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
+        yield app_results(APP, serve.url, cases)
 
 
 @pytest.mark.parametrize("tool", sorted(TURNS))

@@ -8,9 +8,6 @@ interpreter for every case (``tests/apps/guard_request_app.py``)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
@@ -19,7 +16,7 @@ import pytest
 
 from callgate.cli.serve import FakeProvider, collect
 from tests.conftest import CONFORMANCE, ROOT, load
-from tests.proxy_harness import APPS_PYTHON
+from tests.proxy_harness import APPS_PYTHON, app_results
 
 pytestmark = [
     pytest.mark.sdk,
@@ -78,17 +75,8 @@ def results() -> Iterator[dict[str, Any]]:
         }
         for case_id, (sdk, fixture, choice, given, form) in CASES.items()
     ]
-    environment = {key: value for key, value in os.environ.items() if "_BASE_URL" not in key}
     with closing(FakeProvider(collect([CONFORMANCE])).start()) as serve:
-        done = subprocess.run(
-            [str(APPS_PYTHON), str(APP)],
-            env={**environment, "APP_SERVE_URL": serve.url, "APP_CASES": json.dumps(cases)},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert done.returncode == 0, done.stderr[-3000:]
-    yield {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
+        yield app_results(APP, serve.url, cases)
 
 
 CALLS = {
