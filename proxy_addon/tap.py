@@ -235,10 +235,11 @@ class StreamTap:
         except Exception as error:  # a bug of ours, or corrupt upstream data
             self.catch_up()
             self._break(error)
-            return self._settle() if self._fails_closed else chunk
+            return self._settle() if self._state is BLOCKED else chunk
         if self._faulted and self._state is BLOCKED:
-            # Failed closed (maybe between calls, reading released events): the error event
-            # once, then nothing; the body is still kept, unread, for its fixture.
+            # Failed closed (maybe between calls, reading released events), or failed after a
+            # blocking verdict: the error event once if owed, then nothing; the body is still
+            # kept, unread, for its fixture.
             if self._kept + len(decoded) <= self.max_body:
                 self._kept += len(decoded)
                 self.body.append(decoded)
@@ -478,6 +479,8 @@ class StreamTap:
             return
         self._faulted = True
         self._on_failure(type(error).__name__)
+        if self._state is BLOCKED:
+            return  # the verdict stands: the error event went out, and nothing more goes
         if self._fails_closed and self._state in (READING, HOLDING):
             # No verdict yet, and none can come: what was held, and what follows, never goes.
             self._state, self._held = step(self._state, TapInput.FAIL), []

@@ -3,7 +3,7 @@ the tap between states lives in this file.
 
     READING -> HOLDING -> PASSED or BLOCKED
     READING -> BLOCKED (the body grew past max_body before anything was held)
-    READING, HOLDING, PASSED or BLOCKED -> BROKEN
+    READING, HOLDING or PASSED -> BROKEN
 
 Observing, the tap only reads: it is READING until it breaks. Enforcing, it holds what may
 decide the turn until the verdict, then releases it or sends the error event instead.
@@ -34,8 +34,8 @@ class TapState(Enum):
     #: held, and nothing more goes.
     BLOCKED = "blocked"
     #: The pipeline failed: nothing more is read; every byte received and not sent goes out,
-    #: then every byte as it comes (observing, enforcing with ``on_error="pass"``, or after the
-    #: verdict).
+    #: then every byte as it comes (observing, enforcing with ``on_error="pass"``, or after a
+    #: passing verdict; after a blocking one the tap stays BLOCKED, whatever fails).
     BROKEN = "broken"
 
     # Compared by identity, so hashed by identity (as SlotState is): Enum's own hash is a
@@ -68,7 +68,6 @@ TRANSITIONS: dict[tuple[TapState, TapInput], TapState] = {
     (S.HOLDING, In.FAIL): S.BLOCKED,
     (S.HOLDING, In.FAULT): S.BROKEN,
     (S.PASSED, In.FAULT): S.BROKEN,
-    (S.BLOCKED, In.FAULT): S.BROKEN,
 }
 
 del S, In

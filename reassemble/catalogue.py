@@ -51,7 +51,8 @@ CATALOGUE: dict[Code, Entry] = {
     ),
     Code.INVALID_SLOT: Entry(
         "A fragment cannot be placed in a slot: its index is missing, negative, not an integer, "
-        "or (Mistral) an index-less call has no id.",
+        "or (Mistral) an index-less call has no id. The turn fails even when no call was read: "
+        "the fragment may be one.",
         "Ollama and Gemini's OpenAI-compatible endpoint omit tool_calls[].index; gateways send "
         "the index as a string.",
         "Block; if the provider documents whole index-less calls, allow the "
@@ -113,7 +114,8 @@ CATALOGUE: dict[Code, Entry] = {
         _QUARANTINE,
     ),
     Code.UNSUPPORTED_EVENT: Entry(
-        "An event, block, delta or field this profile cannot interpret, where tool data could be.",
+        "An event, block, delta or field this profile cannot interpret, where tool data could "
+        "be: the turn fails even when no call was read, as what was not read may be one.",
         "A new provider event type, legacy function_call deltas, custom tool calls, a gateway's "
         "non-standard shape, an SSE body that stops being UTF-8 (the rest of it is one text "
         "event).",

@@ -44,6 +44,8 @@ from callgate.reassemble.sdk import event_json, tool_schemas_of
 from callgate.reassemble.state import GROWING, SlotInput, SlotState, slot_state, step
 from callgate.reassemble.tool_input import InputCheck, input_check
 
+#: Codes of tool data a profile could not read or place: such data may be a call (``Problem``).
+_UNREAD = frozenset({Code.UNSUPPORTED_EVENT, Code.INVALID_SLOT})
 _TABLE_MESSAGES = {
     Code.DELTA_BEFORE_START: "a fragment arrived for a slot that was never started",
     Code.DUPLICATE_START: "the slot was started again",
@@ -149,6 +151,8 @@ class Reassembler:
         self._growing: dict[SlotKey, _Slot] = {}
         self._ids: dict[str, SlotKey] = {}
         self._turns: dict[int, str] = {}
+        #: The provider claimed calls (a call terminal reason), or tool data callgate could not
+        #: read may be one: the turn is applicable even with no call read.
         self._claimed_calls = False
         self._findings: list[Finding] = []
         self._event = -1
@@ -247,8 +251,10 @@ class Reassembler:
         )
         if slot is not None and event.severity is Severity.BLOCKING:
             slot.blocked = True
-        if event.could_be_call:
-            self._claimed_calls = True
+        if event.severity is Severity.BLOCKING and (
+            event.code in _UNREAD if event.could_be_call is None else event.could_be_call
+        ):
+            self._claimed_calls = True  # what callgate could not read may be a call
 
     def _add(
         self,

@@ -97,10 +97,12 @@ class Problem:
     slot: int | None = None
     severity: Severity = Severity.BLOCKING
     quirk: str | None = None
-    #: What could not be read could be a tool call (an output item or content block of a type
-    #: the profile does not know): the turn then holds a call as far as the gate is concerned,
-    #: and a blocking finding fails it instead of leaving it ``invalid``, which a gate releases.
-    could_be_call: bool = False
+    #: Whether what could not be read could be a tool call; None: as its code says (tool data
+    #: the profile cannot read, ``unsupported_event``, or place, ``invalid_slot``, could be; any
+    #: other code's subject is not). A turn holding such a blocking finding fails: ``invalid``
+    #: would release it as holding no call. False where the profile shows it is none (an
+    #: unknown event about an item known to be text).
+    could_be_call: bool | None = None
 
 
 Event = SlotStarted | SlotDelta | SlotEnded | TurnEnded | ArgumentsStated | Problem

@@ -67,7 +67,8 @@ class Call:
 class Report:
     profile: str
     provider: str | None
-    #: Whether the turn holds a streamed tool call (or the provider claimed one).
+    #: Whether the turn holds a streamed tool call (or the provider claimed one, or it holds tool
+    #: data callgate could not read, which may be one).
     applicable: bool
     calls: tuple[Call, ...]
     findings: tuple[Finding, ...]

@@ -19,7 +19,7 @@ PASSES = CONFORMANCE / "openai" / "valid_fragmented.json"
 BLOCKS = CONFORMANCE / "openai" / "reused_index_new_id.json"
 TEXT = CONFORMANCE / "openai" / "text_only.json"
 OTHER_TEXT = CONFORMANCE / "anthropic" / "text_only.json"
-BROKEN = CONFORMANCE / "openai" / "missing_index_without_quirk.json"  # invalid
+BROKEN = CONFORMANCE / "gemini" / "prompt_blocked.json"  # invalid: no call, and a broken stream
 
 
 def check(*args: str | Path) -> tuple[int, str, str]:

@@ -15,6 +15,7 @@ from callgate.proxy_addon.tap_state import TRANSITIONS, ImpossibleMove, TapInput
 from callgate.reassemble import Reassembler
 from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import framed
+from callgate.redact.encoding import Decompressor
 from tests.conftest import CONFORMANCE, load
 
 S, In = TapState, TapInput
@@ -163,3 +164,43 @@ def test_an_impossible_move_inside_the_pipeline_breaks_the_tap_and_every_byte_go
     assert out == b"".join(events[:finish]) + UNJUDGED_EVENT.replace(
         b"RuntimeError", b"ImpossibleMove"
     )
+
+
+@pytest.mark.parametrize("on_error", ["block", "pass"])
+def test_a_failure_after_a_blocking_verdict_leaves_it_blocked_and_releases_nothing(
+    monkeypatch: pytest.MonkeyPatch, on_error: str
+) -> None:
+    """After the error event went out, a fault (here the body's decoder) must not release what
+    was held back: the turn's terminal evidence stays withheld, whatever ``on_error`` says."""
+
+    def decoding(self: Decompressor, chunk: bytes) -> bytes:
+        if chunk == b"boom":
+            raise RuntimeError("decoder fault")
+        return chunk
+
+    monkeypatch.setattr(Decompressor, "__call__", decoding)
+    envelope = load(CONFORMANCE / "openai" / "malformed_arguments.json")
+    failures: list[str] = []
+    tap = StreamTap(
+        Reassembler(envelope["profile"], envelope["tool_schemas"]),
+        envelope["profile"],
+        "gzip",
+        enforce=True,
+        on_finding=lambda _: None,
+        on_failure=failures.append,
+        on_error=on_error,
+    )
+    _, out = states_through_body(tap, list(framed(envelope, SSE)))
+    assert tap.state is S.BLOCKED and b'"finish_reason": "' not in out
+    later = [tap(chunk) for chunk in (b"boom", b'data: {"choices": []}\n\n', b"")]
+    assert (later, tap.state, failures) == ([[], [], []], S.BLOCKED, ["RuntimeError"])
+
+
+def states_through_body(tap: StreamTap, chunks: list[bytes]) -> tuple[list[TapState], bytes]:
+    """``states_through`` without the end-of-body call: the body goes on after them."""
+    states, out = [], b""
+    for chunk in chunks:
+        sent = tap(chunk)
+        out += b"".join(sent) if isinstance(sent, list) else sent
+        states.append(tap.state)
+    return states, out

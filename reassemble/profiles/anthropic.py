@@ -167,7 +167,6 @@ class MessagesTranslator:
                     "/content_block/type",
                     choice=0,
                     slot=index,
-                    could_be_call=True,
                 ),
                 started,
             ]

@@ -287,7 +287,6 @@ class ChatTranslator:
                 f"tool call type {str(kind)[:40]!r} is not known; it could be a call",
                 pointer + "/type",
                 choice=choice,
-                could_be_call=True,
             )
         member, text = ("custom", "input") if custom else ("function", "arguments")
         function = entry.get(member)
@@ -298,7 +297,6 @@ class ChatTranslator:
                 f"{member} is not an object",
                 pointer + f"/{member}",
                 choice=choice,
-                could_be_call=True,
             )
         call_id, ok_id = _optional_str(entry, "id")
         name, ok_name = _optional_str(function, "name")

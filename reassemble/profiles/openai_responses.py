@@ -20,8 +20,8 @@ The client runs more than functions: a ``custom_tool_call``'s ``input`` is free-
 as the call's input and checked against its tool's format; the built-in tools' items
 (``shell_call``, ``apply_patch_call``, ``local_shell_call``, ``computer_call``) are calls too,
 read by ``responses_builtins``. An output item of a type this profile does not know could be a
-call the client runs: it fails the turn (``could_be_call``), as does an event of an unknown type
-unless it is about an item known to be no call.
+call the client runs: it fails the turn, as does an event of an unknown type unless it is about
+an item known to be no call (``Problem.could_be_call``).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ class ResponsesTranslator:
             Code.UNSUPPORTED_EVENT,
             f"event type {kind[:60]!r} is not known",
             "/type",
-            could_be_call=not about_no_call,
+            could_be_call=False if about_no_call else None,
         )
 
     def _sequence(self, raw: Mapping[str, object]) -> list[Event]:
@@ -234,7 +234,6 @@ class ResponsesTranslator:
                     "/item/type",
                     choice=0,
                     slot=index,
-                    could_be_call=True,
                 ),
                 started,
             ]
