@@ -11,20 +11,17 @@ Python's ``re`` read both differently (``lark`` cannot build the guide's math gr
 grammar accepts there, cut when every byte is taken and more must follow, and wrong at the first
 byte it refuses.
 
-``llguidance`` is imported when the first grammar is compiled, never by ``import callgate``.
+``llguidance`` is imported when the first grammar is compiled, never by ``import callgate``. A
+tool's format is read once per process (``tool_input.input_check`` keeps it).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from callgate.reassemble.codes import Code
 
-#: Grammars compiled once per process, the least recently used of more dropped.
-GRAMMAR_CACHE_SIZE = 256
 _MESSAGE_CHARS = 200
 
 
@@ -64,25 +61,7 @@ def read_format(declared: object) -> FreeformFormat:
         raise GrammarProblem(f"grammar syntax {str(syntax)[:40]!r} is not lark or regex")
     if not isinstance(definition, str):
         raise GrammarProblem("the grammar's definition is not text")
-    return FreeformFormat(f"{syntax} grammar", _compiled(syntax, definition))
-
-
-_CACHE: OrderedDict[tuple[str, str], Any] = OrderedDict()
-_LOCK = threading.Lock()
-
-
-def _compiled(syntax: str, definition: str) -> Any:
-    key = (syntax, definition)
-    with _LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    matcher = _compile(syntax, definition)
-    with _LOCK:
-        _CACHE[key] = matcher
-        if len(_CACHE) > GRAMMAR_CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return matcher
+    return FreeformFormat(f"{syntax} grammar", _compile(syntax, definition))
 
 
 class _ByteTokenizer:

@@ -11,13 +11,15 @@ one ``InputCheck``, or the ``SchemaProblem`` that makes every call to the tool b
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.freeform import FreeformFormat
-from callgate.reassemble.profiles.builtin import TOOL_KEY, resolve
+from callgate.reassemble.profiles.builtin import TOOL_KEY, resolve, shipped_schema
 from callgate.reassemble.profiles.shipped import BuiltinSchema
 from callgate.reassemble.schema import SchemaProblem, ToolSchema, compiled_schema
 
@@ -81,19 +83,35 @@ class FreeformInput:
 
 
 def input_check(entry: object) -> InputCheck | SchemaProblem:
-    """The check for calls to a tool whose ``tool_schemas`` entry is ``entry``."""
+    """The check for calls to a tool whose ``tool_schemas`` entry is ``entry``. A declared
+    tool's check is made once per process for each definition: building a shipped schema (a
+    computer tool's takes 50 us) or compiling a grammar is not work for every turn."""
     if isinstance(entry, dict) and TOOL_KEY in entry:
-        found = resolve(entry[TOOL_KEY])
-        if isinstance(found, SchemaProblem):
-            return found
-        if isinstance(found, BuiltinSchema):
-            schema = compiled_schema(found.schema)
-            if isinstance(schema, SchemaProblem):  # a shipped schema is tested: never here
-                return schema
-            return JSONInput(schema, found.more)
-        return FreeformInput(found)
+        try:
+            key = json.dumps(entry[TOOL_KEY], sort_keys=True, ensure_ascii=False)
+        except (TypeError, ValueError):  # not JSON (a Python caller's): made, not kept
+            return _declared_check(entry[TOOL_KEY])
+        return _kept_declared_check(key)
     schema = compiled_schema(entry)
     return schema if isinstance(schema, SchemaProblem) else JSONInput(schema)
+
+
+@functools.lru_cache(maxsize=256)
+def _kept_declared_check(definition: str) -> InputCheck | SchemaProblem:
+    """``_declared_check`` of a definition given as its JSON text, remembered."""
+    return _declared_check(json.loads(definition))
+
+
+def _declared_check(definition: object) -> InputCheck | SchemaProblem:
+    found = resolve(definition)
+    if isinstance(found, SchemaProblem):
+        return found
+    if isinstance(found, BuiltinSchema):
+        schema = compiled_schema(found.schema)
+        if isinstance(schema, SchemaProblem):  # a shipped schema is tested: never here
+            return schema
+        return JSONInput(schema, found.more)
+    return FreeformInput(found)
 
 
 def schema_documents(tool_schemas: object) -> list[object]:
@@ -102,7 +120,7 @@ def schema_documents(tool_schemas: object) -> list[object]:
     documents: list[object] = []
     for entry in tool_schemas.values() if isinstance(tool_schemas, dict) else ():
         if isinstance(entry, dict) and TOOL_KEY in entry:
-            found = resolve(entry[TOOL_KEY])
+            found = shipped_schema(entry[TOOL_KEY])
             if isinstance(found, BuiltinSchema):
                 documents.append(found.schema)
         else:

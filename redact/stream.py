@@ -213,17 +213,17 @@ def _mask_copies(
             continue
         if kind not in ("copy", "text_copy"):
             continue
-        reference = references.setdefault(
-            key, value if isinstance(value, str) else _canonical(value)
-        )
-        if kind == "text_copy":
-            # Free-form input: a text is the same as its stream, or not. A built-in item's input
-            # object holds texts streamed apart (each command, the diff), so it takes the
-            # stream's letter; a copy that differs only in letters and digits then masks equal,
-            # and the recorder refuses the fixture rather than hide the difference.
-            same = not isinstance(value, str) or value == reference
+        if kind == "text_copy" and not isinstance(value, str):
+            # A built-in item's input object holds texts streamed apart (each command, the
+            # diff), so it takes the stream's letter; a copy that differs only in letters and
+            # digits then masks equal, and the recorder refuses the fixture rather than hide it.
+            same = True
         else:
-            same = _same_arguments(value, reference)
+            reference = references.setdefault(
+                key, value if isinstance(value, str) else _canonical(value)
+            )
+            # Free-form input is the same text as its stream, or not; arguments the same JSON.
+            same = value == reference if kind == "text_copy" else _same_arguments(value, reference)
         mask = "x" if same else "y"
         if mode is not ArgumentMode.MASK:
             container[field] = "" if isinstance(value, str) else {}

@@ -38,7 +38,6 @@ _DECIDING = frozenset(
         "display_width_px",
         "display_height_px",
         "enable_zoom",
-        "configs",
     }
 )
 
@@ -53,14 +52,25 @@ _VERSIONED = re.compile(r"^(?P<family>[a-z_]+?)_(?:\d{8})$")
 
 def resolve(definition: object) -> Resolved:
     """What calls to the tool ``definition`` declares are checked by."""
-    if not isinstance(definition, dict) or not isinstance(definition.get("type"), str):
-        return SchemaProblem(Code.INVALID_SCHEMA, f"/{TOOL_KEY}", "the tool has no type")
-    kind = definition["type"]
-    if kind == "custom":
+    if isinstance(definition, dict) and definition.get("type") == "custom":
         try:
             return read_format(definition.get("format"))
         except GrammarProblem as problem:
             return SchemaProblem(Code.UNSUPPORTED_GRAMMAR, f"/{TOOL_KEY}/format", str(problem))
+    shipped = shipped_schema(definition)
+    assert shipped is not None  # only a custom tool has none
+    return shipped
+
+
+def shipped_schema(definition: object) -> BuiltinSchema | SchemaProblem | None:
+    """The schema callgate ships for the built-in tool ``definition`` declares, or the problem
+    that there is none for its type or version; None for a custom tool (free-form input: no
+    schema, and its grammar is not compiled here)."""
+    if not isinstance(definition, dict) or not isinstance(definition.get("type"), str):
+        return SchemaProblem(Code.INVALID_SCHEMA, f"/{TOOL_KEY}", "the tool has no type")
+    kind = definition["type"]
+    if kind == "custom":
+        return None
     builder = BUILDERS.get(kind)
     if builder is not None:
         return builder(definition)

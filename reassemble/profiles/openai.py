@@ -278,17 +278,16 @@ class ChatTranslator:
                 Code.UNSUPPORTED_EVENT, "tool call is not an object", pointer, choice=choice
             )
         kind = entry.get("type")
+        # The member that holds the call names its type; a type that restates it must agree.
         custom = "custom" in entry
-        if kind not in (None, "", "function", "custom") or (
-            custom == (kind == "function") and kind not in (None, "")
-        ):
+        member, text = ("custom", "input") if custom else ("function", "arguments")
+        if kind not in (None, "", member):
             return Problem(
                 Code.UNSUPPORTED_EVENT,
                 f"tool call type {str(kind)[:40]!r} is not known; it could be a call",
                 pointer + "/type",
                 choice=choice,
             )
-        member, text = ("custom", "input") if custom else ("function", "arguments")
         function = entry.get(member)
         function = {} if function is None else function
         if not isinstance(function, dict) or (custom and "function" in entry):

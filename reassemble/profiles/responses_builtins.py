@@ -129,7 +129,9 @@ class Pieces:
         if isinstance(text, Problem):
             return [text]
         if kind.endswith(".delta"):
-            self.diff = [*(self.diff or []), text]
+            if self.diff is None:
+                self.diff = []
+            self.diff.append(text)
             return []
         return _restated("".join(self.diff or []), text, "the diff", "/diff", slot)
 
