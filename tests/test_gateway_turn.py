@@ -14,7 +14,6 @@ import pytest
 from callgate import Blocked, check
 from callgate.integrations.gateway import GatewayTurn, profile_of_route
 from callgate.reassemble.profiles import PROFILES, framed
-from callgate.reassemble.profiles.responses_sites import completes_call
 from callgate.reassemble.report import Report
 from tests.conftest import CONFORMANCE, fixture_id, load
 
@@ -90,10 +89,25 @@ def ended(envelope: dict[str, Any], sent: list[Any]) -> list[str]:
         if isinstance(event, dict)
         and (
             any(c.get("finish_reason") for c in event.get("choices") or [] if isinstance(c, dict))
-            or event.get("type") in {"response.completed", "response.incomplete"}
-            or completes_call(event)
+            or event.get("type") in COMPLETING
+            or (
+                event.get("type") == "response.output_item.done"
+                and (event.get("item") or {}).get("type") not in ("message", "reasoning")
+            )
         )
     ]
+
+
+#: The Responses events that end the turn or hand a client a complete call or a complete part
+#: of one (written out here, not read from the gateway's own rule, which this test checks).
+COMPLETING = {
+    "response.completed",
+    "response.incomplete",
+    "response.function_call_arguments.done",
+    "response.custom_tool_call_input.done",
+    "response.shell_call_command.done",
+    "response.apply_patch_call_operation_diff.done",
+}
 
 
 @pytest.mark.parametrize("path", fixtures(blocking=True), ids=fixture_id)
