@@ -43,10 +43,13 @@ def tap_for(
     return tap, list(framed(envelope, SSE))
 
 
-def states_through(tap: StreamTap, chunks: list[bytes]) -> tuple[list[TapState], bytes]:
-    """The tap's state after each chunk and the end-of-body call, and the client's bytes."""
+def states_through(
+    tap: StreamTap, chunks: list[bytes], *, end: bool = True
+) -> tuple[list[TapState], bytes]:
+    """The tap's state after each chunk and (with ``end``) the end-of-body call, and the
+    client's bytes."""
     states, out = [], b""
-    for chunk in [*chunks, b""]:
+    for chunk in [*chunks, b""] if end else chunks:
         sent = tap(chunk)
         out += b"".join(sent) if isinstance(sent, list) else sent
         states.append(tap.state)
@@ -190,17 +193,7 @@ def test_a_failure_after_a_blocking_verdict_leaves_it_blocked_and_releases_nothi
         on_failure=failures.append,
         on_error=on_error,
     )
-    _, out = states_through_body(tap, list(framed(envelope, SSE)))
+    _, out = states_through(tap, list(framed(envelope, SSE)), end=False)  # the body goes on
     assert tap.state is S.BLOCKED and b'"finish_reason": "' not in out
     later = [tap(chunk) for chunk in (b"boom", b'data: {"choices": []}\n\n', b"")]
     assert (later, tap.state, failures) == ([[], [], []], S.BLOCKED, ["RuntimeError"])
-
-
-def states_through_body(tap: StreamTap, chunks: list[bytes]) -> tuple[list[TapState], bytes]:
-    """``states_through`` without the end-of-body call: the body goes on after them."""
-    states, out = [], b""
-    for chunk in chunks:
-        sent = tap(chunk)
-        out += b"".join(sent) if isinstance(sent, list) else sent
-        states.append(tap.state)
-    return states, out
