@@ -6,7 +6,7 @@ the list handed to the SDK), or a whole envelope to ``check``, and read the ``Re
 ``status``, the reassembled ``calls`` and the ``findings``, each with a stable ``Code``.
 ``redact_envelope`` turns an envelope into a fixture that is safe to keep. ``guard`` wraps the
 stream an SDK returned (``guarded`` a client) so that a turn whose calls may not run raises
-``Blocked`` before its end reaches the app.
+``Blocked`` before its end reaches the app (``Unjudged`` for one callgate could not judge).
 
 How this works: the names below load on first use (PEP 562), so ``import callgate`` costs
 nothing. That matters because pytest imports ``callgate.cli.pytest_plugin``, and with it this
@@ -48,8 +48,9 @@ _EXPORTS = {
     "redact_envelope": "callgate.redact",
     "mutate": "callgate.reassemble.mutations",
     "Blocked": "callgate.reassemble.gate",
-    "guard": "callgate.cli.guard",
-    "guarded": "callgate.cli.guard",
+    "Unjudged": "callgate.reassemble.gate",
+    "guard": "callgate.integrations.sdk",
+    "guarded": "callgate.integrations.sdk",
     "mutations": "callgate.reassemble.mutations",
 }
 
@@ -75,6 +76,7 @@ __all__ = [
     "Severity",
     "SlotState",
     "Status",
+    "Unjudged",
     "UsageError",
     "__version__",
     "check",
@@ -87,7 +89,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from callgate.cli.guard import guard, guarded
+    from callgate.integrations.sdk import guard, guarded
     from callgate.reassemble import (
         DEFAULT_LIMITS,
         ENVELOPE_SCHEMA,
@@ -113,7 +115,7 @@ if TYPE_CHECKING:
         SetupError,
         UsageError,
     )
-    from callgate.reassemble.gate import Blocked
+    from callgate.reassemble.gate import Blocked, Unjudged
     from callgate.reassemble.mutations import mutate, mutations
     from callgate.redact import ArgumentMode, RedactionRefused, redact_envelope
 

@@ -31,27 +31,12 @@ from typing import Any
 
 from callgate.integrations.otel import record_unjudged, record_verdict
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import Gate
+from callgate.reassemble.gate import ON_ERROR, Gate, Unjudged
 from callgate.reassemble.profiles import PROFILES, profile_for
 from callgate.reassemble.profiles.responses_sites import completes_call
 from callgate.reassemble.readers import SSEReader
 from callgate.reassemble.report import Report
 from callgate.reassemble.sdk import event_json
-
-#: What a gate does with a turn it cannot judge: fail closed (the default), or pass it on.
-ON_ERROR = ("block", "pass")
-
-
-class Unjudged(Exception):
-    """callgate could not judge the turn (an item it cannot read, or a failure of its own) and
-    fails closed: the turn may not run. ``error`` is what went wrong."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(
-            f"callgate could not judge this turn ({type(error).__name__}: {str(error)[:200]}), "
-            "so it may not run"
-        )
-        self.error = error
 
 
 def profile_of_route(route: str) -> str | None:

@@ -37,10 +37,10 @@ from typing import Any
 
 from litellm.integrations.custom_guardrail import CustomGuardrail
 
-from callgate.integrations.gateway import ON_ERROR, GatewayTurn, Unjudged, profile_of_route
+from callgate.integrations.gateway import GatewayTurn, profile_of_route
 from callgate.integrations.otel import record_unjudged
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import Blocked
+from callgate.reassemble.gate import ON_ERROR, Blocked, Unjudged
 from callgate.reassemble.quirks import QUIRKS
 
 log = logging.getLogger("callgate.litellm")

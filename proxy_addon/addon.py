@@ -24,7 +24,7 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.hooks import UpdateHook
 
-from callgate.integrations.otel import record_verdict
+from callgate.integrations.otel import record_unjudged, record_verdict
 from callgate.proxy_addon import webview
 from callgate.proxy_addon.settings import Settings, add_options, concerns, read_settings
 from callgate.proxy_addon.tap import StreamTap, refusing
@@ -118,6 +118,8 @@ class CallgateAddon:
                 if refused
                 else "the stream was passed through unchanged",
             )
+            if route is not None and self.settings.enforce and not refused:
+                record_unjudged(route[0], fault)  # a gate's turn passed on, by the setting
             if flow.response is not None:
                 flow.response.stream = True
                 if refused and route is not None:
@@ -138,7 +140,7 @@ class CallgateAddon:
                 encoding,
                 enforce=self.settings.enforce,
                 on_finding=lambda f: self._live(flow, f),
-                on_failure=lambda kind: self._broken(flow, kind),
+                on_failure=lambda kind: self._broken(flow, profile, kind),
                 framing=framing,
                 max_body=self.settings.max_body,
                 defer=_soon(asyncio.get_running_loop()),
@@ -172,8 +174,12 @@ class CallgateAddon:
         )
         ctx.master.addons.trigger(UpdateHook([flow]))
 
-    def _broken(self, flow: http.HTTPFlow, kind: str) -> None:
+    def _broken(self, flow: http.HTTPFlow, profile: str, kind: str) -> None:
         closed = self.settings.enforce and self.settings.on_error == "block"
+        capture = self._captures.get(flow.id)
+        judged = capture is not None and capture.tap.judged
+        if self.settings.enforce and not closed and not judged:
+            record_unjudged(profile, kind)  # a gate's turn passed on, by the setting
         log.error(
             "callgate: %s %s: inspection stopped after an internal %s; %s",
             flow.id,

@@ -16,8 +16,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from callgate.integrations.gateway import ON_ERROR
 from callgate.proxy_addon.webview import WebBody
+from callgate.reassemble.gate import ON_ERROR
 from callgate.redact import ArgumentMode
 
 #: mitmproxy's own writers, which would put unredacted traffic on disk.

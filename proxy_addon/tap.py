@@ -218,6 +218,11 @@ class StreamTap:
         return self._state
 
     @property
+    def judged(self) -> bool:
+        """Enforcing, the verdict was given: the turn passed, or was blocked."""
+        return self._state is PASSED or self._state is BLOCKED
+
+    @property
     def broken(self) -> bool:
         """The pipeline failed and stopped reading: the report covers what came before."""
         return self._faulted

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from callgate.reassemble.engine import Reassembler
+from callgate.reassemble.errors import UsageError
 from callgate.reassemble.eventstream import HeaderValue, Message
 from callgate.reassemble.profiles import PROFILES, profile_for
 from callgate.reassemble.readers import event_reader
@@ -47,10 +48,37 @@ class Blocked(Exception):
         self.report = report
 
 
+#: What a gate does with a turn it cannot judge: fail closed (the default), or pass it on.
+ON_ERROR = ("block", "pass")
+
+
+class Unjudged(Exception):
+    """callgate could not judge the turn (an item it cannot read, or a failure of its own) and
+    fails closed: the turn may not run. ``error`` is what went wrong."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(
+            f"callgate could not judge this turn ({type(error).__name__}: {str(error)[:200]}), "
+            "so it may not run"
+        )
+        self.error = error
+
+
+class UnreadItem(Exception):
+    """An SDK made an item of bytes callgate did not read (``Gate.hold``)."""
+
+
 class Gate(Generic[Item]):
     """One streamed turn between an SDK and the app. ``profile``, ``tools``, ``request``,
     ``provider`` and ``allow`` are the engine's (``Reassembler``); raises its ``UsageError``s.
-    ``on_verdict`` is called once with the report when the turn is judged (telemetry)."""
+    ``on_verdict`` is called once with the report when the turn is judged (telemetry).
+
+    ``on_error`` is what the gate does with a failure of callgate's own while it reads or
+    judges (an item it cannot read, an exception of the engine's): ``"block"`` holds everything
+    from there on and ``judge`` raises ``Unjudged``; ``"pass"`` reads nothing more and ``judge``
+    hands on what it held, unjudged, calling ``on_unjudged`` with the failure. None (the
+    default) lets the failure propagate, for a caller with a rule of its own (the gateway's).
+    An item of bytes callgate did not read (``hold``) is such a failure too."""
 
     def __init__(
         self,
@@ -62,8 +90,15 @@ class Gate(Generic[Item]):
         allow: Iterable[str] = (),
         on_verdict: Callable[[Report], None] | None = None,
         holds_from: Callable[[object], bool] | None = None,
+        on_error: str | None = None,
+        on_unjudged: Callable[[BaseException], None] | None = None,
     ) -> None:
+        if on_error is not None and on_error not in ON_ERROR:
+            raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
         self._on_verdict = on_verdict
+        self._on_error, self._on_unjudged = on_error, on_unjudged
+        #: The failure that stopped the reading, under ``on_error``: nothing is read after it.
+        self.fault: BaseException | None = None
         self._engine = Reassembler(
             profile, tools=tools, request=request, provider=provider, allow_quirks=allow
         )
@@ -90,30 +125,48 @@ class Gate(Generic[Item]):
         return self._holding
 
     def read(self, raw: object) -> None:
-        """The next wire event (a dict, or an SDK's model of one). Raises ``TypeError`` for
-        anything else, as ``Reassembler.feed`` does."""
-        event = raw if type(raw) is dict else event_json(raw)
-        if not self._holding and self._holds_at(event):
-            self._holding = True
-        self._engine.feed(event)
+        """The next wire event (a dict, or an SDK's model of one). Anything else is a
+        ``TypeError``, as ``Reassembler.feed`` raises it (a failure, under ``on_error``)."""
+        if self.fault is not None:
+            return
+        try:
+            event = raw if type(raw) is dict else event_json(raw)
+            if not self._holding and self._holds_at(event):
+                self._holding = True
+            self._engine.feed(event)
+        except Exception as error:
+            self._failed(error)
 
     def hold(self) -> None:
         """An SDK made an item of bytes callgate did not read as an event: the item and what
         follows are held, and the turn is blocked whatever the events read say, since what the
-        item carries was never judged."""
+        item carries was never judged (under ``on_error="pass"``, it goes on unjudged)."""
         self._holding = self._unread = True
+
+    def _failed(self, error: Exception) -> None:
+        """callgate failed while it read: raised as it is without ``on_error``; else nothing is
+        read after it, and under ``"block"`` nothing the app is to see goes on after it."""
+        if self._on_error is None:
+            raise error
+        self.fault = error
+        if self._on_error == "block":
+            self._holding = True
 
     def read_text(self, text: str) -> object:
         """The data of the next SSE event, as the provider sent it: parsed as the proxy parses it
         (strictly: a repeated member name is a finding, not a value the SDK kept), ``[DONE]``
         left out as the proxy's reader leaves it out. Returns the event read: its JSON value,
         or the text when it is no strict JSON (or ``[DONE]``)."""
-        if text == "[DONE]":
+        if text == "[DONE]" or self.fault is not None:
             return text
-        event = self._value(text)
-        if not self._holding and self._holds_at(event):
-            self._holding = True
-        self._engine.feed(event)
+        try:
+            event = self._value(text)
+            if not self._holding and self._holds_at(event):
+                self._holding = True
+            self._engine.feed(event)
+        except Exception as error:
+            self._failed(error)
+            return text
         return event
 
     def read_message(self, headers: Mapping[str, HeaderValue], payload: bytes) -> None:
@@ -123,7 +176,14 @@ class Gate(Generic[Item]):
         from_message = PROFILES[self._profile].from_message
         if from_message is None:
             raise TypeError(f"the {self._profile} profile reads no event-stream messages")
-        self.read(from_message(Message(dict(headers), payload)))
+        if self.fault is not None:
+            return
+        try:
+            event = from_message(Message(dict(headers), payload))
+        except Exception as error:
+            self._failed(error)
+            return
+        self.read(event)
 
     def pass_on(self, item: Item) -> bool:
         """Whether ``item`` goes to the app now; if not, the gate keeps it for ``judge``."""
@@ -141,14 +201,37 @@ class Gate(Generic[Item]):
     def judge(self) -> list[Item]:
         """The end of the stream: the held items, in order, when the turn may run (it passes, or
         holds no tool call); raises ``Blocked`` when it may not. Judging again gives nothing
-        more (and raises again for a blocked turn)."""
-        if self.report is None:
-            self.report = self._engine.close()
-            if self._on_verdict is not None:
-                self._on_verdict(self.report)
-        if self.report.exit_code == 1 or self._unread:
+        more (and raises again for a blocked turn). Under ``on_error``, a turn callgate failed
+        on raises ``Unjudged`` (``"block"``), or gives the held items unjudged (``"pass"``)."""
+        if self.report is None and self.fault is None:
+            try:
+                self.report = self._engine.close()
+            except Exception as error:
+                self._failed(error)
+            else:
+                if self._on_verdict is not None:
+                    self._on_verdict(self.report)
+        if self.fault is not None:
+            return self._unjudged(self.fault)
+        assert self.report is not None
+        if self.report.exit_code == 1:
             self._held.clear()
             raise Blocked(self.report)
+        if self._unread and self._on_error == "pass":
+            return self._unjudged(UnreadItem("an item the SDK made of bytes callgate did not read"))
+        if self._unread:
+            self._held.clear()
+            raise Blocked(self.report)
+        held, self._held = self._held, []
+        return held
+
+    def _unjudged(self, fault: BaseException) -> list[Item]:
+        if self._on_error == "block":
+            self._held.clear()
+            raise Unjudged(fault)
+        if self._on_unjudged is not None:
+            self._on_unjudged(fault)
+            self._on_unjudged = None  # counted once, however often it is judged
         held, self._held = self._held, []
         return held
 
@@ -300,6 +383,18 @@ CLIENT_STREAMS: dict[str, frozenset[tuple[str, ...]]] = {
     ),
     "anthropic": frozenset({("messages", "create"), ("messages", "stream")}),
 }
+
+
+def helper_text(item: object) -> str | None:
+    """The text an item of anthropic's helper stream adds, as its ``text_stream`` yields it:
+    a ``content_block_delta`` whose delta is a ``text_delta``; None for any other item."""
+    delta = getattr(item, "delta", None)
+    if getattr(item, "type", None) != "content_block_delta":
+        return None
+    if getattr(delta, "type", None) != "text_delta":
+        return None
+    return str(delta.text)  # type: ignore[union-attr]
+
 
 #: The profiles an ``events`` stream of openai's may be read with, told from its request's
 #: URL (``profile_for``): Chat Completions and the APIs that copied it, and the Responses API.

@@ -20,6 +20,11 @@ settings.register_profile(
 settings.load_profile("callgate")
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The LiteLLM gateway's environment the gateway tests run in: ``.venv-gateway`` (the newest
+#: LiteLLM of the range ``callgate[litellm]`` accepts), or another named by
+#: ``CALLGATE_GATEWAY_VENV`` (``make test`` runs them again in ``.venv-gateway-lowest``).
+GATEWAY_VENV = ROOT / os.environ.get("CALLGATE_GATEWAY_VENV", ".venv-gateway")
+GATEWAY_PYTHON = GATEWAY_VENV / "bin" / "python"
 CONFORMANCE = ROOT / "fixtures" / "conformance"
 #: The shared corpus lives beside the repository for the developers and CI; users won't have it.
 #: ``CALLGATE_TEST_CORPUS`` points elsewhere (the suite's own test of a clone without it).

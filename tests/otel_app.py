@@ -1,6 +1,8 @@
 """An app that configured OpenTelemetry (the real SDK, exporting over OTLP/HTTP to the endpoint
-given as the first argument) and guards two streamed turns with ``callgate.guard``: a passing
-one inside its own span, and a failing one outside any span. The fixtures' paths follow."""
+given as the first argument) and guards three streamed turns with ``callgate.guard``: a passing
+one inside its own span, a failing one outside any span, and, inside a span of its own, the
+passing one with an item callgate cannot read in it, passed on unjudged (``on_error="pass"``).
+The fixtures' paths follow."""
 
 from __future__ import annotations
 
@@ -29,6 +31,15 @@ def turn(path: str) -> None:
         pass
 
 
+def unjudged(path: str) -> None:
+    envelope = json.loads(Path(path).read_text())
+    items = [*envelope["chunks"][:2], object(), *envelope["chunks"][2:]]
+    stream = callgate.guard(
+        iter(items), envelope["tool_schemas"], profile="openai", on_error="pass"
+    )
+    assert list(stream) == items
+
+
 def main() -> None:
     base, passing, failing = sys.argv[1:4]
     tracer_provider = TracerProvider()
@@ -42,6 +53,8 @@ def main() -> None:
     with trace.get_tracer("app").start_as_current_span("chat gpt-4o-mini"):
         turn(passing)
     turn(failing)
+    with trace.get_tracer("app").start_as_current_span("chat unjudged"):
+        unjudged(passing)
     tracer_provider.force_flush()
     meter_provider.force_flush()
     tracer_provider.shutdown()

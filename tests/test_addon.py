@@ -21,6 +21,7 @@ from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.flow import Error
 from mitmproxy.test import taddons, tflow, tutils
 
+from callgate.proxy_addon import addon as addon_module
 from callgate.proxy_addon.addon import FAIL_MARK, PASS_MARK, CallgateAddon
 from callgate.proxy_addon.settings import Settings, read_settings
 from callgate.proxy_addon.tap import StreamTap
@@ -663,6 +664,7 @@ async def test_a_failure_starting_the_inspection_lets_the_stream_through_unchang
         raise RuntimeError("injected")
 
     monkeypatch.setattr(engine.Reassembler, "__init__", failing_start)
+    counted = counting_unjudged(monkeypatch)
     options = {"callgate_enforce": True, "callgate_on_error": "pass"}
     with running(callgate_out=str(tmp_path), **options) as (addon, _):
         flow = llm_flow(content_length="7")
@@ -676,6 +678,7 @@ async def test_a_failure_starting_the_inspection_lets_the_stream_through_unchang
         "after an internal RuntimeError; the stream was passed through unchanged"
     ]
     assert (flow.marked, list(tmp_path.iterdir())) == ("", [])
+    assert counted == [("openai", "RuntimeError")]
 
 
 @in_loop
@@ -689,6 +692,7 @@ async def test_a_failure_starting_the_inspection_in_enforce_mode_sends_the_error
         raise RuntimeError("injected")
 
     monkeypatch.setattr(engine.Reassembler, "__init__", failing_start)
+    counted = counting_unjudged(monkeypatch)
     with running(callgate_out=str(tmp_path), callgate_enforce=True) as (addon, _):
         flow = llm_flow(content_length="7")
         addon.responseheaders(flow)
@@ -704,6 +708,14 @@ async def test_a_failure_starting_the_inspection_in_enforce_mode_sends_the_error
         f"callgate: {flow.id} api.openai.com/v1/chat/completions: inspection could not start "
         "after an internal RuntimeError; the turn was blocked (on_error block)"
     ]
+    assert counted == []  # failed closed: the client got the error, nothing went on
+
+
+def counting_unjudged(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """The turns the addon reports as passed on unjudged (``record_unjudged``), as they come."""
+    counted: list[tuple[str, str]] = []
+    monkeypatch.setattr(addon_module, "record_unjudged", lambda *args: counted.append(args))
+    return counted
 
 
 def failing_at_the_third_event() -> Any:
@@ -729,6 +741,7 @@ async def test_a_failure_while_reading_costs_the_client_no_byte_and_the_turn_is_
     enforce: bool,
 ) -> None:
     monkeypatch.setattr(engine.Reassembler, "feed", failing_at_the_third_event())
+    counted = counting_unjudged(monkeypatch)
     body = body_of(PASSING)
     options = {"callgate_enforce": enforce, "callgate_on_error": "pass"}
     with running(callgate_out=str(tmp_path), **options) as (addon, _):
@@ -743,6 +756,9 @@ async def test_a_failure_while_reading_costs_the_client_no_byte_and_the_turn_is_
     )
     # The writer process judges the whole stream again, as the tap stopped reading it.
     assert [f["expect"] for f in fixtures_in(tmp_path)] == [{"status": "pass", "codes": []}]
+    # Enforcing, the gate let an unjudged turn through, by the setting: counted. Observing,
+    # no gate stood there.
+    assert counted == ([("openai", "RuntimeError")] if enforce else [])
 
 
 @in_loop
@@ -752,6 +768,7 @@ async def test_a_failure_while_reading_in_enforce_mode_blocks_the_turn_and_still
     """Failing closed (the default): the client gets what went before the failure and the
     error event, never the turn's end; the fixture holds the whole upstream stream."""
     monkeypatch.setattr(engine.Reassembler, "feed", failing_at_the_third_event())
+    counted = counting_unjudged(monkeypatch)
     body = body_of(PASSING)
     with running(callgate_out=str(tmp_path), callgate_enforce=True) as (addon, _):
         flow = llm_flow()
@@ -772,6 +789,7 @@ async def test_a_failure_while_reading_in_enforce_mode_blocks_the_turn_and_still
         "internal RuntimeError; the turn was blocked unless its verdict was given (on_error block)"
     )
     assert [f["expect"] for f in fixtures_in(tmp_path)] == [{"status": "pass", "codes": []}]
+    assert counted == []
 
 
 @in_loop

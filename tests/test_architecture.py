@@ -9,6 +9,7 @@ else on the package.
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -156,3 +157,51 @@ def test_the_name_check_sees_a_provider_name() -> None:
         for n in ast.walk(tree)
         if isinstance(n, ast.Constant) and n.value in provider_names()
     ] == ["gemini"]
+
+
+#: Event names that are also plain words of callgate's own (a report's "error" level).
+PLAIN_WORDS = frozenset({"error"})
+
+
+def event_names() -> set[str]:
+    """The event types of every conformance fixture, and the types of their deltas: the wire
+    vocabulary a profile reads."""
+    names: set[str] = set()
+    for path in sorted((ROOT / "fixtures" / "conformance").rglob("*.json")):
+        for event in json.loads(path.read_text(encoding="utf-8")).get("events", []):
+            if not isinstance(event, dict):
+                continue
+            delta = event.get("delta")
+            kinds = [event.get("type"), delta.get("type") if isinstance(delta, dict) else None]
+            names.update(kind for kind in kinds if isinstance(kind, str))
+    return names - PLAIN_WORDS
+
+
+def test_the_event_vocabulary_is_read_from_every_profile() -> None:
+    names = event_names()
+    assert {"content_block_delta", "text_delta", "response.completed", "tool-call-delta"} <= names
+
+
+def test_no_event_name_is_written_outside_the_profiles_and_the_sdk_table() -> None:
+    names = event_names()
+    named = []
+    for part_name in ASKING:
+        for path in sorted((ROOT / part_name).rglob("*.py")):
+            where = path.relative_to(ROOT).as_posix()
+            if where.startswith(NAMING_ALLOWED):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and node.value in names:
+                    named.append(f"{where}:{node.lineno} {node.value!r}")
+    assert named == []
+
+
+def test_the_library_api_lives_outside_the_cli() -> None:
+    """``cli/`` holds the typer commands and the servers they start; what an app imports
+    (``callgate.guard``, ``callgate.guarded``...) lives in the parts below it."""
+    import callgate
+
+    homes = {name: module for name, module in callgate._EXPORTS.items()}
+    assert [name for name, module in homes.items() if module.startswith("callgate.cli")] == []
+    assert homes["guard"] == homes["guarded"] == "callgate.integrations.sdk"
+    assert "callgate.integrations.sdk.wrap" in graph()

@@ -191,6 +191,10 @@ def test_calls_before_the_end_are_a_usage_error_and_a_blocked_turns_calls_raise(
         (lambda: guard(iter([]), []), "guard() cannot read a builtins.list_iterator: give"),
         (lambda: guard(Source([]), [], profile="nope"), "unknown profile 'nope'; known: "),
         (lambda: guard(Source([]), ["x"], profile="openai"), "tools[0]: a tool is a dict or"),
+        (
+            lambda: guard(Source([]), [], profile="openai", on_error="maybe"),
+            "on_error 'maybe' is not one of block, pass",
+        ),
     ],
 )
 def test_misuse_is_a_one_line_usage_error(call: Any, line: str) -> None:
@@ -252,3 +256,53 @@ def test_the_gate_keeps_what_it_holds_and_gives_it_back_on_a_pass() -> None:
     assert went == list(range(first_terminal(document)))
     assert gate.judge() == list(range(first_terminal(document), len(events_of(document))))
     assert gate.judge() == []  # nothing twice
+
+
+def test_an_item_the_guard_cannot_read_fails_closed_unless_on_error_passes_it() -> None:
+    """An iterable given with a profile whose third item is no event: under ``"block"`` the app
+    sees the two before it and ``Unjudged``; under ``"pass"`` every item, the turn unjudged."""
+    document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    odd = object()
+    items = [*events_of(document)[:2], odd, *events_of(document)[2:]]
+    seen: list[object] = []
+    guarded = guard(Source(items), document["tool_schemas"], profile="openai")
+    with pytest.raises(callgate.Unjudged, match=r"^callgate could not judge this turn \(TypeError"):
+        for item in guarded:
+            seen.append(item)
+    assert seen == items[:2]
+    guarded = guard(Source(items), document["tool_schemas"], profile="openai", on_error="pass")
+    assert list(guarded) == items
+    with pytest.raises(callgate.Unjudged):
+        _ = guarded.calls
+
+
+def test_an_unread_item_blocks_the_turn_unless_on_error_passes_it() -> None:
+    document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    faults: list[BaseException] = []
+    for on_error in ("block", "pass"):
+        gate: Gate[int] = Gate(
+            "openai", document["tool_schemas"], on_error=on_error, on_unjudged=faults.append
+        )
+        events = events_of(document)
+        for number, event in enumerate(events[:-1]):
+            gate.read(event)
+            assert gate.pass_on(number) == (number < first_terminal(document))
+        gate.hold()
+        assert not gate.pass_on(len(events) - 1)
+        if on_error == "block":
+            with pytest.raises(Blocked):
+                gate.judge()
+            assert faults == []
+        else:  # the held rest goes on, once, counted once
+            assert gate.judge() == list(range(first_terminal(document), len(events)))
+            assert gate.judge() == []
+            assert [type(fault).__name__ for fault in faults] == ["UnreadItem"]
+
+
+def test_without_on_error_a_failure_of_callgates_own_reaches_the_caller() -> None:
+    """The gateway's rule: the gate lets the failure through, and the gateway decides."""
+    gate: Gate[int] = Gate("openai", {})
+    with pytest.raises(TypeError, match=r"^Reassembler.feed\(\) takes one event"):
+        gate.read(object())
+    with pytest.raises(UsageError, match=r"^on_error 'maybe' is not one of block, pass$"):
+        Gate("openai", {}, on_error="maybe")

@@ -58,6 +58,12 @@ CASES = {
         ("anthropic", "anthropic", ANTHROPIC, None, False),
     )
     for form in ("create", "stream")
+} | {
+    f"{name}-guarded": (sdk, fixture, forced(fixture), False, "guarded")
+    for name, sdk, fixture in (
+        ("chat-forced", "openai", FORCED_CHAT),
+        ("responses-forced", "openai-responses", RESPONSES),
+    )
 }
 
 

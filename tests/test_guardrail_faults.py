@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from callgate.integrations import gateway
-from callgate.integrations.gateway import GatewayTurn, Unjudged
+from callgate.integrations.gateway import GatewayTurn
 from callgate.reassemble.engine import Reassembler
 from callgate.reassemble.errors import UsageError
-from tests.conftest import CONFORMANCE, ROOT, load
+from callgate.reassemble.gate import Unjudged
+from tests.conftest import CONFORMANCE, GATEWAY_PYTHON, ROOT, load
 
 SOURCE = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
 CHUNKS: list[Any] = SOURCE["chunks"]
@@ -24,7 +25,6 @@ TOOLS = [
     {"type": "function", "function": {"name": name, "parameters": schema}}
     for name, schema in SOURCE["tool_schemas"].items()
 ]
-GATEWAY_PYTHON = ROOT / ".venv-gateway" / "bin" / "python"
 SCRIPT = ROOT / "tests" / "gateway" / "guardrail_faults.py"
 
 
@@ -76,7 +76,9 @@ def test_an_on_error_callgate_does_not_know_is_a_usage_error() -> None:
 
 @pytest.mark.gateway
 @pytest.mark.xdist_group("gateway-faults")
-@pytest.mark.skipif(not GATEWAY_PYTHON.exists(), reason="run `make test` to build .venv-gateway")
+@pytest.mark.skipif(
+    not GATEWAY_PYTHON.exists(), reason=f"run `make test` to build {GATEWAY_PYTHON.parents[1].name}"
+)
 def test_the_litellm_guardrail_fails_closed_on_each_fault_and_passes_it_counted_when_asked() -> (
     None
 ):

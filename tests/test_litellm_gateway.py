@@ -28,14 +28,13 @@ import yaml
 from callgate import NotApplicable, check, mutate, mutations
 from callgate.cli.loopback import free_port
 from callgate.cli.serve import FakeProvider, collect
-from tests.conftest import CONFORMANCE, ROOT, load
+from tests.conftest import CONFORMANCE, GATEWAY_PYTHON, ROOT, load
 
 if TYPE_CHECKING:  # opentelemetry-proto: imported when the gateway starts, not at collection
     from tests.otlp import Receiver
 
 pytestmark = [pytest.mark.gateway, pytest.mark.xdist_group("gateway")]
 
-GATEWAY_PYTHON = ROOT / ".venv-gateway" / "bin" / "python"
 RUN_LITELLM = ROOT / "tests" / "gateway" / "run_litellm.py"
 CLIENTS = ROOT / "tests" / "gateway" / "clients.py"
 GUARDRAIL = "callgate.integrations.litellm.CallgateGuardrail"
@@ -117,9 +116,7 @@ def passing_cases() -> list[Case]:
         profile = PROFILE_OF[endpoint]
         for path in sorted((CONFORMANCE / profile).glob("valid_*.json")):
             envelope = load_served(path)
-            # The apps send no tool_choice: a turn recorded with a forced one is left out.
-            choice = (envelope.get("request") or {}).get("tool_choice", "auto")
-            if choice == "auto" and "provider" not in envelope:
+            if "provider" not in envelope:
                 name = f"{profile}/{path.stem}"
                 cases.append(Case(f"{endpoint}-pass-{path.stem}", endpoint, name, envelope))
         envelope = load_served(CONFORMANCE / f"{source}.json")
@@ -244,6 +241,8 @@ def run_clients(gateway: Gateway, cases: list[Case]) -> dict[str, dict[str, Any]
             "endpoint": case.endpoint,
             "model": case.name,
             "tools": case.tools(),
+            # a forced call may end with "stop": the guardrail reads the choice the app sent
+            "tool_choice": (case.envelope.get("request") or {}).get("tool_choice"),
             "prompt": f"Weather in Paris? {PROMPT_CANARY}",
         }
         for case in cases

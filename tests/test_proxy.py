@@ -520,6 +520,30 @@ def test_enforce_mode_bytes_of_a_good_turn_are_unchanged_even_when_compressed(
 
 
 @POOLED
+def test_enforce_mode_reads_the_forced_tool_choice_from_the_request_it_forwards(
+    upstream: Any, proxies: SharedProxy, tmp_path: Path
+) -> None:
+    """A call forced by ``tool_choice`` ends with ``"stop"``, as OpenAI documents: it passes
+    unchanged; the same stream asked without the forced choice ends with the error event."""
+    name = "openai/valid_forced_tool_choice_stop"
+    path, forced = chat_path(name), request_body(name)
+    assert json.loads(forced)["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "get_weather"},
+    }
+    unforced = json.dumps({**json.loads(forced), "tool_choice": "auto"}).encode()
+    running = proxies.take(tmp_path / "fixtures", callgate_enforce=True)
+    original = post(upstream.url, path, forced)[2]
+    assert post(running.url, path, forced)[2] == original
+    blocked = post(running.url, path, unforced)[2]
+    kept = original[: original.index(b'"finish_reason": "stop"')]
+    kept = kept[: kept.rindex(b"data: ")]
+    assert blocked.startswith(kept) and b'"finish_reason": "stop"' not in blocked
+    error = json.loads(blocked[len(kept) :].decode().removeprefix("data: "))
+    assert error["error"]["code"] == "wrong_terminal_reason"
+
+
+@POOLED
 def test_enforce_mode_replaces_the_terminal_of_a_bad_turn_with_an_error_event(
     upstream: Any, proxies: SharedProxy, tmp_path: Path
 ) -> None:

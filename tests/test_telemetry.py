@@ -1,9 +1,9 @@
 """Verdicts as OpenTelemetry, exported by the real SDK over OTLP/HTTP to a receiver on loopback
 that decodes the protobuf: from ``callgate.guard`` in an app that configured OpenTelemetry, and
 from ``callgate record --otel``. The event, the attributes and the counter are there for a
-passing and a blocked turn; no prompt or argument is in any exported byte. Without
-OpenTelemetry configured nothing of it is imported (the LiteLLM guardrail's verdicts:
-``test_litellm_gateway``)."""
+passing and a blocked turn (and one the guard passed on unjudged); no prompt or argument is in
+any exported byte. Without OpenTelemetry configured nothing of it is imported (the LiteLLM
+guardrail's verdicts: ``test_litellm_gateway``)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,16 @@ def test_guard_s_verdicts_go_on_the_app_s_span_or_their_own(tmp_path: Path) -> N
     finally:
         server.shutdown()
     spans = {span.name: span for span in receiver.spans()}
-    assert sorted(spans) == ["callgate.check", "chat gpt-4o-mini"]
+    assert sorted(spans) == ["callgate.check", "chat gpt-4o-mini", "chat unjudged"]
+    assert evaluation(spans["chat unjudged"]) == {
+        "gen_ai.evaluation.name": "callgate.tool_call_admission",
+        "gen_ai.evaluation.score.label": "unjudged",
+        "gen_ai.evaluation.explanation": "TypeError",
+    }
+    assert spans["chat unjudged"].attributes == {
+        "callgate.status": "unjudged",
+        "callgate.profile": "openai",
+    }
     passed, blocked = spans["chat gpt-4o-mini"], spans["callgate.check"]
     assert evaluation(passed) == {
         "gen_ai.evaluation.name": "callgate.tool_call_admission",
@@ -98,7 +107,11 @@ def test_guard_s_verdicts_go_on_the_app_s_span_or_their_own(tmp_path: Path) -> N
     counts = sorted(
         (a["callgate.status"], a["callgate.code"], n) for a, n in receiver.counts("callgate.turns")
     )
-    assert counts == [("fail", "identity_collision", 1), ("pass", "none", 1)]
+    assert counts == [
+        ("fail", "identity_collision", 1),
+        ("pass", "none", 1),
+        ("unjudged", "TypeError", 1),
+    ]
     assert ARGUMENT_CANARY.encode() not in b"".join(receiver.raw)
 
 

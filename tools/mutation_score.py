@@ -49,7 +49,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "gates": (
         "proxy_addon/tap.py",
         "proxy_addon/tap_state.py",
-        "cli/guard",
+        "integrations/sdk",
         "integrations/gateway.py",
     ),
 }

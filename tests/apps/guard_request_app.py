@@ -3,8 +3,9 @@ request they sent, and the guard reads its tools and ``tool_choice`` there.
 
 Run by ``tests/test_guard_request.py`` in the apps environment: ``APP_SERVE_URL`` is a
 ``callgate serve`` of the conformance fixtures, ``APP_CASES`` a JSON list of ``{"id", "sdk",
-"fixture", "form", "tools", "tool_choice", "tools_given"}``. Prints one JSON line per case: the
-turn's status and calls, or what was raised.
+"fixture", "form", "tools", "tool_choice", "tools_given"}``; the form ``create``,
+``stream`` (the helper), or ``guarded`` (``create`` on a ``callgate.guarded`` client). Prints
+one JSON line per case: the turn's status and calls, or what was raised.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def stream_of(case: dict[str, Any], url: str, asynchronous: bool) -> Any:
     client = (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(
         base_url=f"{base}/v1", api_key="callgate-test", max_retries=0
     )
+    if case["form"] == "guarded":  # its streams come back guarded, by the call's own arguments
+        client = callgate.guarded(client)
     if case["sdk"] == "openai-responses":
         if case["form"] == "stream":
             return client.responses.stream(model="gpt-5.1", input="Weather in Oslo?", **asked)
@@ -66,7 +69,7 @@ def run(case: dict[str, Any], url: str) -> dict[str, Any]:
                 for _ in guarded:
                     pass
                 return outcome(guarded)
-        guarded = callgate.guard(made, **given)
+        guarded = made if case["form"] == "guarded" else callgate.guard(made, **given)
         for _ in guarded:
             pass
         return outcome(guarded)
@@ -83,7 +86,8 @@ async def run_async(case: dict[str, Any], url: str) -> dict[str, Any]:
                 async for _ in guarded:
                     pass
                 return outcome(guarded)
-        guarded = callgate.guard(await made, **given)
+        made = await made
+        guarded = made if case["form"] == "guarded" else callgate.guard(made, **given)
         async for _ in guarded:
             pass
         return outcome(guarded)

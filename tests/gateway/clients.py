@@ -2,7 +2,8 @@
 interpreter (.venv-gateway). Reads the cases as JSON on stdin, writes one JSON result per case:
 what the SDK raised (its class), the turn's end as the app saw it, and the calls it assembled.
 
-A case: ``{"name", "endpoint": "chat" | "messages" | "responses", "model", "tools", "prompt"}``.
+A case: ``{"name", "endpoint": "chat" | "messages" | "responses", "model", "tools",
+"tool_choice", "prompt"}`` (``tool_choice`` sent when it is not null).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ def raised(error: BaseException) -> dict[str, Any]:
     return {"raised": f"{type(error).__module__}.{type(error).__name__}", "message": str(error)}
 
 
+def asked(case: dict[str, Any]) -> dict[str, Any]:
+    return {} if case.get("tool_choice") is None else {"tool_choice": case["tool_choice"]}
+
+
 def chat(base: str, key: str, case: dict[str, Any]) -> dict[str, Any]:
     client = openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
     calls: dict[tuple[int, int], dict[str, Any]] = {}
@@ -30,6 +35,7 @@ def chat(base: str, key: str, case: dict[str, Any]) -> dict[str, Any]:
             stream=True,
             messages=[{"role": "user", "content": case["prompt"]}],
             tools=case["tools"],
+            **asked(case),
         )
         for chunk in stream:
             for choice in chunk.choices:
@@ -59,6 +65,7 @@ def messages(base: str, key: str, case: dict[str, Any]) -> dict[str, Any]:
             max_tokens=100,
             messages=[{"role": "user", "content": case["prompt"]}],
             tools=case["tools"],
+            **asked(case),
         ) as stream:
             for event in stream:
                 if event.type in ("message_delta", "message_stop"):
@@ -82,6 +89,7 @@ def responses(base: str, key: str, case: dict[str, Any]) -> dict[str, Any]:
     """Plain iteration first (what it saw), then the ``stream()`` helper (what it raised)."""
     client = openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
     request = {"model": case["model"], "input": case["prompt"], "tools": case["tools"]}
+    request |= asked(case)
     ended, failed = [], False
     try:
         for event in client.responses.create(stream=True, **request):

@@ -5,8 +5,8 @@ end and metrics every half second, over OTLP/HTTP to ``OTEL_EXPORTER_OTLP_ENDPOI
 from __future__ import annotations
 
 import sys
+from importlib.metadata import entry_points
 
-from litellm_cli.main import proxy_server
 from opentelemetry import metrics, trace
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -27,4 +27,6 @@ def export() -> None:
 if __name__ == "__main__":
     export()
     sys.argv[0] = "litellm"
-    sys.exit(proxy_server())
+    # The ``litellm`` command, wherever the release keeps it (``litellm_cli`` from 1.108 on).
+    (command,) = entry_points(group="console_scripts", name="litellm")
+    sys.exit(command.load()())

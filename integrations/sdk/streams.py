@@ -27,7 +27,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any
 
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import Blocked, Gate
+from callgate.reassemble.gate import Blocked, Gate, Unjudged, helper_text
 from callgate.reassemble.report import Call, Report
 
 #: Methods of the SDKs' helpers that read the stream to its end themselves: through the guard,
@@ -94,8 +94,11 @@ class _Guarded:
     def calls(self) -> tuple[Call, ...]:
         """The turn's tool calls (exact argument text and parsed arguments, in slot order), once
         it passed. Raises ``UsageError`` before the stream was read to its end, ``Blocked`` for
-        a turn that may not run."""
+        a turn that may not run, ``Unjudged`` for a turn callgate could not judge (whatever
+        ``on_error`` did with the stream)."""
         report = self._gate.report
+        if self._gate.fault is not None:
+            raise Unjudged(self._gate.fault)
         if report is None:
             raise UsageError("the turn is not judged yet: read the stream to its end first")
         if report.exit_code == 1:
@@ -105,13 +108,13 @@ class _Guarded:
     def __repr__(self) -> str:
         return f"<callgate guarded {self._stream!r}>"
 
-    def _verdict(self) -> Blocked | None:
-        """After the SDK raised and the rest of the wire was read: ``Blocked`` to raise, or None
-        when the turn could have run."""
+    def _verdict(self) -> Blocked | Unjudged | None:
+        """After the SDK raised and the rest of the wire was read: ``Blocked`` (or ``Unjudged``)
+        to raise, or None when the turn could have run."""
         try:
             self._gate.judge()
-        except Blocked as blocked:
-            return blocked
+        except (Blocked, Unjudged) as stopped:
+            return stopped
         return None
 
 
@@ -159,11 +162,9 @@ class GuardedStream(_Guarded):
     def text_stream(self) -> Iterator[str]:
         """The text deltas of the guarded events (anthropic's ``MessageStream.text_stream``)."""
         for item in self:
-            delta = getattr(item, "delta", None)
-            if getattr(item, "type", None) == "content_block_delta" and (
-                getattr(delta, "type", None) == "text_delta"
-            ):
-                yield delta.text  # type: ignore[union-attr]
+            text = helper_text(item)
+            if text is not None:
+                yield text
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._stream, name)
@@ -271,11 +272,9 @@ class AsyncGuardedStream(_Guarded):
     async def text_stream(self) -> AsyncIterator[str]:
         """The text deltas of the guarded events (anthropic's ``AsyncMessageStream``)."""
         async for item in self:
-            delta = getattr(item, "delta", None)
-            if getattr(item, "type", None) == "content_block_delta" and (
-                getattr(delta, "type", None) == "text_delta"
-            ):
-                yield delta.text  # type: ignore[union-attr]
+            text = helper_text(item)
+            if text is not None:
+                yield text
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._stream, name)

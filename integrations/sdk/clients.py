@@ -20,9 +20,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from callgate.cli.guard.wrap import Settings, guard, guard_settings
+from callgate.integrations.sdk.wrap import Settings, guard, guard_settings
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import CLIENT_STREAMS
+from callgate.reassemble.gate import CLIENT_STREAMS, ON_ERROR
 
 Client = TypeVar("Client")
 Guarding = Callable[[Any], Any]
@@ -31,10 +31,17 @@ Guarding = Callable[[Any], Any]
 RESPONSE_VIEWS = ("with_raw_response", "with_streaming_response")
 
 
-def guarded(client: Client, *, provider: str | None = None, allow: tuple[str, ...] = ()) -> Client:
+def guarded(
+    client: Client,
+    *,
+    provider: str | None = None,
+    allow: tuple[str, ...] = (),
+    on_error: str = "block",
+) -> Client:
     """A client that behaves like ``client`` (an openai or anthropic client, sync or async),
-    whose every streamed call comes back as ``callgate.guard`` gives it. ``provider`` and
-    ``allow`` are ``guard``'s. Raises ``UsageError`` for another object."""
+    whose every streamed call comes back as ``callgate.guard`` gives it. ``provider``,
+    ``allow`` and ``on_error`` are ``guard``'s. Raises ``UsageError`` for another object, or
+    for an ``on_error`` callgate does not know."""
     cls = type(client)
     package = cls.__module__.partition(".")[0]
     paths = CLIENT_STREAMS.get(package)
@@ -43,21 +50,23 @@ def guarded(client: Client, *, provider: str | None = None, allow: tuple[str, ..
             f"guarded() takes an SDK client ({', '.join(sorted(CLIENT_STREAMS))}), not a "
             f"{cls.__module__}.{cls.__qualname__}"
         )
-    settings: Settings = {"provider": provider, "allow": tuple(allow)}
+    if on_error not in ON_ERROR:
+        raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
+    settings: Settings = {"provider": provider, "allow": tuple(allow), "on_error": on_error}
     duplicate = copy.copy(client)
     for root in sorted({path[0] for path in paths}):
         duplicate.__dict__[root] = _Resource(getattr(client, root), paths, (root,), settings)
     for name in ("with_options", "copy"):
-        duplicate.__dict__[name] = _regarding(getattr(client, name), provider, allow)
+        duplicate.__dict__[name] = _regarding(getattr(client, name), settings)
     for view in RESPONSE_VIEWS:
         whole = getattr(client, view)
         duplicate.__dict__[view] = _Resource(whole, paths, (), settings, responds=True)
     return duplicate
 
 
-def _regarding(method: Callable[..., Any], provider: str | None, allow: tuple[str, ...]) -> Any:
+def _regarding(method: Callable[..., Any], settings: Settings) -> Any:
     def guarded_too(*args: Any, **kwargs: Any) -> Any:
-        return guarded(method(*args, **kwargs), provider=provider, allow=allow)
+        return guarded(method(*args, **kwargs), **settings)
 
     return guarded_too
 

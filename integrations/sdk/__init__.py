@@ -2,7 +2,7 @@
 client whose streamed calls come back guarded. The sans-I/O part, the hold-and-judge rule and the
 table of SDK objects, is ``callgate.reassemble.gate``."""
 
-from callgate.cli.guard.clients import guarded
-from callgate.cli.guard.wrap import guard
+from callgate.integrations.sdk.clients import guarded
+from callgate.integrations.sdk.wrap import guard
 
 __all__ = ["guard", "guarded"]

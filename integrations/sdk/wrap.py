@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import Any
 
-from callgate.cli.guard.streams import AsyncGuardedStream, GuardedStream
-from callgate.integrations.otel import record_verdict
+from callgate.integrations.otel import record_unjudged, record_verdict
+from callgate.integrations.sdk.streams import AsyncGuardedStream, GuardedStream
 from callgate.reassemble.errors import UsageError
 from callgate.reassemble.gate import (
     BODY,
@@ -27,6 +28,7 @@ from callgate.reassemble.gate import (
     HELPER,
     MANAGER,
     MESSAGES,
+    ON_ERROR,
     WRAPPER,
     Gate,
     StreamType,
@@ -38,6 +40,8 @@ from callgate.reassemble.gate import stream_type as table_type
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.providers import provider_from_url
 from callgate.reassemble.sdk import tool_schemas_of
+
+log = logging.getLogger("callgate.guard")
 
 #: What ``guard`` was given besides the stream: handed to the streams a manager gives.
 Settings = dict[str, Any]
@@ -59,6 +63,7 @@ def guard(
     allow: Iterable[str] = (),
     profile: str | None = None,
     tool_choice: object = None,
+    on_error: str = "block",
 ) -> Any:
     """Wrap the stream object an SDK returned so that its tool calls are judged before the app
     sees the end of the turn. Where the stream object keeps the request the SDK sent (openai's
@@ -67,20 +72,27 @@ def guard(
     shape (an empty list when it gave none), and ``tool_choice`` the request's (a forced call
     may end with ``"stop"``). ``provider`` names the provider when the URL's host does not tell
     it; ``allow`` names quirks to tolerate; ``profile`` reads any iterable (or async iterable)
-    of wire events, or overrides the one the object's type gives.
+    of wire events, or overrides the one the object's type gives. ``on_error`` is what a turn
+    callgate cannot judge (an item it cannot read, a failure of its own) does: ``"block"``
+    raises ``Unjudged`` instead of the turn's end; ``"pass"`` hands the turn on unjudged, with
+    one log line and a count and evaluation event labelled unjudged (OpenTelemetry); the
+    guarded stream then has no calls to give.
 
     Returns an object that behaves like ``stream`` (iteration, a with block, attributes), with
     the turn's report and calls once read; iterating it raises ``Blocked`` instead of handing
     out the turn's terminal evidence when the calls may not run. Raises ``UsageError`` (one
     line) without tools where the request cannot be read, for tools that differ from those the
-    SDK sent, for an object callgate cannot read, for a stream already read from, or for tools
-    it cannot read.
+    SDK sent, for an object callgate cannot read, for a stream already read from, for tools
+    it cannot read, or for an ``on_error`` it does not know.
     """
+    if on_error not in ON_ERROR:
+        raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
     settings: Settings = {
         "provider": provider,
         "allow": tuple(allow),
         "profile": profile,
         "tool_choice": tool_choice,
+        "on_error": on_error,
     }
     kind, package = _kind_of(stream, profile)
     if kind.role == MANAGER:
@@ -103,14 +115,7 @@ def guard(
     provider = provider or (provider_from_url(url) if url else None)
     profile = profile or stream_profile(kind, url, provider)
     tools, tool_choice = _asked(tools, tool_choice, _sent_request(wire), profile, package)
-    gate: Gate[Any] = Gate(
-        profile,
-        tools,
-        request={"tool_choice": tool_choice} if tool_choice is not None else None,
-        provider=provider,
-        allow=allow,
-        on_verdict=record_verdict,
-    )
+    gate = _gate(profile, tools, {**settings, "provider": provider, "tool_choice": tool_choice})
     wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
     return wrapper(stream, gate, wire=wire)
 
@@ -120,7 +125,7 @@ def _guard_generator(
 ) -> Any:
     """An SDK's generator (google-genai's, cohere's), read by that SDK's tap: it keeps no
     request URL."""
-    from callgate.cli.guard import taps  # only for the SDKs that stream through generators
+    from callgate.integrations.sdk import taps  # only for the SDKs that stream through generators
 
     gate = _gate(settings["profile"] or kind.profile, tools, settings)
     wrapper = AsyncGuardedStream if kind.asynchronous else GuardedStream
@@ -129,7 +134,7 @@ def _guard_generator(
 
 def _guard_messages(stream: Any, kind: StreamType, tools: Any, settings: Settings) -> Any:
     """botocore's ``EventStream`` (boto3's Bedrock streams): its profile is its operation's."""
-    from callgate.cli.guard import taps  # only for boto3's streams
+    from callgate.integrations.sdk import taps  # only for boto3's streams
 
     operation = str(getattr(stream, "_operation_name", ""))
     profile = settings["profile"] or message_profile(operation)
@@ -166,7 +171,7 @@ def _guard_wrapped(stream: Any, tools: Any, settings: Settings) -> Any:
 
 def _guard_body(stream: Any, kind: StreamType, tools: Any, settings: Settings) -> Any:
     """mistralai's ``EventStream``: callgate reads the body of the HTTP response it keeps."""
-    from callgate.cli.guard import bodies  # only for mistralai's streams
+    from callgate.integrations.sdk import bodies  # only for mistralai's streams
 
     _require_unread(stream.generator)
     if stream._closed:
@@ -181,6 +186,16 @@ def _guard_body(stream: Any, kind: StreamType, tools: Any, settings: Settings) -
 
 def _gate(profile: str, tools: Any, settings: Settings) -> Gate[Any]:
     choice = settings["tool_choice"]
+
+    def unjudged(fault: BaseException) -> None:
+        log.warning(
+            "callgate: an unjudged %s turn went on (on_error='pass') after %s: %s",
+            profile,
+            type(fault).__name__,
+            str(fault)[:200],
+        )
+        record_unjudged(profile, type(fault).__name__)
+
     return Gate(
         profile,
         tools,
@@ -188,6 +203,8 @@ def _gate(profile: str, tools: Any, settings: Settings) -> Gate[Any]:
         provider=settings["provider"],
         allow=settings["allow"],
         on_verdict=record_verdict,
+        on_error=settings["on_error"],
+        on_unjudged=unjudged,
     )
 
 
