@@ -7,7 +7,9 @@ hash = $(shell $(PYTHON) -c 'import hashlib,sys;print(hashlib.sha256(open("$(1)"
 STAMP := $(VENV)/.installed-$(call hash,pyproject.toml)
 APPS_STAMP := $(APPS)/.installed-$(call hash,tests/apps/requirements.txt)-$(call hash,pyproject.toml)
 GATEWAY := .venv-gateway
-GATEWAY_STAMP := $(GATEWAY)/.installed-$(call hash,tests/gateway/requirements.txt)-$(call hash,pyproject.toml)
+GATEWAY_STAMP := $(GATEWAY)/.installed-$(call hash,tests/gateway/newest.txt)-$(call hash,tests/gateway/requirements.txt)-$(call hash,pyproject.toml)
+GATEWAY_LOWEST := .venv-gateway-lowest
+GATEWAY_LOWEST_STAMP := $(GATEWAY_LOWEST)/.installed-$(call hash,tests/gateway/lowest.txt)-$(call hash,tests/gateway/requirements.txt)-$(call hash,pyproject.toml)
 PIP := --quiet --disable-pip-version-check
 # The ai releases `diff --adapter vercel-ai` is tested with, and the Node example app that
 # `callgate tape run` replays, each pinned by its lockfile.
@@ -22,7 +24,7 @@ PYTHON12 ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[23
 VENV12 := .venv-mitmproxy12
 STAMP12 := $(VENV12)/.installed-$(call hash,pyproject.toml)
 
-.PHONY: demo test test-fast test-full test-mitmproxy12 lint bench instructions fuzz mutation-score soak load docs browser node clean
+.PHONY: demo test test-fast test-full test-gateway-lowest test-mitmproxy12 lint bench instructions fuzz mutation-score soak load docs browser node clean
 
 # pytest on both cores: tests that share a server or a built environment carry one
 # xdist_group and run on one worker. The 15 slowest are printed at the end (docs/testing.md).
@@ -46,12 +48,20 @@ $(APPS_STAMP): tests/apps/requirements.txt pyproject.toml
 	touch $@
 
 # The LiteLLM proxy with callgate's guardrail, its clients and the OpenTelemetry SDK, for the
-# gateway tests: the proxy's web stack in an environment of its own.
-$(GATEWAY_STAMP): tests/gateway/requirements.txt pyproject.toml
+# gateway tests: the proxy's web stack in an environment of its own, twice: the newest LiteLLM
+# the extra's range takes and the lowest it accepts (tests/gateway/newest.txt, lowest.txt).
+$(GATEWAY_STAMP): tests/gateway/newest.txt tests/gateway/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(GATEWAY)
 	$(GATEWAY)/bin/python -m pip install $(PIP) --upgrade pip
-	$(GATEWAY)/bin/python -m pip install $(PIP) -r tests/gateway/requirements.txt -e '.[litellm]'
+	$(GATEWAY)/bin/python -m pip install $(PIP) -r tests/gateway/newest.txt -e '.[litellm]'
 	rm -f $(GATEWAY)/.installed-*
+	touch $@
+
+$(GATEWAY_LOWEST_STAMP): tests/gateway/lowest.txt tests/gateway/requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(GATEWAY_LOWEST)
+	$(GATEWAY_LOWEST)/bin/python -m pip install $(PIP) --upgrade pip
+	$(GATEWAY_LOWEST)/bin/python -m pip install $(PIP) -r tests/gateway/lowest.txt -e '.[litellm]'
+	rm -f $(GATEWAY_LOWEST)/.installed-*
 	touch $@
 
 # Debian's Chromium (and an emoji font, so mitmweb's markers show) for the browser tests, and
@@ -91,15 +101,22 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Every check that can fail, but the exhaustive sweeps (marked `full`).
-test: lint $(APPS_STAMP) $(GATEWAY_STAMP) browser $(NODE_STAMPS)
+test: lint $(APPS_STAMP) $(GATEWAY_STAMP) $(GATEWAY_LOWEST_STAMP) browser $(NODE_STAMPS)
 	$(BIN)/python $(PYTEST) -m 'not full'
+	$(MAKE) --no-print-directory test-gateway-lowest
 	$(MAKE) --no-print-directory test-mitmproxy12
 
 # Everything `make test` runs, and the sweeps: run it after a change to packaging, the tap's
 # limits or the fuzz targets (docs/testing.md).
-test-full: lint $(APPS_STAMP) $(GATEWAY_STAMP) browser $(NODE_STAMPS)
+test-full: lint $(APPS_STAMP) $(GATEWAY_STAMP) $(GATEWAY_LOWEST_STAMP) browser $(NODE_STAMPS)
 	$(BIN)/python $(PYTEST)
+	$(MAKE) --no-print-directory test-gateway-lowest
 	$(MAKE) --no-print-directory test-mitmproxy12 MARKS=proxy
+
+# The gateway tests again, on the lowest LiteLLM release callgate[litellm] accepts.
+test-gateway-lowest: $(STAMP) $(GATEWAY_LOWEST_STAMP)
+	$(GATEWAY_LOWEST)/bin/python -c 'import importlib.metadata as m; print("litellm", m.version("litellm"))'
+	CALLGATE_GATEWAY_VENV=$(GATEWAY_LOWEST) $(BIN)/python $(PYTEST) -p no:cacheprovider -m 'gateway and not full'
 
 # The engine, redaction, reports and CLI: an answer in under a minute. No proxy, browser, SDK,
 # gateway, corpus or packaging test (see the markers in pyproject.toml).
@@ -174,5 +191,5 @@ docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs
 
 clean:
-	rm -rf $(VENV) $(APPS) $(GATEWAY) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) $(APPS) $(GATEWAY) $(GATEWAY_LOWEST) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 	  $(NODE_ENVS:%=%/node_modules)

@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 import subprocess
+import tomllib
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 from callgate import NotApplicable, check, mutate, mutations
 from callgate.cli.loopback import free_port
@@ -440,3 +443,28 @@ def test_an_unknown_quirk_stops_the_guardrail_at_start() -> None:
         check=True,
     )
     assert done.stdout.startswith("callgate: unknown quirk 'no_such_quirk' under allow; known: ")
+
+
+def litellm_range() -> SpecifierSet:
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    (requirement,) = [
+        Requirement(r) for r in extra["optional-dependencies"]["litellm"] if r.startswith("litellm")
+    ]
+    return requirement.specifier
+
+
+def test_each_gateway_environment_runs_an_end_of_the_extras_litellm_range() -> None:
+    """``.venv-gateway-lowest`` holds the range's lower bound, ``.venv-gateway`` a release of
+    the range (the newest the index served when it was built): the ends the docs name."""
+    lowest = [s.version for s in litellm_range() if s.operator == ">="]
+    pinned = (ROOT / "tests" / "gateway" / "lowest.txt").read_text()
+    assert lowest and f"\nlitellm=={lowest[0]}\n" in pinned
+    installed = subprocess.run(
+        [str(GATEWAY_PYTHON), "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert installed in litellm_range()
+    if GATEWAY_PYTHON.parents[1].name == ".venv-gateway-lowest":
+        assert installed == lowest[0]
