@@ -133,10 +133,9 @@ class Templates:
         function["arguments"] = other
         try:
             # Were the string another member's, the parse would differ from the event in that
-            # member or in the arguments.
+            # member or in the arguments. The text parses: ``parts`` hold a whole JSON text but
+            # for one string (``find``), and ``other`` is written as a JSON string.
             split_there = json.loads(parts[0] + encoded_string(other) + parts[1]) == event
-        except ValueError:
-            split_there = False
         finally:
             function["arguments"] = original
         if split_there:
