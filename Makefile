@@ -170,10 +170,11 @@ fuzz: $(STAMP)
 	CALLGATE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \
 	  --hypothesis-seed=$(FUZZ_SEED) tests/test_fuzz.py
 
-# How strongly the tests pin the engine and the redactor: MUTANTS sampled mutants of reassemble/
-# and redact/, each run against the fast lane in a copy of the checkout (tools/mutation_score.py).
+# How strongly the tests pin the engine, the redactor and the gates: MUTANTS sampled mutants of
+# reassemble/, redact/ and the code that decides what is released, each run against the fast lane
+# (and the guard's against its SDK tests) in a copy of the checkout (tools/mutation_score.py).
 MUTANTS ?= 200
-mutation-score: $(STAMP)
+mutation-score: $(STAMP) $(APPS_STAMP)
 	MUTANTS=$(MUTANTS) $(BIN)/python -m tools.mutation_score
 
 # TURNS turns from CLIENTS clients through one proxy: memory, descriptors and CPU per turn as

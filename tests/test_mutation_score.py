@@ -7,7 +7,16 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 from tools import mutation_score
-from tools.mutation_score import TARGETS, Score, fast_markers, files_of, score
+from tools.mutation_score import (
+    EXTRA_LANES,
+    TARGETS,
+    Score,
+    Workspace,
+    fast_markers,
+    files_of,
+    mutants,
+    score,
+)
 
 PLANTED = {
     "Makefile": "FAST_MARKERS := not slow\n",
@@ -51,7 +60,7 @@ def test_a_mutant_the_tests_pin_is_killed_and_one_they_do_not_survives(tmp_path:
 def test_a_baseline_that_fails_is_refused_before_any_mutant(tmp_path: Path) -> None:
     failing = "from planted.calc import total\n\n\ndef test_total():\n    assert total(2, 3) == 6\n"
     assert run(planted(tmp_path, **{"tests/test_calc.py": failing})) == (
-        "the tests fail without any mutant"
+        "the tests fail without any mutant (FAILED tests/test_calc.py::test_total - assert 5 == 6)"
     )
 
 
@@ -68,3 +77,21 @@ def test_every_target_exists_and_the_gates_are_among_them() -> None:
     gates = {path.relative_to(ROOT).as_posix() for path in found["gates"]}
     assert {"proxy_addon/tap.py", "integrations/gateway.py", "integrations/sdk/wrap.py"} <= gates
     assert mutation_score.SKIPPED(str(ROOT), [".git", ".venv", "tests"]) == {".venv"}
+
+
+def test_the_baseline_notes_which_tests_ran_each_line(tmp_path: Path) -> None:
+    """A mutant's own tests run first: those that ran a line of it in the baseline. The sum is
+    run by its test; the comparison by none, so its mutant faces the whole lane."""
+    source = planted(tmp_path / "source")
+    space = Workspace(source, tmp_path, 0, timeout=120)
+    assert space.cover(tmp_path / "coverage", ["planted"])[0]
+    total, missing = mutants(source / "planted" / "calc.py", source)
+    assert space.own_tests(total) == ["tests/test_calc.py::test_total"]
+    assert space.own_tests(missing) == []
+
+
+def test_every_extra_lane_names_test_files_that_exist_and_a_target_it_covers() -> None:
+    gates = {path.relative_to(ROOT).as_posix() for path in files_of(ROOT, TARGETS)["gates"]}
+    for lane in EXTRA_LANES:
+        assert all((ROOT / name).is_file() for name in lane.files), lane
+        assert any(path.startswith(lane.prefix) for path in gates), lane

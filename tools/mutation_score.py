@@ -12,11 +12,17 @@ each place where one small edit changes what the code does is listed: a comparis
 printed seed; each mutant is written into a private copy of the checkout (its git history
 included: some tests list the checkout's files) and the fast lane of the test suite runs against
 it (``pytest -x``, with the markers ``make test-fast`` runs: the Makefile's ``FAST_MARKERS``, the
-one definition of the lane). A failing run or one
-over the time limit kills the mutant; a mutant whose tests all pass survives and is printed
-with its place and its edit, for a person to judge: a test that kills it, or the reason it
-changes nothing (``docs/reliability.md``). The score is printed for each group of ``TARGETS``
-apart.
+one definition of the lane). A failing run or one over the time limit kills the mutant; a mutant
+whose tests all pass survives and is printed with its place and its edit, for a person to judge:
+a test that kills it, or the reason it changes nothing (``docs/reliability.md``). The score is
+printed for each group of ``TARGETS`` apart.
+
+The lane is run whole only where it must be. The baseline runs it once under coverage, each
+line noted with the tests that ran it (pytest-cov's test contexts); a mutant's own tests (those
+that ran any line of the mutated node) run first, and only when they all pass does the whole
+lane run, so a mutant survives exactly when it would survive the whole lane. A group may add a
+lane of its own (``EXTRA_LANES``): the guard's mutants also face the tests that drive the real
+SDKs through it, in the apps environment, importing callgate from the copy.
 
 No library is used: mutmut and cosmic-ray both expect the package's files where they are
 imported from, and callgate's package is a folder of links to the design folders; a mutator
@@ -54,6 +60,35 @@ TARGETS: dict[str, tuple[str, ...]] = {
     ),
 }
 TESTS = ["tests"]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Tests a group's mutants under ``prefix`` also face, after the fast lane: those of
+    ``files`` with ``markers``, run by the interpreter in ``environment`` (linked into each copy,
+    where it imports callgate from the copy)."""
+
+    prefix: str
+    markers: str
+    files: tuple[str, ...]
+    environment: str
+
+
+#: The guard: the tests that drive the real SDKs' streams, blocked and passing, through it.
+EXTRA_LANES = (
+    Lane(
+        "integrations/sdk",
+        "sdk",
+        (
+            "tests/test_guard_sdk.py",
+            "tests/test_guard_faults.py",
+            "tests/test_guard_request.py",
+            "tests/test_guard_unread.py",
+            "tests/test_guard_views.py",
+        ),
+        ".venv-apps",
+    ),
+)
 #: Left out of each copy: environments and caches.
 SKIPPED = shutil.ignore_patterns(
     ".venv*",
@@ -93,6 +128,8 @@ class Mutant:
     index: int
     kind: str
     line: int
+    #: The last line of the mutated node: a test that ran any line of it may kill the mutant.
+    end_line: int = 0
     #: The line as it was when the mutants were listed (the checkout may change meanwhile).
     text: str = ""
 
@@ -170,6 +207,7 @@ def mutants(path: Path, root: Path = ROOT) -> list[Mutant]:
                     index=index,
                     kind=kind,
                     line=line,
+                    end_line=getattr(node, "end_lineno", None) or line,
                     text=lines[line - 1].strip() if line else "",
                 )
             )
@@ -228,43 +266,64 @@ class Workspace:
     """A private copy of the checkout ``source`` where one mutant at a time is written and
     tested."""
 
-    def __init__(self, source: Path, base: Path, number: int, timeout: float) -> None:
+    def __init__(
+        self, source: Path, base: Path, number: int, timeout: float, lanes: tuple[Lane, ...] = ()
+    ) -> None:
         self.root = base / f"copy{number}"
         shutil.copytree(source, self.root, symlinks=True, ignore=SKIPPED)
+        for environment in {lane.environment for lane in lanes}:
+            (self.root / environment).symlink_to(source / environment)
         self.timeout = timeout
         self.markers = fast_markers(source)
+        self.lanes = lanes
         self.env = {**os.environ, "PYTHONPATH": str(self.root), "PYTHONDONTWRITEBYTECODE": "1"}
+        #: (file, line) -> the tests that ran it in the baseline (``cover``).
+        self.tests_of: dict[tuple[str, int], set[str]] = {}
+        #: What the last run that failed said first.
+        self.failed = ""
 
-    def run_tests(self) -> tuple[bool, float]:
+    def pytest(self, *arguments: str, env: dict[str, str] | None = None) -> tuple[bool, float]:
         """(whether every test passed, seconds); a run over the limit counts as failing."""
         start = time.monotonic()
         try:
             done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pytest",
-                    "-x",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "-m",
-                    self.markers,
-                    *TESTS,
-                ],
+                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *arguments],
                 cwd=self.root,
-                env=self.env,
+                env=env or self.env,
                 capture_output=True,
                 timeout=self.timeout,
                 check=False,
             )
         except subprocess.TimeoutExpired:
+            self.failed = "over the time limit"
             return False, time.monotonic() - start
+        failures = [
+            line
+            for line in done.stdout.decode(errors="replace").splitlines()
+            if line.startswith(("FAILED ", "ERROR "))
+        ]
+        self.failed = failures[0] if failures else done.stderr.decode(errors="replace")[-300:]
         return done.returncode == 0, time.monotonic() - start
 
-    def imports_from_here(self, module: str) -> bool:
+    def run_tests(self) -> tuple[bool, float]:
+        """The whole fast lane."""
+        return self.pytest("-m", self.markers, *TESTS)
+
+    def cover(self, data: Path, folders: list[str]) -> tuple[bool, float]:
+        """The whole fast lane under coverage, each line of the files in ``folders`` noted with
+        the tests that ran it (``tests_of``). Folders, not the package: callgate's package is a
+        folder of links, and coverage places a file where its links lead."""
+        env = {**self.env, "COVERAGE_FILE": str(data)}
+        measure = [f"--cov={folder}" for folder in folders]
+        measure += ["--cov-context=test", "--cov-report="]
+        passed, seconds = self.pytest(*measure, "-m", self.markers, *TESTS, env=env)
+        if passed:
+            self.tests_of = tests_by_line(data, self.root)
+        return passed, seconds
+
+    def imports_from_here(self, module: str, python: str = sys.executable) -> bool:
         done = subprocess.run(
-            [sys.executable, "-c", f"import {module} as m;print(m.__file__)"],
+            [python, "-c", f"import {module} as m;print(m.__file__)"],
             cwd=self.root,
             env=self.env,
             capture_output=True,
@@ -273,17 +332,61 @@ class Workspace:
         )
         return done.stdout.strip().startswith(str(self.root))
 
+    def own_tests(self, mutant: Mutant) -> list[str]:
+        """The tests that ran any line of the mutated node in the baseline."""
+        found: set[str] = set()
+        for line in range(mutant.line, max(mutant.line, mutant.end_line) + 1):
+            found |= self.tests_of.get((mutant.path, line), set())
+        return sorted(found)
+
     def judge(self, mutant: Mutant) -> tuple[Mutant, bool, float]:
-        """(the mutant, whether it survived, seconds)."""
+        """(the mutant, whether it survived, seconds): its own tests first, then, while they
+        pass, the lanes of its place and the whole fast lane."""
         target = self.root / mutant.path
         original = target.read_text(encoding="utf-8")
         # From the workspace's own copy: the checkout may have changed since it was made.
         target.write_text(mutated_source(mutant, original), encoding="utf-8")
+        spent = 0.0
         try:
-            passed, seconds = self.run_tests()
+            own = self.own_tests(mutant)
+            runs = [("-m", self.markers, *own)] if own else []
+            # A gate's own lane before the whole fast lane: it is where its mutants die.
+            runs += [
+                ("-m", lane.markers, *lane.files)
+                for lane in self.lanes
+                if mutant.path.startswith(lane.prefix)
+            ]
+            runs.append(("-m", self.markers, *TESTS))
+            for arguments in runs:
+                passed, seconds = self.pytest(*arguments)
+                spent += seconds
+                if not passed:
+                    return mutant, False, spent
         finally:
             target.write_text(original, encoding="utf-8")
-        return mutant, passed, seconds
+        return mutant, True, spent
+
+
+def tests_by_line(data: Path, root: Path) -> dict[tuple[str, int], set[str]]:
+    """(file relative to ``root``, line) -> the test functions (node ids without their
+    parameters) whose setup, call or teardown ran it, from pytest-cov's contexts; what ran
+    outside any test (at import) is left out."""
+    from coverage import CoverageData  # only here: the tool's own dependency
+
+    found: dict[tuple[str, int], set[str]] = {}
+    covered = CoverageData(basename=str(data))
+    covered.read()
+    real = root.resolve()
+    for measured in covered.measured_files():
+        try:
+            relative = Path(measured).resolve().relative_to(real).as_posix()
+        except ValueError:
+            continue
+        for line, contexts in covered.contexts_by_lineno(measured).items():
+            tests = {c.partition("|")[0].partition("[")[0] for c in contexts if c}
+            if tests:
+                found[(relative, line)] = tests
+    return found
 
 
 @dataclass(frozen=True)
@@ -315,6 +418,7 @@ def score(
     jobs: int,
     only: str = "",
     probe: str = "callgate.reassemble.engine",
+    lanes: tuple[Lane, ...] = (),
 ) -> Score | str:
     """Test a sample of ``sample`` mutants of ``targets`` in copies of ``root``; the score, or
     why no mutant could be tested (``probe``, a module of the checkout, must import from the
@@ -335,15 +439,30 @@ def score(
     )
     group_of = {id(m): group for group, found in every.items() for m in found}
     with tempfile.TemporaryDirectory(prefix="callgate-mutation-score-") as base:
-        spaces = [Workspace(root, Path(base), n, timeout=300) for n in range(jobs)]
+        for lane in lanes:
+            if not (root / lane.environment / "bin" / "python").exists():
+                return f"{lane.environment} is missing (its lane: {lane.prefix}); make builds it"
+        spaces = [Workspace(root, Path(base), n, timeout=900, lanes=lanes) for n in range(jobs)]
         if not spaces[0].imports_from_here(probe):
             return "the copy's tests would import callgate from elsewhere"
-        passed, baseline = spaces[0].run_tests()
+        for lane in lanes:
+            python = str(spaces[0].root / lane.environment / "bin" / "python")
+            if not spaces[0].imports_from_here(probe, python):
+                return f"{lane.environment} would import callgate from elsewhere than the copy"
+        folders = sorted(
+            {place.partition("/")[0] for places in targets.values() for place in places}
+        )
+        passed, baseline = spaces[0].cover(Path(base) / "coverage", folders)
         if not passed:
-            return "the tests fail without any mutant"
+            return f"the tests fail without any mutant ({spaces[0].failed.strip()})"
         for space in spaces:
             space.timeout = max(60.0, baseline * 4)
-        print(f"baseline: the tests pass in {baseline:.1f} s", flush=True)
+            space.tests_of = spaces[0].tests_of
+        print(
+            f"baseline: the tests pass under coverage in {baseline:.1f} s; "
+            f"{len(spaces[0].tests_of)} lines ran by a test",
+            flush=True,
+        )
         free = list(spaces)
 
         def judge(mutant: Mutant) -> tuple[Mutant, bool, float]:
@@ -386,6 +505,7 @@ def main() -> int:
         seed=options.seed,
         jobs=options.jobs,
         only=options.only,
+        lanes=EXTRA_LANES,
     )
     if isinstance(found, str):
         print(f"mutation-score: {found}", file=sys.stderr)
