@@ -396,6 +396,14 @@ def helper_text(item: object) -> str | None:
     return str(delta.text)  # type: ignore[union-attr]
 
 
+#: SDK package -> the client's own request methods that stream when called with
+#: ``stream=True``: a framework may call them past the resources (litellm streams Chat
+#: Completions through ``client.post``), and ``guarded`` guards what they return.
+CLIENT_REQUESTS: dict[str, tuple[str, ...]] = {
+    "openai": ("get", "post", "request"),
+    "anthropic": ("get", "post", "request"),
+}
+
 #: The profiles an ``events`` stream of openai's may be read with, told from its request's
 #: URL (``profile_for``): Chat Completions and the APIs that copied it, and the Responses API.
 _OPENAI_STREAMS = ("openai", "mistral", "openai-responses")

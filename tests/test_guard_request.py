@@ -65,6 +65,13 @@ CASES = {
         ("responses-forced", "openai-responses", RESPONSES),
     )
 }
+#: The guarded client's own ``post(..., stream=True)``: a passing turn, and a failing one.
+POSTS = {
+    "chat-forced-post": ("openai", FORCED_CHAT, forced(FORCED_CHAT), False, "post"),
+    "anthropic-post": ("anthropic", ANTHROPIC, None, False, "post"),
+    "chat-fault-post": ("openai", "openai/reused_index_new_id", None, False, "post"),
+    "anthropic-fault-post": ("anthropic", "anthropic/malformed_arguments", None, False, "post"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +86,7 @@ def results() -> Iterator[dict[str, Any]]:
             "tool_choice": choice,
             "tools_given": given,
         }
-        for case_id, (sdk, fixture, choice, given, form) in CASES.items()
+        for case_id, (sdk, fixture, choice, given, form) in (CASES | POSTS).items()
     ]
     with closing(FakeProvider(collect([CONFORMANCE])).start()) as serve:
         yield app_results(APP, serve.url, cases)
@@ -99,3 +106,20 @@ def test_guard_reads_the_tools_and_the_forced_choice_from_the_request_the_sdk_se
     fixture = CASES[case_id][1]
     for mode in ("sync", "async"):
         assert results[case_id][mode] == {"status": "pass", "calls": CALLS[fixture]}, mode
+
+
+def test_the_guarded_clients_own_post_guards_a_stream_it_returns(results: dict[str, Any]) -> None:
+    """litellm streams Chat Completions through ``client.post(..., stream=True)``, past the
+    resources: on a guarded client that path is guarded too, with the tools of the body sent."""
+    blocked = {
+        "chat-fault-post": "callgate blocked this turn: identity_collision",
+        "anthropic-fault-post": "callgate blocked this turn: invalid_arguments_json",
+    }
+    for mode in ("sync", "async"):
+        assert results["chat-forced-post"][mode] == {
+            "status": "pass",
+            "calls": CALLS[FORCED_CHAT],
+        }, mode
+        assert results["anthropic-post"][mode] == {"status": "pass", "calls": CALLS[ANTHROPIC]}
+        for case_id, line in blocked.items():
+            assert results[case_id][mode] == {"raised": "Blocked", "line": line}, (case_id, mode)

@@ -7,10 +7,11 @@ table) are replaced by stand-ins. A stand-in passes every attribute through, exc
 that stream: those call the SDK's method and guard what it returns, with the tools and
 ``tool_choice`` of that call's own arguments. ``create`` is guarded when called with
 ``stream=True`` only; a call that does not stream returns the SDK's result untouched.
-``with_options`` and ``copy`` give guarded clients too. A resource's ``with_raw_response`` and
-``with_streaming_response`` views (openai-agents streams the Responses API through the latter)
-give the HTTP response, or a manager of it; the stream its ``parse()`` returns comes back guarded,
-as the stream ``create`` returns would.
+``with_options`` and ``copy`` give guarded clients too, and the client's own ``post``, ``get``
+and ``request`` (``CLIENT_REQUESTS``) guard what they return for ``stream=True``. A resource's
+``with_raw_response`` and ``with_streaming_response`` views (openai-agents streams the Responses
+API through the latter) give the HTTP response, or a manager of it; the stream its ``parse()``
+returns comes back guarded, as the stream ``create`` returns would.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, TypeVar
 
 from callgate.integrations.sdk.wrap import Settings, guard, guard_settings
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import CLIENT_STREAMS, ON_ERROR
+from callgate.reassemble.gate import CLIENT_REQUESTS, CLIENT_STREAMS, ON_ERROR
 
 Client = TypeVar("Client")
 Guarding = Callable[[Any], Any]
@@ -58,6 +59,8 @@ def guarded(
         duplicate.__dict__[root] = _Resource(getattr(client, root), paths, (root,), settings)
     for name in ("with_options", "copy"):
         duplicate.__dict__[name] = _regarding(getattr(client, name), settings)
+    for name in CLIENT_REQUESTS.get(package, ()):
+        duplicate.__dict__[name] = _requesting(getattr(client, name), settings)
     for view in RESPONSE_VIEWS:
         whole = getattr(client, view)
         duplicate.__dict__[view] = _Resource(whole, paths, (), settings, responds=True)
@@ -119,6 +122,25 @@ def _streaming(
             return _respond(response, guard_stream)
 
         guarding = guard_response if responds else guard_stream
+        return _awaited(result, guarding) if inspect.isawaitable(result) else guarding(result)
+
+    return call
+
+
+def _requesting(method: Callable[..., Any], settings: Settings) -> Any:
+    """The client's own ``post`` (``get``, ``request``): what it returns for ``stream=True`` is
+    guarded, its tools and ``tool_choice`` read from the request the SDK sent (the body is the
+    caller's, in any shape); the raw response a caller asked for gives a guarded ``parse()``."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
+        if kwargs.get("stream") is not True:
+            return result
+
+        def guarding(made: Any) -> Any:
+            guard_stream: Guarding = lambda stream: guard(stream, **settings)  # noqa: E731
+            return _respond(made, guard_stream) if hasattr(made, "parse") else guard_stream(made)
+
         return _awaited(result, guarding) if inspect.isawaitable(result) else guarding(result)
 
     return call

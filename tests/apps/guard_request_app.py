@@ -4,7 +4,8 @@ request they sent, and the guard reads its tools and ``tool_choice`` there.
 Run by ``tests/test_guard_request.py`` in the apps environment: ``APP_SERVE_URL`` is a
 ``callgate serve`` of the conformance fixtures, ``APP_CASES`` a JSON list of ``{"id", "sdk",
 "fixture", "form", "tools", "tool_choice", "tools_given"}``; the form ``create``,
-``stream`` (the helper), or ``guarded`` (``create`` on a ``callgate.guarded`` client). Prints
+``stream`` (the helper), ``guarded`` (``create`` on a ``callgate.guarded`` client) or ``post``
+(the guarded client's own ``post(..., stream=True)``). Prints
 one JSON line per case: the turn's status and calls, or what was raised.
 """
 
@@ -20,6 +21,9 @@ import openai
 
 import callgate
 
+#: The forms whose stream comes back guarded from a ``callgate.guarded`` client.
+GUARDED = ("guarded", "post")
+
 
 def stream_of(case: dict[str, Any], url: str, asynchronous: bool) -> Any:
     """The SDK's stream (or its ``.stream()`` manager) of the case's turn."""
@@ -33,6 +37,16 @@ def stream_of(case: dict[str, Any], url: str, asynchronous: bool) -> Any:
         )
         message = {"model": "claude-sonnet-4-5", "max_tokens": 1024}
         message["messages"] = [{"role": "user", "content": "Weather in Oslo?"}]
+        if case["form"] == "post":  # the client's own post, as a framework may call it
+            return callgate.guarded(client).post(
+                "/v1/messages",
+                body={**message, **asked, "stream": True},
+                cast_to=anthropic.types.Message,
+                stream=True,
+                stream_cls=(anthropic.AsyncStream if asynchronous else anthropic.Stream)[
+                    anthropic.types.RawMessageStreamEvent
+                ],
+            )
         if case["form"] == "stream":
             return client.messages.stream(**message, **asked)
         return client.messages.create(**message, **asked, stream=True)
@@ -48,6 +62,16 @@ def stream_of(case: dict[str, Any], url: str, asynchronous: bool) -> Any:
             model="gpt-5.1", input="Weather in Oslo?", **asked, stream=True
         )
     chat = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Weather?"}]}
+    if case["form"] == "post":  # litellm streams Chat Completions through the client's post
+        return callgate.guarded(client).post(
+            "/chat/completions",
+            body={**chat, **asked, "stream": True},
+            cast_to=openai.types.chat.ChatCompletion,
+            stream=True,
+            stream_cls=(openai.AsyncStream if asynchronous else openai.Stream)[
+                openai.types.chat.ChatCompletionChunk
+            ],
+        )
     if case["form"] == "stream":
         return client.chat.completions.stream(**chat, **asked)
     return client.chat.completions.create(**chat, **asked, stream=True)
@@ -69,7 +93,7 @@ def run(case: dict[str, Any], url: str) -> dict[str, Any]:
                 for _ in guarded:
                     pass
                 return outcome(guarded)
-        guarded = made if case["form"] == "guarded" else callgate.guard(made, **given)
+        guarded = made if case["form"] in GUARDED else callgate.guard(made, **given)
         for _ in guarded:
             pass
         return outcome(guarded)
@@ -87,7 +111,7 @@ async def run_async(case: dict[str, Any], url: str) -> dict[str, Any]:
                     pass
                 return outcome(guarded)
         made = await made
-        guarded = made if case["form"] == "guarded" else callgate.guard(made, **given)
+        guarded = made if case["form"] in GUARDED else callgate.guard(made, **given)
         async for _ in guarded:
             pass
         return outcome(guarded)
