@@ -295,8 +295,10 @@ SERVE_HELP = "\n\n".join(
         ' fixtures as /f/ names them: {"description": "...", "turns": ["openai/valid_fragmented",'
         ' "openai/text_only"]}. After its last turn a request gets a 400 saying it has ended.'
         " Each scenario's position is the server's, shared by all connections; POST"
-        " /s/<scenario>/reset (or a restart) starts it over. --mutate and x-callgate-mutate apply"
-        " to a scenario's tool turns only; its text turns are served as they are.",
+        " /s/<scenario>/reset (or a restart) starts it over; GET /s/<scenario>/status answers"
+        ' where it stands ({"scenario", "turns", "served", "requests", "ended"}). --mutate and'
+        " x-callgate-mutate apply to a scenario's tool turns only; its text turns are served as"
+        " they are. -v writes one line per request to stderr.",
     ]
 )
 
@@ -315,11 +317,15 @@ def serve_command(
         str | None,
         typer.Option(help="Serve each fixture's variant of this kind (see callgate mutate)."),
     ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="One line per request on stderr.")
+    ] = False,
 ) -> None:
     """A fake provider on loopback that streams fixtures (``SERVE_HELP``)."""
     from callgate.cli.serve import run_serve
 
-    exit_with(run_serve, paths, listen, timing, mutate)
+    log = (lambda line: print(line, file=sys.stderr, flush=True)) if verbose else None
+    exit_with(run_serve, paths, listen, timing, mutate, log)
 
 
 @app.command("mutate")

@@ -13,7 +13,9 @@ scenario has ended. Two kinds, found under the served folders:
   ``.scenario.json``.
 
 The position of each scenario is the server's, shared by every connection: one agent run plays
-a scenario once. ``POST /s/<name>/reset`` (or restarting ``serve``) starts it over.
+a scenario once. ``POST /s/<name>/reset`` (or restarting ``serve``) starts it over, and
+``GET /s/<name>/status`` tells a test where it stands: its turns, how many were served, and how
+many requests came (those after its end too).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from callgate.reassemble.errors import InputError
 PREFIX = "/s/"
 #: What follows a scenario's prefix to start it over.
 RESET = "reset"
+#: What follows a scenario's prefix to ask where it stands.
+STATUS = "status"
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,8 @@ class Scenarios:
             for name, turns in scenarios.items()
         }
         self._served = dict.fromkeys(self._turns, 0)
+        #: Requests each scenario was asked to play since its start (or reset).
+        self._requests = dict.fromkeys(self._turns, 0)
         #: Longest name first, so that a name that begins another's path is tried after it.
         self._longest_first = sorted(self._turns, key=len, reverse=True)
         self._lock = threading.Lock()
@@ -151,17 +157,17 @@ class Scenarios:
     def play(self, path: str) -> Turn | Answer:
         """The turn to serve for a request at ``path`` (``/s/<name>/...``), or what to answer
         instead: 404 for an unknown scenario, 400 once it has ended, 200 for a reset."""
-        name = next((n for n in self._longest_first if path.startswith(f"{PREFIX}{n}/")), None)
+        name = self._name(path)
         if name is None:
-            known = ", ".join(sorted(self._turns)) or "none"
-            return _error(404, f"no scenario at {path} (scenarios: {known})")
+            return self._unknown(path)
         turns = self._turns[name]
         with self._lock:
             if path == f"{PREFIX}{name}/{RESET}":
-                self._served[name] = 0
-                return Answer(200, {"scenario": name, "turns": len(turns), "served": 0})
+                self._served[name] = self._requests[name] = 0
+                return Answer(200, self._status(name))
             served = self._served[name]
             self._served[name] = min(served + 1, len(turns))
+            self._requests[name] += 1
         if served == len(turns):
             return _error(
                 400,
@@ -169,6 +175,32 @@ class Scenarios:
                 f"POST {PREFIX}{name}/{RESET} starts it over",
             )
         return turns[served]
+
+    def status(self, path: str) -> Answer:
+        """What ``GET /s/<name>/status`` answers: where the scenario stands (404 for another
+        path)."""
+        name = self._name(path)
+        if name is None or path != f"{PREFIX}{name}/{STATUS}":
+            return self._unknown(path)
+        with self._lock:
+            return Answer(200, self._status(name))
+
+    def _status(self, name: str) -> dict[str, Any]:
+        turns, served = len(self._turns[name]), self._served[name]
+        return {
+            "scenario": name,
+            "turns": turns,
+            "served": served,
+            "requests": self._requests[name],
+            "ended": served == turns,
+        }
+
+    def _name(self, path: str) -> str | None:
+        return next((n for n in self._longest_first if path.startswith(f"{PREFIX}{n}/")), None)
+
+    def _unknown(self, path: str) -> Answer:
+        known = ", ".join(sorted(self._turns)) or "none"
+        return _error(404, f"no scenario at {path} (scenarios: {known})")
 
 
 def _error(status: int, message: str) -> Answer:

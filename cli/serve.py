@@ -33,7 +33,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import cycle, repeat
 from pathlib import Path
@@ -117,10 +117,13 @@ class FakeProvider:
         timing: float | str = 0.0,
         mutate: str | None = None,
         scenarios: Mapping[str, Sequence[str]] | None = None,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         if not fixtures:
             raise ValueError("no fixtures to serve")
         self.fixtures, self.timing, self.mutate = fixtures, timing, mutate
+        #: Where one line per request goes (``serve -v``), or None.
+        self.log = log
         self.scenarios = Scenarios(scenarios or {}, fixtures)
         self._order = list(fixtures)
         self._turn = 0
@@ -247,6 +250,13 @@ class _Handler(BaseHTTPRequestHandler):
     provider: FakeProvider
     protocol_version = "HTTP/1.1"
 
+    def do_GET(self) -> None:
+        if self.path.startswith(PREFIX):
+            answer = self.provider.scenarios.status(urlsplit(self.path).path)
+            self._json(answer.status, answer.body)
+            return
+        self._error(404, "serve answers GET only at /s/<scenario>/status")
+
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
         if self.path.startswith(PREFIX):
@@ -275,6 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
             except (NotApplicable, KeyError) as refused:
                 self._error(422, f"{name}: cannot serve {kind}: {refused}")
                 return
+        self._said(200, f"{name}{f' ({kind})' if kind and mutable else ''}")
         send_envelope(
             self,
             envelope,
@@ -287,6 +298,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, {"error": {"message": message, "type": "callgate_serve"}})
 
     def _json(self, status: int, document: dict[str, Any]) -> None:
+        error = document.get("error")
+        self._said(status, error["message"] if isinstance(error, dict) else json.dumps(document))
         body = json.dumps(document).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
@@ -295,7 +308,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: request lines would go to stderr for every call."""
+        """Quiet: http.server's request lines; ``serve -v`` writes its own (``_said``)."""
+
+    def _said(self, status: int, what: str) -> None:
+        if self.provider.log is not None:
+            self.provider.log(f"callgate serve: {self.command} {self.path} -> {status} {what}")
 
 
 def parse_timing(value: str) -> float | str:
@@ -311,15 +328,21 @@ def parse_timing(value: str) -> float | str:
     return seconds
 
 
-def run_serve(paths: Sequence[Path], listen: str, timing: str, kind: str | None = None) -> int:
-    """Serve until interrupted. Raises ``UsageError`` for a bad option and ``InputError`` for a
-    path that holds no fixture."""
+def run_serve(
+    paths: Sequence[Path],
+    listen: str,
+    timing: str,
+    kind: str | None = None,
+    log: Callable[[str], None] | None = None,
+) -> int:
+    """Serve until interrupted; ``log`` gets one line per request (``-v``). Raises
+    ``UsageError`` for a bad option and ``InputError`` for a path that holds no fixture."""
     pause = parse_timing(timing)
     if kind is not None and kind not in KINDS:
         raise UsageError(f"--mutate: unknown kind {kind!r} (one of {', '.join(KINDS)})")
     host, port = split_listen(listen)
     fixtures, scenarios = collect_served(paths)
-    provider = FakeProvider(fixtures, host, port, pause, kind, scenarios)
+    provider = FakeProvider(fixtures, host, port, pause, kind, scenarios, log)
     print(
         f"callgate serve: {len(fixtures)} fixtures, {len(scenarios)} scenarios on {provider.url} "
         f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -100,9 +102,69 @@ def test_a_reset_starts_the_scenario_over(provider: FakeProvider) -> None:
         post(provider.url, f"/s/agent{CHAT}")
     assert answered(provider, "/s/agent/reset") == (
         200,
-        {"scenario": "agent", "turns": 2, "served": 0},
+        {"scenario": "agent", "turns": 2, "served": 0, "requests": 0, "ended": False},
     )
     assert post(provider.url, f"/s/agent{CHAT}")[2] == wire(TOOL_TURN)
+
+
+def status(provider: FakeProvider, path: str) -> tuple[int, Any]:
+    with urllib.request.urlopen(provider.url + path) as response:
+        return response.status, json.loads(response.read())
+
+
+def test_a_scenarios_status_says_how_many_turns_were_served_and_requests_came(
+    provider: FakeProvider,
+) -> None:
+    """What a test reads after an agent's run: whether the agent asked once per turn."""
+    assert status(provider, "/s/agent/status") == (
+        200,
+        {"scenario": "agent", "turns": 2, "served": 0, "requests": 0, "ended": False},
+    )
+    for _ in range(3):  # the third comes after the end: counted, and answered with a 400
+        post(provider.url, f"/s/agent{CHAT}")
+    post(provider.url, f"/s/answer_first{CHAT}")
+    assert status(provider, "/s/agent/status") == (
+        200,
+        {"scenario": "agent", "turns": 2, "served": 2, "requests": 3, "ended": True},
+    )
+    assert status(provider, "/s/answer_first/status")[1]["requests"] == 1
+    post(provider.url, "/s/agent/reset")
+    assert status(provider, "/s/agent/status")[1] == {
+        "scenario": "agent",
+        "turns": 2,
+        "served": 0,
+        "requests": 0,
+        "ended": False,
+    }
+    for path, message in (
+        ("/s/nope/status", "no scenario at /s/nope/status (scenarios: agent, answer_first)"),
+        ("/s/agent/v1/chat/completions", "no scenario at /s/agent/v1/chat/completions"),
+        ("/f/agent/001/v1/chat/completions", "serve answers GET only at /s/<scenario>/status"),
+    ):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            status(provider, path)
+        assert refused.value.code == 404
+        assert json.loads(refused.value.read())["error"]["message"].startswith(message)
+
+
+def test_serve_verbose_writes_one_line_per_request(served: Path) -> None:
+    fixtures, scenarios = collect_served([served])
+    lines: list[str] = []
+    provider = FakeProvider(fixtures, scenarios=scenarios, log=lines.append).start()
+    try:
+        post(provider.url, f"/s/agent{CHAT}")
+        post(provider.url, f"/s/agent{CHAT}", headers={"x-callgate-mutate": "truncate"})
+        post(provider.url, f"/s/agent{CHAT}")
+        post(provider.url, "/f/agent/001/v1/chat/completions")
+    finally:
+        provider.close()
+    assert lines == [
+        f"callgate serve: POST /s/agent{CHAT} -> 200 agent/001",
+        f"callgate serve: POST /s/agent{CHAT} -> 200 agent/002",  # a text turn: not mutated
+        f"callgate serve: POST /s/agent{CHAT} -> 400 scenario agent has ended: its 2 turns were "
+        "served; POST /s/agent/reset starts it over",
+        "callgate serve: POST /f/agent/001/v1/chat/completions -> 200 agent/001",
+    ]
 
 
 def test_an_unknown_scenario_is_a_404_naming_the_scenarios(provider: FakeProvider) -> None:
