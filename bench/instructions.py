@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import bench_proxy
 
 if TYPE_CHECKING:
-    from callgate.proxy_addon.tap import StreamTap
+    from callgate.integrations.enforce.tap import StreamTap
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT / "fixtures" / "conformance"
@@ -74,7 +74,7 @@ def tap(events: int, mode: str) -> None:
 def tapped(chunks: list[bytes], *, enforce: bool) -> StreamTap:
     """The live report on a turn of the benchmark's tools, its chunks fed to a tap as the
     addon builds it."""
-    from callgate.proxy_addon.tap import StreamTap
+    from callgate.integrations.enforce.tap import StreamTap
     from callgate.reassemble import Reassembler
     from callgate.redact import request_context
 

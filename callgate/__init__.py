@@ -7,6 +7,8 @@ the list handed to the SDK), or a whole envelope to ``check``, and read the ``Re
 ``redact_envelope`` turns an envelope into a fixture that is safe to keep. ``guard`` wraps the
 stream an SDK returned (``guarded`` a client) so that a turn whose calls may not run raises
 ``Blocked`` before its end reaches the app (``Unjudged`` for one callgate could not judge).
+``transport`` (``async_transport``) gates every streamed turn an httpx client carries, as the
+proxy's enforce mode does, for any SDK or framework that takes an ``http_client``.
 
 How this works: the names below load on first use (PEP 562), so ``import callgate`` costs
 nothing. That matters because pytest imports ``callgate.cli.pytest_plugin``, and with it this
@@ -51,6 +53,8 @@ _EXPORTS = {
     "Unjudged": "callgate.reassemble.gate",
     "guard": "callgate.integrations.sdk",
     "guarded": "callgate.integrations.sdk",
+    "transport": "callgate.integrations.enforce.transport",
+    "async_transport": "callgate.integrations.enforce.transport",
     "mutations": "callgate.reassemble.mutations",
 }
 
@@ -79,16 +83,19 @@ __all__ = [
     "Unjudged",
     "UsageError",
     "__version__",
+    "async_transport",
     "check",
     "guard",
     "guarded",
     "mutate",
     "mutations",
     "redact_envelope",
+    "transport",
     "validate_envelope",
 ]
 
 if TYPE_CHECKING:
+    from callgate.integrations.enforce.transport import async_transport, transport
     from callgate.integrations.sdk import guard, guarded
     from callgate.reassemble import (
         DEFAULT_LIMITS,

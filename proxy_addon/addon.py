@@ -24,10 +24,10 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.hooks import UpdateHook
 
+from callgate.integrations.enforce.tap import StreamTap, refusing
 from callgate.integrations.otel import record_unjudged, record_verdict
 from callgate.proxy_addon import webview
 from callgate.proxy_addon.settings import Settings, add_options, concerns, read_settings
-from callgate.proxy_addon.tap import StreamTap, refusing
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
 from callgate.proxy_addon.writer import FixtureWriter, Written
 from callgate.reassemble import Finding, Reassembler

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
+from callgate.integrations.enforce.tap import PackedBody, unpack_body
 from callgate.proxy_addon.storage import write_atomic
-from callgate.proxy_addon.tap import PackedBody, unpack_body
 from callgate.reassemble import Report
 from callgate.reassemble.profiles import PROFILES, framed
 from callgate.redact import ArgumentMode, Exchange, fixture_name, redact_exchange

@@ -21,10 +21,10 @@ from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.flow import Error
 from mitmproxy.test import taddons, tflow, tutils
 
+from callgate.integrations.enforce.tap import StreamTap
 from callgate.proxy_addon import addon as addon_module
 from callgate.proxy_addon.addon import FAIL_MARK, PASS_MARK, CallgateAddon
 from callgate.proxy_addon.settings import Settings, read_settings
-from callgate.proxy_addon.tap import StreamTap
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
 from callgate.reassemble import engine
 from callgate.reassemble.profiles import frames

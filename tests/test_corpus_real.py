@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callgate.cli.app import app
-from callgate.proxy_addon.tap import deciding_pattern, may_decide
+from callgate.integrations.enforce.tap import deciding_pattern, may_decide
 from callgate.reassemble import check
 from callgate.reassemble.framing import EventFramer
 from callgate.reassemble.profiles import PROFILES

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from callgate.proxy_addon.tap import unpack_body
+from callgate.integrations.enforce.tap import unpack_body
 from callgate.reassemble import check, fragment_templates
 from callgate.reassemble.envelope import one_line_events
 from callgate.reassemble.fragment_templates import _ARGUMENTS as ARGUMENTS

@@ -160,3 +160,16 @@ def test_bytes_given_up_mid_stream_are_every_byte_not_sent(piece: int) -> None:
         turn.take(odd)
     assert b"".join([*sent, *turn.give_up(odd)[:-1], pieces[-1]]) == body
     assert turn.give_up() == []
+
+
+def test_a_body_ending_inside_a_utf8_character_fails_the_turn_it_would_pass() -> None:
+    """The bytes after the last event are read at the end: cut inside a character, they are
+    text no profile reads, and what they carried was never judged."""
+    envelope = load(CONFORMANCE / "anthropic" / "valid_text_then_two_tools.json")
+    body = b"".join(framed(envelope, "sse")) + b"data: \xe2\x82"
+    turn = GatewayTurn("anthropic", request_of(envelope))
+    for start in range(0, len(body), 7):
+        turn.take(body[start : start + 7])
+    with pytest.raises(Blocked) as blocked:
+        turn.finish()
+    assert blocked.value.report.blocking_codes == ["unsupported_event"]

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from callgate.integrations.enforce.tap import StreamTap, unpack_body
 from callgate.proxy_addon import writer
-from callgate.proxy_addon.tap import StreamTap, unpack_body
 from callgate.reassemble import Reassembler, Report, check
 from callgate.reassemble.body import parse_stream_body
 from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE

@@ -75,7 +75,11 @@ def test_every_target_exists_and_the_gates_are_among_them() -> None:
     found = files_of(ROOT, TARGETS)
     assert all(found[group] for group in TARGETS)
     gates = {path.relative_to(ROOT).as_posix() for path in found["gates"]}
-    assert {"proxy_addon/tap.py", "integrations/gateway.py", "integrations/sdk/wrap.py"} <= gates
+    assert {
+        "integrations/enforce/tap.py",
+        "integrations/gateway.py",
+        "integrations/sdk/wrap.py",
+    } <= gates
     assert mutation_score.SKIPPED(str(ROOT), [".git", ".venv", "tests"]) == {".venv"}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from callgate.proxy_addon.tap import blocked_event
+from callgate.integrations.enforce.tap import blocked_event
 from callgate.reassemble.profiles import PROFILES, array_frames, framed, frames
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load

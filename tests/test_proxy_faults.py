@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from callgate.proxy_addon.tap import blocked_event
+from callgate.integrations.enforce.tap import blocked_event
 from callgate.reassemble.profiles import frames
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import (

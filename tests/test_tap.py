@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from callgate.proxy_addon.backlog import MAX_LOOKS
-from callgate.proxy_addon.tap import (
+from callgate.integrations.enforce.backlog import MAX_LOOKS
+from callgate.integrations.enforce.tap import (
     StreamTap,
     blocked_event,
     deciding_pattern,

@@ -9,9 +9,15 @@ from typing import Any
 
 import pytest
 
-from callgate.proxy_addon import tap_state
-from callgate.proxy_addon.tap import StreamTap
-from callgate.proxy_addon.tap_state import TRANSITIONS, ImpossibleMove, TapInput, TapState, step
+from callgate.integrations.enforce import tap_state
+from callgate.integrations.enforce.tap import StreamTap
+from callgate.integrations.enforce.tap_state import (
+    TRANSITIONS,
+    ImpossibleMove,
+    TapInput,
+    TapState,
+    step,
+)
 from callgate.reassemble import Reassembler
 from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import framed

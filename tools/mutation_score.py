@@ -53,8 +53,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "reassemble": ("reassemble",),
     "redact": ("redact",),
     "gates": (
-        "proxy_addon/tap.py",
-        "proxy_addon/tap_state.py",
+        "integrations/enforce",
         "integrations/sdk",
         "integrations/gateway.py",
     ),

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from callgate.proxy_addon.tap import StreamTap
+from callgate.integrations.enforce.tap import StreamTap
 from callgate.reassemble import Finding, Reassembler, Report
 from callgate.reassemble.eventstream import MessageFramer
 from callgate.reassemble.framing import (

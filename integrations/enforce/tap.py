@@ -47,8 +47,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from callgate.proxy_addon.backlog import Backlog
-from callgate.proxy_addon.tap_state import TapInput, TapState, step
+from callgate.integrations.enforce.backlog import Backlog
+from callgate.integrations.enforce.tap_state import TapInput, TapState, step
 from callgate.reassemble import Code, Finding, Reassembler, Report
 from callgate.reassemble.body import StreamBody
 from callgate.reassemble.framing import SSE

@@ -1,0 +1,201 @@
+"""``callgate.transport()`` without an SDK: httpx clients over httpx's own ``MockTransport``
+answering with a fixture's bytes, sync and async. A passing turn's bytes reach the client as
+the provider sent them; a failing turn's terminal evidence is replaced by the provider's error
+event; what callgate does not read passes untouched; a fault of callgate's own fails closed
+unless ``on_error="pass"`` (the real SDKs on every path: ``tests/test_transport_sdk.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+import callgate
+from callgate import Report, UsageError
+from callgate.integrations.enforce import transport as transport_module
+from callgate.integrations.enforce.tap import blocked_event, unjudged_frame
+from callgate.reassemble import engine
+from callgate.reassemble.profiles import PROFILES, frames
+from callgate.reassemble.readers import READERS
+from tests.conftest import CONFORMANCE, load
+from tests.proxy_harness import request_body
+
+PASSING, FAILING = "openai/valid_parallel_interleaved", "openai/reused_index_new_id"
+CHAT = "https://api.openai.com/v1/chat/completions"
+SSE_TYPE = {"content-type": "text/event-stream"}
+
+
+def served(name: str, headers: dict[str, str] | None = None, *, compress: bool = False) -> Any:
+    """A mock upstream answering every request with fixture ``name``'s bytes."""
+    body = b"".join(frames(load(CONFORMANCE / f"{name}.json")))
+    if compress:
+        body = gzip.compress(body)
+        headers = {**(headers or SSE_TYPE), "content-encoding": "gzip"}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=headers or SSE_TYPE, content=body)
+
+    return httpx.MockTransport(answer), body
+
+
+def post(transport: httpx.BaseTransport, name: str, url: str = CHAT) -> bytes:
+    with (
+        httpx.Client(transport=transport) as client,
+        client.stream("POST", url, content=request_body(name)) as response,
+    ):
+        return b"".join(response.iter_bytes())
+
+
+def post_async(transport: httpx.AsyncBaseTransport, name: str, url: str = CHAT) -> bytes:
+    async def run() -> bytes:
+        async with (
+            httpx.AsyncClient(transport=transport) as client,
+            client.stream("POST", url, content=request_body(name)) as response,
+        ):
+            return b"".join([piece async for piece in response.aiter_bytes()])
+
+    return asyncio.run(run())
+
+
+def ended_with_error(body: bytes, code: str) -> bytes:
+    """The passing prefix of ``body`` before its finish chunk, and the error event."""
+    kept = body[: body.index(b'"finish_reason": "tool_calls"')]
+    return kept[: kept.rindex(b"data: ")] + blocked_event("openai", [code])
+
+
+def test_a_passing_turn_reaches_the_client_as_sent_and_its_verdict_is_told() -> None:
+    verdicts: list[Report] = []
+    upstream, body = served(PASSING)
+    assert post(callgate.transport(upstream, on_verdict=verdicts.append), PASSING) == body
+    assert post_async(callgate.async_transport(upstream, on_verdict=verdicts.append), PASSING) == (
+        body
+    )
+    assert [(r.status.value, len(r.calls)) for r in verdicts] == [("pass", 2), ("pass", 2)]
+
+
+def test_a_failing_turn_ends_with_the_providers_error_event_instead_of_its_end() -> None:
+    verdicts: list[Report] = []
+    upstream, body = served(FAILING)
+    expected = ended_with_error(body, "identity_collision")
+    assert post(callgate.transport(upstream, on_verdict=verdicts.append), FAILING) == expected
+    assert post_async(callgate.async_transport(upstream), FAILING) == expected
+    assert [r.blocking_codes for r in verdicts] == [["identity_collision"]]
+
+
+def test_a_compressed_body_reaches_the_client_decoded_without_its_length() -> None:
+    upstream, _ = served(FAILING, compress=True)
+    with (
+        httpx.Client(transport=callgate.transport(upstream)) as client,
+        client.stream("POST", CHAT, content=request_body(FAILING)) as response,
+    ):
+        assert "content-encoding" not in response.headers
+        assert "content-length" not in response.headers
+        got = b"".join(response.iter_bytes())
+    plain = b"".join(frames(load(CONFORMANCE / f"{FAILING}.json")))
+    assert got == ended_with_error(plain, "identity_collision")
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "headers"),
+    [
+        ("POST", "https://example.com/v1/other", SSE_TYPE),  # no profile serves it
+        ("POST", CHAT, {"content-type": "application/json"}),  # not streamed
+        ("GET", CHAT, SSE_TYPE),
+    ],
+)
+def test_what_callgate_does_not_read_passes_untouched(
+    method: str, url: str, headers: dict[str, str]
+) -> None:
+    upstream, body = served(FAILING, headers)
+    verdicts: list[Report] = []
+    with httpx.Client(transport=callgate.transport(upstream, on_verdict=verdicts.append)) as client:
+        response = client.request(method, url, content=request_body(FAILING))
+    assert (response.content, response.headers.get("content-length"), verdicts) == (
+        body,
+        str(len(body)),
+        [],
+    )
+
+
+def test_a_fault_of_callgates_own_fails_the_turn_closed_unless_on_error_passes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counted: list[tuple[str, str]] = []
+    monkeypatch.setattr(transport_module, "record_unjudged", lambda *args: counted.append(args))
+    feed, fed = engine.Reassembler.feed, [0]
+
+    def failing_feed(self: engine.Reassembler, raw: object) -> Any:
+        fed[0] += 1
+        if fed[0] == 3:
+            raise RuntimeError("injected")
+        return feed(self, raw)
+
+    monkeypatch.setattr(engine.Reassembler, "feed", failing_feed)
+    upstream, body = served(PASSING)
+    got = post(callgate.transport(upstream), PASSING)
+    spec = PROFILES["openai"]
+    error = unjudged_frame(spec, READERS["sse"](spec, lambda: b""), "RuntimeError", first=False)
+    assert got.endswith(error) and body.startswith(got[: -len(error)])
+    assert b'"finish_reason": "tool_calls"' not in got and counted == []
+    fed[0] = 0
+    assert post(callgate.transport(upstream, on_error="pass"), PASSING) == body
+    assert counted == [("openai", "RuntimeError")]
+
+
+def test_a_failure_building_the_gate_refuses_the_body_unless_on_error_passes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def failing_start(self: engine.Reassembler, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(engine.Reassembler, "__init__", failing_start)
+    monkeypatch.setattr(transport_module, "record_unjudged", lambda *args: None)
+    upstream, body = served(PASSING)
+    spec = PROFILES["openai"]
+    error = unjudged_frame(spec, READERS["sse"](spec, lambda: b""), "RuntimeError", first=True)
+    assert post(callgate.transport(upstream), PASSING) == error
+    assert post(callgate.transport(upstream, on_error="pass"), PASSING) == body
+
+
+def test_an_upstream_cut_mid_body_ends_the_turn_blocked_then_raises() -> None:
+    body = b"".join(frames(load(CONFORMANCE / f"{PASSING}.json")))
+    cut = body[: body.index(b'"finish_reason": "tool_calls"')]
+    cut = cut[: cut.rindex(b"data: ")]
+
+    class Cut(httpx.SyncByteStream):
+        def __iter__(self) -> Any:
+            yield cut
+            raise httpx.RemoteProtocolError("peer closed connection")
+
+    upstream = httpx.MockTransport(
+        lambda request: httpx.Response(200, headers=SSE_TYPE, stream=Cut())
+    )
+    got = []
+    with (
+        httpx.Client(transport=callgate.transport(upstream)) as client,
+        client.stream("POST", CHAT, content=request_body(PASSING)) as response,
+        pytest.raises(httpx.RemoteProtocolError),
+    ):
+        for piece in response.iter_bytes():
+            got.append(piece)
+    assert b"".join(got) == cut + blocked_event("openai", ["missing_terminal"])
+
+
+def test_settings_callgate_does_not_know_are_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"^on_error 'maybe' is not one of block, pass$"):
+        callgate.transport(on_error="maybe")
+    with pytest.raises(UsageError, match=r"^unknown quirk 'nope'; known: "):
+        callgate.async_transport(allow=["nope"])
+
+
+def test_the_request_body_decides_the_tools() -> None:
+    """The tools come from the request sent: the same stream asked without them is blocked."""
+    upstream, body = served(PASSING)
+    bare = json.dumps({"model": "m", "stream": True, "messages": []}).encode()
+    with httpx.Client(transport=callgate.transport(upstream)) as client:
+        got = client.post(CHAT, content=bare).content
+    assert got == ended_with_error(body, "unknown_tool")
