@@ -24,7 +24,7 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.hooks import UpdateHook
 
-from callgate.integrations.enforce.tap import StreamTap, refusing
+from callgate.integrations.enforce.tap import StreamTap, refusing, route
 from callgate.integrations.otel import record_unjudged, record_verdict
 from callgate.proxy_addon import webview
 from callgate.proxy_addon.settings import Settings, add_options, concerns, read_settings
@@ -32,8 +32,6 @@ from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
 from callgate.proxy_addon.writer import FixtureWriter, Written
 from callgate.reassemble import Finding, Reassembler
 from callgate.reassemble.errors import CallgateError
-from callgate.reassemble.profiles import framing_for, profile_for
-from callgate.reassemble.providers import provider_from_url
 from callgate.redact import Exchange, NotApplicable, RedactionRefused, request_context
 
 log = logging.getLogger("callgate")
@@ -278,18 +276,15 @@ def _route(flow: http.HTTPFlow, settings: Settings) -> tuple[str, str | None, st
     """(profile, provider, framing) of a flow to inspect: a successful POST to a known LLM
     endpoint on an inspected host, answered in a framing its profile streams in."""
     response = flow.response
-    if response is None or flow.request.method != "POST":
+    if response is None or not settings.inspects(flow.request.pretty_host):
         return None
-    if not 200 <= response.status_code < 300 or not settings.inspects(flow.request.pretty_host):
-        return None
-    url = _url(flow.request)
-    provider = settings.provider or provider_from_url(url)
-    profile = profile_for(url, provider)
-    if profile is None:
-        return None
-    media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    framing = framing_for(profile, media_type)
-    return None if framing is None else (profile, provider, framing)
+    return route(
+        flow.request.method,
+        response.status_code,
+        _url(flow.request),
+        response.headers.get("content-type", ""),
+        settings.provider,
+    )
 
 
 def _stream_through(flow: http.HTTPFlow, tap: StreamTap) -> None:

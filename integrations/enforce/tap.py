@@ -52,8 +52,9 @@ from callgate.integrations.enforce.tap_state import TapInput, TapState, step
 from callgate.reassemble import Code, Finding, Reassembler, Report
 from callgate.reassemble.body import StreamBody
 from callgate.reassemble.framing import SSE
-from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles import PROFILES, framing_for, profile_for
 from callgate.reassemble.profiles.base import Profile
+from callgate.reassemble.providers import provider_from_url
 from callgate.reassemble.readers import READERS, Reader, SSEReader
 from callgate.redact.encoding import Decompressor
 from callgate.redact.fragment_lines import FragmentLines, parse_texts
@@ -102,6 +103,22 @@ def refusing(profile: str, framing: str, fault: str) -> Callable[[bytes], list[b
         return out
 
     return stream
+
+
+def route(
+    method: str, status: int, url: str, content_type: str, provider: str | None
+) -> tuple[str, str | None, str] | None:
+    """(profile, provider, framing) of a response enforce mode reads: a successful POST to an
+    endpoint a profile serves, answered in a framing that profile streams in; else None.
+    ``provider`` is the one named, or the URL's host tells."""
+    if method != "POST" or not 200 <= status < 300:
+        return None
+    provider = provider or provider_from_url(url)
+    profile = profile_for(url, provider)
+    if profile is None:
+        return None
+    framing = framing_for(profile, content_type.split(";")[0].strip().lower())
+    return None if framing is None else (profile, provider, framing)
 
 
 def deciding_pattern(profile: Profile) -> re.Pattern[bytes]:

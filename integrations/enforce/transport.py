@@ -29,13 +29,11 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from importlib import import_module
 from typing import Any
 
-from callgate.integrations.enforce.tap import StreamTap, refusing
+from callgate.integrations.enforce.tap import StreamTap, refusing, route
 from callgate.integrations.otel import record_unjudged, record_verdict
 from callgate.reassemble.engine import Reassembler
 from callgate.reassemble.errors import SetupError, UsageError
 from callgate.reassemble.gate import ON_ERROR
-from callgate.reassemble.profiles import framing_for, profile_for
-from callgate.reassemble.providers import provider_from_url
 from callgate.reassemble.quirks import QUIRKS
 from callgate.reassemble.report import Report
 from callgate.redact import request_context
@@ -69,18 +67,14 @@ class _Settings:
 
     def gated(self, web: Any, request: Any, response: Any) -> _Turn | None:
         """The turn to gate for ``response``, or None when callgate does not read it."""
-        if request.method != "POST" or not 200 <= response.status_code < 300:
-            return None
-        url = str(request.url)
-        provider = self.provider or provider_from_url(url)
-        profile = profile_for(url, provider)
-        if profile is None:
-            return None
-        media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        framing = framing_for(profile, media_type)
-        if framing is None:
-            return None
-        return _Turn(web, self, request, response, profile, provider, framing)
+        found = route(
+            request.method,
+            response.status_code,
+            str(request.url),
+            response.headers.get("content-type", ""),
+            self.provider,
+        )
+        return None if found is None else _Turn(web, self, request, response, *found)
 
 
 class _Turn:
@@ -315,9 +309,7 @@ def transport(
     ``on_verdict`` is told each turn's report. Raises ``UsageError`` for a setting callgate
     does not know, ``SetupError`` when the library is not installed."""
     settings = _Settings(provider, allow, on_error, on_verdict)
-    name = _library_of(wrapped, library)
-    gate, _ = _transports(name)
-    return gate(wrapped or import_module(name).HTTPTransport(), settings)
+    return _made(wrapped, library, settings, asynchronous=False)
 
 
 def async_transport(
@@ -332,6 +324,12 @@ def async_transport(
     """``transport`` for an ``httpx.AsyncClient`` (``httpx2.AsyncClient``; the library's
     ``AsyncHTTPTransport()`` by default); the same settings."""
     settings = _Settings(provider, allow, on_error, on_verdict)
+    return _made(wrapped, library, settings, asynchronous=True)
+
+
+def _made(wrapped: Any, library: str | None, settings: _Settings, *, asynchronous: bool) -> Any:
     name = _library_of(wrapped, library)
-    _, gate = _transports(name)
-    return gate(wrapped or import_module(name).AsyncHTTPTransport(), settings)
+    sync, async_ = _transports(name)
+    if asynchronous:
+        return async_(wrapped or import_module(name).AsyncHTTPTransport(), settings)
+    return sync(wrapped or import_module(name).HTTPTransport(), settings)
