@@ -38,6 +38,7 @@ import ast
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -284,25 +285,30 @@ class Workspace:
     def pytest(self, *arguments: str, env: dict[str, str] | None = None) -> tuple[bool, float]:
         """(whether every test passed, seconds); a run over the limit counts as failing."""
         start = time.monotonic()
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *arguments],
-                cwd=self.root,
-                env=env or self.env,
-                capture_output=True,
-                timeout=self.timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            self.failed = "over the time limit"
-            return False, time.monotonic() - start
+        # A session of its own: a mutant that hangs a test's app (an SDK lane runs apps in
+        # subprocesses) is stopped with every process it started, not only pytest.
+        with subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *arguments],
+            cwd=self.root,
+            env=env or self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        ) as running:
+            try:
+                stdout, stderr = running.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(running.pid, signal.SIGKILL)
+                running.communicate()
+                self.failed = "over the time limit"
+                return False, time.monotonic() - start
         failures = [
             line
-            for line in done.stdout.decode(errors="replace").splitlines()
+            for line in stdout.decode(errors="replace").splitlines()
             if line.startswith(("FAILED ", "ERROR "))
         ]
-        self.failed = failures[0] if failures else done.stderr.decode(errors="replace")[-300:]
-        return done.returncode == 0, time.monotonic() - start
+        self.failed = failures[0] if failures else stderr.decode(errors="replace")[-300:]
+        return running.returncode == 0, time.monotonic() - start
 
     def run_tests(self) -> tuple[bool, float]:
         """The whole fast lane."""
