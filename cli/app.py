@@ -33,6 +33,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -359,8 +360,23 @@ def addon_path_command() -> None:
     print(Path(proxy_addon.__file__).with_name("script.py"))
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from callgate import __version__
+
+        print(f"callgate {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
     """callgate: gate, record, redact and replay streamed LLM tool calls."""
 
 

@@ -19,6 +19,26 @@ def split_listen(listen: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def taken(host: str, port: int, error: OSError) -> UsageError:
+    """The one line for a ``--listen`` address that cannot be listened on."""
+    reason = error.strerror or type(error).__name__
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return UsageError(f"--listen {where}: {reason}; give another --listen HOST:PORT")
+
+
+def require_free(host: str, port: int) -> None:
+    """Raise ``taken``'s ``UsageError`` when nothing could listen on ``host:port`` now (in
+    use, or no such address here), before a server that would fail there with advice of its
+    own is started."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise taken(host, port, error) from None
+
+
 def free_port() -> int:
     """A port nothing listens on right now (the OS picks it)."""
     with socket.socket() as probe:

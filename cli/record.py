@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from callgate.cli.extras import PROXY_EXTRA, has_mitmproxy
-from callgate.cli.loopback import split_listen
+from callgate.cli.loopback import require_free, split_listen
 from callgate.cli.output import error_line
 from callgate.reassemble.errors import SetupError, UsageError
 
@@ -82,6 +82,12 @@ def upstream_problem(upstream: str) -> str | None:
     app's base URL: ``http://127.0.0.1:8080/v1`` to the proxy, ``https://api.openai.com`` to
     ``--upstream``."""
     parts = urlsplit(upstream)
+    if not parts.scheme or not parts.netloc:  # ``api.openai.com``: all of it read as a path
+        host = upstream.split("://")[-1].split("/")[0]
+        return (
+            f"--upstream takes a scheme, host and port, not {upstream!r}: "
+            f"give https://{host or 'HOST'}"
+        )
     if parts.path.strip("/") or parts.query or parts.fragment:
         host = f"{parts.scheme}://{parts.netloc}" if parts.scheme else parts.netloc
         return (
@@ -149,7 +155,8 @@ def run_record(options: RecordOptions) -> int:
         raise UsageError("--upstream is required in reverse mode")
     if options.upstream and (problem := upstream_problem(options.upstream)):
         raise UsageError(problem)
-    host, _ = split_listen(options.listen)
+    host, port = split_listen(options.listen)
+    require_free(host, port)
     if not is_loopback(host):
         print(
             f"callgate: warning: listening on {host}, not loopback: anyone who can reach this "

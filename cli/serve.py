@@ -41,12 +41,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from callgate.cli.files import find_fixtures, load_envelope
-from callgate.cli.loopback import split_listen
+from callgate.cli.loopback import split_listen, taken
 from callgate.cli.scenarios import PREFIX, Answer, Scenarios, collect_scenarios, scenario_files
 from callgate.reassemble.errors import InputError, NotApplicable, UsageError
 from callgate.reassemble.framing import JSON_ARRAY, MEDIA_TYPES
 from callgate.reassemble.mutations import KINDS, mutate
-from callgate.reassemble.profiles import framed, framing_of_request
+from callgate.reassemble.profiles import framed, framing_of_request, serves
 
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
@@ -126,6 +126,8 @@ class FakeProvider:
         self.log = log
         self.scenarios = Scenarios(scenarios or {}, fixtures)
         self._order = list(fixtures)
+        #: Request path -> the fixtures whose API serves it (``choose``).
+        self._serving: dict[str, list[str]] = {}
         self._turn = 0
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"provider": self})
@@ -154,8 +156,16 @@ class FakeProvider:
                 None,
             )
             return (name, self.fixtures[name]) if name else None
+        # No fixture named: those of an API that serves the path, in turn (a folder of several
+        # APIs answers each SDK with its own).
+        serving = self._serving.get(path)
+        if serving is None:
+            serving = [n for n in self._order if serves(self.fixtures[n]["profile"], path)]
+            self._serving[path] = serving
+        if not serving:
+            return None
         with self._lock:
-            name = self._order[self._turn % len(self._order)]
+            name = serving[self._turn % len(serving)]
             self._turn += 1
         return name, self.fixtures[name]
 
@@ -262,9 +272,17 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.startswith(PREFIX):
             self._play_scenario()
             return
-        chosen = self.provider.choose(self.path, self.headers.get("x-callgate-fixture"))
-        if chosen is None:
+        named = self.headers.get("x-callgate-fixture")
+        chosen = self.provider.choose(self.path, named)
+        if chosen is None and (named or self.path.startswith("/f/")):
             self._error(404, "no such fixture")
+            return
+        if chosen is None:
+            self._error(
+                404,
+                f"no fixture served here answers {urlsplit(self.path).path}: /f/<fixture>/ then "
+                "the provider's path picks one",
+            )
             return
         self._serve(*chosen)
 
@@ -342,7 +360,10 @@ def run_serve(
         raise UsageError(f"--mutate: unknown kind {kind!r} (one of {', '.join(KINDS)})")
     host, port = split_listen(listen)
     fixtures, scenarios = collect_served(paths)
-    provider = FakeProvider(fixtures, host, port, pause, kind, scenarios, log)
+    try:
+        provider = FakeProvider(fixtures, host, port, pause, kind, scenarios, log)
+    except OSError as error:  # the address is in use, or not this machine's
+        raise taken(host, port, error) from None
     print(
         f"callgate serve: {len(fixtures)} fixtures, {len(scenarios)} scenarios on {provider.url} "
         f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})"

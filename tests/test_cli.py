@@ -135,6 +135,18 @@ def test_a_record_upstream_with_a_path_is_one_line_and_exit_2(upstream: str) -> 
     )
 
 
+@pytest.mark.parametrize("upstream", ["api.openai.com", "api.openai.com/v1", "localhost:8000"])
+def test_a_record_upstream_without_a_scheme_is_one_whole_line_and_exit_2(upstream: str) -> None:
+    result = runner.invoke(app, ["record", "--upstream", upstream])
+    host = upstream.split("/")[0]
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2,
+        "",
+        f"callgate: --upstream takes a scheme, host and port, not {upstream!r}: "
+        f"give https://{host}\n",
+    )
+
+
 @pytest.mark.parametrize("hostile", ["[/x]", "[bold]loud[/bold]", "[link=file:///etc]y[/link]"])
 def test_fixture_text_that_looks_like_markup_is_printed_as_it_is(
     hostile: str, tmp_path: Path
@@ -180,4 +192,56 @@ def test_control_characters_from_a_fixture_or_a_file_name_never_reach_the_termin
         f"callgate: {tmp_path}/bad\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m.json: not strict "
         "JSON (invalid_arguments_json): Expecting property name enclosed in double "
         "quotes\n"
+    )
+
+
+def command_paths() -> list[list[str]]:
+    """Every command of the app, as the words that run it (``["tape", "serve"]``)."""
+    import typer.main
+
+    def walk(group: object, prefix: list[str]) -> list[list[str]]:
+        found = []
+        for name, command in sorted(getattr(group, "commands", {}).items()):
+            found.append([*prefix, name])
+            found += walk(command, [*prefix, name])
+        return found
+
+    return walk(typer.main.get_command(app), [])
+
+
+def test_version_prints_the_package_version() -> None:
+    from callgate import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert (result.exit_code, result.stdout) == (0, f"callgate {__version__}\n")
+
+
+def test_every_command_answers_h_as_it_answers_help() -> None:
+    paths = command_paths()
+    assert ["check"] in paths and ["tape", "serve"] in paths
+    for words in [[], *paths]:
+        short, long = runner.invoke(app, [*words, "-h"]), runner.invoke(app, [*words, "--help"])
+        assert (short.exit_code, short.stdout) == (0, long.stdout), words
+        assert "Usage: callgate" in short.stdout, words
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["serve", str(CONFORMANCE / "openai")], ["record", "--upstream", "https://api.openai.com"]],
+    ids=["serve", "record"],
+)
+def test_a_listen_address_in_use_is_one_line_naming_listen_and_exit_2(command: list[str]) -> None:
+    """Not mitmproxy's advice (a flag ``record`` refuses) nor a traceback."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = runner.invoke(app, [*command, "--listen", f"127.0.0.1:{port}"])
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2,
+        "",
+        f"callgate: --listen 127.0.0.1:{port}: Address already in use; give another --listen "
+        "HOST:PORT\n",
     )

@@ -474,3 +474,33 @@ def test_split_events_sends_the_same_bytes_in_pieces_of_1_to_13_bytes(served: Fa
     pattern = [1, 2, 3, 5, 7, 11, 13]
     assert sizes[:-1] == [pattern[n % 7] for n in range(len(sizes) - 1)]
     assert 1 <= sizes[-1] <= pattern[(len(sizes) - 1) % 7] and sum(sizes) == len(body)
+
+
+def test_without_a_choice_each_api_path_gets_fixtures_of_an_api_that_serves_it() -> None:
+    """``serve``'s hint gives OPENAI_BASE_URL and ANTHROPIC_BASE_URL on one server: a folder of
+    every API answers each SDK's path with a fixture of its own API, never another's."""
+    from callgate.reassemble.profiles import serves
+
+    fixtures = collect([CONFORMANCE])
+    lines: list[str] = []
+    provider = FakeProvider(fixtures, log=lines.append).start()
+    try:
+        for path in ("/v1/chat/completions", "/v1/messages", "/v1/responses") * 25:
+            assert post(provider.url, path)[0] == 200
+        missing = post(provider.url, "/v1/nothing")
+    finally:
+        provider.close()
+    served = [line.rsplit(" ", 1)[1] for line in lines[:-1]]
+    paths = [line.split()[3] for line in lines[:-1]]
+    assert len(served) == 75
+    assert all(serves(fixtures[n]["profile"], p) for n, p in zip(served, paths, strict=True))
+    assert {fixtures[name]["profile"] for name in served} >= {
+        "openai",
+        "anthropic",
+        "openai-responses",
+    }
+    assert (missing[0], json.loads(missing[2])["error"]["message"]) == (
+        404,
+        "no fixture served here answers /v1/nothing: /f/<fixture>/ then the provider's path "
+        "picks one",
+    )

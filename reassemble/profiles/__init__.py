@@ -51,16 +51,20 @@ ALL_STRUCTURAL_KEYS: frozenset[str] = STRUCTURAL_KEYS.union(
 def profile_for(url: str, provider: str | None = None) -> str | None:
     """The profile that reads a stream from ``url``, or None when callgate has none for it. Where
     several profiles serve an endpoint, the one that claims ``provider`` wins, else the first."""
-    path = urlsplit(url).path
-    serving = [
-        p
-        for p in PROFILES.values()
-        if path.endswith(p.endpoints)
-        or any(re.search(pattern, path) for pattern, _ in p.path_framings)
-    ]
+    serving = [p for p in PROFILES.values() if serves(p.name, url)]
     claiming = [p for p in serving if provider in p.claims]
     chosen = claiming or [p for p in serving if not p.claims]
     return chosen[0].name if chosen else None
+
+
+def serves(profile: str, url: str) -> bool:
+    """Whether ``profile`` streams from an endpoint at ``url`` (its path's ending, or one of
+    its path patterns)."""
+    path = urlsplit(url).path
+    spec = PROFILES[profile]
+    return path.endswith(spec.endpoints) or any(
+        re.search(pattern, path) for pattern, _ in spec.path_framings
+    )
 
 
 def profile_of_events(events: list[object]) -> str | None:
