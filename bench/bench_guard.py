@@ -3,10 +3,11 @@
 The same turn, one tool call whose arguments come in 2,000 chunks, is streamed through the real
 openai and anthropic SDKs from an in-memory transport (``httpx2.MockTransport``, one body chunk
 per event, so no network or server timing enters), and iterated with and without ``guard``.
-Each is run ROUNDS times, alternating; the columns are the fastest turn of each in milliseconds
-and ``ratio``, the guarded over the plain one (the target is at most 1.3). The fastest, not the
-median: on a machine other work shares, a turn is only ever slowed down by it, and the fastest
-of many is the one it slowed least.
+Each is run ROUNDS times, alternating, plain, with ``guard``, and through a client whose transport
+is ``callgate.transport()`` (wrapping the same in-memory one); the columns are the fastest turn
+of each in milliseconds and each ``ratio`` over the plain one (the target is at most 1.3). The
+fastest, not the median: on a machine other work shares, a turn is only ever slowed down by it,
+and the fastest of many is the one it slowed least.
 
 ``instructions`` counts instead, with valgrind's callgrind: the instructions one turn costs,
 plain and guarded (a child that iterates three turns less one that iterates one, so start-up
@@ -98,19 +99,24 @@ class Frames(httpx2.SyncByteStream):
         return iter(self.frames)
 
 
-def transport(frames: list[bytes]) -> httpx2.Client:
+def transport(frames: list[bytes], gated: bool) -> httpx2.Client:
+    """The in-memory upstream; ``gated``: behind ``callgate.transport()``."""
+
     def answer(request: httpx2.Request) -> httpx2.Response:
         headers = {"content-type": "text/event-stream"}
         return httpx2.Response(200, headers=headers, stream=Frames(frames))
 
-    return httpx2.Client(transport=httpx2.MockTransport(answer))
+    upstream = httpx2.MockTransport(answer)
+    return httpx2.Client(transport=callgate.transport(upstream) if gated else upstream)
 
 
-def openai_turn() -> tuple[Callable[[], Any], list[Any]]:
+def openai_turn(gated: bool = False) -> tuple[Callable[[], Any], list[Any]]:
     frames = [f"data: {json.dumps(e)}\n\n".encode() for e in openai_events()] + [
         b"data: [DONE]\n\n"
     ]
-    client = openai.OpenAI(api_key="k", base_url="http://bench/v1", http_client=transport(frames))
+    client = openai.OpenAI(
+        api_key="k", base_url="http://bench/v1", http_client=transport(frames, gated)
+    )
     tools = [{"type": "function", "function": {"name": "f", "parameters": SCHEMA}}]
     messages = [{"role": "user", "content": "go"}]
 
@@ -122,10 +128,10 @@ def openai_turn() -> tuple[Callable[[], Any], list[Any]]:
     return start, tools
 
 
-def anthropic_turn() -> tuple[Callable[[], Any], list[Any]]:
+def anthropic_turn(gated: bool = False) -> tuple[Callable[[], Any], list[Any]]:
     frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in anthropic_events()]
     client = anthropic.Anthropic(
-        api_key="k", base_url="http://bench", http_client=transport(frames)
+        api_key="k", base_url="http://bench", http_client=transport(frames, gated)
     )
     tools = [{"name": "f", "input_schema": SCHEMA}]
     messages = [{"role": "user", "content": "go"}]
@@ -144,7 +150,11 @@ def timed(run: Callable[[], object]) -> float:
     return time.perf_counter() - began
 
 
-def measure(start: Callable[[], Any], tools: list[Any]) -> tuple[float, float]:
+def measure(sdk: str) -> tuple[float, float, float]:
+    """The fastest plain, guarded and transport-gated turn, alternating."""
+    start, tools = TURNS[sdk]()
+    start_gated, _ = TURNS[sdk](gated=True)
+
     def plain() -> None:
         for _ in start():
             pass
@@ -155,15 +165,24 @@ def measure(start: Callable[[], Any], tools: list[Any]) -> tuple[float, float]:
             pass
         assert stream.report.status.value == "pass", stream.report.blocking_codes
 
-    plain(), guarded()  # warm: imports, first connections
-    plains, guardeds = [], []
+    def through_transport() -> None:
+        for _ in start_gated():
+            pass
+
+    runs = (plain, guarded, through_transport)
+    for run in runs:  # warm: imports, first connections
+        run()
+    fastest = [float("inf")] * len(runs)
     for _ in range(ROUNDS):
-        plains.append(timed(plain))
-        guardeds.append(timed(guarded))
-    return min(plains), min(guardeds)
+        for number, run in enumerate(runs):
+            fastest[number] = min(fastest[number], timed(run))
+    return fastest[0], fastest[1], fastest[2]
 
 
-TURNS = {"openai": openai_turn, "anthropic": anthropic_turn}
+TURNS: dict[str, Callable[..., tuple[Callable[[], Any], list[Any]]]] = {
+    "openai": openai_turn,
+    "anthropic": anthropic_turn,
+}
 
 
 def child(sdk: str, variant: str, turns: int) -> None:
@@ -206,10 +225,14 @@ def main() -> None:
             print(f"{name:<10} {plain:14,} {guarded:14,} {guarded / plain:6.2f}")
         return
     print(f"one call, {CHUNKS:,} chunks, fastest of {ROUNDS} turns through the real SDK")
-    print(f"{'sdk':<10} {'plain ms':>9} {'guarded ms':>11} {'ratio':>6}")
-    for name, turn in TURNS.items():
-        plain, guarded = measure(*turn())
-        print(f"{name:<10} {plain * 1e3:9.1f} {guarded * 1e3:11.1f} {guarded / plain:6.2f}")
+    columns = f"{'plain ms':>9} {'guarded ms':>11} {'ratio':>6} {'transport ms':>13} {'ratio':>6}"
+    print(f"{'sdk':<10} {columns}")
+    for name in TURNS:
+        plain, guarded, gated = measure(name)
+        print(
+            f"{name:<10} {plain * 1e3:9.1f} {guarded * 1e3:11.1f} {guarded / plain:6.2f} "
+            f"{gated * 1e3:13.1f} {gated / plain:6.2f}"
+        )
 
 
 if __name__ == "__main__":
