@@ -86,7 +86,8 @@ class _SyncBody(_Body):
             self.close()
 
     def finish(self) -> None:
-        """Read the rest of the body (a body that fails is judged on what came), then close."""
+        """Read the rest of the body (a body that fails is judged on what came); the guarded
+        loop closes it (``_items``)."""
         if not self._finished:
             try:
                 for chunk in self._chunks if self._chunks is not None else self._iter_bytes():
@@ -94,7 +95,6 @@ class _SyncBody(_Body):
             except Exception:  # the wire failed: judged on what came
                 pass
             self.end()
-        self.close()
 
     def close(self) -> None:
         self._close()
@@ -126,7 +126,6 @@ class _AsyncBody(_Body):
             except Exception:  # the wire failed: judged on what came
                 pass
             self.end()
-        await self.close()
 
     async def close(self) -> None:
         await self._aclose()
