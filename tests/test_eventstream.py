@@ -254,3 +254,25 @@ def test_an_error_message_is_read_by_both_bedrock_readers_as_a_failure_with_its_
         "type": "error",
         "error": {"type": "InternalFailure", "message": "boom"},
     }
+
+
+def message_with_headers(headers: bytes, payload: bytes = b"{}") -> bytes:
+    """A message whose CRCs hold around raw header bytes."""
+    total = 12 + len(headers) + len(payload) + 4
+    lengths = struct.pack(">II", total, len(headers))
+    body = lengths + struct.pack(">I", zlib.crc32(lengths)) + headers + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        b"\x01\xff\x07\x00\x02ab",  # a name that is not UTF-8
+        b"\x01a\x07\x00\x02\xff\xfe",  # a string value that is not UTF-8
+        b"\x01a\x04\x00\x00",  # a 32-bit integer cut short
+        b"\x05ab",  # a name longer than the headers: its type byte is missing
+    ],
+)
+def test_headers_a_decoder_cannot_read_are_refused_as_malformed(headers: bytes) -> None:
+    with pytest.raises(EventStreamError, match=r"^malformed headers$"):
+        decode(message_with_headers(headers))
