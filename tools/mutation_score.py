@@ -64,20 +64,21 @@ TESTS = ["tests"]
 
 @dataclass(frozen=True)
 class Lane:
-    """Tests a group's mutants under ``prefix`` also face, after the fast lane: those of
-    ``files`` with ``markers``, run by the interpreter in ``environment`` (linked into each copy,
-    where it imports callgate from the copy)."""
+    """Tests the mutants of a file under one of ``prefixes`` also face, before the whole fast
+    lane: those of ``files`` with ``markers``, run by the interpreter in ``environment`` (linked
+    into each copy, where it imports callgate from the copy)."""
 
-    prefix: str
+    prefixes: tuple[str, ...]
     markers: str
     files: tuple[str, ...]
     environment: str
 
 
-#: The guard: the tests that drive the real SDKs' streams, blocked and passing, through it.
+#: The guard, and the SDK table it reads (``reassemble/gate.py``): the tests that drive the real
+#: SDKs' streams, blocked and passing, through it.
 EXTRA_LANES = (
     Lane(
-        "integrations/sdk",
+        ("integrations/sdk", "reassemble/gate.py"),
         "sdk",
         (
             "tests/test_guard_sdk.py",
@@ -359,7 +360,7 @@ class Workspace:
             runs += [
                 ("-m", lane.markers, *lane.files)
                 for lane in self.lanes
-                if mutant.path.startswith(lane.prefix)
+                if mutant.path.startswith(lane.prefixes)
             ]
             runs.append(("-m", self.markers, *TESTS))
             for arguments in runs:
@@ -446,7 +447,7 @@ def score(
     with tempfile.TemporaryDirectory(prefix="callgate-mutation-score-") as base:
         for lane in lanes:
             if not (root / lane.environment / "bin" / "python").exists():
-                return f"{lane.environment} is missing (its lane: {lane.prefix}); make builds it"
+                return f"{lane.environment} is missing (its lane: {lane.markers}); make builds it"
         spaces = [Workspace(root, Path(base), n, timeout=900, lanes=lanes) for n in range(jobs)]
         if not spaces[0].imports_from_here(probe):
             return "the copy's tests would import callgate from elsewhere"
