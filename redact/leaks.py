@@ -97,11 +97,13 @@ def secrets_of(exchange: Exchange) -> set[str]:
 
 def credential_header(name: str, value: str) -> bool:
     """Whether a request header named like a credential (``authorization``, ``x-api-key``) holds
-    a token-like value, after any ``Bearer``/``Basic``/``Token`` scheme: what a recording must not
-    keep even when the token has no known format."""
-    scheme, _, token = value.partition(" ")
-    plain = token.strip() if token and scheme.lower() in ("bearer", "basic", "token") else value
-    return bool(_CREDENTIAL_NAME.search(name.lower()) and _TOKEN_LIKE.fullmatch(plain))
+    a token-like value, whole or after a scheme word (``Bearer``, ``Basic``, ``Token``, or any
+    other: ``ApiKey``, a gateway's own): what a recording must not keep even when the token has
+    no known format."""
+    if not _CREDENTIAL_NAME.search(name.lower()):
+        return False
+    _, _, token = value.partition(" ")
+    return bool(_TOKEN_LIKE.fullmatch(value) or (token and _TOKEN_LIKE.fullmatch(token.strip())))
 
 
 def _header_values(name: str, value: str) -> Iterator[str]:

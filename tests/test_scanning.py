@@ -9,6 +9,7 @@ import json
 import zlib
 from urllib.parse import quote
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -156,3 +157,23 @@ KEYED = st.dictionaries(
 def test_any_json_document_is_judged_without_an_exception(document: object) -> None:
     found = scan_document(document)
     assert found is None or all(isinstance(finding, ScanFinding) for finding in found)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "flagged"),
+    [
+        ("authorization", "Bearer 0a1b2c3d4e5f6a7b8c9d", True),
+        ("authorization", "ApiKey 0a1b2c3d4e5f6a7b8c9d", True),  # a scheme callgate knows not
+        ("x-api-key", "0a1b2c3d4e5f6a7b8c9d", True),
+        ("authorization", "Bearer", False),
+        ("authorization", "ApiKey short1", False),
+        ("authorization", "two words 0a1b2c3d4e5f6a7b8c9d", False),  # no token after the scheme
+        ("x-request-id", "Bearer 0a1b2c3d4e5f6a7b8c9d", False),  # not named like a credential
+    ],
+)
+def test_a_credential_header_holds_a_token_whole_or_after_any_scheme(
+    name: str, value: str, flagged: bool
+) -> None:
+    from callgate.redact.leaks import credential_header
+
+    assert credential_header(name, value) is flagged
