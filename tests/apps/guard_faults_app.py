@@ -10,16 +10,14 @@ type of each, for anthropic; the ``finish_reason`` of each, for openai), what wa
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import anthropic
 import openai
+from app_cases import run_cases
 
 import callgate
 from callgate.integrations.sdk import wrap
@@ -138,12 +136,7 @@ def main() -> None:
         [profile, error]
     )
     logging.getLogger("callgate.guard").addHandler(Lines())
-    url = os.environ["APP_SERVE_URL"]
-    for case in json.loads(os.environ["APP_CASES"]):
-        sync = run(case, url)
-        print(
-            json.dumps({"id": case["id"], "sync": sync, "async": asyncio.run(run_async(case, url))})
-        )
+    run_cases(run, run_async)
 
 
 if __name__ == "__main__":

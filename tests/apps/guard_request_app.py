@@ -11,13 +11,11 @@ one JSON line per case: the turn's status and calls, or what was raised.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 from typing import Any
 
 import anthropic
 import openai
+from app_cases import run_cases
 
 import callgate
 
@@ -120,12 +118,7 @@ async def run_async(case: dict[str, Any], url: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    url = os.environ["APP_SERVE_URL"]
-    for case in json.loads(os.environ["APP_CASES"]):
-        sync = run(case, url)
-        print(
-            json.dumps({"id": case["id"], "sync": sync, "async": asyncio.run(run_async(case, url))})
-        )
+    run_cases(run, run_async)
 
 
 if __name__ == "__main__":
