@@ -82,8 +82,8 @@ class Leak:
 
 def secrets_of(exchange: Exchange) -> set[str]:
     """Credential values of an exchange: values of headers named like credentials, token-like
-    values of any other header, cookie values, query values, and the token part of
-    ``Authorization`` schemes."""
+    values of any other header, cookie values, query values, and the token after a scheme word
+    (``Bearer``, ``Basic``, ``Token``, or a token-like one after any other)."""
     values: set[str] = set()
     for name, value in exchange.request_headers + exchange.response_headers:
         lower = name.lower()
@@ -109,8 +109,8 @@ def credential_header(name: str, value: str) -> bool:
 def _header_values(name: str, value: str) -> Iterator[str]:
     yield value
     scheme, _, token = value.partition(" ")
-    if token and scheme.lower() in ("bearer", "basic", "token"):
-        yield token.strip()
+    if token and (scheme.lower() in ("bearer", "basic", "token") or _TOKEN_LIKE.fullmatch(token)):
+        yield token.strip()  # after any scheme word, as ``credential_header`` reads it
     if name.lower() in ("cookie", "set-cookie"):
         for part in value.split(";"):
             yield part.partition("=")[2].strip()

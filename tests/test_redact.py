@@ -580,6 +580,7 @@ def test_secrets_are_credential_headers_tokens_cookies_and_query_values_of_eight
         [
             ("Authorization", "Bearer tok_12345678"),
             ("x-api-key", "k1234567"),
+            ("Proxy-Authorization", "ApiKey 0a1b2c3d4e5f6a7b8c9d"),  # a scheme of its own
             ("Cookie", "session=sess_abcdefgh; theme=dark"),
             ("x-stainless-retry-token", "abcdefgh12345678abcd"),  # harmless by prefix
             ("User-Agent", "Agent1234567890abcdefgh"),  # harmless by name, token-like as it is
@@ -592,6 +593,8 @@ def test_secrets_are_credential_headers_tokens_cookies_and_query_values_of_eight
         "Bearer tok_12345678",
         "tok_12345678",
         "k1234567",
+        "ApiKey 0a1b2c3d4e5f6a7b8c9d",
+        "0a1b2c3d4e5f6a7b8c9d",
         "session=sess_abcdefgh; theme=dark",
         "sess_abcdefgh",
         "abcdefgh12345678abcd",
