@@ -30,8 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from callgate.integrations.otel import record_unjudged, record_verdict
-from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import ON_ERROR, Gate, Unjudged
+from callgate.reassemble.gate import Gate, Unjudged, require_on_error
 from callgate.reassemble.profiles import PROFILES, profile_for
 from callgate.reassemble.profiles.responses_sites import completes_call
 from callgate.reassemble.readers import SSEReader
@@ -60,8 +59,7 @@ class GatewayTurn:
         on_verdict: Callable[[Report, str | None], None] = record_verdict,
         on_error: str = "block",
     ) -> None:
-        if on_error not in ON_ERROR:
-            raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
+        require_on_error(on_error)
         self._on_error, self._profile = on_error, profile
         choice = request.get("tool_choice")
         self._gate: Gate[Any] = Gate(

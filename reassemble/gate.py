@@ -52,6 +52,13 @@ class Blocked(Exception):
 ON_ERROR = ("block", "pass")
 
 
+def require_on_error(on_error: str) -> str:
+    """``on_error`` when it is one of ``ON_ERROR``; raises ``UsageError`` otherwise."""
+    if on_error not in ON_ERROR:
+        raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
+    return on_error
+
+
 class Unjudged(Exception):
     """callgate could not judge the turn (an item it cannot read, or a failure of its own) and
     fails closed: the turn may not run. ``error`` is what went wrong."""
@@ -93,8 +100,8 @@ class Gate(Generic[Item]):
         on_error: str | None = None,
         on_unjudged: Callable[[BaseException], None] | None = None,
     ) -> None:
-        if on_error is not None and on_error not in ON_ERROR:
-            raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
+        if on_error is not None:
+            require_on_error(on_error)
         self._on_verdict = on_verdict
         self._on_error, self._on_unjudged = on_error, on_unjudged
         #: The failure that stopped the reading, under ``on_error``: nothing is read after it.

@@ -33,8 +33,8 @@ from callgate.integrations.enforce.tap import StreamTap, refusing, route
 from callgate.integrations.otel import record_unjudged, record_verdict
 from callgate.reassemble.engine import Reassembler
 from callgate.reassemble.errors import SetupError, UsageError
-from callgate.reassemble.gate import ON_ERROR
-from callgate.reassemble.quirks import QUIRKS
+from callgate.reassemble.gate import require_on_error
+from callgate.reassemble.quirks import quirks_in_force
 from callgate.reassemble.report import Report
 from callgate.redact import request_context
 
@@ -57,12 +57,9 @@ class _Settings:
         on_error: str,
         on_verdict: OnVerdict | None,
     ) -> None:
-        if on_error not in ON_ERROR:
-            raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
+        require_on_error(on_error)
         self.allow = tuple(allow)
-        unknown = [name for name in self.allow if name not in QUIRKS]
-        if unknown:
-            raise UsageError(f"unknown quirk {unknown[0]!r}; known: {', '.join(QUIRKS)}")
+        quirks_in_force(provider, self.allow)  # an unknown quirk now, not at every turn
         self.provider, self.on_error, self.on_verdict = provider, on_error, on_verdict
 
     def gated(self, web: Any, request: Any, response: Any) -> _Turn | None:

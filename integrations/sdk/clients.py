@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from callgate.integrations.sdk.wrap import Settings, guard, guard_settings
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.gate import CLIENT_REQUESTS, CLIENT_STREAMS, ON_ERROR
+from callgate.reassemble.gate import CLIENT_REQUESTS, CLIENT_STREAMS, require_on_error
 
 Client = TypeVar("Client")
 Guarding = Callable[[Any], Any]
@@ -51,8 +51,7 @@ def guarded(
             f"guarded() takes an SDK client ({', '.join(sorted(CLIENT_STREAMS))}), not a "
             f"{cls.__module__}.{cls.__qualname__}"
         )
-    if on_error not in ON_ERROR:
-        raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
+    require_on_error(on_error)
     settings: Settings = {"provider": provider, "allow": tuple(allow), "on_error": on_error}
     duplicate = copy.copy(client)
     for root in sorted({path[0] for path in paths}):

@@ -28,12 +28,12 @@ from callgate.reassemble.gate import (
     HELPER,
     MANAGER,
     MESSAGES,
-    ON_ERROR,
     WRAPPER,
     Gate,
     StreamType,
     generator_type,
     message_profile,
+    require_on_error,
     stream_profile,
 )
 from callgate.reassemble.gate import stream_type as table_type
@@ -85,8 +85,7 @@ def guard(
     SDK sent, for an object callgate cannot read, for a stream already read from, for tools
     it cannot read, or for an ``on_error`` it does not know.
     """
-    if on_error not in ON_ERROR:
-        raise UsageError(f"on_error {on_error!r} is not one of {', '.join(ON_ERROR)}")
+    require_on_error(on_error)
     settings: Settings = {
         "provider": provider,
         "allow": tuple(allow),
