@@ -6,6 +6,8 @@ APPS := .venv-apps
 hash = $(shell $(PYTHON) -c 'import hashlib,sys;print(hashlib.sha256(open("$(1)","rb").read()).hexdigest()[:12])')
 STAMP := $(VENV)/.installed-$(call hash,pyproject.toml)
 APPS_STAMP := $(APPS)/.installed-$(call hash,tests/apps/requirements.txt)-$(call hash,pyproject.toml)
+FRAMEWORKS := .venv-frameworks
+FRAMEWORKS_STAMP := $(FRAMEWORKS)/.installed-$(call hash,tests/frameworks/requirements.txt)-$(call hash,pyproject.toml)
 GATEWAY := .venv-gateway
 GATEWAY_STAMP := $(GATEWAY)/.installed-$(call hash,tests/gateway/newest.txt)-$(call hash,tests/gateway/requirements.txt)-$(call hash,pyproject.toml)
 GATEWAY_LOWEST := .venv-gateway-lowest
@@ -45,6 +47,15 @@ $(APPS_STAMP): tests/apps/requirements.txt pyproject.toml
 	$(APPS)/bin/python -m pip install $(PIP) --upgrade pip
 	$(APPS)/bin/python -m pip install $(PIP) -r tests/apps/requirements.txt -e .
 	rm -f $(APPS)/.installed-*
+	touch $@
+
+# The agent frameworks that want openai 2 (CrewAI, strands-agents), for the framework recipes;
+# the others are in the apps environment.
+$(FRAMEWORKS_STAMP): tests/frameworks/requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(FRAMEWORKS)
+	$(FRAMEWORKS)/bin/python -m pip install $(PIP) --upgrade pip
+	$(FRAMEWORKS)/bin/python -m pip install $(PIP) -r tests/frameworks/requirements.txt -e .
+	rm -f $(FRAMEWORKS)/.installed-*
 	touch $@
 
 # The LiteLLM proxy with callgate's guardrail, its clients and the OpenTelemetry SDK, for the
@@ -101,14 +112,14 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Every check that can fail, but the exhaustive sweeps (marked `full`).
-test: lint $(APPS_STAMP) $(GATEWAY_STAMP) $(GATEWAY_LOWEST_STAMP) browser $(NODE_STAMPS)
+test: lint $(APPS_STAMP) $(FRAMEWORKS_STAMP) $(GATEWAY_STAMP) $(GATEWAY_LOWEST_STAMP) browser $(NODE_STAMPS)
 	$(BIN)/python $(PYTEST) -m 'not full'
 	$(MAKE) --no-print-directory test-gateway-lowest
 	$(MAKE) --no-print-directory test-mitmproxy12
 
 # Everything `make test` runs, and the sweeps: run it after a change to packaging, the tap's
 # limits or the fuzz targets (docs/testing.md).
-test-full: lint $(APPS_STAMP) $(GATEWAY_STAMP) $(GATEWAY_LOWEST_STAMP) browser $(NODE_STAMPS)
+test-full: lint $(APPS_STAMP) $(FRAMEWORKS_STAMP) $(GATEWAY_STAMP) $(GATEWAY_LOWEST_STAMP) browser $(NODE_STAMPS)
 	$(BIN)/python $(PYTEST)
 	$(MAKE) --no-print-directory test-gateway-lowest
 	$(MAKE) --no-print-directory test-mitmproxy12 MARKS=proxy
@@ -192,5 +203,5 @@ docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs
 
 clean:
-	rm -rf $(VENV) $(APPS) $(GATEWAY) $(GATEWAY_LOWEST) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) $(APPS) $(FRAMEWORKS) $(GATEWAY) $(GATEWAY_LOWEST) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 	  $(NODE_ENVS:%=%/node_modules)

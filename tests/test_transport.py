@@ -7,6 +7,7 @@ unless ``on_error="pass"`` (the real SDKs on every path: ``tests/test_transport_
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gzip
 import json
 from typing import Any
@@ -199,3 +200,56 @@ def test_the_request_body_decides_the_tools() -> None:
     with httpx.Client(transport=callgate.transport(upstream)) as client:
         got = client.post(CHAT, content=bare).content
     assert got == ended_with_error(body, "unknown_tool")
+
+
+class Hooked(httpx.BaseTransport):
+    """A transport as a framework builds one around its hooks (CrewAI's interceptors): the
+    request handed to ``sent`` before it goes, the response to ``gate`` before the client has
+    tied it to its request."""
+
+    def __init__(self, upstream: httpx.BaseTransport, gate: Any) -> None:
+        self.upstream, self.gate = upstream, gate
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        sent = self.gate.sent(request)
+        answer = self.upstream.handle_request(sent)
+        untied = httpx.Response(answer.status_code, headers=answer.headers, stream=answer.stream)
+        return self.gate.gate(untied)  # type: ignore[no-any-return]
+
+
+class AsyncHooked(httpx.AsyncBaseTransport):
+    def __init__(self, upstream: httpx.AsyncBaseTransport, gate: Any) -> None:
+        self.upstream, self.gate = upstream, gate
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        sent = self.gate.sent(request)
+        answer = await self.upstream.handle_async_request(sent)
+        untied = httpx.Response(answer.status_code, headers=answer.headers, stream=answer.stream)
+        return self.gate.gate(untied)  # type: ignore[no-any-return]
+
+
+def test_a_frameworks_hooks_hand_the_request_and_response_to_sent_and_gate() -> None:
+    verdicts: list[Report] = []
+    for name, code in ((PASSING, None), (FAILING, "identity_collision")):
+        upstream, body = served(name)
+        gate = callgate.transport(on_verdict=verdicts.append)
+        expected = body if code is None else ended_with_error(body, code)
+        assert post(Hooked(upstream, gate), name) == expected, name
+        # the async body is read with ``await``: one gate serves both kinds of hooks
+        assert post_async(AsyncHooked(upstream, gate), name) == expected, name
+    assert [r.status.value for r in verdicts] == ["pass", "pass", "fail", "fail"]
+
+
+def test_gate_without_the_request_is_a_usage_error() -> None:
+    upstream, _ = served(PASSING)
+    untied = httpx.Response(200, headers=SSE_TYPE, content=b"")
+    with pytest.raises(UsageError, match=r"hand the request to \.sent\(request\) first"):
+        contextvars.Context().run(callgate.transport(upstream).gate, untied)  # nothing sent
+
+
+def test_only_a_blocked_turn_is_logged_as_blocked(caplog: pytest.LogCaptureFixture) -> None:
+    for name in (PASSING, "openai/text_only", FAILING):
+        upstream, _ = served(name)
+        post(callgate.transport(upstream), name)
+    blocked = [r.getMessage() for r in caplog.records if r.name == "callgate.transport"]
+    assert blocked == ["callgate: api.openai.com/v1/chat/completions blocked (identity_collision)"]

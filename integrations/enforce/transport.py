@@ -26,10 +26,12 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextvars import ContextVar
 from importlib import import_module
 from typing import Any
 
 from callgate.integrations.enforce.tap import StreamTap, refusing, route
+from callgate.integrations.enforce.tap_state import TapState
 from callgate.integrations.otel import record_unjudged, record_verdict
 from callgate.reassemble.engine import Reassembler
 from callgate.reassemble.errors import SetupError, UsageError
@@ -149,7 +151,9 @@ class _Turn:
                 )
             else:
                 record_verdict(report)
-                if not report.executable:
+                # A text turn passes though it is not executable; a turn whose end never
+                # reached the client (it stopped reading) fails on its report.
+                if self._stream_tap.state is TapState.BLOCKED or report.exit_code == 1:
                     codes = ", ".join(report.blocking_codes) or "-"
                     log.warning("callgate: %s blocked (%s)", self._where, codes)
                 if self._settings.on_verdict is not None:
@@ -181,6 +185,19 @@ def _body(web: Any, request: Any) -> bytes:
         return b""
 
 
+#: The request a framework's hook last handed to ``transport.sent``, in this thread or task: the
+#: request of the response it hands to ``transport.gate`` next.
+_SENT: ContextVar[Any] = ContextVar("callgate_sent", default=None)
+
+
+def sent(request: Any) -> Any:
+    """``transport.sent(request)``: ``request``, noted as the one whose response
+    ``transport.gate`` is handed next in this thread or task (a framework's hook sees the request
+    before it is sent and the response before the client ties the two)."""
+    _SENT.set(request)
+    return request
+
+
 #: The HTTP libraries whose transports callgate wraps: httpx, and httpx2 (which anthropic's SDK
 #: builds on from 2.0).
 LIBRARIES = ("httpx", "httpx2")
@@ -194,15 +211,6 @@ def _transports(library: str) -> tuple[type[Any], type[Any]]:
         web = import_module(library)
     except ImportError:
         raise SetupError(f"callgate.transport(library={library!r}) needs {library}") from None
-
-    def gated_response(request: Any, response: Any, turn: _Turn, stream: Any) -> Any:
-        return web.Response(
-            response.status_code,
-            headers=turn.headers,
-            stream=stream,
-            extensions=response.extensions,
-            request=request,
-        )
 
     class GatedStream(web.SyncByteStream):  # type: ignore[misc,name-defined]
         def __init__(self, stream: Any, turn: _Turn) -> None:
@@ -241,6 +249,46 @@ def _transports(library: str) -> tuple[type[Any], type[Any]]:
             self._turn.end()
             await self._stream.aclose()
 
+    class EitherGatedStream(GatedStream, AsyncGatedStream):
+        """A body read either way (a whole body in memory, as httpx's ``ByteStream``), gated
+        either way."""
+
+    def gate(settings: _Settings, response: Any, request: Any, asynchronous: bool | None) -> Any:
+        """``response`` to ``request`` with its body streamed through a tap, or as it is when
+        callgate does not read it."""
+        turn = settings.gated(web, request, response)
+        if turn is None:
+            return response
+        stream = response.stream
+        if asynchronous is None:
+            stream = EitherGatedStream(stream, turn)
+        else:
+            stream = AsyncGatedStream(stream, turn) if asynchronous else GatedStream(stream, turn)
+        return web.Response(
+            response.status_code,
+            headers=turn.headers,
+            stream=stream,
+            extensions=response.extensions,
+            request=request,
+        )
+
+    def gate_received(transport: Any, response: Any) -> Any:
+        """``transport.gate(response)``: a response to a request sent some other way, gated as
+        the transport gates its own, for a framework that hands each request and response to
+        hooks of its own (CrewAI's interceptors). Its body is read as it can be: with ``await``,
+        without, or either way. A response a transport made has no request yet: it is the one
+        last handed to ``sent`` in this thread or task."""
+        try:
+            request = response.request
+        except RuntimeError:  # httpx's "request instance has not been set"
+            request = _SENT.get()
+        if request is None:
+            raise UsageError("transport.gate(response): hand the request to .sent(request) first")
+        readable = isinstance(response.stream, web.SyncByteStream)
+        awaitable = isinstance(response.stream, web.AsyncByteStream)
+        asynchronous = None if readable and awaitable else awaitable
+        return gate(transport._settings, response, request, asynchronous)
+
     class GateTransport(web.BaseTransport):  # type: ignore[misc,name-defined]
         """``callgate.transport()``: a transport gating the turns it carries."""
 
@@ -248,11 +296,10 @@ def _transports(library: str) -> tuple[type[Any], type[Any]]:
             self._wrapped, self._settings = wrapped, settings
 
         def handle_request(self, request: Any) -> Any:
-            response = self._wrapped.handle_request(request)
-            turn = self._settings.gated(web, request, response)
-            if turn is None:
-                return response
-            return gated_response(request, response, turn, GatedStream(response.stream, turn))
+            return gate(self._settings, self._wrapped.handle_request(request), request, False)
+
+        gate = gate_received
+        sent = staticmethod(sent)
 
         def close(self) -> None:
             self._wrapped.close()
@@ -265,11 +312,10 @@ def _transports(library: str) -> tuple[type[Any], type[Any]]:
 
         async def handle_async_request(self, request: Any) -> Any:
             response = await self._wrapped.handle_async_request(request)
-            turn = self._settings.gated(web, request, response)
-            if turn is None:
-                return response
-            stream = AsyncGatedStream(response.stream, turn)
-            return gated_response(request, response, turn, stream)
+            return gate(self._settings, response, request, True)
+
+        gate = gate_received
+        sent = staticmethod(sent)
 
         async def aclose(self) -> None:
             await self._wrapped.aclose()
