@@ -114,12 +114,27 @@ def replay_command(
     update_expectations: Annotated[
         bool, typer.Option(help="Rewrite each fixture's expect block to what callgate now says.")
     ] = False,
+    require_pass: Annotated[
+        bool,
+        typer.Option(
+            help="Fail (exit 1) when a fixture holds as blocked: recording pins each turn's own "
+            "verdict, so a held blocked turn is otherwise green."
+        ),
+    ] = False,
 ) -> None:
     """Check every fixture against its pinned expectation: exit 0 all held, 1 not, 2 unreadable."""
     from callgate.cli.replay.runner import run_replay
 
     exit_with(
-        run_replay, paths, report.value, output, jobs, update_expectations, sys.stdout, sys.stderr
+        run_replay,
+        paths,
+        report.value,
+        output,
+        jobs,
+        update_expectations,
+        sys.stdout,
+        sys.stderr,
+        require_pass,
     )
 
 

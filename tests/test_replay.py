@@ -15,7 +15,9 @@ from typing import Any
 
 import jsonschema
 import pytest
+from typer.testing import CliRunner
 
+from callgate.cli.app import app
 from callgate.cli.files import find_fixtures
 from callgate.cli.replay import runner
 from callgate.cli.replay.outcome import Outcome, expectation_problems, judge
@@ -37,6 +39,7 @@ GOOD = [
     "mistral/native_parallel_calls.json",
 ]
 REUSED = "openai/reused_index_new_id.json"
+SUMMARY = "5 fixtures: 5 held (4 pass, 1 blocked as pinned), 0 did not, 0 unreadable"
 COLLISION_LINES = [
     "identity_collision: slot 0 has id 'call_A'; a later fragment says 'call_B' "
     "(choice 0, slot 0, event 2, /chunks/2/choices/0/delta/tool_calls/0)",
@@ -89,7 +92,22 @@ def by_name(outcomes: list[Outcome]) -> dict[str, Outcome]:
 def test_a_folder_of_good_fixtures_exits_0(folder: Path) -> None:
     code, out, err = run([folder])
     assert (code, err) == (0, "")
-    assert out.splitlines()[-1] == "5 fixtures: 5 held, 0 did not, 0 unreadable"
+    assert out.splitlines()[-1] == SUMMARY
+
+
+def test_require_pass_fails_a_run_whose_fixture_holds_as_blocked(folder: Path) -> None:
+    result = CliRunner().invoke(app, ["replay", "--require-pass", str(folder)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "callgate: fixtures/openai/reused_index_new_id.json: pinned as blocked "
+        "(identity_collision); --require-pass\n"
+    )
+    assert result.stdout.splitlines()[-1] == (
+        "5 fixtures: 5 held (4 pass, 1 blocked as pinned), 0 did not, 0 unreadable"
+    )
+    (folder / REUSED).unlink()
+    result = CliRunner().invoke(app, ["replay", "--require-pass", str(folder)])
+    assert (result.exit_code, result.stderr) == (0, "")
 
 
 def test_the_text_report_has_one_row_per_fixture_and_the_summary_line(folder: Path) -> None:
@@ -114,7 +132,10 @@ def test_the_text_report_has_one_row_per_fixture_and_the_summary_line(folder: Pa
         "fixtures/openai/valid_fragmented.json",
     ]
     assert "duplicate_terminal (tolerated)" in text
-    assert text.splitlines()[-1] == "5 fixtures: 5 held, 0 did not, 0 unreadable"
+    assert (
+        text.splitlines()[-1]
+        == "5 fixtures: 5 held (4 pass, 1 blocked as pinned), 0 did not, 0 unreadable"
+    )
 
 
 def test_a_fixture_whose_pinned_codes_are_wrong_exits_1_with_the_problem_named(
@@ -139,12 +160,15 @@ def test_a_fixture_whose_pinned_codes_are_wrong_exits_1_with_the_problem_named(
         "held": 4,
         "not_held": 1,
         "unreadable": 0,
+        "held_pass": 4,
+        "held_blocked": 0,
+        "held_no_calls": 0,
         "exit_code": 1,
     }
     code, out, _ = run([folder])
     assert code == 1
     assert "occurred but not expected: identity_collision" in out
-    assert out.splitlines()[-1] == "5 fixtures: 4 held, 1 did not, 0 unreadable"
+    assert out.splitlines()[-1] == "5 fixtures: 4 held (4 pass), 1 did not, 0 unreadable"
 
 
 def test_a_corrupt_file_among_good_ones_exits_2_named_in_one_line_and_the_rest_still_run(
@@ -175,7 +199,10 @@ def test_a_json_file_that_is_not_an_envelope_exits_2(folder: Path) -> None:
     code, out, err = run([folder])
     assert code == 2
     assert err.startswith("callgate: fixtures/notes.json: ") and len(err.splitlines()) == 1
-    assert out.splitlines()[-1] == "6 fixtures: 5 held, 0 did not, 1 unreadable"
+    assert (
+        out.splitlines()[-1]
+        == "6 fixtures: 5 held (4 pass, 1 blocked as pinned), 0 did not, 1 unreadable"
+    )
 
 
 def test_a_folder_without_fixtures_is_an_error_not_an_empty_success(tmp_path: Path) -> None:

@@ -214,6 +214,11 @@ class Summary(NamedTuple):
     held: int
     not_held: int
     unreadable: int
+    #: Held fixtures by the verdict they pin: a pinned verdict is what was recorded, so a blocked
+    #: turn holds as blocked.
+    held_pass: int
+    held_blocked: int
+    held_no_calls: int
 
     @property
     def exit_code(self) -> int:
@@ -221,14 +226,41 @@ class Summary(NamedTuple):
         return 2 if self.unreadable else 1 if self.not_held else 0
 
 
+#: How a held fixture's pinned verdict is counted.
+BLOCKED = (Status.FAIL, Status.INVALID)
+
+
 def summarize(outcomes: Sequence[Outcome]) -> Summary:
     kinds = [o.kind for o in outcomes]
+    pinned = [o.report.status for o in outcomes if o.held and o.report is not None]
     return Summary(
-        len(kinds), kinds.count("held"), kinds.count("not-held"), kinds.count("unreadable")
+        len(kinds),
+        kinds.count("held"),
+        kinds.count("not-held"),
+        kinds.count("unreadable"),
+        pinned.count(Status.PASS),
+        sum(status in BLOCKED for status in pinned),
+        pinned.count(Status.NOT_APPLICABLE),
     )
 
 
+def pinned_blocked(outcomes: Sequence[Outcome]) -> list[Outcome]:
+    """The held fixtures whose pinned verdict blocks the turn."""
+    return [o for o in outcomes if o.held and o.report is not None and o.report.status in BLOCKED]
+
+
 def summary_line(outcomes: Sequence[Outcome]) -> str:
-    """``N fixtures: X held, Y did not, Z unreadable``."""
+    """``N fixtures: X held (A pass, B blocked as pinned, C without calls), Y did not, Z
+    unreadable``; the parts in brackets that are not zero."""
     s = summarize(outcomes)
-    return f"{s.fixtures} fixtures: {s.held} held, {s.not_held} did not, {s.unreadable} unreadable"
+    parts = [
+        f"{count} {name}"
+        for count, name in (
+            (s.held_pass, "pass"),
+            (s.held_blocked, "blocked as pinned"),
+            (s.held_no_calls, "without calls"),
+        )
+        if count
+    ]
+    held = f"{s.held} held" + (f" ({', '.join(parts)})" if parts else "")
+    return f"{s.fixtures} fixtures: {held}, {s.not_held} did not, {s.unreadable} unreadable"

@@ -24,7 +24,13 @@ from rich.progress import Progress
 
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.output import console, error_line, line
-from callgate.cli.replay.outcome import Outcome, expectation_now, judge, summarize
+from callgate.cli.replay.outcome import (
+    Outcome,
+    expectation_now,
+    judge,
+    pinned_blocked,
+    summarize,
+)
 from callgate.cli.replay.reports import ReplayFormat, render
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble.envelope import fixture_bytes
@@ -256,10 +262,14 @@ def run_replay(
     update: bool,
     out: TextIO,
     err: TextIO,
+    require_pass: bool = False,
 ) -> int:
     """Replay the fixtures under ``paths``, write the report (to ``output``, atomically, or to
     ``out``) and return the exit code: 0 all held, 1 some did not, 2 some file was unreadable
-    (each named on ``err``). With ``update``, rewrite the expectations instead of reporting."""
+    (each named on ``err``). With ``update``, rewrite the expectations instead of reporting.
+    With ``require_pass``, a fixture that holds as blocked (its pinned verdict blocks the turn)
+    fails the run too, each named on ``err``: recording pins what each turn did, so for a CI
+    that must flag bad streams a held verdict is not enough."""
     if (problem := _usage_problem(report_format, jobs)) is not None:
         return error_line(problem, err)
     outcomes = _replay_with_progress(paths, jobs, err)
@@ -274,7 +284,14 @@ def run_replay(
         write_atomic(output, text.encode())
     else:
         out.write(text)
-    return exit_code(outcomes)
+    code = exit_code(outcomes)
+    if require_pass:
+        for outcome in pinned_blocked(outcomes):
+            assert outcome.report is not None  # a held outcome has its report
+            codes = ", ".join(outcome.report.blocking_codes) or outcome.report.status.value
+            error_line(f"{outcome.fixture}: pinned as blocked ({codes}); --require-pass", err)
+            code = max(code, 1)
+    return code
 
 
 def _usage_problem(report_format: str, jobs: int) -> str | None:
