@@ -315,13 +315,21 @@ SERVE_HELP = "\n\n".join(
         ' where it stands ({"scenario", "turns", "served", "requests", "ended"}). --mutate and'
         " x-callgate-mutate apply to a scenario's tool turns only; its text turns are served as"
         " they are. -v writes one line per request to stderr.",
+        "--samples serves the fixtures that come with callgate, with or without paths: a passing"
+        " and a failing turn per API, /f/<api>/pass/ and /f/<api>/fail/ (openai, anthropic,"
+        " openai-responses, gemini, mistral, cohere, ollama, bedrock-converse).",
     ]
 )
 
 
 @app.command("serve", help=SERVE_HELP)
 def serve_command(
-    paths: Annotated[list[Path], typer.Argument(help="Fixture files or folders.")],
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Fixture files or folders.", show_default=False)
+    ] = None,
+    samples: Annotated[
+        bool, typer.Option(help="Serve the sample fixtures that come with callgate too.")
+    ] = False,
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on.")] = "127.0.0.1:8000",
     timing: Annotated[
         str,
@@ -341,7 +349,7 @@ def serve_command(
     from callgate.cli.serve import run_serve
 
     log = (lambda line: print(line, file=sys.stderr, flush=True)) if verbose else None
-    exit_with(run_serve, paths, listen, timing, mutate, log)
+    exit_with(run_serve, paths or [], listen, timing, mutate, log, samples)
 
 
 @app.command("mutate")

@@ -346,20 +346,31 @@ def parse_timing(value: str) -> float | str:
     return seconds
 
 
+#: The sample fixtures that come with callgate (``--samples``): ``<api>/pass.json`` and
+#: ``<api>/fail.json`` for each API.
+SAMPLES = Path(__file__).resolve().parent / "samples"
+
+
 def run_serve(
     paths: Sequence[Path],
     listen: str,
     timing: str,
     kind: str | None = None,
     log: Callable[[str], None] | None = None,
+    samples: bool = False,
 ) -> int:
-    """Serve until interrupted; ``log`` gets one line per request (``-v``). Raises
-    ``UsageError`` for a bad option and ``InputError`` for a path that holds no fixture."""
+    """Serve until interrupted; ``log`` gets one line per request (``-v``); ``samples`` serves
+    ``SAMPLES`` too. Raises ``UsageError`` for a bad option and ``InputError`` for a path that
+    holds no fixture."""
     pause = parse_timing(timing)
     if kind is not None and kind not in KINDS:
         raise UsageError(f"--mutate: unknown kind {kind!r} (one of {', '.join(KINDS)})")
+    if not paths and not samples:
+        raise UsageError("serve: give fixture files or folders, or --samples")
     host, port = split_listen(listen)
-    fixtures, scenarios = collect_served(paths)
+    fixtures, scenarios = collect_served(list(paths))
+    if samples:  # a fixture of the paths keeps its name
+        fixtures |= {n: e for n, e in collect([SAMPLES]).items() if n not in fixtures}
     try:
         provider = FakeProvider(fixtures, host, port, pause, kind, scenarios, log)
     except OSError as error:  # the address is in use, or not this machine's
@@ -368,6 +379,12 @@ def run_serve(
         f"callgate serve: {len(fixtures)} fixtures, {len(scenarios)} scenarios on {provider.url} "
         f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})"
     )
+    if samples:
+        print(
+            f"samples: /f/<api>/pass/ and /f/<api>/fail/ (e.g. "
+            f"OPENAI_BASE_URL={provider.url}/f/openai/fail/v1) for "
+            + ", ".join(sorted({name.split("/")[0] for name in collect([SAMPLES])}))
+        )
     with contextlib.suppress(KeyboardInterrupt):
         provider.server.serve_forever()
     return 0

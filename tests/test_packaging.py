@@ -11,10 +11,14 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
+from collections.abc import Callable
 from email.parser import Parser
 from pathlib import Path
 
@@ -142,7 +146,9 @@ def package_files() -> set[str]:
     for name in tracked_files():
         top = name.split("/")[0]
         names.add(f"callgate/{name}" if top in DESIGN_FOLDERS else name)
-    return {n for n in names if not (ROOT / n).is_symlink()}
+    # callgate/'s links to the design folders are not files; a link to a file (the samples
+    # ``serve --samples`` serves) is the file it names
+    return {n for n in names if not ((ROOT / n).is_symlink() and (ROOT / n).is_dir())}
 
 
 def test_the_wheel_holds_the_callgate_package_and_nothing_else(dist: dict[str, Path]) -> None:
@@ -274,3 +280,98 @@ def test_callgate_resolves_beside_every_sdk_it_is_tested_with(
         python, *PIP, "install", "--dry-run", "--ignore-installed", dist["wheel"], *SDK_PINS
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def quickstart_commands() -> list[str]:
+    """The README's quickstart, one command a line (a heredoc and its body are one)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Quickstart") :]
+    start = section.index("```sh\n") + len("```sh\n")
+    block = section[start : section.index("\n```", start)]
+    commands: list[str] = []
+    lines = iter(block.splitlines())
+    for line in lines:
+        if "<<'EOF'" in line:
+            body = list(iter(lambda: next(lines), "EOF"))
+            line = "\n".join([line, *body, "EOF"])
+        commands.append(line)
+    return commands
+
+
+def wait_for(ready: Callable[[], bool], process: subprocess.Popen[str] | None = None) -> None:
+    """Until ``ready()``, while ``process`` runs (a minute at most): a user's pace, not a
+    guess at one."""
+    deadline = time.monotonic() + 60
+    while not ready():
+        if process is not None and process.poll() is not None:
+            raise AssertionError(process.communicate()[0])
+        assert time.monotonic() < deadline, "not ready after a minute"
+        time.sleep(0.05)
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_the_readmes_quickstart_runs_as_written_against_the_wheel(
+    env_newest: Path, tmp_path: Path
+) -> None:
+    """Each line of the quickstart runs in one folder, as a user runs them one after the other:
+    the install lines are the wheel's environment, a line ending in ``&`` runs in the background
+    until the port its comment names answers, ``kill %1 %2`` stops those. Each command exits as
+    its comment says (``# exit N``; 0 without one)."""
+    env = {**os.environ, "PATH": f"{env_newest}{os.pathsep}{os.environ['PATH']}"}
+    env = {k: v for k, v in env.items() if not k.startswith(("OPENAI", "VIRTUAL_ENV"))}
+    background: list[subprocess.Popen[str]] = []
+    said: dict[str, subprocess.CompletedProcess[str]] = {}
+    try:
+        for command in quickstart_commands():
+            code, _, comment = command.partition(" #")
+            if code.startswith(("pipx install", "pip install")):
+                continue
+            if code.strip() == "kill %1 %2":
+                break
+            if code.rstrip().endswith("&"):
+                background.append(
+                    subprocess.Popen(
+                        code.rstrip()[:-1],
+                        shell=True,
+                        cwd=tmp_path,
+                        env=env,
+                        text=True,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+                port = int(re.findall(r"127\.0\.0\.1:(\d+)", comment)[-1])
+                wait_for(lambda p=port: listening(p), background[-1])
+                continue
+            done = subprocess.run(
+                code,
+                shell=True,
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            expected = int(m.group(1)) if (m := re.search(r"exit (\d+)", comment)) else 0
+            assert done.returncode == expected, (code, done.stdout, done.stderr)
+            said[code.strip()] = done
+            if code.endswith("python app.py"):  # the recorder writes the turn as it ends
+                runs = sum(key.endswith("python app.py") for key in said)
+                wait_for(lambda n=runs: len(list(tmp_path.glob("recorded/*.json"))) == n)
+    finally:
+        for process in background:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.communicate(timeout=30)
+    replayed = said["callgate replay recorded"].stdout.splitlines()[-1]
+    assert replayed == "2 fixtures: 2 held (1 pass, 1 blocked as pinned), 0 did not, 0 unreadable"
+    assert said["callgate replay recorded --require-pass"].stderr.endswith(
+        ": pinned as blocked (identity_collision); --require-pass\n"
+    )
+    explained = said["callgate explain identity_collision"].stdout
+    assert explained.startswith("identity_collision\n\nMeaning: A slot that already has an id")

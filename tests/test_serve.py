@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from callgate.cli.serve import FakeProvider, collect, parse_timing, run_serve
+from callgate import check
+from callgate.cli.serve import SAMPLES, FakeProvider, collect, parse_timing, run_serve
 from callgate.reassemble.errors import InputError, NotApplicable, UsageError
 from callgate.reassemble.framing import EVENTSTREAM
 from callgate.reassemble.mutations import mutate, mutations
@@ -504,3 +505,21 @@ def test_without_a_choice_each_api_path_gets_fixtures_of_an_api_that_serves_it()
         "no fixture served here answers /v1/nothing: /f/<fixture>/ then the provider's path "
         "picks one",
     )
+
+
+PASS_FAIL = ("pass", "fail")
+
+
+def test_the_samples_hold_a_passing_and_a_failing_turn_of_every_api() -> None:
+    samples = collect([SAMPLES])
+    apis = sorted({name.split("/")[0] for name in samples})
+    assert apis == sorted(folder.name for folder in CONFORMANCE.iterdir() if folder.is_dir())
+    assert sorted(samples) == sorted(f"{api}/{verdict}" for api in apis for verdict in PASS_FAIL)
+    for name, envelope in samples.items():
+        verdict = "pass" if name.endswith("/pass") else "fail"
+        assert check(envelope).status.value == verdict, name
+
+
+def test_serve_without_fixtures_or_samples_is_one_line_and_exit_2() -> None:
+    with pytest.raises(UsageError, match=r"^serve: give fixture files or folders, or --samples$"):
+        run_serve([], "127.0.0.1:8000", "fast")
