@@ -84,3 +84,8 @@ def exit_with(run: Callable[..., int], *arguments: Any) -> NoReturn:
     except CallgateError as error:
         code = error_line(error, sys.stderr)
     raise typer.Exit(code)
+
+
+def usage(example: str, exits: str) -> str:
+    """A help page's epilog: one example and the exit codes."""
+    return f"Example: `{example}`\n\nExit codes: {exits}."

@@ -227,7 +227,7 @@ def start_record(
             upstream,
             "--listen",
             f"127.0.0.1:{port}",
-            "--out",
+            "--output-dir",
             str(out),
         ],
         stdout=subprocess.PIPE,

@@ -3,7 +3,7 @@
 The corpus is not shipped; without it these tests skip. Each stream is judged twice: as an
 envelope built directly from the body (SSE ``data:`` JSON, JSON lines, or a JSON array; for a
 Bedrock event stream, the corpus's own decoding of it beside the body, ``.decoded.jsonl``), and
-through ``callgate import BODY --request REQ --profile P --provider NAME --out OUT.json`` then
+through ``callgate import BODY --request REQ --profile P --provider NAME --output OUT.json`` then
 ``callgate check OUT.json``, which redacts it on the way (a ``.b64`` body is decoded into the
 ``.eventstream`` file it was recorded as, so that callgate reads the bytes off the wire). Tool
 schemas come from the recorded request; when none was recorded the called tools get an empty
@@ -397,7 +397,7 @@ def test_an_error_body_recorded_instead_of_a_stream_is_refused_with_one_line(
             profile_of(row),
             "--provider",
             provider_of(row),
-            "--out",
+            "--output",
             str(tmp_path / "fixture.json"),
         ],
     )
@@ -461,7 +461,7 @@ def test_import_then_check_gives_the_same_verdict(row: dict[str, str], tmp_path:
             profile,
             "--provider",
             provider_of(row),
-            "--out",
+            "--output",
             str(out),
         ],
     )

@@ -136,7 +136,7 @@ def test_the_scripted_raw_body_form_works(tmp_path: Path) -> None:
         "openai",
         "--provider",
         "groq",
-        "--out",
+        "--output",
         str(out),
     )
     assert code == 0 and stdout.endswith(f"-> {out} (pass: -)\n")
@@ -156,7 +156,7 @@ def test_out_with_several_fixtures_writes_nothing(tmp_path: Path) -> None:
     assert invoke(str(har), "--out", str(tmp_path / "one.json")) == (
         1,
         "",
-        "callgate: --out names one file but 2 fixtures were found; use --out-dir\n",
+        "callgate: --output names one file but 2 fixtures were found; use --output-dir\n",
     )
     assert not (tmp_path / "one.json").exists()
 
@@ -177,7 +177,7 @@ def test_bad_inputs_are_one_line_each_and_never_a_traceback(tmp_path: Path) -> N
         str(good),
         "--profile",
         "openai",
-        "--out-dir",
+        "--output-dir",
         str(tmp_path / "fx"),
     )
     assert code == 2
@@ -192,7 +192,7 @@ def test_a_non_streamed_exchange_is_skipped_with_its_reason(tmp_path: Path) -> N
     plain = flow(b'{"choices": []}')
     plain.response.headers["content-type"] = "application/json"
     har.write_text(json.dumps(SaveHar().make_har([plain])))
-    assert invoke(str(har), "--out-dir", str(tmp_path)) == (
+    assert invoke(str(har), "--output-dir", str(tmp_path)) == (
         1,
         f"skipped {har} #1 (entry 1): not a streamed response (content-type application/json)\n",
         "callgate: nothing to import: no streamed tool-call exchange was found\n",
@@ -243,7 +243,7 @@ def test_bedrock_event_streams_import_from_a_har_and_as_raw_bodies(tmp_path: Pat
             )
         )
     )
-    code, out, err = invoke(str(har), "--out-dir", str(tmp_path / "fx"))
+    code, out, err = invoke(str(har), "--output-dir", str(tmp_path / "fx"))
     assert (code, err) == (0, "")
     written = [json.loads(p.read_text()) for p in sorted((tmp_path / "fx").glob("*.json"))]
     assert sorted(
@@ -309,7 +309,7 @@ def test_bedrock_event_streams_import_from_a_har_and_as_raw_bodies(tmp_path: Pat
             "bedrock-converse",
             "--provider",
             "bedrock",
-            "--out",
+            "--output",
             str(tmp_path / f"{file_name}.json"),
         )
         assert (code, err) == (0, ""), out

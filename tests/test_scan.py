@@ -67,7 +67,7 @@ def test_the_sarif_log_is_valid_2_1_0_and_holds_no_canary(tmp_path: Path) -> Non
     _, expected = plant(tmp_path / "repo")
     (tmp_path / "repo" / "notes.txt").write_text("nothing recorded here")
     report = tmp_path / "scan.sarif"
-    code, out, _ = scan(str(tmp_path / "repo"), "--format", "sarif", "--output", str(report))
+    code, out, _ = scan(str(tmp_path / "repo"), "--report", "sarif", "--output", str(report))
     assert code == 1
     assert f"skipped {tmp_path / 'repo' / 'notes.txt'}: not a recording" in out.splitlines()
     text = report.read_text(encoding="utf-8")

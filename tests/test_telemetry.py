@@ -119,7 +119,8 @@ def record(
     upstream: str, home: Path, *options: str, **env: str
 ) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
-    where = ["--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--out", str(home / "fx")]
+    where = ["--upstream", upstream, "--listen", f"127.0.0.1:{port}"]
+    where += ["--output-dir", str(home / "fx")]
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "callgate"), "record", *where, *options],
         stdout=subprocess.PIPE,

@@ -56,7 +56,7 @@ def _start_record(
         upstream,
         "--listen",
         f"127.0.0.1:{port}",
-        "--out",
+        "--output-dir",
         str(out),
     ]
     if provider:

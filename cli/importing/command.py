@@ -124,7 +124,7 @@ def _write_all(
 ) -> None:
     if options.out is not None and len(planned) > 1:
         error_line(
-            f"--out names one file but {len(planned)} fixtures were found; use --out-dir", err
+            f"--output names one file but {len(planned)} fixtures were found; use --output-dir", err
         )
         tally.refused += len(planned)
         return

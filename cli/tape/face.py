@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from callgate.cli.output import error_line, exit_with
+from callgate.cli.output import error_line, exit_with, usage
 from callgate.reassemble.errors import CallgateError
 
 if TYPE_CHECKING:  # imported when a command runs, as app.py imports each command's module
@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # imported when a command runs, as app.py imports each comman
 
 tape_app = typer.Typer(
     name="tape",
-    help="Tapes for any test runner: a folder of tapes served at /t/<tape>/ on loopback.",
+    help="Tapes for any test runner: a folder of tapes served at `/t/<tape>/` on loopback.",
+    epilog=usage("callgate tape run tests/tapes -- pytest -q", "those of its commands"),
     no_args_is_help=True,
 )
 
@@ -81,7 +82,13 @@ def _tape_options(
         raise typer.Exit(error_line(error, sys.stderr)) from None
 
 
-@tape_app.command("serve")
+@tape_app.command(
+    "serve",
+    epilog=usage(
+        "callgate tape serve tests/tapes --listen 127.0.0.1:8100",
+        "0 every tape held when stopped, 1 a tape failed, 2 a bad option or tape",
+    ),
+)
 def tape_serve_command(
     folder: Annotated[Path, typer.Argument(help="The folder of tapes: one folder per tape.")],
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on.")] = "127.0.0.1:8100",
@@ -92,8 +99,8 @@ def tape_serve_command(
     allow_unused: AllowUnusedOption = False,
     mutate: MutateOption = None,
 ) -> None:
-    """Serve FOLDER/<tape>/ at http://HOST:PORT/t/<tape>/ then the provider's path (a route name
-    first picks the route: /t/<tape>/mistral/v1/...). On SIGINT or SIGTERM: one line per tape
+    """Serve `FOLDER/<tape>/` at `http://HOST:PORT/t/<tape>/` then the provider's path (a route name
+    first picks the route: `/t/<tape>/mistral/v1/...`). On SIGINT or SIGTERM: one line per tape
     (served, unused, mismatched, blocking); exit 1 when a tape failed."""
     from callgate.cli.tape.command import run_tape_serve
 
@@ -101,7 +108,13 @@ def tape_serve_command(
     exit_with(run_tape_serve, options, listen, sys.stdout, sys.stderr)
 
 
-@tape_app.command("run")
+@tape_app.command(
+    "run",
+    epilog=usage(
+        "callgate tape run tests/tapes -- pytest -q",
+        "COMMAND's own, or 1 when it passed and a tape failed, 2 a bad option or tape",
+    ),
+)
 def tape_run_command(
     folder: Annotated[Path, typer.Argument(help="The folder of tapes: one folder per tape.")],
     command: Annotated[
