@@ -36,7 +36,7 @@ PYTEST = -m pytest -q -n 2 --dist loadgroup --durations=15
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP) --upgrade pip
-	$(BIN)/python -m pip install $(PIP) -e '.[proxy,test]'
+	$(BIN)/python -m pip install $(PIP) -e '.[proxy,test,docs]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -199,8 +199,10 @@ soak: $(STAMP)
 load: $(STAMP)
 	TURNS=2000 CLIENTS=200 SAMPLE=200 $(BIN)/python bench/soak_proxy.py
 
+# The files generated from code, then the site (site/); a broken link or anchor fails it.
 docs: $(STAMP)
 	$(BIN)/python -m tools.gendocs
+	$(BIN)/zensical build --strict
 
 clean:
 	rm -rf $(VENV) $(APPS) $(FRAMEWORKS) $(GATEWAY) $(GATEWAY_LOWEST) $(VENV12) .pytest_cache .mypy_cache .ruff_cache .hypothesis \

@@ -3,10 +3,10 @@
 The user's suite is ``tests/apps/agents_suite.py``: a weather agent (one tool, two parallel calls,
 then an answer) in each framework. Its tapes are recorded from a fake provider on loopback in one
 session, then the whole suite is replayed offline with no key in a second one: the recorded
-tapes, every blocking fault through ``callgate_tape.mutate``, the README's fault example, and
-both frameworks against a ``callgate serve`` scenario (and openai-agents over the Responses API
-against another); on the tapes and from the scenarios, each agent is also handed
-``callgate.guarded(AsyncOpenAI(...))``: a passing turn runs as it does without the guard, and
+tapes, every blocking fault through ``callgate_tape.mutate``, the fault example of
+docs/own-tests.md, and both frameworks against a ``callgate serve`` scenario (and openai-agents
+over the Responses API against another); on the tapes and from the scenarios, each agent is also
+handed ``callgate.guarded(AsyncOpenAI(...))``: a passing turn runs as it does without the guard, and
 ``reuse_slot``, ``truncate`` and ``drop_terminal`` run no tool and end the run with ``Blocked``.
 Each test here asserts on its own inner tests (outcome and ``RESULT`` line, from
 ``--junitxml``).

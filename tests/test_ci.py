@@ -46,9 +46,9 @@ def test_the_action_takes_path_report_python_version_and_version() -> None:
     assert "pip install" in install["run"] and "${{ inputs.version }}" in str(install["env"])
 
 
-def test_the_readmes_github_actions_step_uses_this_action_with_its_inputs() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("GitHub Actions, with the action at the root") :]
+def test_the_docs_github_actions_step_uses_this_action_with_its_inputs() -> None:
+    replay = (ROOT / "docs" / "replay.md").read_text(encoding="utf-8")
+    section = replay[replay.index("GitHub Actions, with the action at the root") :]
     start = section.index("```yaml\n") + len("```yaml\n")
     checkout, step = yaml.safe_load(section[start : section.index("\n```", start)])
     assert checkout == {"uses": "actions/checkout@v4"}

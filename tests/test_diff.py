@@ -542,9 +542,9 @@ def test_the_readmes_mutation_tables_are_what_diff_mutations_prints(
     )
     assert (code, err.getvalue()) == (1, "")  # every library disagrees somewhere
     table = [line for line in out.getvalue().splitlines() if line.startswith("|")]
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[1] / "docs" / "bad-streams.md").read_text("utf-8")
     command = f"`callgate diff fixtures/conformance/{name}.json --mutations"
-    shown = readme.split(command, 1)[1].split("\n\n", 2)[1].splitlines()
+    shown = page.split(command, 1)[1].split("\n\n", 2)[1].splitlines()
     assert shown == table
     # A library that hands on anything where callgate blocks is in bold.
     assert table[2].split(" | ")[2].startswith("**runs ")

@@ -19,7 +19,7 @@ from tests.conftest import CONFORMANCE, load
 pytestmark = pytest.mark.sdk
 
 NODE = Path(__file__).resolve().parent / "node"
-#: The pinned releases, newest first, as the README's columns are.
+#: The pinned releases, newest first, as docs/bad-streams.md's columns are.
 RELEASES = {"7": NODE / "ai-7" / "node_modules", "6": NODE / "ai-6" / "node_modules"}
 
 

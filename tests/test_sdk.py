@@ -388,7 +388,7 @@ def test_real_sdk_models_read_as_their_wire_json() -> None:
     assert differing == []
 
 
-#: The README's example, for openai and anthropic: the SDK streams a fixture from callgate's fake
+#: docs/guard.md's example, for openai and anthropic: the SDK streams a fixture from callgate's fake
 #: provider, and each object it hands out goes straight to ``feed``, with the SDK's tools list.
 STREAMED_SCRIPT = """
 import json, sys

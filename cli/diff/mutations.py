@@ -5,7 +5,7 @@ How this works: ``callgate.reassemble.mutations`` makes each variant (checked by
 it is made); each goes to every adapter's runner as ``callgate diff`` sends a fixture, and the
 row says what the library would hand its tool runner, or what it raised. A cell where that is
 not what callgate hands on (calls of a turn callgate blocks, other calls than callgate's) is
-bold. ``--report markdown`` writes the same table as Markdown, as the README shows it, and
+bold. ``--report markdown`` writes the same table as Markdown, as docs/bad-streams.md shows it, and
 ``--report html`` as a page of its own.
 """
 

@@ -216,7 +216,7 @@ def test_weather_fault(callgate_tape: Any, framework: str, kind: str) -> None:
 def test_weather_agent_never_runs_a_call_the_model_did_not_make(
     callgate_tape: Any, framework: str, kind: str
 ) -> None:
-    """The README's fault example, as written there, for each framework."""
+    """The fault example of docs/own-tests.md, as written there, for each framework."""
     callgate_tape.mutate(kind)  # every recorded turn served as that fault
     ran = outcome(AGENTS[framework], client())["ran"]  # it may stop, raise or answer
     assert callgate_tape.faulted.served
