@@ -23,6 +23,7 @@ from callgate.integrations.enforce.tap import (
     blocked_event,
     deciding_pattern,
     may_decide,
+    route,
 )
 from callgate.reassemble import Reassembler
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
@@ -744,3 +745,48 @@ def test_a_fixture_built_with_the_live_verdict_is_the_one_built_by_judging_again
         fixture_bytes(redact_exchange(exchange, **options, verdict=tap.close()).envelope)
         == judged_again
     )
+
+
+def test_a_body_that_stops_decoding_is_judged_on_every_event_that_came_before_it() -> None:
+    """Observing with deferred reads, a gzip body whose trailer is corrupt: the events decoded
+    before it, not read yet, are read before the tap stops reading, so the report covers them."""
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    body = b"".join(framed(envelope, SSE))
+    compressed = gzip.compress(body)
+    asked: list[Any] = []
+    tap = StreamTap(
+        Reassembler("openai", envelope["tool_schemas"]),
+        "openai",
+        "gzip",
+        enforce=False,
+        on_finding=lambda _: None,
+        on_failure=lambda _: None,
+        framing=SSE,
+        defer=asked.append,
+    )
+    head, trailer = compressed[:-8], bytes(byte ^ 0xFF for byte in compressed[-8:])
+    assert tap(head) is head  # every event decoded, none read yet
+    assert len(tap.event_times) == 0 and asked
+    assert tap(trailer) is trailer  # the trailer does not decode: reading stops after this
+    assert tap.broken
+    report = tap.close()
+    assert len(tap.event_times) == len(envelope["chunks"])
+    assert [call.name for call in report.calls] == ["get_weather", "search"]
+
+
+SSE_TYPE = "text/event-stream; charset=utf-8"
+
+
+@pytest.mark.parametrize(
+    ("method", "status", "gated"),
+    [
+        ("POST", 200, True),
+        ("POST", 299, True),
+        ("POST", 300, False),
+        ("POST", 199, False),
+        ("GET", 200, False),
+    ],
+)
+def test_only_a_successful_post_is_a_turn_to_gate(method: str, status: int, gated: bool) -> None:
+    found = route(method, status, "https://api.openai.com/v1/chat/completions", SSE_TYPE, None)
+    assert found == (("openai", "openai", SSE) if gated else None)
