@@ -102,6 +102,12 @@ def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_
         ({"type": "shell"}, {"action": {"commands": []}}, ["schema_violation"]),
         ({"type": "shell"}, {"action": {"commands": ["ls"], "sudo": True}}, ["schema_violation"]),
         ({"type": "computer"}, {"action": {"type": "keypress", "keys": []}}, ["schema_violation"]),
+        # a display of no stated size bounds no coordinate
+        (
+            {"type": "computer_use_preview", "display_width": 0, "display_height": 0},
+            {"action": {"type": "click", "button": "left", "x": 5, "y": 5}},
+            [],
+        ),
         (
             {"type": "computer"},
             {"action": {"type": "wait"}, "actions": [{"type": "wait"}]},

@@ -306,3 +306,25 @@ def test_without_on_error_a_failure_of_callgates_own_reaches_the_caller() -> Non
         gate.read(object())
     with pytest.raises(UsageError, match=r"^on_error 'maybe' is not one of block, pass$"):
         Gate("openai", {}, on_error="maybe")
+
+
+class Model:
+    """An SDK's model of one event, as pydantic-based SDKs hand them out: ``model_dump``."""
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        self.event = event
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        return self.event
+
+
+def test_the_gate_holds_an_sdks_models_where_it_holds_their_events() -> None:
+    document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    gate: Gate[int] = Gate("openai", document["tool_schemas"])
+    went = []
+    for number, event in enumerate(events_of(document)):
+        gate.read(Model(event))
+        if gate.pass_on(number):
+            went.append(number)
+    assert went == list(range(first_terminal(document)))
+    assert gate.judge() == list(range(first_terminal(document), len(events_of(document))))

@@ -1046,3 +1046,8 @@ def test_the_anthropic_names_proof_holds_for_a_delta_of_scalars_only(
     text: str, holds: bool
 ) -> None:
     assert anthropic.names_cannot_repeat(json.loads(text), text) is holds
+
+
+def test_a_profile_without_event_stream_messages_refuses_to_frame_one() -> None:
+    with pytest.raises(ValueError, match=r"^openai streams no event-stream messages$"):
+        PROFILES["openai"].message_frame({})

@@ -775,6 +775,9 @@ def test_the_redacted_fixture_pins_its_policy_and_event_times_in_milliseconds() 
     assert envelope["request"] == {"model": "gpt-4o-mini", "stream": True}
     again = redact_envelope({**envelope, "request": {"model": "m", "messages": [{"x": 1}]}})
     assert again.envelope["request"] == {"model": "m"}
+    # Times that are not one per event (a body read some other way) are not pinned.
+    other = redact_exchange(dataclasses.replace(exchange, event_times=times[:3])).envelope
+    assert "event_times_ms" not in other["meta"]["stream"]
 
 
 @pytest.mark.parametrize("before", [b"", b"\xf1", b"\xf1\xe2"])

@@ -40,6 +40,8 @@ def test_a_key_inside_another_format_is_named_once() -> None:
     assert credential_patterns(f"Authorization: Bearer {OPENAI_KEY}") == ["openai-key"]
     assert credential_patterns(ANTHROPIC) == ["anthropic-key"]
     assert credential_patterns("Bearer abcdefghijklmnop") == ["bearer-token"]
+    # percent-encoded with no "+": found only once decoded
+    assert credential_patterns("Authorization%3A%20Bearer%20abcdefghijklmnop") == ["bearer-token"]
 
 
 def test_two_keys_in_one_string_are_both_named_in_pattern_order() -> None:

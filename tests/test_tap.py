@@ -790,3 +790,13 @@ SSE_TYPE = "text/event-stream; charset=utf-8"
 def test_only_a_successful_post_is_a_turn_to_gate(method: str, status: int, gated: bool) -> None:
     found = route(method, status, "https://api.openai.com/v1/chat/completions", SSE_TYPE, None)
     assert found == (("openai", "openai", SSE) if gated else None)
+
+
+def test_a_body_whose_end_never_came_is_not_read_whole() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    body = b"".join(framed(envelope, SSE))
+    unended, ended = (judging_tap(envelope, SSE, enforce=False) for _ in range(2))
+    through(unended, body, 64, end=False)
+    through(ended, body, 64)
+    assert (unended.close().status.value, ended.close().status.value) == ("pass", "pass")
+    assert (unended.read_whole, ended.read_whole) == (False, True)

@@ -20,6 +20,7 @@ from callgate import Report, UsageError
 from callgate.integrations.enforce import transport as transport_module
 from callgate.integrations.enforce.tap import blocked_event, unjudged_frame
 from callgate.reassemble import engine
+from callgate.reassemble.errors import SetupError
 from callgate.reassemble.profiles import PROFILES, frames
 from callgate.reassemble.readers import READERS
 from tests.conftest import CONFORMANCE, load
@@ -253,3 +254,18 @@ def test_only_a_blocked_turn_is_logged_as_blocked(caplog: pytest.LogCaptureFixtu
         post(callgate.transport(upstream), name)
     blocked = [r.getMessage() for r in caplog.records if r.name == "callgate.transport"]
     assert blocked == ["callgate: api.openai.com/v1/chat/completions blocked (identity_collision)"]
+
+
+def test_a_library_that_is_not_installed_is_a_setup_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(name: str) -> Any:
+        raise ImportError(name)
+
+    transport_module._transports.cache_clear()
+    monkeypatch.setattr(transport_module, "import_module", missing)
+    try:
+        with pytest.raises(
+            SetupError, match=r"^callgate.transport\(library='httpx2'\) needs httpx2$"
+        ):
+            callgate.transport(library="httpx2")
+    finally:
+        transport_module._transports.cache_clear()
