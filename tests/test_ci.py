@@ -32,7 +32,7 @@ def action() -> dict[str, Any]:
 def test_the_action_takes_path_report_python_version_and_version() -> None:
     document = action()
     inputs = document["inputs"]
-    assert list(inputs) == ["path", "report", "python-version", "version"]
+    assert list(inputs) == ["path", "report", "require-pass", "python-version", "version"]
     assert inputs["path"]["required"] is True
     assert (inputs["report"]["default"], inputs["version"]["default"]) == ("sarif", "")
     assert document["runs"]["using"] == "composite"
@@ -134,6 +134,18 @@ def fixtures_folder(workdir: Path) -> Path:
     for name in ("valid_fragmented.json", "reused_index_new_id.json"):
         shutil.copy(CONFORMANCE / "openai" / name, folder / name)
     return folder
+
+
+def test_require_pass_fails_the_replay_on_a_fixture_pinned_as_blocked(tmp_path: Path) -> None:
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    fixtures_folder(workdir)  # reused_index_new_id holds as blocked
+    outputs = run_action(workdir, {"path": "tests/fixtures", "require-pass": "true"})
+    assert outputs["replay"]["exit"] == "1"
+    assert (
+        "reused_index_new_id.json: pinned as blocked (identity_collision)"
+        in (outputs["replay"]["log"])
+    )
 
 
 def test_the_actions_steps_replay_scan_and_write_valid_sarif(tmp_path: Path) -> None:
