@@ -11,10 +11,17 @@ Completions chunks), ``APP_TOOLS`` its tools.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from types import SimpleNamespace
 from typing import Any
+
+# litellm 1.105's log handler imports litellm.rust_bridge.catalog on its first record; a record
+# logged on another thread while that import runs finds the module half made ("cannot import
+# name 'LoggerContext' from partially initialized module"). Imported here first, once.
+with contextlib.suppress(ImportError):  # a release without it logs without it
+    import litellm.rust_bridge.catalog  # noqa: F401
 
 from callgate.integrations import gateway
 from callgate.integrations import litellm as guardrail_module
