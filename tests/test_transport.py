@@ -248,6 +248,21 @@ def test_gate_without_the_request_is_a_usage_error() -> None:
         contextvars.Context().run(callgate.transport(upstream).gate, untied)  # nothing sent
 
 
+def test_a_request_handed_to_sent_is_taken_by_one_gate_only() -> None:
+    """A second response gated without its own ``sent`` is refused, not judged against the
+    route and tools of the request before it."""
+
+    def run() -> None:
+        upstream, body = served(PASSING)
+        gate = callgate.transport(upstream)
+        assert post(Hooked(upstream, gate), PASSING) == body
+        untied = httpx.Response(200, headers=SSE_TYPE, content=body)
+        with pytest.raises(UsageError, match=r"hand the request to \.sent\(request\) first"):
+            gate.gate(untied)
+
+    contextvars.Context().run(run)
+
+
 def test_only_a_blocked_turn_is_logged_as_blocked(caplog: pytest.LogCaptureFixture) -> None:
     for name in (PASSING, "openai/text_only", FAILING):
         upstream, _ = served(name)

@@ -253,7 +253,9 @@ def _transports(library: str) -> tuple[type[Any], type[Any]]:
         """A body read either way (a whole body in memory, as httpx's ``ByteStream``), gated
         either way."""
 
-    def gate(settings: _Settings, response: Any, request: Any, asynchronous: bool | None) -> Any:
+    def gated_response(
+        settings: _Settings, response: Any, request: Any, asynchronous: bool | None
+    ) -> Any:
         """``response`` to ``request`` with its body streamed through a tap, or as it is when
         callgate does not read it."""
         turn = settings.gated(web, request, response)
@@ -277,17 +279,20 @@ def _transports(library: str) -> tuple[type[Any], type[Any]]:
         the transport gates its own, for a framework that hands each request and response to
         hooks of its own (CrewAI's interceptors). Its body is read as it can be: with ``await``,
         without, or either way. A response a transport made has no request yet: it is the one
-        last handed to ``sent`` in this thread or task."""
+        last handed to ``sent`` in this thread or task, and taken: a response gated without a
+        ``sent`` before it is refused, never judged against an older request's route and tools."""
+        noted = _SENT.get()
+        _SENT.set(None)
         try:
             request = response.request
         except RuntimeError:  # httpx's "request instance has not been set"
-            request = _SENT.get()
+            request = noted
         if request is None:
             raise UsageError("transport.gate(response): hand the request to .sent(request) first")
         readable = isinstance(response.stream, web.SyncByteStream)
         awaitable = isinstance(response.stream, web.AsyncByteStream)
         asynchronous = None if readable and awaitable else awaitable
-        return gate(transport._settings, response, request, asynchronous)
+        return gated_response(transport._settings, response, request, asynchronous)
 
     class GateTransport(web.BaseTransport):  # type: ignore[misc,name-defined]
         """``callgate.transport()``: a transport gating the turns it carries."""
@@ -296,7 +301,8 @@ def _transports(library: str) -> tuple[type[Any], type[Any]]:
             self._wrapped, self._settings = wrapped, settings
 
         def handle_request(self, request: Any) -> Any:
-            return gate(self._settings, self._wrapped.handle_request(request), request, False)
+            response = self._wrapped.handle_request(request)
+            return gated_response(self._settings, response, request, False)
 
         gate = gate_received
         sent = staticmethod(sent)
@@ -312,7 +318,7 @@ def _transports(library: str) -> tuple[type[Any], type[Any]]:
 
         async def handle_async_request(self, request: Any) -> Any:
             response = await self._wrapped.handle_async_request(request)
-            return gate(self._settings, response, request, True)
+            return gated_response(self._settings, response, request, True)
 
         gate = gate_received
         sent = staticmethod(sent)
