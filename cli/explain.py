@@ -53,12 +53,11 @@ def listing() -> str:
 
 def quirk_explanation(quirk: Quirk) -> str:
     """The text ``callgate explain`` prints for one quirk, ending with a newline."""
-    providers = ", ".join(sorted(quirk.providers)) or "any"
     return (
         f"{quirk.name} (a provider quirk; --allow-quirk {quirk.name})\n\n"
         f"Tolerates: {quirk.description}\n\n"
         f"Relaxes: {quirk.relaxes.value}\n\n"
-        f"Seen from: {providers}\n"
+        f"Seen from: {quirk.seen_from}\n"
     )
 
 

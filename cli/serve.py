@@ -368,9 +368,9 @@ def run_serve(
     if not paths and not samples:
         raise UsageError("serve: give fixture files or folders, or --samples")
     host, port = split_listen(listen)
-    fixtures, scenarios = collect_served(list(paths))
-    if samples:  # a fixture of the paths keeps its name
-        fixtures |= {n: e for n, e in collect([SAMPLES]).items() if n not in fixtures}
+    fixtures, scenarios = collect_served(paths)
+    shipped = collect([SAMPLES]) if samples else {}
+    fixtures |= {n: e for n, e in shipped.items() if n not in fixtures}  # the paths' names win
     try:
         provider = FakeProvider(fixtures, host, port, pause, kind, scenarios, log)
     except OSError as error:  # the address is in use, or not this machine's
@@ -379,11 +379,11 @@ def run_serve(
         f"callgate serve: {len(fixtures)} fixtures, {len(scenarios)} scenarios on {provider.url} "
         f"(e.g. OPENAI_BASE_URL={provider.url}/v1, ANTHROPIC_BASE_URL={provider.url})"
     )
-    if samples:
+    if shipped:
         print(
             f"samples: /f/<api>/pass/ and /f/<api>/fail/ (e.g. "
             f"OPENAI_BASE_URL={provider.url}/f/openai/fail/v1) for "
-            + ", ".join(sorted({name.split("/")[0] for name in collect([SAMPLES])}))
+            + ", ".join(sorted({name.split("/")[0] for name in shipped}))
         )
     with contextlib.suppress(KeyboardInterrupt):
         provider.server.serve_forever()

@@ -23,6 +23,11 @@ class Quirk:
     description: str
     evidence: tuple[str, ...]
 
+    @property
+    def seen_from(self) -> str:
+        """The providers it is seen from, as the docs and ``callgate explain`` name them."""
+        return ", ".join(sorted(self.providers)) or "any"
+
 
 QUIRKS: dict[str, Quirk] = {
     q.name: q

@@ -7,6 +7,7 @@ from the package registry (the SDKs at the versions the proxy tests use).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -309,6 +310,29 @@ def wait_for(ready: Callable[[], bool], process: subprocess.Popen[str] | None = 
         time.sleep(0.05)
 
 
+def serving(command: str, comment: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``command`` started in the background, once the port its ``comment`` names answers."""
+    process = subprocess.Popen(
+        command,
+        shell=True,
+        cwd=cwd,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    port = int(re.findall(r"127\.0\.0\.1:(\d+)", comment)[-1])
+    try:
+        wait_for(lambda: listening(port), process)
+    except BaseException:  # it never answered: stopped here, as the test stops the others
+        with contextlib.suppress(ProcessLookupError):  # or it has ended already
+            os.killpg(process.pid, signal.SIGTERM)
+        process.communicate(timeout=30)
+        raise
+    return process
+
+
 def listening(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
@@ -333,20 +357,7 @@ def test_the_readmes_quickstart_runs_as_written_against_the_wheel(
             if code.strip() == "kill %1 %2":
                 break
             if code.rstrip().endswith("&"):
-                background.append(
-                    subprocess.Popen(
-                        code.rstrip()[:-1],
-                        shell=True,
-                        cwd=tmp_path,
-                        env=env,
-                        text=True,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
-                port = int(re.findall(r"127\.0\.0\.1:(\d+)", comment)[-1])
-                wait_for(lambda p=port: listening(p), background[-1])
+                background.append(serving(code.rstrip()[:-1], comment, tmp_path, env))
                 continue
             done = subprocess.run(
                 code,

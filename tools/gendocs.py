@@ -45,11 +45,10 @@ def quirks_markdown() -> str:
         "| Quirk | Relaxes | Seen from | Tolerates |",
         "|---|---|---|---|",
     ]
-    for quirk in QUIRKS.values():
-        providers = ", ".join(sorted(quirk.providers)) or "any"
-        lines.append(
-            f"| `{quirk.name}` | `{quirk.relaxes.value}` | {providers} | {quirk.description} |"
-        )
+    lines += [
+        f"| `{q.name}` | `{q.relaxes.value}` | {q.seen_from} | {q.description} |"
+        for q in QUIRKS.values()
+    ]
     return "\n".join(lines) + "\n"
 
 

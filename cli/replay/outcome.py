@@ -239,7 +239,7 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
         kinds.count("not-held"),
         kinds.count("unreadable"),
         pinned.count(Status.PASS),
-        sum(status in BLOCKED for status in pinned),
+        len(pinned_blocked(outcomes)),
         pinned.count(Status.NOT_APPLICABLE),
     )
 

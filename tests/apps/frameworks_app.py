@@ -334,10 +334,12 @@ def outcome(case: dict[str, Any], url: str) -> dict[str, Any]:
         got: dict[str, Any] = {"answer": FRAMEWORKS[case["framework"]](run)}
     except Exception as error:  # what the framework raises is what the test pins
         got = chain(error)
-    ran = sorted(run.ran, key=json.dumps)
-    served = scenario(url, "status")
-    return {"id": case["id"], "ran": ran, "requests": served["requests"], **got} | {
-        "verdicts": run.verdicts
+    return {
+        "id": case["id"],
+        "ran": sorted(run.ran, key=json.dumps),
+        "requests": scenario(url, "status")["requests"],
+        **got,
+        "verdicts": run.verdicts,
     }
 
 
