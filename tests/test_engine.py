@@ -739,3 +739,26 @@ def test_stated_input_and_streamed_arguments_are_compared_whatever_their_key_ord
     assert (report.status, report.blocking_codes) == (Status.PASS, [])
     start["content_block"]["input"] = {**stated, "unit": "f"}
     assert check(envelope).blocking_codes == ["argument_mismatch"]
+
+
+def test_a_tool_use_restarting_a_text_block_gives_that_block_no_call_id() -> None:
+    # Block 0 is text; a second start of it as a tool_use is a duplicate start, and the id it
+    # carries is not taken, so block 1 may use that id without a duplicate_call_id.
+    tool_use = {"type": "tool_use", "id": "toolu_a", "name": "get_weather", "input": {}}
+    engine = Reassembler("anthropic", {"get_weather": {"type": "object"}})
+    for event in [
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_start", "index": 0, "content_block": tool_use},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": tool_use},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+    ]:
+        engine.feed(event)
+    report = engine.close()
+    assert [(f.code, f.slot, f.event) for f in report.findings if f.blocking] == [
+        (Code.DUPLICATE_START, 0, 2)
+    ]
+    assert [(call.slot, call.id) for call in report.calls] == [(1, "toolu_a")]

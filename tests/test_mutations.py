@@ -734,3 +734,32 @@ def test_a_variant_says_in_its_description_what_made_it_from_what() -> None:
     assert mutate(envelope, "resplit")["description"] == (
         f"{KINDS['resplit'].description} (resplit of a passing turn)"
     )
+
+
+def test_reuse_slot_moves_the_second_call_onto_the_first_and_leaves_the_third() -> None:
+    def block(index: int) -> list[dict[str, object]]:
+        tool_use = {"type": "tool_use", "id": f"toolu_{index}", "name": "f", "input": {}}
+        return [
+            {"type": "content_block_start", "index": index, "content_block": tool_use},
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": "{}"},
+            },
+            {"type": "content_block_stop", "index": index},
+        ]
+
+    envelope = {
+        "profile": "anthropic",
+        "tool_schemas": {"f": {"type": "object"}},
+        "events": [
+            {"type": "message_start", "message": {"id": "m", "content": []}},
+            *block(0),
+            *block(1),
+            *block(2),
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+            {"type": "message_stop"},
+        ],
+    }
+    events = mutate(envelope, "reuse_slot")["events"]
+    assert [e["index"] for e in events if "index" in e] == [0, 0, 0, 0, 0, 0, 2, 2, 2]

@@ -476,6 +476,20 @@ def test_observing_with_deferred_reads_passes_each_chunk_at_once_and_judges_the_
         late()  # a look asked for before the end finds nothing left to read
 
 
+def test_a_last_json_line_without_its_newline_is_read_at_the_end_with_deferred_reads() -> None:
+    """Ollama's last line need not end in a newline: only the body's end completes it, so the
+    end read later must still be read, and the turn passes as it does read at once."""
+    envelope = load(CONFORMANCE / "ollama" / "valid_parallel_calls_two_lines.json")
+    body = b"".join(framed(envelope, NDJSON))
+    assert body.endswith(b"}\n")
+    asked: list[Any] = []
+    tap = judging_tap(envelope, NDJSON, enforce=False, defer=asked.append)
+    assert tap(body[:-1]) == body[:-1]
+    assert tap(b"") == b""
+    report = tap.close()
+    assert (report.status.value, len(report.calls), tap.end_marker_seen) == ("pass", 2, True)
+
+
 def test_a_stream_that_never_pauses_is_read_at_the_last_look() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     body = b"".join(framed(envelope, SSE))

@@ -82,6 +82,7 @@ EXTRA_LANES = (
         "sdk",
         (
             "tests/test_guard_sdk.py",
+            "tests/test_guard_context.py",
             "tests/test_guard_faults.py",
             "tests/test_guard_request.py",
             "tests/test_guard_unread.py",

@@ -1,0 +1,161 @@
+"""What a guarded loop reads is its own stream only, and a stream already closed is refused.
+
+The guard reads google-genai's and cohere's streams by wrapping the SDK's SSE reader for the
+whole process; the loop it is reading for is noted only while the loop asks its stream for an
+item. An app that reads another stream of the same SDK, unguarded, between two items of a
+guarded loop (or after it) must get that stream as the SDK gives it, and the guarded turn must
+be judged on its own events. mistralai's ``EventStream`` closed before the guard saw it gives
+no events at all: that is a caller's mistake, told at once, not a turn blocked later. The real
+google-genai and mistralai SDKs, sync and async, in one interpreter of the apps environment,
+against ``callgate serve`` on loopback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from callgate.cli.serve import FakeProvider, collect
+from tests.conftest import CONFORMANCE, ROOT, load
+from tests.proxy_harness import APPS_PYTHON
+
+pytestmark = pytest.mark.sdk
+
+GEMINI = "gemini/valid_parallel_two_chunks"
+MISTRAL = "mistral/native_parallel_calls"
+SCHEMAS = {name: load(CONFORMANCE / f"{name}.json")["tool_schemas"] for name in (GEMINI, MISTRAL)}
+APP = """
+import asyncio, json, sys
+import httpx
+import callgate
+from google import genai
+from google.genai import types
+from mistralai.client import Mistral
+
+base, gemini_fixture, mistral_fixture, schemas = sys.argv[1:4] + [json.loads(sys.argv[4])]
+declarations = [
+    {"name": name, "parameters_json_schema": schema}
+    for name, schema in schemas[gemini_fixture].items()
+]
+gemini_tools = [{"function_declarations": declarations}]
+config = types.GenerateContentConfig(tools=gemini_tools)
+mistral_tools = [
+    {"type": "function", "function": {"name": name, "parameters": schema}}
+    for name, schema in schemas[mistral_fixture].items()
+]
+options = types.HttpOptions(
+    base_url=f"{base}/f/{gemini_fixture}/",
+    httpx_async_client=httpx.AsyncClient(),
+    retry_options=types.HttpRetryOptions(attempts=1),
+)
+client = genai.Client(api_key="k", http_options=options)
+
+def stream():
+    return client.models.generate_content_stream(model="m", contents="Hi", config=config)
+
+def calls(guarded):
+    return [[c.name, c.arguments] for c in guarded.calls]
+
+def run_sync():
+    guarded = callgate.guard(stream(), gemini_tools)
+    between = None
+    for n, _ in enumerate(guarded):
+        if n == 0:
+            between = len(list(stream()))
+    after = len(list(stream()))
+    return {"calls": calls(guarded), "between": between, "after": after}
+
+async def run_async():
+    async def count():
+        return len([c async for c in await client.aio.models.generate_content_stream(
+            model="m", contents="Hi", config=config)])
+    guarded = callgate.guard(
+        await client.aio.models.generate_content_stream(model="m", contents="Hi", config=config),
+        gemini_tools,
+    )
+    between = None
+    n = 0
+    async for _ in guarded:
+        if n == 0:
+            between = await count()
+        n += 1
+    return {"calls": calls(guarded), "between": between, "after": await count()}
+
+def refused(make):
+    try:
+        make()
+    except callgate.UsageError as error:
+        return str(error)
+    return None
+
+async def closed_async(chat):
+    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
+                                   tools=mistral_tools)
+    await made.close()
+    return refused(lambda: callgate.guard(made, mistral_tools))
+
+def closed_sync(chat):
+    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
+                       tools=mistral_tools)
+    made.close()
+    return refused(lambda: callgate.guard(made, mistral_tools))
+
+def outcome(run):
+    try:
+        return run()
+    except Exception as error:  # each case's own outcome, the others still run
+        return f"{type(error).__name__}: {error}"
+
+chat = Mistral(api_key="k", server_url=f"{base}/f/{mistral_fixture}").chat
+print(json.dumps({
+    "gemini": {
+        "sync": outcome(run_sync),
+        "async": outcome(lambda: asyncio.run(run_async())),
+    },
+    "mistral closed": {
+        "sync": outcome(lambda: closed_sync(chat)),
+        "async": outcome(lambda: asyncio.run(closed_async(chat))),
+    },
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> Iterator[dict[str, Any]]:
+    server = FakeProvider(collect([CONFORMANCE])).start()
+    try:
+        arguments = [server.url, GEMINI, MISTRAL, json.dumps(SCHEMAS)]
+        done = subprocess.run(
+            [str(APPS_PYTHON), "-c", APP, *arguments],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        yield json.loads(done.stdout)
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_unguarded_stream_read_between_a_guarded_loops_items_is_its_own(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    turn = load(CONFORMANCE / f"{GEMINI}.json")
+    assert outcomes["gemini"][mode] == {
+        "calls": [[c["name"], c["arguments"]] for c in turn["expect"]["calls"]],
+        "between": len(turn["chunks"]),
+        "after": len(turn["chunks"]),
+    }
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_mistralai_stream_closed_before_the_guard_saw_it_is_refused(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    assert outcomes["mistral closed"][mode] == "guard() takes a stream nothing has read from yet"
