@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
 
 from callgate.reassemble.encoder_pieces import encoder_pieces
 from callgate.reassemble.engine import Reassembler
@@ -91,7 +89,15 @@ def _envelope_schema() -> dict[str, Any]:
 
 
 ENVELOPE_SCHEMA: dict[str, Any] = _envelope_schema()
-_VALIDATOR = Draft202012Validator(ENVELOPE_SCHEMA)
+
+
+@cache
+def _validator() -> Any:
+    """jsonschema's validator of ``ENVELOPE_SCHEMA``, made when an envelope is not plainly valid
+    (``_plainly_valid``): only then is jsonschema needed, to name the problem."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(ENVELOPE_SCHEMA)
 
 
 class EnvelopeError(InputError):
@@ -172,7 +178,9 @@ def validate_envelope(envelope: object) -> Mapping[str, Any]:
     if _plainly_valid(envelope):
         assert isinstance(envelope, Mapping)
         return envelope
-    error = best_match(_VALIDATOR.iter_errors(envelope))
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(envelope))
     if error is None:
         assert isinstance(envelope, Mapping)
         return envelope

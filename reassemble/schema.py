@@ -11,6 +11,10 @@ jsonschema validator built, once: formats asserted, nothing retrievable, and ``m
 stall jsonschema's own. ``ToolSchema.violations`` maps its errors to sorted ``Violation``s; for
 arguments that plainly fit a schema of the common keywords it answers without jsonschema
 (``callgate.reassemble.schema_subset``).
+
+jsonschema is imported only when it is asked something: a schema outside the common keywords'
+plain shapes is checked against its metaschema, or arguments do not plainly fit. Importing it
+costs a command line start about 0.09 s, more than the rest of ``callgate check`` together.
 """
 
 from __future__ import annotations
@@ -23,16 +27,16 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
-
-from jsonschema import Draft7Validator, Draft202012Validator, FormatChecker, ValidationError
-from jsonschema import validators as jsonschema_validators
-from referencing import Registry
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.encoder_pieces import encoder_pieces
-from callgate.reassemble.schema_subset import accepting
+from callgate.reassemble.schema_subset import accepting, plainly_valid
+
+if TYPE_CHECKING:
+    from jsonschema import FormatChecker
 
 MAX_MESSAGE_CHARS = 200
 
@@ -176,6 +180,8 @@ _SLOW_FORMATS = frozenset({"iri", "iri-reference"})
 
 
 def _format_checker(base: Any) -> FormatChecker:
+    from jsonschema import FormatChecker
+
     checker = FormatChecker(formats=())
     checker.checkers = {
         name: check
@@ -188,14 +194,15 @@ def _format_checker(base: Any) -> FormatChecker:
     return checker
 
 
-_MULTIPLE_OF = Draft202012Validator.VALIDATORS["multipleOf"]
-
-
 def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[Any]:
     # jsonschema divides before its own overflow guard, so a 400-digit integer against a float
     # divisor raises OverflowError instead of answering. Fractions are exact and cannot overflow.
+    from jsonschema import Draft202012Validator, ValidationError
+
     try:
-        yield from _MULTIPLE_OF(validator, divisor, instance, schema)
+        yield from Draft202012Validator.VALIDATORS["multipleOf"](
+            validator, divisor, instance, schema
+        )
     except OverflowError:
         if (Fraction(instance) / Fraction(divisor)).denominator != 1:
             yield ValidationError(f"{instance!r} is not a multiple of {divisor}")
@@ -218,39 +225,47 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
         return
     # Arguments are parsed JSON, so every item has a hashable stand-in.
     if len(set(map(_canonical, instance))) != len(instance):
+        from jsonschema import ValidationError
+
         yield ValidationError(f"{instance!r} has non-unique elements")
 
 
-@dataclass(frozen=True, kw_only=True)
 class _Dialect:
-    name: str
-    base: Any  # jsonschema's own class, whose metaschema checks the schema
-    keywords: frozenset[str]
-    keeps_false: frozenset[str]  # keywords that report their own `false` value with a path
-    validator_class: Any
-    formats: FormatChecker
+    """A dialect's keywords, and jsonschema's classes for it, made when first asked for."""
 
-    @classmethod
-    def of(cls, name: str, base: Any, keywords: frozenset[str], *keeps_false: str) -> _Dialect:
-        validator_class = jsonschema_validators.extend(
-            base, {"multipleOf": _multiple_of, "uniqueItems": _unique_items}
+    def __init__(
+        self, name: str, base_name: str, keywords: frozenset[str], *keeps_false: str
+    ) -> None:
+        self.name, self._base_name, self.keywords = name, base_name, keywords
+        #: Keywords that report their own `false` value with a path.
+        self.keeps_false = frozenset(keeps_false)
+
+    @cached_property
+    def base(self) -> Any:
+        """jsonschema's own class, whose metaschema checks the schema."""
+        import jsonschema
+
+        return getattr(jsonschema, self._base_name)
+
+    @cached_property
+    def validator_class(self) -> Any:
+        from jsonschema import validators
+
+        return validators.extend(
+            self.base, {"multipleOf": _multiple_of, "uniqueItems": _unique_items}
         )
-        return cls(
-            name=name,
-            base=base,
-            keywords=keywords,
-            keeps_false=frozenset(keeps_false),
-            validator_class=validator_class,
-            formats=_format_checker(base),
-        )
+
+    @cached_property
+    def formats(self) -> FormatChecker:
+        return _format_checker(self.base)
 
 
-_DRAFT7 = _Dialect.of(
-    "draft-07", Draft7Validator, DRAFT7_KEYWORDS, "additionalProperties", "additionalItems"
+_DRAFT7 = _Dialect(
+    "draft-07", "Draft7Validator", DRAFT7_KEYWORDS, "additionalProperties", "additionalItems"
 )
-_DRAFT202012 = _Dialect.of(
+_DRAFT202012 = _Dialect(
     "2020-12",
-    Draft202012Validator,
+    "Draft202012Validator",
     DRAFT202012_KEYWORDS,
     "additionalProperties",
     "items",
@@ -262,9 +277,14 @@ _DIALECTS = {
     "https://json-schema.org/draft/2020-12/schema": _DRAFT202012,
 }
 
-# Only local refs survive the policy, and this makes sure nothing can be fetched anyway: a bare
-# Registry refuses to retrieve, whereas jsonschema's default one would open remote URLs.
-_OFFLINE: Registry[Any] = Registry()
+
+@cache
+def _offline() -> Any:
+    """Only local refs survive the policy, and this makes sure nothing can be fetched anyway: a
+    bare Registry refuses to retrieve, whereas jsonschema's default one would open remote URLs."""
+    from referencing import Registry
+
+    return Registry()
 
 
 def _plain(value: object, pointer: str) -> object:
@@ -411,9 +431,7 @@ class ToolSchema:
     """A schema that passed the policy; its validator is built once and reused."""
 
     def __init__(self, document: object, dialect: _Dialect, walk: _Walk) -> None:
-        self._validator = dialect.validator_class(
-            document, format_checker=dialect.formats, registry=_OFFLINE
-        )
+        self._document, self._dialect = document, dialect
         self._locations = walk.locations
         self._false_nodes = frozenset(walk.false_nodes)
         self._plainly_fits = accepting(document)
@@ -426,6 +444,14 @@ class ToolSchema:
             pass
         found = [self._violation(error) for error in self._validator.iter_errors(instance)]
         return sorted(found, key=lambda v: (v.instance_path, v.schema_path, v.keyword, v.message))
+
+    @cached_property
+    def _validator(self) -> Any:
+        # Built on first use, by one thread or two at once: the same validator either way.
+        dialect = self._dialect
+        return dialect.validator_class(
+            self._document, format_checker=dialect.formats, registry=_offline()
+        )
 
     def _violation(self, error: Any) -> Violation:
         # error.schema is the subschema holding the failing keyword; its location is a real
@@ -508,11 +534,14 @@ def _compile(schema: object) -> ToolSchema:
     return ToolSchema(document, dialect, walk)
 
 
-def _first_schema_error(document: object, dialect: _Dialect) -> ValidationError | None:
-    """What the metaschema says of ``document`` first, in document order. ``check_schema`` raises
-    the first error jsonschema yields, and for a schema wrong in two places that order follows
-    string hashing: the message (and so a fixture's report) changed from one process to the next.
-    """
+def _first_schema_error(document: object, dialect: _Dialect) -> Any:
+    """What the metaschema says of ``document`` first, in document order (None: nothing).
+    ``check_schema`` raises the first error jsonschema yields, and for a schema wrong in two
+    places that order follows string hashing: the message (and so a fixture's report) changed
+    from one process to the next. A schema of plain keywords in their plain shapes is one both
+    metaschemas accept, told without jsonschema."""
+    if plainly_valid(document):
+        return None
     checker = dialect.base(dialect.base.META_SCHEMA, format_checker=dialect.formats)
     errors = list(checker.iter_errors(document))
     if not errors:

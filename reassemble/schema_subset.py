@@ -8,6 +8,10 @@ when jsonschema would find no error (a property test holds the two together on g
 and values, in both dialects). False means "ask jsonschema", which then names what is wrong: the
 predicate never names a violation, so reports read the same either way.
 
+``plainly_valid`` does the same for the schema itself: True only for a schema made of the
+subset's keywords in the shapes both metaschemas (draft-07 and 2020-12) ask for, so that most tool
+schemas are compiled without importing jsonschema at all.
+
 Anything outside the subset (``$ref``, combinators, ``pattern``, ``format``, ``uniqueItems``,
 ``multipleOf``, tuple ``items``, ...) makes ``accepting`` return None: that schema always goes to
 jsonschema. Values of a type JSON does not produce (a ``dict`` subclass, a ``Decimal``) make the
@@ -220,3 +224,70 @@ _KEYWORDS: dict[str, Callable[[Any, dict[str, Any]], Accepts | None]] = {
     "additionalProperties": _additional_properties,
     "items": _items,
 }
+
+
+#: Annotations and the shape both metaschemas give their values (``default`` takes any value).
+_ANNOTATION_SHAPES: dict[str, type] = {
+    "title": str,
+    "description": str,
+    "$comment": str,
+    "examples": list,
+    "deprecated": bool,
+    "readOnly": bool,
+    "writeOnly": bool,
+}
+_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_SIZES = frozenset(
+    {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
+)
+
+
+def plainly_valid(schema: object, *, root: bool = True) -> bool:
+    """True only for a schema the draft-07 and 2020-12 metaschemas both accept, told from the
+    subset's keywords in their plain shapes (a test holds this to jsonschema on generated
+    schemas); False means "ask the metaschema", which names what is wrong."""
+    if type(schema) is bool:
+        return True
+    if type(schema) is not dict:
+        return False
+    for key, value in schema.items():
+        if key in _ANNOTATION_SHAPES:
+            if type(value) is not _ANNOTATION_SHAPES[key]:
+                return False
+        elif key in _BOUNDS:
+            if type(value) is not int and type(value) is not float:
+                return False
+        elif key in _SIZES:
+            if type(value) is not int or value < 0:
+                return False
+        elif key == "properties":
+            if type(value) is not dict:
+                return False
+            for subschema in value.values():
+                if not plainly_valid(subschema, root=False):
+                    return False
+        elif key in ("additionalProperties", "items"):
+            if not plainly_valid(value, root=False):
+                return False
+        elif key == "type":
+            names = [value] if type(value) is str else value
+            if type(names) is not list or not names or len(set(map(str, names))) != len(names):
+                return False
+            for name in names:
+                if type(name) is not str or name not in _TYPE_TESTS:
+                    return False
+        elif key == "required":
+            if type(value) is not list or len(set(map(str, value))) != len(value):
+                return False
+            for name in value:
+                if type(name) is not str:
+                    return False
+        elif key == "enum":
+            if type(value) is not list:
+                return False
+        elif key == "$schema":  # its URI is the dialect's, read before this
+            if not root or type(value) is not str:
+                return False
+        elif key != "const" and key != "default":
+            return False
+    return True

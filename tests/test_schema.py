@@ -17,15 +17,15 @@ from referencing.exceptions import NoSuchResource
 from callgate.reassemble.codes import Code
 from callgate.reassemble.schema import (
     _DIALECTS,
-    _OFFLINE,
     DRAFT7_KEYWORDS,
     DRAFT202012_KEYWORDS,
     SchemaProblem,
     ToolSchema,
     Violation,
+    _offline,
     compile_schema,
 )
-from callgate.reassemble.schema_subset import accepting
+from callgate.reassemble.schema_subset import accepting, plainly_valid
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 DRAFT202012 = "https://json-schema.org/draft/2020-12/schema"
@@ -345,7 +345,7 @@ def test_refs_that_leave_this_document_or_use_anchors_are_unsupported(
 
 def test_the_validator_registry_refuses_to_retrieve_anything() -> None:
     with pytest.raises(NoSuchResource):
-        _OFFLINE.get_or_retrieve("https://example.com/schema.json")
+        _offline().get_or_retrieve("https://example.com/schema.json")
 
 
 @pytest.mark.parametrize(
@@ -1014,3 +1014,92 @@ def test_a_schema_wrong_in_two_places_names_the_first_in_every_process() -> None
         "schema_path='/properties/name/type', "
         "message=\"'str' is not valid under any of the given schemas\")\n"
     }
+
+
+#: Values in shapes the metaschemas refuse for some keyword, and in shapes they take.
+SHAPES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 3)
+    | st.sampled_from([0.5, 1.0, -1.0, "", "x", "str", "object", "integer", [], {}])
+    | st.lists(st.sampled_from(["a", "b", 1, "object", "null", "str"]), max_size=3)
+    | st.dictionaries(st.sampled_from(SUBSET_NAMES), st.booleans() | st.just({}), max_size=2)
+)
+SCHEMA_KEYWORDS = [
+    "type",
+    "enum",
+    "const",
+    "required",
+    "properties",
+    "additionalProperties",
+    "items",
+    "minimum",
+    "minLength",
+    "maxItems",
+    "title",
+    "examples",
+    "default",
+    "deprecated",
+    "readOnly",
+    "$comment",
+    "pattern",
+    "$schema",
+]
+
+
+def schema_shapes() -> st.SearchStrategy[Any]:
+    """Schemas of the subset's keywords in their plain shapes, each object with at most one
+    keyword whose value is drawn from ``SHAPES`` (often one the metaschemas refuse)."""
+    odd = st.dictionaries(st.sampled_from(SCHEMA_KEYWORDS), SHAPES, max_size=1)
+    leaf = st.tuples(SUBSET_LEAF, odd).map(lambda parts: {**parts[0], **parts[1]})
+
+    def nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        applicators = st.fixed_dictionaries(
+            {},
+            optional={
+                "properties": st.dictionaries(st.sampled_from(SUBSET_NAMES), inner, max_size=2),
+                "items": inner | st.lists(inner, max_size=1),
+                "additionalProperties": inner,
+            },
+        )
+        return st.tuples(leaf, applicators).map(lambda parts: {**parts[0], **parts[1]})
+
+    return st.recursive(leaf | st.booleans(), nested, max_leaves=5)
+
+
+@pytest.mark.sweep
+@settings(max_examples=2000, deadline=None)
+@given(schema_shapes(), st.booleans())
+def test_a_plainly_valid_schema_is_one_both_metaschemas_accept(schema: Any, at_root: bool) -> None:
+    if plainly_valid(schema, root=at_root):
+        for uri in (DRAFT7, DRAFT202012):
+            dialect = _DIALECTS[uri.rstrip("#").replace("http:", "https:")]
+            assert next(dialect.base(dialect.base.META_SCHEMA).iter_errors(schema), None) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(subset_schemas(false=True))
+def test_every_schema_of_the_subset_is_plainly_valid(schema: Any) -> None:
+    assert plainly_valid(schema)
+
+
+def test_a_schema_in_a_shape_the_metaschema_refuses_is_left_to_it() -> None:
+    for schema in (
+        {"type": "str"},
+        {"type": []},
+        {"type": ["string", "string"]},
+        {"required": ["a", "a"]},
+        {"required": "a"},
+        {"minLength": -1},
+        {"minLength": 1.0},  # valid, but left to jsonschema
+        {"minimum": True},
+        {"enum": "a"},
+        {"title": 1},
+        {"properties": {"a": {"type": 1}}},
+        {"items": [{"type": "string"}]},
+        {"$schema": DRAFT7},  # only a root may say it
+        {"pattern": "a"},
+        [],
+    ):
+        assert not plainly_valid(schema, root=False), schema
+    assert plainly_valid({"$schema": DRAFT7, "type": "object"})
