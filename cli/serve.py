@@ -46,7 +46,7 @@ from callgate.cli.scenarios import PREFIX, Answer, Scenarios, collect_scenarios,
 from callgate.reassemble.errors import InputError, NotApplicable, UsageError
 from callgate.reassemble.framing import JSON_ARRAY, MEDIA_TYPES
 from callgate.reassemble.mutations import KINDS, mutate
-from callgate.reassemble.profiles import framed, framing_of_request, serves
+from callgate.reassemble.profiles import PROFILES, framed, framing_of_request, serves
 
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
@@ -296,6 +296,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve(turn.fixture, self.provider.fixtures[turn.fixture], mutable=turn.has_call)
 
     def _serve(self, name: str, envelope: dict[str, Any], *, mutable: bool = True) -> None:
+        profile = envelope["profile"]
+        if PROFILES[profile].over_websocket:
+            self._error(400, f"{name} is a WebSocket session ({profile}): serve answers HTTP")
+            return
         kind = self.headers.get("x-callgate-mutate") or self.provider.mutate
         if kind and mutable:
             try:

@@ -21,9 +21,12 @@ import re
 from abc import ABC, abstractmethod
 
 #: The framings a response streams in: server-sent events, Gemini's JSON array (no ``alt=sse``),
-#: newline-delimited JSON, AWS event-stream messages (``eventstream.MessageFramer``).
+#: newline-delimited JSON, AWS event-stream messages (``eventstream.MessageFramer``), and the
+#: text messages of a WebSocket session, one event each (OpenAI Realtime), which come whole.
 SSE, JSON_ARRAY, NDJSON, EVENTSTREAM = "sse", "json-array", "ndjson", "eventstream"
-#: The media types each framing is served with; NDJSON servers also say ``application/json``.
+WEBSOCKET = "websocket"
+#: The media types each framing of an HTTP body is served with (a WebSocket session has no
+#: body: its messages are read one by one); NDJSON servers also say ``application/json``.
 MEDIA_TYPES = {
     SSE: ("text/event-stream",),
     JSON_ARRAY: ("application/json",),

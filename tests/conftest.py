@@ -47,6 +47,14 @@ def conformance_fixtures() -> list[Path]:
     return sorted(CONFORMANCE.rglob("*.json"))
 
 
+def body_fixtures() -> list[Path]:
+    """The conformance fixtures of APIs that stream an HTTP body (not a WebSocket session's
+    messages): what the proxy's body tap and ``serve``'s HTTP answers read."""
+    return [
+        path for path in conformance_fixtures() if not PROFILES[path.parent.name].over_websocket
+    ]
+
+
 def load(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data

@@ -176,6 +176,16 @@ def resplit_responses(events: list[Any]) -> list[Any]:
     return out
 
 
+def resplit_realtime(event: Any) -> list[Any]:
+    """Halve each argument delta (its ``event_id`` kept on both halves)."""
+    text = event.get("delta") if isinstance(event, dict) else None
+    if event.get("type") != "response.function_call_arguments.delta" or not isinstance(text, str):
+        return [event]
+    if len(text) < 2:
+        return [event]
+    return [dict(event, delta=text[: len(text) // 2]), dict(event, delta=text[len(text) // 2 :])]
+
+
 def resplit_chat(chunk: Any) -> list[Any]:
     """Halve the arguments of indexed entries; the halves follow in a second chunk that also takes
     over the finish_reason, so the order of terminal evidence is unchanged."""
@@ -247,6 +257,7 @@ RESPLITTERS = {
     "cohere": resplit_cohere,
     "ollama": resplit_ollama,
     "bedrock-converse": resplit_bedrock,
+    "openai-realtime": resplit_realtime,
 }
 
 

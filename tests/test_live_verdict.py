@@ -36,7 +36,7 @@ from callgate.redact import (
 )
 from callgate.redact.fragment_lines import FragmentLines
 from callgate.redact.policy import recorded_envelope
-from tests.conftest import CONFORMANCE, conformance_fixtures, corpus_params, fixture_id, load
+from tests.conftest import CONFORMANCE, body_fixtures, corpus_params, fixture_id, load
 from tests.proxy_harness import request_body_of
 from tests.test_corpus_real import (
     REAL,
@@ -136,7 +136,7 @@ MODES = [
 ]
 MATRIX = [
     pytest.param(path, framing, id=f"{fixture_id(path)}-{framing}")
-    for path in conformance_fixtures()
+    for path in body_fixtures()
     for framing in PROFILES[load(path)["profile"]].framings
 ]
 
@@ -195,7 +195,8 @@ def test_every_corpus_stream_is_judged_live_as_recorded(
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_every_generated_turn_is_judged_live_as_recorded(data: st.DataObject) -> None:
-    profile, stream = data.draw(passing_turns())
+    over_http = passing_turns().filter(lambda turn: not PROFILES[turn[0]].over_websocket)
+    profile, stream = data.draw(over_http)
     envelope = {"profile": profile, "tool_schemas": SCHEMAS, PROFILES[profile].stream_key: stream}
     framing = data.draw(st.sampled_from(PROFILES[profile].framings))
     body, request = b"".join(framed(envelope, framing)), request_body_of(envelope)
@@ -230,7 +231,7 @@ def test_an_observing_tap_reads_every_stream_whole() -> None:
     takes. Enforcing, it reads on after the verdict only where it can: 35 of the matrix's 375
     streams in their framings go unread in part (the proof above checks each hands on nothing)."""
     whole, unread = 0, []
-    for path in conformance_fixtures():
+    for path in body_fixtures():
         envelope = load(path)
         profile, request = envelope["profile"], request_body_of(envelope)
         for framing in PROFILES[profile].framings:

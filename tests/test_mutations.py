@@ -398,7 +398,7 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
         )
     } | {
         (profile, kind)
-        for profile in ("anthropic", "openai-responses", "gemini")
+        for profile in ("anthropic", "openai-responses", "gemini", "openai-realtime")
         for kind in ("repeat_identity", "delayed_identity")
     } | {("cohere", kind) for kind in ("repeat_identity", "delayed_identity")} | {
         ("ollama", kind)

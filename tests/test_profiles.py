@@ -200,6 +200,7 @@ def test_sniffing_names_only_profiles_whose_first_event_is_unmistakable() -> Non
         "mistral": "openai",
         "ollama": "ollama",
         "openai": "openai",
+        "openai-realtime": None,
         "openai-responses": None,
     }
 
@@ -790,6 +791,8 @@ def _changed(chunk: Any, changes: list[tuple[tuple[Any, ...], Any, Any]]) -> Any
         try:
             for step in path:
                 container = container[step]
+            if isinstance(container, dict) and not isinstance(key, str):
+                continue  # a list's place in what became an object: JSON keys are strings
             if value is _DELETE:
                 del container[key]
             elif isinstance(container, list):

@@ -155,6 +155,20 @@ def responses_stream(parts: list[list[str]], order: list[int]) -> list[dict[str,
     return [dict(event, sequence_number=n) for n, event in enumerate(stream)]
 
 
+def realtime_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
+    """One Realtime response: the Responses events' shapes, each naming its response."""
+    response = {"id": "resp_1", "status": "completed"}
+    stream = [dict(event, response_id="resp_1") for event in responses_stream(parts, order)[1:-1]]
+    for event in stream:
+        del event["sequence_number"]
+    output = [event["item"] for event in stream if event["type"] == "response.output_item.done"]
+    return [
+        {"type": "response.created", "response": {**response, "status": "in_progress"}},
+        *stream,
+        {"type": "response.done", "response": {**response, "output": output}},
+    ]
+
+
 def gemini_stream(parts: list[list[str]], order: list[int]) -> list[dict[str, Any]]:
     stream = []
     for slot, name in enumerate(["f", "g"][: len(parts)]):
@@ -313,10 +327,12 @@ BUILDERS = {
     "cohere": cohere_stream,
     "ollama": ollama_stream,
     "bedrock-converse": bedrock_stream,
+    "openai-realtime": realtime_stream,
 }
 #: Where the terminal evidence is, counted from the end: the finish chunk (a usage chunk
 #: follows), message_delta (message_stop follows), response.completed, Gemini's STOP chunk,
-#: Cohere's message-end, Ollama's done line, Bedrock's messageStop (metadata follows).
+#: Cohere's message-end, Ollama's done line, Bedrock's messageStop (metadata follows), the
+#: Realtime response.done.
 TERMINAL_FROM_END = {
     "openai": 2,
     "mistral": 2,
@@ -326,6 +342,7 @@ TERMINAL_FROM_END = {
     "cohere": 1,
     "ollama": 1,
     "bedrock-converse": 2,
+    "openai-realtime": 1,
 }
 #: The first event that belongs to a call.
 FIRST_CALL_EVENT = {
@@ -337,6 +354,7 @@ FIRST_CALL_EVENT = {
     "cohere": 1,
     "ollama": 0,
     "bedrock-converse": 1,
+    "openai-realtime": 1,
 }
 #: Argument text for every profile but Gemini, whose fragments are pieces of a string value.
 ARGUMENT_TEXT = st.one_of(arguments)

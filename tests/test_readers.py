@@ -17,11 +17,12 @@ from callgate.reassemble.profiles import PROFILES, framed
 from callgate.reassemble.readers import READERS, LineReader, Reader, SSEReader
 from tests.conftest import CONFORMANCE, load
 
-#: Each profile with each framing it streams in.
+#: Each profile with each framing of an HTTP body it streams in.
 PAIRS = [
     (name, framing)
     for name, profile in sorted(PROFILES.items())
     for framing in dict.fromkeys([*profile.framings, *(f for _, f in profile.path_framings)])
+    if framing in MEDIA_TYPES
 ]
 _CUTS = st.lists(st.integers(min_value=0), max_size=12)
 

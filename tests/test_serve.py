@@ -15,7 +15,7 @@ from callgate.cli.serve import SAMPLES, FakeProvider, collect, parse_timing, run
 from callgate.reassemble.errors import InputError, NotApplicable, UsageError
 from callgate.reassemble.framing import EVENTSTREAM
 from callgate.reassemble.mutations import mutate, mutations
-from callgate.reassemble.profiles import framed, frames
+from callgate.reassemble.profiles import PROFILES, framed, frames
 from tests.conftest import CONFORMANCE, load
 from tests.proxy_harness import APPS_PYTHON, post, read_events, tools_file
 from tests.sdk_cases import AppReports, AppSession, Turn, selected, turn_key
@@ -295,6 +295,15 @@ def test_a_mutation_that_cannot_apply_is_a_422_saying_why(served: FakeProvider) 
     )
 
 
+def test_a_websocket_session_asked_for_over_http_is_a_400_saying_so(served: FakeProvider) -> None:
+    status, _, body = post(served.url, "/f/openai-realtime/valid_single_call/v1/realtime")
+    assert (status, json.loads(body)["error"]["message"]) == (
+        400,
+        "openai-realtime/valid_single_call is a WebSocket session (openai-realtime): serve "
+        "answers HTTP",
+    )
+
+
 def test_serve_mutate_applies_to_every_request_and_refuses_an_unknown_kind(tmp_path: Path) -> None:
     provider = FakeProvider(collect([CONFORMANCE / "openai"]), mutate="truncate").start()
     try:
@@ -513,7 +522,8 @@ PASS_FAIL = ("pass", "fail")
 def test_the_samples_hold_a_passing_and_a_failing_turn_of_every_api() -> None:
     samples = collect([SAMPLES])
     apis = sorted({name.split("/")[0] for name in samples})
-    assert apis == sorted(folder.name for folder in CONFORMANCE.iterdir() if folder.is_dir())
+    over_http = [name for name, profile in PROFILES.items() if not profile.over_websocket]
+    assert apis == sorted(over_http)
     assert sorted(samples) == sorted(f"{api}/{verdict}" for api in apis for verdict in PASS_FAIL)
     for name, envelope in samples.items():
         verdict = "pass" if name.endswith("/pass") else "fail"

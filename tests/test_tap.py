@@ -32,7 +32,7 @@ from callgate.reassemble.eventstream import decode
 from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
 from callgate.reassemble.profiles import PROFILES, array_frames, framed, frames
 from callgate.redact import Exchange, fixture_bytes, redact_exchange, request_context
-from tests.conftest import CONFORMANCE, conformance_fixtures, deciding, fixture_id, load
+from tests.conftest import CONFORMANCE, body_fixtures, deciding, fixture_id, load
 from tests.proxy_harness import request_body_of
 
 ERROR = "callgate blocked this turn: {}"
@@ -442,7 +442,7 @@ def test_a_compressed_chunk_that_decodes_to_nothing_yet_does_not_end_the_body(
     assert sent == (body if enforce else compressed)
 
 
-@pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
+@pytest.mark.parametrize("path", body_fixtures(), ids=fixture_id)
 def test_observing_with_deferred_reads_passes_each_chunk_at_once_and_judges_the_same(
     path: Path,
 ) -> None:
@@ -618,7 +618,7 @@ def test_events_before_a_byte_that_is_not_utf8_are_read_however_the_body_was_cut
 #: others, JSON lines and event streams, read every event first).
 RELEASING = [
     path
-    for path in conformance_fixtures()
+    for path in body_fixtures()
     if PROFILES[path.parent.name].terminal_pattern and SSE in PROFILES[path.parent.name].framings
 ]
 
@@ -672,7 +672,7 @@ def test_a_chat_completions_event_may_decide_the_turn_only_with_a_finish_reason_
 
 
 @pytest.mark.parametrize("events_per_chunk", [0, 1, 2])
-@pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
+@pytest.mark.parametrize("path", body_fixtures(), ids=fixture_id)
 def test_enforcing_with_deferred_reads_sends_the_same_bytes_at_the_same_moments(
     path: Path, events_per_chunk: int
 ) -> None:
@@ -733,7 +733,7 @@ def test_an_event_after_the_verdict_goes_only_if_the_turn_passed(name: str, pass
 # -- the fixture writer is handed the live verdict ----------------------------------------------
 
 
-@pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
+@pytest.mark.parametrize("path", body_fixtures(), ids=fixture_id)
 def test_a_fixture_built_with_the_live_verdict_is_the_one_built_by_judging_again(
     path: Path,
 ) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
+from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE, WEBSOCKET
 from callgate.reassemble.profiles import (
     anthropic,
     bedrock_converse,
@@ -21,6 +21,7 @@ from callgate.reassemble.profiles import (
     mistral,
     ollama,
     openai,
+    openai_realtime,
     openai_responses,
 )
 from callgate.reassemble.profiles.base import STRUCTURAL_KEYS, Profile
@@ -36,6 +37,7 @@ PROFILES: dict[str, Profile] = {
         cohere.PROFILE,
         ollama.PROFILE,
         bedrock_converse.PROFILE,
+        openai_realtime.PROFILE,
     )
 }
 #: Every profile's version headers, in registry order: request headers that hold no secret.
@@ -103,7 +105,15 @@ def framed(envelope: Mapping[str, Any], framing: str) -> Iterator[bytes]:
         return line_frames(envelope)
     if framing == EVENTSTREAM:
         return message_frames(envelope)
+    if framing == WEBSOCKET:
+        return websocket_messages(envelope)
     return sse_frames(envelope)
+
+
+def websocket_messages(envelope: Mapping[str, Any]) -> Iterator[bytes]:
+    """The text message of each event of a WebSocket session, compact JSON as OpenAI sends it."""
+    for event in envelope[PROFILES[envelope["profile"]].stream_key]:
+        yield json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def message_frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:

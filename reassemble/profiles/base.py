@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeGuard
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import Event, Problem
 from callgate.reassemble.eventstream import Message
-from callgate.reassemble.framing import SSE
+from callgate.reassemble.framing import SSE, WEBSOCKET
 
 #: Where a profile's events hold tool-call arguments, for the redactor:
 #: ``(kind, call key, container, field)``. ``stream`` fragments of one call (same key) are masked
@@ -181,6 +181,12 @@ class Profile:
     event_sites: Callable[[Any, int], Iterator[ArgumentSite]] | None = None
     #: String fields of this profile's events that are structure ("finish_reason").
     structural_keys: frozenset[str] = frozenset()
+
+    @property
+    def over_websocket(self) -> bool:
+        """Whether the API streams a WebSocket session's messages, not an HTTP body (which the
+        proxy's body tap, ``serve``'s HTTP answers and ``import`` of a body read)."""
+        return WEBSOCKET in self.framings
 
     def message_frame(self, event: object) -> bytes:
         """One event as the AWS event-stream message this profile's provider sends."""
