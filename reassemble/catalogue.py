@@ -77,10 +77,14 @@ CATALOGUE: dict[Code, Entry] = {
     ),
     Code.WRONG_TERMINAL_REASON: Entry(
         "A turn holding calls ended with a reason other than the tool-call reason "
-        "(tool_calls / tool_use), e.g. length, max_tokens, end_turn, content_filter.",
+        "(tool_calls / tool_use), e.g. length, max_tokens, end_turn, content_filter, or an "
+        "OpenAI Realtime response ended cancelled, incomplete or failed.",
         "The call was cut by the token limit or a filter; OpenAI says stop for a named "
-        "tool_choice (accepted); Ollama and Gemini's OpenAI-compatible endpoint say stop.",
-        "Do not execute: the arguments may be cut. Raise max_tokens and retry the turn.",
+        "tool_choice (accepted); Ollama and Gemini's OpenAI-compatible endpoint say stop; the "
+        "user spoke over a Realtime voice model (turn_detected) or the client cancelled the "
+        "response.",
+        "Do not execute: the arguments may be cut, or the model withdrew the response. Raise "
+        "max_tokens and retry the turn, or wait for the next response.",
     ),
     Code.DUPLICATE_TERMINAL: Entry(
         "A call or turn was ended twice.",
@@ -94,6 +98,14 @@ CATALOGUE: dict[Code, Entry] = {
         "Accumulators that treat parseable JSON as finished hide this; servers that flush "
         "buffered tokens after the finish chunk.",
         _QUARANTINE,
+    ),
+    Code.CALL_WITHDRAWN: Entry(
+        "The provider withdrew a call it had sent: Gemini Live's toolCallCancellation names "
+        "its id.",
+        "The user interrupted the model's turn (spoke over a voice agent) after the toolCall "
+        "was sent.",
+        "Do not execute the withdrawn request's calls; undo one that already ran where it had "
+        "side effects, and answer the turn the model takes next.",
     ),
     Code.TERMINAL_WITHOUT_CALL: Entry(
         "The turn ended with the tool-call reason but holds no call callgate could read.",

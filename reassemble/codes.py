@@ -25,6 +25,7 @@ class Code(StrEnum):
     WRONG_TERMINAL_REASON = "wrong_terminal_reason"
     DUPLICATE_TERMINAL = "duplicate_terminal"
     DELTA_AFTER_TERMINAL = "delta_after_terminal"
+    CALL_WITHDRAWN = "call_withdrawn"
     TERMINAL_WITHOUT_CALL = "terminal_without_call"
     STREAM_ERROR = "stream_error"
     EVENT_GAP = "event_gap"

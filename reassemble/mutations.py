@@ -581,6 +581,14 @@ def _whole_calls(profile: Profile) -> bool:
     return profile.whole_calls
 
 
+def _calls_are_terminal(profile: Profile) -> bool:
+    return profile.calls_are_terminal
+
+
+def _ids_optional(profile: Profile) -> bool:
+    return not profile.requires_call_id
+
+
 def _no_slot_field(profile: Profile) -> bool:
     return not profile.slot_field
 
@@ -619,12 +627,14 @@ KINDS: dict[str, Kind] = {
             code=Code.MISSING_TERMINAL,
             description="every event that carries the terminal evidence is left out",
             make=_drop_terminal,
+            never=_calls_are_terminal,
         ),
         Kind(
             name="duplicate_terminal",
             code=Code.DUPLICATE_TERMINAL,
             description="the first event that carries the terminal evidence comes twice",
             make=_duplicate_terminal,
+            never=_calls_are_terminal,
         ),
         Kind(
             name="delta_after_terminal",
@@ -638,6 +648,7 @@ KINDS: dict[str, Kind] = {
             code=Code.WRONG_TERMINAL_REASON,
             description="the turn ends as if the output hit the token limit",
             make=_wrong_terminal,
+            never=_calls_are_terminal,
         ),
         Kind(
             name="reuse_slot",
@@ -651,7 +662,7 @@ KINDS: dict[str, Kind] = {
             code=Code.MISSING_CALL_ID,
             description="the first call's id is left out",
             make=_drop_id,
-            never=_whole_calls,
+            never=_ids_optional,
         ),
         Kind(
             name="corrupt_arguments",
@@ -724,6 +735,7 @@ KINDS: dict[str, Kind] = {
             code=None,
             description="the first two calls' events take turns",
             make=_interleave,
+            never=_calls_are_terminal,
         ),
         Kind(
             name="empty_deltas",

@@ -291,7 +291,8 @@ def _scrub_text(value: str, key: str, ids: Callable[[str], str], text: Callable[
 
 
 def _names_an_id(key: str) -> bool:
-    return key == "id" or key.endswith(("_id", "Id"))
+    """An id, or a list of them (Gemini Live's ``toolCallCancellation.ids``)."""
+    return key in ("id", "ids") or key.endswith(("_id", "Id", "_ids", "Ids"))
 
 
 #: Members whose string value ``_scrub_text`` keeps as it is: structure that names no id.

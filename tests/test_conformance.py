@@ -258,6 +258,8 @@ RESPLITTERS = {
     "ollama": resplit_ollama,
     "bedrock-converse": resplit_bedrock,
     "openai-realtime": resplit_realtime,
+    # Whole calls, each in one message: nothing to cut.
+    "gemini-live": lambda message: [message],
 }
 
 

@@ -214,8 +214,8 @@ def test_the_direct_reading_agrees_with_jsonschema_at_each_corner(document: obje
 def test_the_schema_message_is_kept_whole_up_to_200_characters_and_clipped_after(
     length: int,
 ) -> None:
-    tail = " is not one of ['anthropic', 'bedrock-converse', 'cohere', 'gemini', 'mistral', "
-    tail += "'ollama', 'openai', 'openai-realtime', 'openai-responses']"
+    tail = " is not one of ['anthropic', 'bedrock-converse', 'cohere', 'gemini', 'gemini-live', "
+    tail += "'mistral', 'ollama', 'openai', 'openai-realtime', 'openai-responses']"
     profile = "p" * (length - len(tail) - 2)  # repr adds the quotes
     message = f"{profile!r}{tail}"
     assert len(message) == length

@@ -197,6 +197,7 @@ def test_sniffing_names_only_profiles_whose_first_event_is_unmistakable() -> Non
         "bedrock-converse": "bedrock-converse",
         "cohere": "cohere",
         "gemini": None,
+        "gemini-live": None,
         "mistral": "openai",
         "ollama": "ollama",
         "openai": "openai",

@@ -18,6 +18,7 @@ from callgate.reassemble.profiles import (
     bedrock_converse,
     cohere,
     gemini,
+    gemini_live,
     mistral,
     ollama,
     openai,
@@ -38,6 +39,7 @@ PROFILES: dict[str, Profile] = {
         ollama.PROFILE,
         bedrock_converse.PROFILE,
         openai_realtime.PROFILE,
+        gemini_live.PROFILE,
     )
 }
 #: Every profile's version headers, in registry order: request headers that hold no secret.

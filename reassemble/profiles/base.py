@@ -106,6 +106,10 @@ class Profile:
     #: Whether each call arrives whole in one event (Gemini, Ollama): there are no fragments to
     #: cut, repeat or move after the end.
     whole_calls: bool = False
+    #: Whether the message that holds a turn's calls is itself its terminal evidence (Gemini
+    #: Live's ``toolCall``): there is no terminal apart from the calls to drop, repeat or
+    #: restate, and the calls of a turn share their one message.
+    calls_are_terminal: bool = False
     #: Whether a call names its slot in a field (an index) that another call could reuse;
     #: Gemini's calls have none, their slot is their position.
     slot_field: bool = True

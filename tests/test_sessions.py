@@ -1,6 +1,8 @@
-"""The ``openai-realtime`` profile: each response of a session is a choice of its own, so calls
-of two responses in flight on one socket are never merged, and each response's end decides its
-own calls. The conformance fixtures pin every verdict; these tests pin where the findings land."""
+"""The WebSocket session profiles. ``openai-realtime``: each response of a session is a choice
+of its own, so calls of two responses in flight on one socket are never merged, and each
+response's end decides its own calls. ``gemini-live``: each toolCall is a choice, and a call the
+server withdraws fails the request that held it. The conformance fixtures pin every verdict;
+these tests pin where the findings land."""
 
 from __future__ import annotations
 
@@ -82,7 +84,41 @@ def test_redaction_masks_every_copy_of_a_call_alike_the_conversations_included()
     assert copies == {call.id: {call.arguments} for call in calls}
 
 
-def test_the_profile_streams_a_websocket_session_not_an_http_body() -> None:
-    profile = PROFILES["openai-realtime"]
-    assert profile.over_websocket
-    assert not any(p.over_websocket for name, p in PROFILES.items() if name != "openai-realtime")
+def test_the_session_profiles_stream_a_websocket_session_not_an_http_body() -> None:
+    sessions = sorted(name for name, profile in PROFILES.items() if profile.over_websocket)
+    assert sessions == ["gemini-live", "openai-realtime"]
+
+
+LIVE = CONFORMANCE / "gemini-live"
+
+
+def test_a_withdrawn_call_fails_the_tool_call_that_held_it() -> None:
+    report = check(load(LIVE / "withdrawn_call.json"))
+    assert [(f.code, f.choice, f.slot, f.path) for f in report.findings if f.blocking] == [
+        (Code.CALL_WITHDRAWN, 0, 1, "/events/3/toolCallCancellation/ids/0")
+    ]
+    assert [(c.slot, c.state.value) for c in report.calls] == [(0, "validated"), (1, "blocked")]
+
+
+def test_the_same_call_in_a_second_tool_call_is_a_duplicate_of_the_first() -> None:
+    report = check(load(LIVE / "same_call_twice.json"))
+    assert [(f.code, f.choice, f.slot) for f in report.findings if f.blocking] == [
+        (Code.DUPLICATE_CALL_ID, 1, 0)
+    ]
+
+
+def test_a_cancellation_is_redacted_with_the_pseudonyms_of_the_calls_it_names() -> None:
+    redacted = redact_envelope(load(LIVE / "withdrawn_call.json")).envelope
+    call_ids = [c["id"] for c in redacted["events"][1]["toolCall"]["functionCalls"]]
+    assert redacted["events"][3]["toolCallCancellation"]["ids"] == [call_ids[1]]
+    assert check(redacted).blocking_codes == ["call_withdrawn"]
+
+
+def test_a_session_closed_by_the_server_with_an_error_is_a_provider_error() -> None:
+    report = check(load(LIVE / "closed_with_error.json"))
+    assert [(f.code, f.path) for f in report.findings if f.blocking] == [
+        (Code.STREAM_ERROR, "/events/2/close")
+    ]
+    normal = load(LIVE / "valid_single_call.json")
+    assert normal["events"][-1] == {"close": {"code": 1000, "reason": ""}}
+    assert check(normal).status is Status.PASS
