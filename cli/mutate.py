@@ -17,14 +17,15 @@ from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble import Status, check
 from callgate.reassemble.envelope import fixture_bytes
 from callgate.reassemble.errors import NotApplicable, UsageError
-from callgate.reassemble.mutations import KINDS, mutate
+from callgate.reassemble.mutations import KINDS, mutate, mutations
 
 
 def run_mutate(
     fixture: Path, kinds: Sequence[str], out_dir: Path | None, out: TextIO, err: TextIO
 ) -> int:
     """Write each kind's variant of ``fixture``; 0, or 1 when a kind named in ``kinds`` could
-    not apply (with every kind, those that cannot apply are only reported)."""
+    not apply (without ``kinds``, every kind the fixture's API can take: those that cannot
+    apply to this turn are only reported)."""
     if unknown := [k for k in kinds if k not in KINDS]:
         raise UsageError(f"unknown kind {unknown[0]!r} (one of {', '.join(KINDS)})")
     envelope = load_envelope(fixture)
@@ -36,7 +37,7 @@ def run_mutate(
         )
     folder = out_dir or fixture.parent
     missed = False
-    for name in kinds or list(KINDS):
+    for name in kinds or mutations(profile=envelope["profile"]):
         try:
             variant = mutate(envelope, name, fixture.name)
         except NotApplicable as skipped:

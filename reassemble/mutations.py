@@ -171,6 +171,26 @@ def _wrong_terminal(profile: Profile, events: list[Any], source: Source) -> list
     )
 
 
+def _cancel(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    if profile.cancelled is None:
+        return "this API has no cancelled turn end"
+    for n in _terminal_at(profile, events):
+        ended = profile.cancelled(events[n])
+        if ended is not None:
+            return [*events[:n], ended, *events[n + 1 :]]
+    return "no event ends the turn as completed"
+
+
+def _withdraw(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    if profile.withdrawal is None:
+        return "this API cannot withdraw a call it sent"
+    call_id = next((c.id for c in source.report.calls if c.id), None)
+    ends = _terminal_at(profile, events)
+    if call_id is None or not ends:
+        return "no call with an id to withdraw"
+    return [*events[: ends[0] + 1], profile.withdrawal([call_id]), *events[ends[0] + 1 :]]
+
+
 def _provider_error(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     fragments = [n for n, holds in enumerate(_keys_by_event(profile, events, ("stream",))) if holds]
     ends = _terminal_at(profile, events)
@@ -589,6 +609,14 @@ def _ids_optional(profile: Profile) -> bool:
     return not profile.requires_call_id
 
 
+def _not_cancelled(profile: Profile) -> bool:
+    return profile.cancelled is None
+
+
+def _not_withdrawn(profile: Profile) -> bool:
+    return profile.withdrawal is None
+
+
 def _no_slot_field(profile: Profile) -> bool:
     return not profile.slot_field
 
@@ -649,6 +677,20 @@ KINDS: dict[str, Kind] = {
             description="the turn ends as if the output hit the token limit",
             make=_wrong_terminal,
             never=_calls_are_terminal,
+        ),
+        Kind(
+            name="cancel",
+            code=Code.WRONG_TERMINAL_REASON,
+            description="the turn ends cancelled, as when the user speaks over a voice model",
+            make=_cancel,
+            never=_not_cancelled,
+        ),
+        Kind(
+            name="withdraw",
+            code=Code.CALL_WITHDRAWN,
+            description="the server withdraws the first call right after sending it",
+            make=_withdraw,
+            never=_not_withdrawn,
         ),
         Kind(
             name="reuse_slot",

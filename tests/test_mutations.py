@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import io
+import itertools
 import json
 from pathlib import Path
 
@@ -36,6 +37,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
         "corrupt_arguments": ["invalid_arguments_json"],
@@ -58,6 +61,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
         "corrupt_arguments": ["invalid_arguments_json"],
@@ -81,6 +86,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes "
         "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no field of the events names the calls' slots",
         "drop_id": "drop_id: the variant gives fail [invalid_slot], not missing_call_id",
         "corrupt_arguments": ["invalid_arguments_json"],
@@ -103,6 +110,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "duplicate_terminal": ["duplicate_terminal", "event_gap"],
         "delta_after_terminal": ["delta_after_terminal", "event_gap"],
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
         "corrupt_arguments": ["invalid_arguments_json"],
@@ -125,6 +134,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
         "corrupt_arguments": ["invalid_arguments_json"],
@@ -148,6 +159,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
         "corrupt_arguments": ["invalid_arguments_json"],
@@ -171,6 +184,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes "
         "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
         "corrupt_arguments": "corrupt_arguments: no call streams its arguments",
@@ -194,6 +209,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes "
         "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
         "corrupt_arguments": "corrupt_arguments: no call streams its arguments",
@@ -216,6 +233,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "duplicate_terminal": ["duplicate_terminal", "event_gap"],
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the",
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call",
         "drop_id": ["missing_call_id"],
         "corrupt_arguments": "corrupt_arguments: no call streams its arguments (they",
@@ -238,6 +257,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "duplicate_terminal": ["duplicate_terminal", "event_gap"],
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the",
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call",
         "drop_id": ["missing_call_id"],
         "corrupt_arguments": "corrupt_arguments: no call streams its arguments (they",
@@ -260,6 +281,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "duplicate_terminal": ["duplicate_terminal"],
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
+        "cancel": "cancel: this API has no cancelled turn end",
+        "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call",
         "drop_id": ["missing_call_id"],
         "corrupt_arguments": ["invalid_arguments_json"],
@@ -423,10 +446,23 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
         for profile in PROFILES
         if profile not in ("openai-responses", "anthropic")
     } | {
+        # Only Realtime responses end cancelled; only Gemini Live withdraws a call it sent.
+        (profile, kind)
+        for profile, kind in itertools.product(PROFILES, ("cancel", "withdraw"))
+        if (profile, kind) not in (("openai-realtime", "cancel"), ("gemini-live", "withdraw"))
+    } | {
         # Gemini Live's toolCall holds whole calls and is itself the terminal evidence.
         ("gemini-live", kind)
         for kind in KINDS
-        if kind not in ("truncate", "drop_id", "schema_violation", "provider_error", "split_events")
+        if kind
+        not in (
+            "truncate",
+            "withdraw",
+            "drop_id",
+            "schema_violation",
+            "provider_error",
+            "split_events",
+        )
     }
 
 
@@ -437,6 +473,8 @@ def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
         "duplicate_terminal",
         "delta_after_terminal",
         "wrong_terminal",
+        "cancel",
+        "withdraw",
         "reuse_slot",
         "drop_id",
         "corrupt_arguments",
@@ -511,19 +549,18 @@ def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_the
         *wrote[:5],
         "skipped reuse_slot: no second call in the first call's choice to move onto its slot",
         *wrote[5:9],
-        # The kinds of built-in and custom tools: this turn calls a function.
+        # The kinds of custom tools: this turn calls a function. (Those no Chat Completions
+        # turn can take are not tried: restated free-form input, computer actions, cancelled
+        # and withdrawn session turns.)
         "skipped cut_input: no free-form input (a command, a diff, a custom tool's text) streams "
         "two words",
-        "skipped restate_other_input: no streamed free-form input of two words or more with a "
-        "restated copy",
         "skipped cut_free_form_input: no call takes free-form input",
-        "skipped drop_coordinates: no computer action states coordinates",
         wrote[9],
         "skipped interleave: one call in the turn: nothing to interleave",
         *wrote[10:],
     ]
     skipped = {"reuse_slot", "interleave", "cut_input", "restate_other_input"}
-    skipped |= {"cut_free_form_input", "drop_coordinates"}
+    skipped |= {"cut_free_form_input", "drop_coordinates", "cancel", "withdraw"}
     assert [(o.fixture.name, o.held) for o in replay([tmp_path])] == sorted(
         [(f"turn.{kind}.json", True) for kind in KINDS if kind not in skipped]
         + [("turn.json", True)]

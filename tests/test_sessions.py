@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 
 from callgate.reassemble import Code, Status, check
+from callgate.reassemble.mutations import mutate
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
@@ -122,3 +123,30 @@ def test_a_session_closed_by_the_server_with_an_error_is_a_provider_error() -> N
     normal = load(LIVE / "valid_single_call.json")
     assert normal["events"][-1] == {"close": {"code": 1000, "reason": ""}}
     assert check(normal).status is Status.PASS
+
+
+def test_cancel_ends_a_realtime_response_as_the_user_speaking_over_it_does() -> None:
+    envelope = load(REALTIME / "valid_single_call.json")
+    variant = mutate(envelope, "cancel")
+    done = variant["events"][-2]
+    assert (done["type"], done["response"]["status"], done["response"]["status_details"]) == (
+        "response.done",
+        "cancelled",
+        {"type": "cancelled", "reason": "turn_detected"},
+    )
+    assert variant["expect"]["codes"] == ["wrong_terminal_reason"]
+    assert [e for n, e in enumerate(variant["events"]) if n != len(envelope["events"]) - 2] == [
+        e for n, e in enumerate(envelope["events"]) if n != len(envelope["events"]) - 2
+    ]
+
+
+def test_withdraw_follows_the_tool_call_with_a_cancellation_of_its_first_call() -> None:
+    envelope = load(LIVE / "valid_parallel_calls.json")
+    variant = mutate(envelope, "withdraw")
+    first_id = envelope["events"][1]["toolCall"]["functionCalls"][0]["id"]
+    assert variant["events"] == [
+        *envelope["events"][:2],
+        {"toolCallCancellation": {"ids": [first_id]}},
+        *envelope["events"][2:],
+    ]
+    assert variant["expect"]["codes"] == ["call_withdrawn"]

@@ -133,6 +133,13 @@ class Profile:
     #: A copy of an event that carries the terminal evidence as the provider sends it when the
     #: output hit its token limit instead (None when this event states no reason).
     cut_short: Callable[[object], object | None] = _no_event
+    #: A copy of an event that carries the terminal evidence as the provider sends it when the
+    #: user interrupted the turn (an OpenAI Realtime ``response.done`` cancelled by
+    #: ``turn_detected``); None for an API whose turns are not cancelled that way.
+    cancelled: Callable[[object], object | None] | None = None
+    #: The message with which the provider withdraws calls it sent, by their ids (Gemini Live's
+    #: ``toolCallCancellation``); None for an API that has none.
+    withdrawal: Callable[[list[str]], object] | None = None
     #: Given an event's value, parsed without the member-name check, and its JSON text (which
     #: holds no ``\\u`` escape), whether the event's own shape proves that no object in the text
     #: repeats a name; False sends the text to the full strict parse (``readers.event_reader``).

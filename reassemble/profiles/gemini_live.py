@@ -229,6 +229,11 @@ def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
     return {"close": {"code": 1011, "reason": reason.decode("utf-8", "ignore")}}
 
 
+def withdrawal(call_ids: list[str]) -> dict[str, object]:
+    """The ``toolCallCancellation`` that withdraws the calls of ``call_ids``."""
+    return {"toolCallCancellation": {"ids": list(call_ids)}}
+
+
 def _carries_terminal(raw: object) -> bool:
     return isinstance(raw, dict) and ("toolCall" in raw or "tool_call" in raw)
 
@@ -264,5 +269,6 @@ PROFILE = Profile(
     tool_schemas=lambda request: declaration_schemas(request.get("tools")),
     framings=(WEBSOCKET,),
     error_body=error_body,
+    withdrawal=withdrawal,
     argument_sites=argument_sites,
 )

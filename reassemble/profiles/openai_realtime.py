@@ -416,6 +416,21 @@ def cut_short(raw: object) -> object | None:
     return event
 
 
+def cancelled(raw: object) -> object | None:
+    """A completed ``response.done`` as the server sends it when the user spoke over the
+    model: ``cancelled``, by ``turn_detected``."""
+    if not (isinstance(raw, dict) and raw.get("type") == DONE):
+        return None
+    response = raw.get("response")
+    if not isinstance(response, dict) or response.get("status") != "completed":
+        return None
+    event = copy.deepcopy(raw)
+    event["response"].update(
+        status="cancelled", status_details={"type": "cancelled", "reason": "turn_detected"}
+    )
+    return event
+
+
 def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
     """Each call's arguments as they stream, and every copy that restates them: the ``done``
     event's, the item's (added and done, and the conversation's copies of it) and
@@ -462,6 +477,7 @@ PROFILE = Profile(
     carries_terminal=_ENDS_RESPONSE,
     terminal_pattern=re.escape(DONE.encode()),
     cut_short=cut_short,
+    cancelled=cancelled,
     translator=lambda quirks, request: RealtimeTranslator(),
     endpoints=("/realtime",),
     # The session's tools: ``session.update``'s ``session.tools`` (or a ``response.create``'s),
