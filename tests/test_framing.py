@@ -212,6 +212,14 @@ def test_a_body_that_is_not_one_array_is_refused(body: bytes) -> None:
         parse_stream_body(body, "application/json")
 
 
+@pytest.mark.parametrize("profile", [None, "openai"])
+def test_an_event_stream_body_needs_a_profile_that_reads_its_messages(profile: str | None) -> None:
+    with pytest.raises(NotApplicable, match="^an event stream, which no profile chosen reads$"):
+        parse_stream_body(
+            b"\x00\x00\x00\x10", "application/vnd.amazon.eventstream", profile=profile
+        )
+
+
 def test_json_lines_split_only_at_line_feeds_and_drop_a_byte_order_mark() -> None:
     body = '\ufeff{"a": "x\u2028y\u0085z"}\r\n{"b": 1}\n'.encode()
     assert parse_stream_body(body, "application/x-ndjson").events == [

@@ -258,6 +258,17 @@ def test_the_gate_keeps_what_it_holds_and_gives_it_back_on_a_pass() -> None:
     assert gate.judge() == []  # nothing twice
 
 
+def test_a_blocked_turn_keeps_nothing_any_later_call_could_hand_on() -> None:
+    document = load(CONFORMANCE / "openai" / "reused_index_new_id.json")
+    gate: Gate[int] = Gate("openai", document["tool_schemas"])
+    for number, event in enumerate(events_of(document)):
+        gate.read(event)
+        gate.pass_on(number)
+    with pytest.raises(Blocked):
+        gate.judge()
+    assert gate.unjudged() == []  # what the blocked turn held is gone, not handed on
+
+
 def test_an_item_the_guard_cannot_read_fails_closed_unless_on_error_passes_it() -> None:
     """An iterable given with a profile whose third item is no event: under ``"block"`` the app
     sees the two before it and ``Unjudged``; under ``"pass"`` every item, the turn unjudged."""

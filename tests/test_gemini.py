@@ -240,6 +240,7 @@ def test_partial_args_that_are_not_a_list_are_unsupported_there() -> None:
     report = run(
         chunk({"name": "f", "willContinue": True}),
         chunk({"partialArgs": {"jsonPath": "$.a"}, "willContinue": True}),
+        chunk({"partialArgs": [piece("$.b", False, numberValue=1)], "willContinue": True}),
         chunk({}, finish="STOP"),
     )
     first = report.findings[0]
@@ -248,6 +249,8 @@ def test_partial_args_that_are_not_a_list_are_unsupported_there() -> None:
         "partialArgs is not a list",
         "/chunks/1/candidates/0/content/parts/0/functionCall/partialArgs",
     )
+    # What came after cannot be put together with what was lost: no arguments are made up.
+    assert [call.arguments for call in report.calls] == [""]
 
 
 def test_closing_while_a_string_continues_is_invalid() -> None:

@@ -727,6 +727,12 @@ def test_redacting_an_envelope_refuses_a_changed_verdict_unless_allowed() -> Non
         redact_envelope(envelope)
     changed = redact_envelope(envelope, allow_verdict_change=True).envelope
     assert changed["meta"]["redaction"]["verdict_changed"] is True
+    # A first redaction that keeps the verdict says so, and a later one keeps saying so.
+    kept = redact_envelope(load(CONFORMANCE / "openai" / "valid_fragmented.json")).envelope
+    again = redact_envelope(kept).envelope
+    for redacted in (kept, again):
+        assert redacted["meta"]["redaction"]["verdict_preserved"] is True
+        assert "verdict_changed" not in redacted["meta"]["redaction"]
 
 
 def test_a_choice_that_is_no_object_is_passed_over_when_arguments_are_looked_for() -> None:

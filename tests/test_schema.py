@@ -1016,6 +1016,12 @@ def test_a_schema_wrong_in_two_places_names_the_first_in_every_process() -> None
     }
 
 
+def test_the_first_place_in_document_order_is_named_inside_lists_too() -> None:
+    problem = compile_schema({"allOf": [{"type": "str"}], "properties": {"a": {"type": "int"}}})
+    assert isinstance(problem, SchemaProblem)
+    assert problem.schema_path == "/allOf/0/type"
+
+
 #: Values in shapes the metaschemas refuse for some keyword, and in shapes they take.
 SHAPES = (
     st.none()

@@ -150,6 +150,7 @@ def test_a_failure_in_the_pipeline_breaks_the_tap_whatever_its_state(
     states, out = states_through(tap, events)
     assert (states[-1], tap.broken, failures) == (S.BLOCKED, True, ["RuntimeError"])
     assert out == UNJUDGED_EVENT
+    assert b"".join(tap.body) == b"".join(events)  # all of it kept, unread, for its fixture
 
 
 def test_an_impossible_move_inside_the_pipeline_breaks_the_tap_and_every_byte_goes_through(

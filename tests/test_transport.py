@@ -187,6 +187,34 @@ def test_an_upstream_cut_mid_body_ends_the_turn_blocked_then_raises() -> None:
     assert b"".join(got) == cut + blocked_event("openai", ["missing_terminal"])
 
 
+def test_an_upstream_cut_mid_body_ends_an_async_turn_blocked_then_raises() -> None:
+    body = b"".join(frames(load(CONFORMANCE / f"{PASSING}.json")))
+    cut = body[: body.index(b'"finish_reason": "tool_calls"')]
+    cut = cut[: cut.rindex(b"data: ")]
+
+    class Cut(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            yield cut
+            raise httpx.RemoteProtocolError("peer closed connection")
+
+    upstream = httpx.MockTransport(
+        lambda request: httpx.Response(200, headers=SSE_TYPE, stream=Cut())
+    )
+    got: list[bytes] = []
+
+    async def run() -> None:
+        async with (
+            httpx.AsyncClient(transport=callgate.async_transport(upstream)) as client,
+            client.stream("POST", CHAT, content=request_body(PASSING)) as response,
+        ):
+            async for piece in response.aiter_bytes():
+                got.append(piece)
+
+    with pytest.raises(httpx.RemoteProtocolError):
+        asyncio.run(run())
+    assert b"".join(got) == cut + blocked_event("openai", ["missing_terminal"])
+
+
 def test_settings_callgate_does_not_know_are_a_usage_error() -> None:
     with pytest.raises(UsageError, match=r"^on_error 'maybe' is not one of block, pass$"):
         callgate.transport(on_error="maybe")
