@@ -150,3 +150,27 @@ def test_withdraw_follows_the_tool_call_with_a_cancellation_of_its_first_call() 
         *envelope["events"][2:],
     ]
     assert variant["expect"]["codes"] == ["call_withdrawn"]
+
+
+def test_an_unknown_event_about_a_message_item_could_not_be_a_call() -> None:
+    """An event type the API does not document, about an item known to be a message: the turn
+    holds no call to block (``invalid``); about no known item, it could be one (``fail``)."""
+    envelope = load(REALTIME / "text_only.json")
+    unknown = {"type": "response.output_audio.marker", "response_id": "resp_CAm8Jp0qx2Lwz1"}
+    about_message = copy.deepcopy(envelope)
+    about_message["events"].insert(4, {**unknown, "output_index": 0})
+    about_nothing = copy.deepcopy(envelope)
+    about_nothing["events"].insert(4, {**unknown, "output_index": 5})
+    for case, status in ((about_message, Status.INVALID), (about_nothing, Status.FAIL)):
+        report = check(case)
+        assert (report.status, report.blocking_codes) == (status, ["unsupported_event"])
+
+
+def test_only_function_call_arguments_are_argument_sites() -> None:
+    """Audio, transcripts and text stream in ``delta`` members too: none is a call's arguments."""
+    envelope = load(REALTIME / "valid_audio_then_call.json")
+    sites = PROFILES["openai-realtime"].argument_sites(envelope["events"])
+    assert sorted({(kind, key, member) for kind, key, _, member in sites}) == [
+        ("copy", ("resp_CAm8Jp0qx2Lwz1", 1), "arguments"),
+        ("stream", ("resp_CAm8Jp0qx2Lwz1", 1), "delta"),
+    ]
