@@ -174,3 +174,23 @@ def test_only_function_call_arguments_are_argument_sites() -> None:
         ("copy", ("resp_CAm8Jp0qx2Lwz1", 1), "arguments"),
         ("stream", ("resp_CAm8Jp0qx2Lwz1", 1), "delta"),
     ]
+
+
+def test_an_argument_event_without_its_output_index_is_placed_by_its_item_id() -> None:
+    envelope = load(REALTIME / "valid_interleaved_responses.json")
+    for event in envelope["events"]:
+        if event["type"].startswith("response.function_call_arguments."):
+            del event["output_index"]
+    report = check(envelope)
+    assert (report.status, [(c.choice, c.slot) for c in report.calls]) == (
+        Status.PASS,
+        [(0, 0), (1, 0)],
+    )
+
+
+def test_the_error_event_enforce_mode_sends_names_the_first_code() -> None:
+    assert PROFILES["openai-realtime"].error_body("blocked", ["missing_terminal", "x"]) == {
+        "type": "error",
+        "event_id": "event_callgate_blocked",
+        "error": {"type": "callgate_blocked", "code": "missing_terminal", "message": "blocked"},
+    }
