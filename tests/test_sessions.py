@@ -194,3 +194,16 @@ def test_the_error_event_enforce_mode_sends_names_the_first_code() -> None:
         "event_id": "event_callgate_blocked",
         "error": {"type": "callgate_blocked", "code": "missing_terminal", "message": "blocked"},
     }
+
+
+def test_each_completed_model_turn_without_a_tool_call_is_a_choice_of_its_own() -> None:
+    """Spoken, then a toolCall, then spoken, then a toolCall: the calls are choices 1 and 3."""
+    envelope = load(LIVE / "valid_call_after_a_spoken_turn.json")
+    events = envelope["events"]
+    second = {"id": "function-call-2", "name": "get_weather", "args": {"city": "Oslo"}}
+    envelope["events"] = [*events[:-1], {"toolCall": {"functionCalls": [second]}}, events[2]]
+    report = check(envelope)
+    assert (report.status, [(c.choice, c.id) for c in report.calls]) == (
+        Status.PASS,
+        [(1, "function-call-13457310911862935045"), (3, "function-call-2")],
+    )
