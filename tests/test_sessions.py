@@ -207,3 +207,21 @@ def test_each_completed_model_turn_without_a_tool_call_is_a_choice_of_its_own() 
         Status.PASS,
         [(1, "function-call-13457310911862935045"), (3, "function-call-2")],
     )
+
+
+def test_args_nested_too_deeply_to_write_are_over_the_limit_at_their_place() -> None:
+    args: dict[str, object] = {}
+    for _ in range(5000):
+        args = {"a": args}
+    envelope = load(LIVE / "valid_single_call.json")
+    envelope["events"][2]["toolCall"]["functionCalls"][0]["args"] = args
+    report = check(envelope)
+    assert [(f.code, f.path) for f in report.findings if f.blocking] == [
+        (Code.LIMIT_EXCEEDED, "/events/2/toolCall/functionCalls/0/args")
+    ]
+
+
+def test_the_close_frame_enforce_mode_sends_is_an_internal_error_naming_the_codes() -> None:
+    assert PROFILES["gemini-live"].error_body("blocked", ["missing_terminal", "x"]) == {
+        "close": {"code": 1011, "reason": "callgate blocked: missing_terminal, x"}
+    }
