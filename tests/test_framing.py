@@ -214,7 +214,7 @@ def test_a_body_that_is_not_one_array_is_refused(body: bytes) -> None:
 
 @pytest.mark.parametrize("profile", [None, "openai"])
 def test_an_event_stream_body_needs_a_profile_that_reads_its_messages(profile: str | None) -> None:
-    with pytest.raises(NotApplicable, match="^an event stream, which no profile chosen reads$"):
+    with pytest.raises(NotApplicable, match=r"^an event stream, which no profile chosen reads$"):
         parse_stream_body(
             b"\x00\x00\x00\x10", "application/vnd.amazon.eventstream", profile=profile
         )
