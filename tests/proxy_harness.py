@@ -417,3 +417,18 @@ def app_results(app: Path, serve_url: str, cases: list[dict[str, Any]]) -> dict[
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
+
+
+def app_script_output(script: str, *arguments: str) -> Any:
+    """What a short app ``script`` printed as JSON, run by the apps environment's interpreter
+    with ``arguments``, importing callgate from this checkout."""
+    done = subprocess.run(
+        [str(APPS_PYTHON), "-c", script, *arguments],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

@@ -12,15 +12,14 @@ against ``callgate serve`` on loopback."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from callgate.cli.serve import FakeProvider, collect
-from tests.conftest import CONFORMANCE, ROOT, load
-from tests.proxy_harness import APPS_PYTHON
+from tests.conftest import CONFORMANCE, load
+from tests.proxy_harness import app_script_output
 
 pytestmark = pytest.mark.sdk
 
@@ -127,17 +126,7 @@ print(json.dumps({
 def outcomes() -> Iterator[dict[str, Any]]:
     server = FakeProvider(collect([CONFORMANCE])).start()
     try:
-        arguments = [server.url, GEMINI, MISTRAL, json.dumps(SCHEMAS)]
-        done = subprocess.run(
-            [str(APPS_PYTHON), "-c", APP, *arguments],
-            capture_output=True,
-            text=True,
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        yield json.loads(done.stdout)
+        yield app_script_output(APP, server.url, GEMINI, MISTRAL, json.dumps(SCHEMAS))
     finally:
         server.close()
 

@@ -7,15 +7,14 @@ apps environment, against a server on loopback that ends its body inside the eve
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 
 import pytest
 
-from tests.conftest import CONFORMANCE, ROOT, load
-from tests.proxy_harness import APPS_PYTHON
+from tests.conftest import CONFORMANCE, load
+from tests.proxy_harness import app_script_output
 
 pytestmark = pytest.mark.sdk
 
@@ -89,16 +88,7 @@ def outcomes() -> Iterator[dict[str, dict[str, object]]]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _EndsInsideAnEvent)
     Thread(target=server.serve_forever, daemon=True).start()
     try:
-        done = subprocess.run(
-            [str(APPS_PYTHON), "-c", APP, f"http://127.0.0.1:{server.server_port}", SCHEMAS],
-            capture_output=True,
-            text=True,
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        yield json.loads(done.stdout)
+        yield app_script_output(APP, f"http://127.0.0.1:{server.server_port}", SCHEMAS)
     finally:
         server.shutdown()
         server.server_close()

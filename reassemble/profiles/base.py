@@ -256,6 +256,15 @@ def provider_error(detail: str, pointer: str = "/error") -> Problem:
     return Problem(Code.STREAM_ERROR, f"provider sent an error: {detail}", pointer)
 
 
+def error_event(raw: Mapping[str, object]) -> list[Event]:
+    """An OpenAI ``error`` event (Responses, Realtime) as the provider error: the recorded wire
+    shape nests ``{type, code, message}`` under ``error``; openai-python's type is flat."""
+    error = raw.get("error")
+    body = error if isinstance(error, dict) else raw
+    detail = body.get("message") or body.get("code") or body.get("type")
+    return [provider_error(str(detail)[:200], "/error" if isinstance(error, dict) else "")]
+
+
 def openai_error(message: str, codes: Sequence[str]) -> dict[str, object]:
     """OpenAI's error object, which OpenAI-compatible SDKs raise on (``APIError``)."""
     return {

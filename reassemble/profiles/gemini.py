@@ -246,7 +246,11 @@ class GeminiTranslator:
                 ]
             self._open[index] = _Streamed(key, Rebuild())
             return [*started, *self._partial(self._open[index], call, pointer)]
-        return [*started, *_whole(key, call.get("args", {}), pointer), SlotEnded(key, pointer)]
+        return [
+            *started,
+            *whole_arguments(key, call.get("args", {}), pointer),
+            SlotEnded(key, pointer),
+        ]
 
     def _more(self, index: int, call: Mapping[str, object], pointer: str) -> list[Event]:
         streamed = self._open[index]
@@ -332,12 +336,14 @@ class GeminiTranslator:
         if streamed.rebuild.broken:
             return [SlotEnded(streamed.key, pointer)]
         return [
-            *_whole(streamed.key, streamed.rebuild.root, pointer),
+            *whole_arguments(streamed.key, streamed.rebuild.root, pointer),
             SlotEnded(streamed.key, pointer),
         ]
 
 
-def _whole(key: SlotKey, args: object, pointer: str) -> list[Event]:
+def whole_arguments(key: SlotKey, args: object, pointer: str) -> list[Event]:
+    """A whole call's ``args`` object as its argument text (``canonical_arguments``), or the
+    limit finding when it is nested too deeply to write."""
     try:
         text = canonical_arguments(args)
     except RecursionError:

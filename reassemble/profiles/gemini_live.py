@@ -33,7 +33,6 @@ from callgate.reassemble.codes import Code
 from callgate.reassemble.events import (
     Event,
     Problem,
-    SlotDelta,
     SlotEnded,
     SlotKey,
     SlotStarted,
@@ -41,7 +40,7 @@ from callgate.reassemble.events import (
 )
 from callgate.reassemble.framing import WEBSOCKET
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, provider_error
-from callgate.reassemble.profiles.gemini import canonical_arguments
+from callgate.reassemble.profiles.gemini import whole_arguments
 from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 
 #: The reason a ``toolCall`` ends its choice with (the message is whole), and the one a model
@@ -146,21 +145,11 @@ class LiveTranslator:
         ]
         if isinstance(call_id, str):
             self._calls.setdefault(call_id, key)
-        try:
-            text = canonical_arguments(call.get("args", {}))
-        except RecursionError:
-            events.append(
-                Problem(
-                    Code.LIMIT_EXCEEDED,
-                    "args are nested too deeply to write as JSON",
-                    pointer + "/args",
-                    choice=key[0],
-                    slot=key[1],
-                )
-            )
-        else:
-            events.append(SlotDelta(key, pointer + "/args", arguments=text))
-        return [*events, SlotEnded(key, pointer)]
+        return [
+            *events,
+            *whole_arguments(key, call.get("args", {}), pointer + "/args"),
+            SlotEnded(key, pointer),
+        ]
 
     def _cancellation(self, value: object, pointer: str) -> list[Event]:
         ids = value.get("ids") if isinstance(value, dict) else None

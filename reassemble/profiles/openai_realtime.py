@@ -52,10 +52,10 @@ from callgate.reassemble.framing import WEBSOCKET
 from callgate.reassemble.profiles.base import (
     ArgumentSite,
     Profile,
+    error_event,
     event_type_in,
     flat_tools,
     is_index,
-    provider_error,
 )
 
 CALL = "function_call"
@@ -163,7 +163,7 @@ class RealtimeTranslator:
             "response.function_call_arguments.done": self._arguments_done,
             "response.output_item.done": self._item_done,
             DONE: self._done,
-            "error": self._error,
+            "error": error_event,
         }.get(kind)
         if handler is None:
             return [self._unknown_event(raw, kind)]
@@ -261,13 +261,23 @@ class RealtimeTranslator:
             )
         return choice, index
 
-    def _added(self, raw: Mapping[str, object]) -> list[Event]:
+    def _place_and_item(
+        self, raw: Mapping[str, object]
+    ) -> tuple[SlotKey, dict[str, Any]] | Problem:
+        """The slot an ``output_item`` event is about, and its item, which must have a type."""
         key = self._place(raw)
         if isinstance(key, Problem):
-            return [key]
+            return key
         item = raw.get("item")
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            return [self._problem(Code.UNSUPPORTED_EVENT, "output item has no type", "/item", key)]
+            return self._problem(Code.UNSUPPORTED_EVENT, "output item has no type", "/item", key)
+        return key, item
+
+    def _added(self, raw: Mapping[str, object]) -> list[Event]:
+        found = self._place_and_item(raw)
+        if isinstance(found, Problem):
+            return [found]
+        key, item = found
         kind = item["type"]
         call_id, name = _str(item.get("call_id")), _str(item.get("name"))
         self._items.setdefault(key, _Item(kind, _str(item.get("id")), call_id, name))
@@ -280,12 +290,10 @@ class RealtimeTranslator:
         return [self._problem(Code.UNSUPPORTED_EVENT, unknown, "/item/type", key), started]
 
     def _item_done(self, raw: Mapping[str, object]) -> list[Event]:
-        key = self._place(raw)
-        if isinstance(key, Problem):
-            return [key]
-        item = raw.get("item")
-        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            return [self._problem(Code.UNSUPPORTED_EVENT, "output item has no type", "/item", key)]
+        found = self._place_and_item(raw)
+        if isinstance(found, Problem):
+            return [found]
+        key, item = found
         known, kind = self._items.get(key), item["type"]
         if known is not None and known.type != kind:
             return [self._type_changed(known, kind, key, "/item/type"), SlotEnded(key, "")]
@@ -373,13 +381,6 @@ class RealtimeTranslator:
             "/type",
             could_be_call=False if item is not None and item.type in NON_CALL_ITEMS else None,
         )
-
-    @staticmethod
-    def _error(raw: Mapping[str, object]) -> list[Event]:
-        error = raw.get("error")
-        body = error if isinstance(error, dict) else raw
-        detail = body.get("message") or body.get("code") or body.get("type")
-        return [provider_error(str(detail)[:200], "/error" if isinstance(error, dict) else "")]
 
 
 def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:

@@ -45,10 +45,10 @@ from callgate.reassemble.events import (
 from callgate.reassemble.findings import Severity
 from callgate.reassemble.profiles.base import (
     Profile,
+    error_event,
     event_type_in,
     flat_tools,
     is_index,
-    provider_error,
 )
 from callgate.reassemble.profiles.builtin import declared_tools
 from callgate.reassemble.profiles.responses_builtins import (
@@ -160,7 +160,7 @@ class ResponsesTranslator:
             "response.custom_tool_call_input.delta": self._input_delta,
             "response.custom_tool_call_input.done": self._input_done,
             "response.output_item.done": self._item_done,
-            "error": self._error,
+            "error": error_event,
         }.get(kind)
         if handler is None:
             return [*events, self._unknown_event(raw, kind)]
@@ -494,14 +494,6 @@ class ResponsesTranslator:
         if known is not None and known.pieces is not None:
             events.extend(known.pieces.against_item(item, pointer, index))
         return [*events, *self._input_copy(item, index, pointer)]
-
-    @staticmethod
-    def _error(raw: Mapping[str, object]) -> list[Event]:
-        # The recorded wire shape nests {type, code, message}; openai-python's type is flat.
-        error = raw.get("error")
-        body = error if isinstance(error, dict) else raw
-        detail = body.get("message") or body.get("code") or body.get("type")
-        return [provider_error(str(detail)[:200], "/error" if isinstance(error, dict) else "")]
 
 
 def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
