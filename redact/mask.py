@@ -11,11 +11,14 @@
   the original fragment boundaries.
 - ``mask_free_text``: free-form tool input (shell commands, patches, custom tools' text):
   letters and digits masked, punctuation, white space and a patch's structure kept.
+- ``media_stand_in``: base64 audio and other media (a voice session's sound): replaced whole
+  by its length and digest, so no sound is written and a long session's fixture stays small.
 - ``Pseudonyms``: provider ids replaced by stable stand-ins, equal for equal ids, idempotent.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -45,6 +48,18 @@ _KEPT_RUN = re.compile(r"(?:[0-9.+\-]*[ \t\n\r{}\[\]:,])+")
 
 # Strings are masked by the runs and escapes these patterns find, not character by character
 # in Python: one Python step per run of characters, not one per character.
+
+
+#: How a media stand-in begins: one already in place is kept, so redacting twice changes nothing.
+MEDIA_OMITTED = "[media omitted: "
+
+
+def media_stand_in(value: object) -> object:
+    """Base64 media text as its length and SHA-256 digest; anything else as it is."""
+    if not isinstance(value, str) or value.startswith(MEDIA_OMITTED):
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{MEDIA_OMITTED}{len(value)} characters, sha256 {digest}]"
 
 
 def mask_text(text: str) -> str:

@@ -24,6 +24,7 @@ from callgate.redact.mask import (
     mask_free_value,
     mask_text,
     mask_value,
+    media_stand_in,
 )
 
 #: Request parameters that pin behaviour and hold no prompt.
@@ -72,11 +73,22 @@ def redacted_copy(
     keep = _enum_values(schema_documents(out.get("tool_schemas", {})))
     events = out[key]  # every envelope has its stream (checked, or built so)
     handled = _redact_arguments(out["profile"], events, arguments, keep, lines)
+    _redact_media(PROFILES[out["profile"]], events, handled)
     # The copy (or the caller's envelope, owned) is scrubbed where it lies: no second copy.
     _scrub(events, Pseudonyms(), handled, _keep if keep_text else mask_text)
     if lines is not None:
         lines.write(events)
     return out
+
+
+def _redact_media(profile: Profile, events: list[Any], handled: Handled) -> None:
+    """Media (a voice session's audio) replaced by its length and digest, in place; the generic
+    scrub then leaves those fields alone."""
+    if profile.media_sites is None:
+        return
+    for container, field in profile.media_sites(events):
+        container[field] = media_stand_in(container[field])
+        handled.setdefault(id(container), set()).add(field)
 
 
 def scrubbed(value: Any, *, keep_text: bool) -> Any:

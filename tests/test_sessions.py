@@ -7,6 +7,7 @@ these tests pin where the findings land."""
 from __future__ import annotations
 
 import copy
+import hashlib
 
 from callgate.reassemble import Code, Status, check
 from callgate.reassemble.mutations import mutate
@@ -224,4 +225,30 @@ def test_args_nested_too_deeply_to_write_are_over_the_limit_at_their_place() -> 
 def test_the_close_frame_enforce_mode_sends_is_an_internal_error_naming_the_codes() -> None:
     assert PROFILES["gemini-live"].error_body("blocked", ["missing_terminal", "x"]) == {
         "close": {"code": 1011, "reason": "callgate blocked: missing_terminal, x"}
+    }
+
+
+def test_audio_is_never_written_only_its_length_and_digest() -> None:
+    envelope = load(REALTIME / "valid_audio_then_call.json")
+    audio = next(e for e in envelope["events"] if e["type"] == "response.output_audio.delta")
+    spoken = copy.deepcopy(envelope["events"][2])  # a retrieved item holds the user's audio
+    spoken.update(
+        type="conversation.item.retrieved",
+        item={"type": "message", "content": [{"type": "input_audio", "audio": "UklGRg=="}]},
+    )
+    envelope["events"].insert(3, spoken)
+    redacted = redact_envelope(envelope).envelope
+    digest = hashlib.sha256(audio["delta"].encode()).hexdigest()
+    [stand_in] = [e["delta"] for e in redacted["events"] if e["type"] == audio["type"]]
+    assert stand_in == f"[media omitted: {len(audio['delta'])} characters, sha256 {digest}]"
+    assert redacted["events"][3]["item"]["content"][0]["audio"] == (
+        f"[media omitted: 8 characters, sha256 {hashlib.sha256(b'UklGRg==').hexdigest()}]"
+    )
+    assert redact_envelope(redacted).envelope == redacted  # a stand-in stays as it is
+    live = redact_envelope(load(LIVE / "valid_single_call.json")).envelope
+    inline = live["events"][1]["serverContent"]["modelTurn"]["parts"][0]["inlineData"]
+    sound = hashlib.sha256(b"AAABAAIAAwAEAA==").hexdigest()
+    assert inline == {
+        "mimeType": "audio/pcm;rate=24000",
+        "data": f"[media omitted: 16 characters, sha256 {sound}]",
     }

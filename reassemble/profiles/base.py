@@ -192,6 +192,10 @@ class Profile:
     event_sites: Callable[[Any, int], Iterator[ArgumentSite]] | None = None
     #: String fields of this profile's events that are structure ("finish_reason").
     structural_keys: frozenset[str] = frozenset()
+    #: Where this profile's events hold audio or other media as base64 text (a Realtime
+    #: ``response.output_audio.delta``, a Gemini Live ``inlineData``): ``(container, field)``
+    #: pairs, which redaction replaces by their length and digest (``redact.mask.media_stand_in``).
+    media_sites: Callable[[list[Any]], Iterator[tuple[dict[str, Any], str]]] | None = None
 
     @property
     def over_websocket(self) -> bool:

@@ -241,6 +241,20 @@ def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
                 yield "copy", (number, position), call, "args"
 
 
+def media_sites(events: list[Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """Every ``inlineData``'s base64 ``data`` (the model's audio, and any image or video)."""
+    stack: list[Any] = list(events)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            inline = value.get("inlineData", value.get("inline_data"))
+            if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+                yield inline, "data"
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+
+
 PROFILE = Profile(
     name="gemini-live",
     stream_key="events",
@@ -260,4 +274,6 @@ PROFILE = Profile(
     error_body=error_body,
     withdrawal=withdrawal,
     argument_sites=argument_sites,
+    media_sites=media_sites,
+    structural_keys=frozenset({"mimeType", "mime_type"}),
 )

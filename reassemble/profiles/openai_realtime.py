@@ -465,6 +465,28 @@ def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
                 yield "copy", (response.get("id"), position), entry, "arguments"  # type: ignore[union-attr]
 
 
+#: Events that stream the model's audio, base64 in ``delta`` (the GA name and the beta's).
+_AUDIO_DELTAS = frozenset({"response.output_audio.delta", "response.audio.delta"})
+#: Content parts of a conversation item that hold audio, base64 in ``audio``.
+_AUDIO_PARTS = frozenset({"input_audio", "output_audio", "audio"})
+
+
+def media_sites(events: list[Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """The model's streamed audio, and the audio of items the server restates (a retrieved
+    item holds the user's)."""
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") in _AUDIO_DELTAS and isinstance(event.get("delta"), str):
+            yield event, "delta"
+        item = event.get("item")
+        content = item.get("content") if isinstance(item, dict) else None
+        for part in content if isinstance(content, list) else []:
+            audio = part.get("audio") if isinstance(part, dict) else None
+            if isinstance(audio, str) and part.get("type") in _AUDIO_PARTS:
+                yield part, "audio"
+
+
 _ENDS_RESPONSE = event_type_in(DONE)
 
 PROFILE = Profile(
@@ -488,4 +510,5 @@ PROFILE = Profile(
     framings=(WEBSOCKET,),
     error_body=error_body,
     argument_sites=argument_sites,
+    media_sites=media_sites,
 )
