@@ -5,7 +5,8 @@ whole process; the loop it is reading for is noted only while the loop asks its 
 item. An app that reads another stream of the same SDK, unguarded, between two items of a
 guarded loop (or after it) must get that stream as the SDK gives it, and the guarded turn must
 be judged on its own events. mistralai's ``EventStream`` closed before the guard saw it gives
-no events at all: that is a caller's mistake, told at once, not a turn blocked later. The real
+no events at all: that is a caller's mistake, told at once, not a turn blocked later; closed by
+the app between two items of a guarded loop, its response closes at once. The real
 google-genai and mistralai SDKs, sync and async, in one interpreter of the apps environment,
 against ``callgate serve`` on loopback."""
 
@@ -102,6 +103,20 @@ def closed_sync(chat):
     made.close()
     return refused(lambda: callgate.guard(made, mistral_tools))
 
+def closed_by_the_app_sync(chat):
+    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
+                       tools=mistral_tools)
+    for _ in callgate.guard(made, mistral_tools):
+        made.close()
+        return made.response.is_closed
+
+async def closed_by_the_app_async(chat):
+    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
+                                   tools=mistral_tools)
+    async for _ in callgate.guard(made, mistral_tools):
+        await made.close()
+        return made.response.is_closed
+
 def outcome(run):
     try:
         return run()
@@ -117,6 +132,10 @@ print(json.dumps({
     "mistral closed": {
         "sync": outcome(lambda: closed_sync(chat)),
         "async": outcome(lambda: asyncio.run(closed_async(chat))),
+    },
+    "mistral closed by the app": {
+        "sync": outcome(lambda: closed_by_the_app_sync(chat)),
+        "async": outcome(lambda: asyncio.run(closed_by_the_app_async(chat))),
     },
 }))
 """
@@ -148,3 +167,11 @@ def test_a_mistralai_stream_closed_before_the_guard_saw_it_is_refused(
     outcomes: dict[str, Any], mode: str
 ) -> None:
     assert outcomes["mistral closed"][mode] == "guard() takes a stream nothing has read from yet"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_mistralai_stream_the_app_closes_between_items_closes_its_response_at_once(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    """The SDK's own close waits while the guarded loop asks it for an item, and only then."""
+    assert outcomes["mistral closed by the app"][mode] is True
