@@ -37,10 +37,17 @@ INPUT_FAULTS = ("cut_input", "restate_other_input", "cut_free_form_input", "drop
 
 
 def function_call_faults() -> list[str]:
-    """The faults ``callgate.mutate`` makes of a turn of function calls."""
+    """The faults ``callgate.mutate`` makes of a turn of function calls over HTTP (a session's
+    own, a cancelled response or a withdrawn call, are not)."""
     from callgate import mutations
 
-    return [kind for kind in mutations(blocking=True) if kind not in INPUT_FAULTS]
+    over_http = {
+        kind
+        for name, profile in PROFILES.items()
+        if not profile.over_websocket
+        for kind in mutations(blocking=True, profile=name)
+    }
+    return [k for k in mutations(blocking=True) if k in over_http and k not in INPUT_FAULTS]
 
 
 def conformance_fixtures() -> list[Path]:

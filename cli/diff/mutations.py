@@ -35,7 +35,7 @@ from callgate.cli.files import load_envelope
 from callgate.cli.output import console, error_line, safe
 from callgate.reassemble import Report, check
 from callgate.reassemble.errors import CallgateError, NotApplicable, UsageError
-from callgate.reassemble.mutations import KINDS, mutate
+from callgate.reassemble.mutations import mutate, mutations
 
 #: Argument texts longer than this are cut in a cell.
 SHOWN = 24
@@ -85,7 +85,7 @@ def _diff(
     ]
     variants: dict[str, dict[str, Any]] = {}
     skipped: list[str] = []
-    for kind in KINDS:
+    for kind in mutations(profile=envelope["profile"]):
         try:
             variants[kind] = mutate(envelope, kind, path.name)
         except NotApplicable as not_applicable:
