@@ -6,9 +6,10 @@ item. An app that reads another stream of the same SDK, unguarded, between two i
 guarded loop (or after it) must get that stream as the SDK gives it, and the guarded turn must
 be judged on its own events. mistralai's ``EventStream`` closed before the guard saw it gives
 no events at all: that is a caller's mistake, told at once, not a turn blocked later; closed by
-the app between two items of a guarded loop, its response closes at once. The real
-google-genai and mistralai SDKs, sync and async, in one interpreter of the apps environment,
-against ``callgate serve`` on loopback."""
+the app between two items of a guarded loop, its response closes at once. A guarded anthropic
+helper's ``text_stream`` is the text the SDK's own gives. The real google-genai, mistralai and
+anthropic SDKs, sync and async, in one interpreter of the apps environment, against
+``callgate serve`` on loopback."""
 
 from __future__ import annotations
 
@@ -26,7 +27,11 @@ pytestmark = pytest.mark.sdk
 
 GEMINI = "gemini/valid_parallel_two_chunks"
 MISTRAL = "mistral/native_parallel_calls"
-SCHEMAS = {name: load(CONFORMANCE / f"{name}.json")["tool_schemas"] for name in (GEMINI, MISTRAL)}
+ANTHROPIC = "anthropic/valid_text_then_two_tools"
+SCHEMAS = {
+    name: load(CONFORMANCE / f"{name}.json")["tool_schemas"]
+    for name in (GEMINI, MISTRAL, ANTHROPIC)
+}
 APP = """
 import asyncio, json, sys
 import httpx
@@ -35,7 +40,10 @@ from google import genai
 from google.genai import types
 from mistralai.client import Mistral
 
-base, gemini_fixture, mistral_fixture, schemas = sys.argv[1:4] + [json.loads(sys.argv[4])]
+import anthropic
+
+base, gemini_fixture, mistral_fixture, anthropic_fixture = sys.argv[1:5]
+schemas = json.loads(sys.argv[5])
 declarations = [
     {"name": name, "parameters_json_schema": schema}
     for name, schema in schemas[gemini_fixture].items()
@@ -117,6 +125,17 @@ async def closed_by_the_app_async(chat):
         await made.close()
         return made.response.is_closed
 
+def anthropic_text(guarded):
+    client = anthropic.Anthropic(
+        base_url=f"{base}/f/{anthropic_fixture}", api_key="k", max_retries=0
+    )
+    tools = [{"name": n, "input_schema": s} for n, s in schemas[anthropic_fixture].items()]
+    made = client.messages.stream(
+        model="m", max_tokens=64, messages=[{"role": "user", "content": "Hi"}], tools=tools
+    )
+    with (callgate.guard(made, tools) if guarded else made) as stream:
+        return "".join(stream.text_stream)
+
 def outcome(run):
     try:
         return run()
@@ -133,6 +152,10 @@ print(json.dumps({
         "sync": outcome(lambda: closed_sync(chat)),
         "async": outcome(lambda: asyncio.run(closed_async(chat))),
     },
+    "anthropic text": {
+        "unguarded": outcome(lambda: anthropic_text(False)),
+        "guarded": outcome(lambda: anthropic_text(True)),
+    },
     "mistral closed by the app": {
         "sync": outcome(lambda: closed_by_the_app_sync(chat)),
         "async": outcome(lambda: asyncio.run(closed_by_the_app_async(chat))),
@@ -145,7 +168,7 @@ print(json.dumps({
 def outcomes() -> Iterator[dict[str, Any]]:
     server = FakeProvider(collect([CONFORMANCE])).start()
     try:
-        yield app_script_output(APP, server.url, GEMINI, MISTRAL, json.dumps(SCHEMAS))
+        yield app_script_output(APP, server.url, GEMINI, MISTRAL, ANTHROPIC, json.dumps(SCHEMAS))
     finally:
         server.close()
 
@@ -175,3 +198,14 @@ def test_a_mistralai_stream_the_app_closes_between_items_closes_its_response_at_
 ) -> None:
     """The SDK's own close waits while the guarded loop asks it for an item, and only then."""
     assert outcomes["mistral closed by the app"][mode] is True
+
+
+def test_a_guarded_anthropic_helpers_text_stream_is_the_sdks_own(outcomes: dict[str, Any]) -> None:
+    events = load(CONFORMANCE / f"{ANTHROPIC}.json")["events"]
+    text = "".join(
+        e["delta"]["text"]
+        for e in events
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
+    )
+    assert text
+    assert outcomes["anthropic text"] == {"unguarded": text, "guarded": text}
