@@ -805,3 +805,44 @@ def test_reuse_slot_moves_the_second_call_onto_the_first_and_leaves_the_third() 
     }
     events = mutate(envelope, "reuse_slot")["events"]
     assert [e["index"] for e in events if "index" in e] == [0, 0, 0, 0, 0, 0, 2, 2, 2]
+
+
+def test_cut_input_ends_at_the_event_that_holds_the_cut() -> None:
+    envelope = load(CONFORMANCE / "openai-responses" / "custom_tool_call_text_valid.json")
+    events = envelope["events"]
+    cut = mutate(envelope, "cut_input")["events"]
+    assert cut == [*events[:6], {**events[6], "delta": "l"}]
+
+
+def test_schema_violation_changes_an_argument_the_call_has_not_one_it_lacks() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    properties = envelope["tool_schemas"]["get_weather"]["properties"]
+    envelope["tool_schemas"]["get_weather"]["properties"] = {
+        "country": {"type": "string"},  # declared first, and not in the call's arguments
+        **properties,
+    }
+    [call] = check(mutate(envelope, "schema_violation")).calls
+    assert json.loads(call.arguments or "") == {
+        **json.loads(check(envelope).calls[0].arguments or ""),
+        "city": 12345,
+    }
+
+
+def test_repeat_identity_repeats_it_on_a_call_of_two_fragments() -> None:
+    envelope = {
+        "profile": "openai",
+        "tool_schemas": {"f": {"type": "object"}},
+        "chunks": [
+            chunk_with({"index": 0, "id": "call_1", "function": {"name": "f", "arguments": "{"}}),
+            chunk_with({"index": 0, "function": {"arguments": "}"}}),
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        ],
+    }
+    second = mutate(envelope, "repeat_identity")["chunks"][1]["choices"][0]["delta"]
+    assert second["tool_calls"] == [
+        {"index": 0, "id": "call_1", "function": {"arguments": "}", "name": "f"}}
+    ]
+
+
+def chunk_with(entry: dict[str, object]) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}, "finish_reason": None}]}
