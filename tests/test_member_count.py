@@ -135,6 +135,9 @@ def test_a_string_that_starts_with_a_colon_after_a_name_is_proven(text: str) -> 
     [
         # Whitespace before the colon: the name's quote does not stand just before it.
         ('{"a" : "x:"}', {"a": "x:"}),
+        ('{"a"\n: "x:"}', {"a": "x:"}),
+        ('{"a"\t: "x:"}', {"a": "x:"}),
+        ('{"a"\r: "x:"}', {"a": "x:"}),
         # A string that starts with a colon, not right after a name.
         ('{"a": [":b"]}', {"a": [":b"]}),
     ],
@@ -154,6 +157,10 @@ def test_texts_the_count_cannot_decide_are_read_again_with_the_hook(
         '{":":":", ":":1}',
         '{"a" : "x:", "a" : 1}',
         '[{"a": 1}, {"b": ": ", "b": ":"}]',
+        # Whitespace before one colon: the other name's quote alone would make the count.
+        '{"a"\n: 1, "a": 2}',
+        '{"a"\t: 1, "a": 2}',
+        '{"a"\r: 1, "a": 2}',
     ],
 )
 def test_a_repeated_name_beside_a_string_that_starts_with_a_colon_is_not_proven(

@@ -1055,3 +1055,18 @@ def test_the_anthropic_names_proof_holds_for_a_delta_of_scalars_only(
 def test_a_profile_without_event_stream_messages_refuses_to_frame_one() -> None:
     with pytest.raises(ValueError, match=r"^openai streams no event-stream messages$"):
         PROFILES["openai"].message_frame({})
+
+
+def test_a_bedrock_tool_use_that_cannot_be_read_is_found_at_its_block() -> None:
+    envelope = load(CONFORMANCE / "bedrock-converse" / "valid_parallel_calls.json")
+    bad_start, bad_input = copy.deepcopy(envelope), copy.deepcopy(envelope)
+    bad_start["events"][4]["contentBlockStart"]["start"]["toolUse"] = "get_weather"
+    bad_input["events"][5]["contentBlockDelta"]["delta"]["toolUse"]["input"] = 7
+    found = [
+        [(f.code, f.choice, f.slot, f.message) for f in check(case).findings if f.blocking][0]
+        for case in (bad_start, bad_input)
+    ]
+    assert found == [
+        (Code.UNSUPPORTED_EVENT, 0, 1, "toolUse is not an object"),
+        (Code.UNSUPPORTED_EVENT, 0, 1, "toolUse.input is not a string"),
+    ]
