@@ -1063,7 +1063,7 @@ def test_a_bedrock_tool_use_that_cannot_be_read_is_found_at_its_block() -> None:
     bad_start["events"][4]["contentBlockStart"]["start"]["toolUse"] = "get_weather"
     bad_input["events"][5]["contentBlockDelta"]["delta"]["toolUse"]["input"] = 7
     found = [
-        [(f.code, f.choice, f.slot, f.message) for f in check(case).findings if f.blocking][0]
+        next((f.code, f.choice, f.slot, f.message) for f in check(case).findings if f.blocking)
         for case in (bad_start, bad_input)
     ]
     assert found == [
