@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -401,35 +401,27 @@ def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
     }
 
 
-def cut_short(raw: object) -> object | None:
-    """A completed ``response.done`` as the server sends it when the output hit
-    ``max_output_tokens``."""
-    if not (isinstance(raw, dict) and raw.get("type") == DONE):
-        return None
-    response = raw.get("response")
-    if not isinstance(response, dict) or response.get("status") != "completed":
-        return None
-    event = copy.deepcopy(raw)
-    event["response"].update(
-        status="incomplete",
-        status_details={"type": "incomplete", "reason": "max_output_tokens"},
-    )
-    return event
+def _ended(status: str, reason: str) -> Callable[[object], object | None]:
+    """A copy of a completed ``response.done`` as the server sends it when the response ended
+    ``status``, for ``reason`` (None for any other event)."""
+
+    def ended(raw: object) -> object | None:
+        if not (isinstance(raw, dict) and raw.get("type") == DONE):
+            return None
+        response = raw.get("response")
+        if not isinstance(response, dict) or response.get("status") != "completed":
+            return None
+        event = copy.deepcopy(raw)
+        event["response"].update(status=status, status_details={"type": status, "reason": reason})
+        return event
+
+    return ended
 
 
-def cancelled(raw: object) -> object | None:
-    """A completed ``response.done`` as the server sends it when the user spoke over the
-    model: ``cancelled``, by ``turn_detected``."""
-    if not (isinstance(raw, dict) and raw.get("type") == DONE):
-        return None
-    response = raw.get("response")
-    if not isinstance(response, dict) or response.get("status") != "completed":
-        return None
-    event = copy.deepcopy(raw)
-    event["response"].update(
-        status="cancelled", status_details={"type": "cancelled", "reason": "turn_detected"}
-    )
-    return event
+#: The output hit ``max_output_tokens``.
+cut_short = _ended("incomplete", "max_output_tokens")
+#: The user spoke over the model.
+cancelled = _ended("cancelled", "turn_detected")
 
 
 def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
