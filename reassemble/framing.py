@@ -22,7 +22,8 @@ from abc import ABC, abstractmethod
 
 #: The framings a response streams in: server-sent events, Gemini's JSON array (no ``alt=sse``),
 #: newline-delimited JSON, AWS event-stream messages (``eventstream.MessageFramer``), and the
-#: text messages of a WebSocket session, one event each (OpenAI Realtime), which come whole.
+#: text messages of a WebSocket session, one event each (OpenAI Realtime, Gemini Live), which
+#: come whole.
 SSE, JSON_ARRAY, NDJSON, EVENTSTREAM = "sse", "json-array", "ndjson", "eventstream"
 WEBSOCKET = "websocket"
 #: The media types each framing of an HTTP body is served with (a WebSocket session has no

@@ -160,25 +160,31 @@ def _empty_deltas(profile: Profile, events: list[Any], source: Source) -> list[A
     return out if len(out) > len(events) else "no event only adds argument text to a call"
 
 
-def _wrong_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+def _terminal_ended(
+    profile: Profile, events: list[Any], ended: Callable[[object], object | None], none: str
+) -> list[Any] | str:
+    """The turn with its first event of terminal evidence that ``ended`` can restate as another
+    end of the turn so restated; ``none`` when no such event comes."""
     ends = _terminal_at(profile, events)
     for n in ends:
-        cut = profile.cut_short(events[n])
-        if cut is not None:
-            return [*events[:n], cut, *events[n + 1 :]]
-    return (
-        "no event states why the output ended" if ends else "no event carries the terminal evidence"
+        other = ended(events[n])
+        if other is not None:
+            return [*events[:n], other, *events[n + 1 :]]
+    return none if ends else "no event carries the terminal evidence"
+
+
+def _wrong_terminal(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    return _terminal_ended(
+        profile, events, profile.cut_short, "no event states why the output ended"
     )
 
 
 def _cancel(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     if profile.cancelled is None:
         return "this API has no cancelled turn end"
-    for n in _terminal_at(profile, events):
-        ended = profile.cancelled(events[n])
-        if ended is not None:
-            return [*events[:n], ended, *events[n + 1 :]]
-    return "no event ends the turn as completed"
+    return _terminal_ended(
+        profile, events, profile.cancelled, "no event ends the turn as completed"
+    )
 
 
 def _withdraw(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:

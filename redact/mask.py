@@ -54,9 +54,9 @@ _KEPT_RUN = re.compile(r"(?:[0-9.+\-]*[ \t\n\r{}\[\]:,])+")
 MEDIA_OMITTED = "[media omitted: "
 
 
-def media_stand_in(value: object) -> object:
-    """Base64 media text as its length and SHA-256 digest; anything else as it is."""
-    if not isinstance(value, str) or value.startswith(MEDIA_OMITTED):
+def media_stand_in(value: str) -> str:
+    """Base64 media text as its length and SHA-256 digest (a stand-in stays as it is)."""
+    if value.startswith(MEDIA_OMITTED):
         return value
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{MEDIA_OMITTED}{len(value)} characters, sha256 {digest}]"

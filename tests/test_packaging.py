@@ -326,11 +326,16 @@ def serving(command: str, comment: str, cwd: Path, env: dict[str, str]) -> subpr
     try:
         wait_for(lambda: listening(port), process)
     except BaseException:  # it never answered: stopped here, as the test stops the others
-        with contextlib.suppress(ProcessLookupError):  # or it has ended already
-            os.killpg(process.pid, signal.SIGTERM)
-        process.communicate(timeout=30)
+        stop(process)
         raise
     return process
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """End a process ``serving`` started, with everything it started, and wait for it."""
+    with contextlib.suppress(ProcessLookupError):  # it has ended already
+        os.killpg(process.pid, signal.SIGTERM)
+    process.communicate(timeout=30)
 
 
 def listening(port: int) -> bool:
@@ -377,8 +382,7 @@ def test_the_readmes_quickstart_runs_as_written_against_the_wheel(
                 wait_for(lambda n=runs: len(list(tmp_path.glob("recorded/*.json"))) == n)
     finally:
         for process in background:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.communicate(timeout=30)
+            stop(process)
     replayed = said["callgate replay recorded"].stdout.splitlines()[-1]
     assert replayed == "2 fixtures: 2 held (1 pass, 1 blocked as pinned), 0 did not, 0 unreadable"
     assert said["callgate replay recorded --require-pass"].stderr.endswith(

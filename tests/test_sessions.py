@@ -9,9 +9,12 @@ from __future__ import annotations
 import copy
 import hashlib
 
+import pytest
+
 from callgate.reassemble import Code, Status, check
+from callgate.reassemble.framing import WEBSOCKET
 from callgate.reassemble.mutations import mutate
-from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.profiles import PROFILES, framed
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
 
@@ -252,3 +255,8 @@ def test_audio_is_never_written_only_its_length_and_digest() -> None:
         "mimeType": "audio/pcm;rate=24000",
         "data": f"[media omitted: 16 characters, sha256 {sound}]",
     }
+
+
+def test_a_sessions_messages_are_not_framed_as_an_http_body() -> None:
+    with pytest.raises(ValueError, match=r"^a WebSocket session's messages are not an HTTP body"):
+        framed(load(REALTIME / "valid_single_call.json"), WEBSOCKET)

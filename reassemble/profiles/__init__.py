@@ -108,14 +108,8 @@ def framed(envelope: Mapping[str, Any], framing: str) -> Iterator[bytes]:
     if framing == EVENTSTREAM:
         return message_frames(envelope)
     if framing == WEBSOCKET:
-        return websocket_messages(envelope)
+        raise ValueError("a WebSocket session's messages are not an HTTP body to frame")
     return sse_frames(envelope)
-
-
-def websocket_messages(envelope: Mapping[str, Any]) -> Iterator[bytes]:
-    """The text message of each event of a WebSocket session, compact JSON as OpenAI sends it."""
-    for event in envelope[PROFILES[envelope["profile"]].stream_key]:
-        yield json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def message_frames(envelope: Mapping[str, Any]) -> Iterator[bytes]:

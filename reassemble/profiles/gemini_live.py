@@ -41,7 +41,7 @@ from callgate.reassemble.events import (
 from callgate.reassemble.framing import WEBSOCKET
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, provider_error
 from callgate.reassemble.profiles.gemini import whole_arguments
-from callgate.reassemble.profiles.gemini_schema import declaration_schemas
+from callgate.reassemble.profiles.gemini_schema import declaration_schemas, proto_field
 
 #: The reason a ``toolCall`` ends its choice with (the message is whole), and the one a model
 #: turn that completes without a call ends its own with.
@@ -66,10 +66,6 @@ _NO_CALL = frozenset(
 )
 #: A WebSocket close frame's code for a normal end (RFC 6455, 7.4.1).
 NORMAL_CLOSE = 1000
-
-
-def _member(value: Mapping[str, Any], camel: str, snake: str) -> Any:
-    return value.get(camel, value.get(snake))
 
 
 class LiveTranslator:
@@ -106,9 +102,7 @@ class LiveTranslator:
     def _tool_call(self, value: object, pointer: str) -> list[Event]:
         choice = self._choices
         self._choices += 1
-        calls = (
-            _member(value, "functionCalls", "function_calls") if isinstance(value, dict) else None
-        )
+        calls = proto_field(value, "functionCalls") if isinstance(value, dict) else None
         if not isinstance(calls, list):
             return [
                 Problem(
@@ -178,7 +172,7 @@ class LiveTranslator:
         is a choice of its own, with no call."""
         if not isinstance(value, dict):
             return [Problem(Code.UNSUPPORTED_EVENT, "serverContent is not an object", pointer)]
-        turn = _member(value, "modelTurn", "model_turn")
+        turn = proto_field(value, "modelTurn")
         parts = turn.get("parts") if isinstance(turn, dict) else None
         events: list[Event] = [
             Problem(
@@ -190,7 +184,7 @@ class LiveTranslator:
             for number, part in enumerate(parts if isinstance(parts, list) else [])
             if isinstance(part, dict) and ({"functionCall", "function_call"} & part.keys())
         ]
-        if _member(value, "turnComplete", "turn_complete") is True:
+        if proto_field(value, "turnComplete") is True:
             if not self._called:
                 events.append(TurnEnded(self._choices, TURN_COMPLETE, f"{pointer}/turnComplete"))
                 self._choices += 1
@@ -233,9 +227,7 @@ def argument_sites(events: list[Any]) -> Iterator[ArgumentSite]:
         value = (
             message.get("toolCall", message.get("tool_call")) if isinstance(message, dict) else None
         )
-        calls = (
-            _member(value, "functionCalls", "function_calls") if isinstance(value, dict) else None
-        )
+        calls = proto_field(value, "functionCalls") if isinstance(value, dict) else None
         for position, call in enumerate(calls if isinstance(calls, list) else []):
             if isinstance(call, dict) and "args" in call:
                 yield "copy", (number, position), call, "args"

@@ -46,17 +46,17 @@ def declaration_schemas(tools: object) -> dict[str, object]:
     """
     schemas: dict[str, object] = {}
     for tool in tools if isinstance(tools, list) else []:
-        declarations = _field(tool, "functionDeclarations") if isinstance(tool, dict) else None
+        declarations = proto_field(tool, "functionDeclarations") if isinstance(tool, dict) else None
         for declaration in declarations if isinstance(declarations, list) else []:
-            name = _field(declaration, "name") if isinstance(declaration, dict) else None
+            name = proto_field(declaration, "name") if isinstance(declaration, dict) else None
             if isinstance(name, str):
                 schemas[name] = _declaration_schema(declaration)
     return schemas
 
 
 def _declaration_schema(declaration: Mapping[str, Any]) -> object:
-    parameters = _field(declaration, "parameters")
-    json_schema = _field(declaration, "parametersJsonSchema")
+    parameters = proto_field(declaration, "parameters")
+    json_schema = proto_field(declaration, "parametersJsonSchema")
     if parameters is not None and json_schema is not None:
         return {UNSUPPORTED_PREFIX + "parameters": parameters}
     if json_schema is not None:
@@ -66,7 +66,9 @@ def _declaration_schema(declaration: Mapping[str, Any]) -> object:
     return to_json_schema(parameters)
 
 
-def _field(node: Mapping[str, Any], camel: str) -> Any:
+def proto_field(node: Mapping[str, Any], camel: str) -> Any:
+    """A field of a Google API message by its camelCase name, or the snake_case name the SDKs
+    dump it under."""
     if node.get(camel) is not None:
         return node[camel]
     snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)

@@ -57,6 +57,7 @@ from callgate.reassemble.profiles.base import (
     flat_tools,
     is_index,
 )
+from callgate.reassemble.profiles.openai_responses import error_body as responses_error_body
 
 CALL = "function_call"
 #: Output items the client never executes: messages, and the MCP tools the server runs itself
@@ -388,17 +389,10 @@ def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
 
 
 def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
-    """The Realtime ``error`` server event (``RealtimeErrorEvent``: ``error`` with ``type``,
-    ``code``, ``message``); the openai SDK hands it to the app as an event, as any other."""
-    return {
-        "type": "error",
-        "event_id": "event_callgate_blocked",
-        "error": {
-            "type": "callgate_blocked",
-            "code": codes[0] if codes else "blocked",
-            "message": message,
-        },
-    }
+    """The Realtime ``error`` server event (``RealtimeErrorEvent``): the Responses ``error``
+    event's ``error`` object, with an ``event_id``; the openai SDK hands it to the app as an
+    event, as any other."""
+    return {**responses_error_body(message, codes), "event_id": "event_callgate_blocked"}
 
 
 def _ended(status: str, reason: str) -> Callable[[object], object | None]:
