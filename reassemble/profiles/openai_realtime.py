@@ -57,6 +57,7 @@ from callgate.reassemble.profiles.base import (
     flat_tools,
     is_index,
 )
+from callgate.reassemble.profiles.openai_responses import accepted_reasons
 from callgate.reassemble.profiles.openai_responses import error_body as responses_error_body
 
 CALL = "function_call"
@@ -382,10 +383,6 @@ class RealtimeTranslator:
             "/type",
             could_be_call=False if item is not None and item.type in NON_CALL_ITEMS else None,
         )
-
-
-def accepted_reasons(request: Mapping[str, object]) -> frozenset[str]:
-    return frozenset({"completed"})
 
 
 def error_body(message: str, codes: Sequence[str]) -> dict[str, object]:
