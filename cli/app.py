@@ -8,19 +8,23 @@ from typing import Annotated
 
 import typer
 
-from callgate.cli.check import ReportFormat, run_check
-from callgate.cli.diff.command import AdapterName
-from callgate.cli.diff.mutations import DiffReport
+# Each command imports what it runs when it runs: building the CLI loads none of them.
+from callgate.cli.choices import (
+    AdapterName,
+    Arguments,
+    DiffReport,
+    OnError,
+    ProxyMode,
+    ReplayFormat,
+    ReportFormat,
+    ScanFormat,
+    ScanKind,
+    WebBodyChoice,
+)
 from callgate.cli.output import error_line, exit_with, usage
-from callgate.cli.record import OnError, ProxyMode
-from callgate.cli.replay.reports import ReplayFormat
-from callgate.cli.scan import ScanFormat
 from callgate.cli.tape.face import tape_app
-from callgate.proxy_addon.webview import WebBody
 from callgate.reassemble.errors import UsageError
-from callgate.reassemble.profiles import PROFILES
-from callgate.redact import ArgumentMode
-from callgate.redact.scanning import Kind
+from callgate.reassemble.profile_names import PROFILE_NAMES
 
 #: Each command's example and exit codes, at the foot of its help page.
 EPILOGS = {
@@ -105,6 +109,8 @@ def check_command(
     """Judge each fixture. One file: exit 0 pass, 1 block, 2 invalid input or no streamed tool
     call. Several: 0 some turn applicable and every applicable one passed, 1 a turn blocked, 2 no
     turn applicable or a file unreadable."""
+    from callgate.cli.check import run_check
+
     exit_with(run_check, fixtures, report, allow_quirk or [], sys.stdout, sys.stderr)
 
 
@@ -126,7 +132,8 @@ def import_command(
         typer.Option(help="The request body of a raw body (its tools become the schemas)."),
     ] = None,
     profile: Annotated[
-        str | None, typer.Option(help=f"{', '.join(PROFILES)} (default: from the URL or the body).")
+        str | None,
+        typer.Option(help=f"{', '.join(PROFILE_NAMES)} (default: from the URL or the body)."),
     ] = None,
     provider: Annotated[
         str | None,
@@ -134,14 +141,15 @@ def import_command(
     ] = None,
     url: Annotated[str | None, typer.Option(help="The request URL of a raw body.")] = None,
     arguments: Annotated[
-        ArgumentMode, typer.Option(help="Tool-call arguments: mask string values, keep, or drop.")
-    ] = ArgumentMode.MASK,
+        Arguments, typer.Option(help="Tool-call arguments: mask string values, keep, or drop.")
+    ] = Arguments.MASK,
     allow_verdict_change: Annotated[
         bool, typer.Option(help="Write even when redaction changes the verdict (recorded in meta).")
     ] = False,
 ) -> None:
     """Turn recorded exchanges into redacted fixtures: prompts, credentials and output removed."""
     from callgate.cli.importing.command import ImportOptions, run_import
+    from callgate.redact import ArgumentMode
 
     options = ImportOptions(
         out=out or output,
@@ -150,7 +158,7 @@ def import_command(
         profile=profile,
         provider=provider,
         url=url,
-        arguments=arguments,
+        arguments=ArgumentMode(arguments.value),
         allow_verdict_change=allow_verdict_change,
     )
     exit_with(run_import, sources, options, sys.stdout, sys.stderr)
@@ -202,7 +210,7 @@ def scan_command(
         ),
     ],
     kind: Annotated[
-        list[Kind] | None,
+        list[ScanKind] | None,
         typer.Option("--kind", help="Report only this kind (repeatable; default: all)."),
     ] = None,
     report: Annotated[
@@ -215,9 +223,11 @@ def scan_command(
     """Find credentials, prompts and unmasked output in recordings, one line each, never what
     was found: exit 0 clean, 1 found, 2 a file unreadable."""
     from callgate.cli.scan.command import run_scan
+    from callgate.redact.scanning import Kind
 
     report = report_format or report
-    exit_with(run_scan, paths, kind or [], report, output, sys.stdout, sys.stderr)
+    kinds = [Kind(chosen.value) for chosen in kind or []]
+    exit_with(run_scan, paths, kinds, report, output, sys.stdout, sys.stderr)
 
 
 @app.command("diff", epilog=EPILOGS["diff"])
@@ -317,8 +327,8 @@ def record_command(
         ),
     ] = OnError.block,
     arguments: Annotated[
-        ArgumentMode, typer.Option(help="Tool-call arguments in fixtures.")
-    ] = ArgumentMode.MASK,
+        Arguments, typer.Option(help="Tool-call arguments in fixtures.")
+    ] = Arguments.MASK,
     provider: Annotated[
         str | None, typer.Option(help="Provider name (default: from the upstream host).")
     ] = None,
@@ -332,12 +342,12 @@ def record_command(
         bool, typer.Option(help="Allow mitmproxy's own unredacted writers alongside.")
     ] = False,
     web_body: Annotated[
-        WebBody,
+        WebBodyChoice,
         typer.Option(
             help="With --web, the body mitmweb shows of a judged flow (memory only): the redacted "
             "stream the fixture holds, the raw stream, or none."
         ),
-    ] = WebBody.redacted,
+    ] = WebBodyChoice.redacted,
     otel: Annotated[
         bool,
         typer.Option(

@@ -11,24 +11,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
 from rich.table import Table
 
+from callgate.cli.choices import ReportFormat
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.output import console, error_line, safe, styled
 from callgate.reassemble import Report, Status, check
 from callgate.reassemble.errors import InputError, UsageError
 from callgate.reassemble.report import EXIT_CODES
-
-
-class ReportFormat(StrEnum):
-    json = "json"
-    text = "text"
-
 
 #: What a status means for the turn's calls, as the text report says it, and its colour. A turn
 #: without a tool call blocked nothing; an invalid one is a broken stream, and blocks.

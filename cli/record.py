@@ -16,11 +16,11 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from callgate.cli.choices import ProxyMode
 from callgate.cli.extras import PROXY_EXTRA, has_mitmproxy
 from callgate.cli.loopback import require_free, split_listen
 from callgate.cli.output import error_line
@@ -29,20 +29,6 @@ from callgate.reassemble.errors import SetupError, UsageError
 LOOPBACK_NAMES = ("localhost",)
 #: mitmweb's flow list, with the comment column where callgate writes its verdict.
 WEB_COLUMNS = ["icon", "path", "method", "status", "size", "time", "comment"]
-
-
-class OnError(StrEnum):
-    #: A turn callgate cannot judge is blocked: the error event, never its end.
-    block = "block"
-    #: Availability first: its bytes go on unjudged.
-    pass_ = "pass"
-
-
-class ProxyMode(StrEnum):
-    #: The app points its base URL at the proxy; no CA needed.
-    reverse = "reverse"
-    #: The app uses ``HTTPS_PROXY`` and trusts callgate's mitmproxy CA.
-    regular = "regular"
 
 
 @dataclass(frozen=True, kw_only=True)

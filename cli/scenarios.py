@@ -176,6 +176,12 @@ class Scenarios:
             )
         return turns[served]
 
+    def turns_of(self, path: str) -> list[Turn] | None:
+        """The turns of the scenario at ``path`` from its first, or None for no scenario (a
+        WebSocket plays its own, whatever position the server's HTTP requests are at)."""
+        name = self._name(path)
+        return None if name is None else list(self._turns[name])
+
     def status(self, path: str) -> Answer:
         """What ``GET /s/<name>/status`` answers: where the scenario stands (404 for another
         path)."""

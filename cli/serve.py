@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from callgate.cli import serve_session
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.loopback import split_listen, taken
 from callgate.cli.scenarios import PREFIX, Answer, Scenarios, collect_scenarios, scenario_files
@@ -47,6 +48,7 @@ from callgate.reassemble.errors import InputError, NotApplicable, UsageError
 from callgate.reassemble.framing import JSON_ARRAY, MEDIA_TYPES
 from callgate.reassemble.mutations import KINDS, mutate
 from callgate.reassemble.profiles import PROFILES, framed, framing_of_request, serves
+from callgate.reassemble.sessions import BY_RESPONSE
 
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
@@ -261,6 +263,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
+        if serve_session.asks_upgrade(self):
+            self._open_session()
+            return
         if self.path.startswith(PREFIX):
             answer = self.provider.scenarios.status(urlsplit(self.path).path)
             self._json(answer.status, answer.body)
@@ -285,6 +290,74 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         self._serve(*chosen)
+
+    def _open_session(self) -> None:
+        """A WebSocket: the session fixture chosen as for a POST (or a scenario's turns, one per
+        ``response.create``), played as the client asks."""
+        kind = self.headers.get("x-callgate-mutate") or self.provider.mutate
+        if self.path.startswith(PREFIX):
+            self._open_scenario(kind)
+            return
+        named = self.headers.get("x-callgate-fixture")
+        chosen = self.provider.choose(self.path, named)
+        if chosen is None:
+            self._refuse(f"no session fixture served here answers {urlsplit(self.path).path}")
+            return
+        name, envelope = chosen
+        profile = envelope["profile"]
+        if profile not in BY_RESPONSE:
+            self._refuse(f"{name} is an HTTP stream ({profile}), not a session")
+            return
+        if kind:
+            try:
+                envelope = mutate(envelope, kind, name)
+            except (NotApplicable, KeyError) as refused:
+                self._refuse(f"{name}: cannot serve {kind}: {refused}")
+                return
+        self._said(101, f"{name}{f' ({kind})' if kind else ''}")
+        serve_session.serve_session(
+            self,
+            profile,
+            serve_session.fixture_parts(envelope),
+            pauses(envelope, self.provider.timing),
+            abort_after=int(self.headers.get("x-callgate-abort-after") or -1),
+        )
+
+    def _open_scenario(self, kind: str | None) -> None:
+        """A scenario over a WebSocket: nothing as the socket opens, then its next turn at each
+        ``response.create`` (a tool turn mutated as asked). Each connection plays the scenario
+        from its first turn: a socket is one conversation."""
+        path = urlsplit(self.path).path
+        turns = self.provider.scenarios.turns_of(path)
+        if turns is None:
+            self._refuse(self.provider.scenarios.status(path).body["error"]["message"])
+            return
+        profile = self.provider.fixtures[turns[0].fixture]["profile"]
+        if profile not in BY_RESPONSE:
+            self._refuse(f"scenario {path}: {profile} turns are HTTP streams, not a session")
+            return
+        parts: list[list[Any]] = [[]]  # nothing as the socket opens
+        for turn in turns:
+            envelope = self.provider.fixtures[turn.fixture]
+            if kind and turn.has_call:
+                try:
+                    envelope = mutate(envelope, kind, turn.fixture)
+                except (NotApplicable, KeyError) as refused:
+                    self._refuse(f"{turn.fixture}: cannot serve {kind}: {refused}")
+                    return
+            parts.append(list(envelope[PROFILES[profile].stream_key]))
+        self._said(101, f"scenario {path}{f' ({kind})' if kind else ''}")
+        serve_session.serve_session(
+            self,
+            profile,
+            parts,
+            repeat(0.0),
+            abort_after=int(self.headers.get("x-callgate-abort-after") or -1),
+        )
+
+    def _refuse(self, message: str) -> None:
+        self._said(400, message)
+        serve_session.refuse(self, message)
 
     def _play_scenario(self) -> None:
         """The scenario's next turn, its tool turns mutated as asked, its text turns as they

@@ -27,6 +27,7 @@ from mitmproxy.hooks import UpdateHook
 from callgate.integrations.enforce.tap import StreamTap, refusing, route
 from callgate.integrations.otel import record_unjudged, record_verdict
 from callgate.proxy_addon import webview
+from callgate.proxy_addon.sessions import SessionCapture
 from callgate.proxy_addon.settings import Settings, add_options, concerns, read_settings
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
 from callgate.proxy_addon.writer import FixtureWriter, Written
@@ -53,6 +54,7 @@ class CallgateAddon:
         #: Flows whose ``_finish`` is scheduled (``_finish_soon``), by id.
         self._finishing: dict[str, tuple[asyncio.Handle, http.HTTPFlow, bool]] = {}
         self._writer = FixtureWriter()
+        self._sessions = SessionCapture(self._writer)
 
     def load(self, loader: Any) -> None:
         if log.level == logging.NOTSET:  # the root logger stops INFO; our per-turn lines are INFO
@@ -84,6 +86,15 @@ class CallgateAddon:
 
     def error(self, flow: http.HTTPFlow) -> None:
         self._finish_soon(flow, ended_cleanly=False)
+
+    def websocket_start(self, flow: http.HTTPFlow) -> None:
+        self._sessions.start(flow, self.settings)
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        self._sessions.message(flow, self.settings)
+
+    def websocket_end(self, flow: http.HTTPFlow) -> None:
+        self._sessions.end(flow, self.settings)
 
     async def done(self) -> None:
         """At shutdown: judge the flows whose turn was not taken yet, and let fixtures being

@@ -42,10 +42,13 @@ class Blocked(Exception):
     the blocking codes. Not a ``CallgateError``: a blocked turn is an answer about the provider's
     stream, not a misuse of callgate, and an app's handler for bad input must not swallow it."""
 
-    def __init__(self, report: Report) -> None:
+    def __init__(self, report: Report, *, response_id: str | None = None) -> None:
         codes = ", ".join(report.blocking_codes) or "conformance failure"
-        super().__init__(f"callgate blocked this turn: {codes}")
+        turn = "this turn" if response_id is None else f"response {response_id}"
+        super().__init__(f"callgate blocked {turn}: {codes}")
         self.report = report
+        #: In a WebSocket session, the response blocked (its other responses went on or may).
+        self.response_id = response_id
 
 
 #: What a gate does with a turn it cannot judge: fail closed (the default), or pass it on.
@@ -263,6 +266,10 @@ EVENTS, HELPER, MANAGER, GENERATOR, MESSAGES, WRAPPER, BODY = (
     "wrapper",
     "body",
 )
+#: ``session``: a WebSocket connection whose every message is a wire event, each response a turn
+#: of its own (``callgate.reassemble.sessions``); ``session manager``: a context manager whose
+#: ``__enter__`` gives one.
+SESSION, SESSION_MANAGER = "session", "session manager"
 
 
 @dataclass(frozen=True)
@@ -294,6 +301,22 @@ STREAM_TYPES: dict[str, dict[str, StreamType]] = {
         **_kinds("openai-responses", HELPER, "ResponseStream", "AsyncResponseStream"),
         **_kinds(
             "openai-responses", MANAGER, "ResponseStreamManager", "AsyncResponseStreamManager"
+        ),
+        # ``client.realtime.connect()``, ``client.responses.connect()`` and the connections they
+        # give.
+        **_kinds("openai-realtime", SESSION, "RealtimeConnection", "AsyncRealtimeConnection"),
+        **_kinds(
+            "openai-realtime",
+            SESSION_MANAGER,
+            "RealtimeConnectionManager",
+            "AsyncRealtimeConnectionManager",
+        ),
+        **_kinds("openai-responses", SESSION, "ResponsesConnection", "AsyncResponsesConnection"),
+        **_kinds(
+            "openai-responses",
+            SESSION_MANAGER,
+            "ResponsesConnectionManager",
+            "AsyncResponsesConnectionManager",
         ),
     },
     "anthropic": {

@@ -29,6 +29,9 @@ class Exchange:
     error: str | None = None
     #: Seconds from the first response byte to each SSE event, when the source knows them.
     event_times: list[float] = field(default_factory=list)
+    #: For one response of a WebSocket session (``callgate.redact.sessions``): the JSON text
+    #: of each server message it was given, in place of a body.
+    messages: tuple[str, ...] | None = None
 
     def header(self, name: str, *, response: bool = False) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""

@@ -25,6 +25,7 @@ from callgate.reassemble import Report, check, strict_json
 from callgate.reassemble.body import StreamBody, parse_stream_body
 from callgate.reassemble.envelope import fixture_text
 from callgate.reassemble.errors import NotApplicable, RedactionRefused
+from callgate.reassemble.framing import WEBSOCKET
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import (
     PROFILES,
@@ -33,6 +34,7 @@ from callgate.reassemble.profiles import (
     profile_of_events,
 )
 from callgate.reassemble.providers import provider_from_url
+from callgate.reassemble.readers import event_value
 from callgate.redact.exchange import Exchange
 from callgate.redact.fragment_lines import FragmentLines
 from callgate.redact.leaks import find_leaks, secrets_of
@@ -116,8 +118,13 @@ def recorded_envelope(
     judges. It holds prompts and secrets: never write it. Raises ``NotApplicable``."""
     provider = provider or provider_from_url(exchange.url)
     profile = profile or profile_for(exchange.url, provider)
-    if body is None:
+    if body is None and exchange.messages is not None:
+        _require_session(exchange)
+        body = StreamBody([event_value(text) for text in exchange.messages], WEBSOCKET)
+    elif body is None:
         body = _stream_body(exchange, profile)
+    elif body.framing == WEBSOCKET:
+        _require_session(exchange)
     else:
         _require_stream(exchange)
     profile = profile or profile_of_events(body.events)
@@ -248,6 +255,12 @@ def _require_stream(exchange: Exchange) -> None:
         raise NotApplicable(f"method {exchange.method} is not a model call")
     if not 200 <= exchange.status < 300:
         raise NotApplicable(f"HTTP status {exchange.status}")
+
+
+def _require_session(exchange: Exchange) -> None:
+    """A WebSocket session's messages are an exchange's when its upgrade was accepted."""
+    if exchange.status != 101:
+        raise NotApplicable(f"HTTP status {exchange.status}: no WebSocket was opened")
 
 
 def _stream_body(exchange: Exchange, profile: str | None) -> StreamBody:

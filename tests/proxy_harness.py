@@ -17,7 +17,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -47,9 +47,19 @@ class Proxy:
     #: The proxy running in this process, if any.
     running: ClassVar[Proxy | None] = None
 
-    def __init__(self, upstream: str, out: Path, *, web: bool = False, **options: Any) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        out: Path,
+        *,
+        web: bool = False,
+        watching: Sequence[Any] = (),
+        **options: Any,
+    ) -> None:
         from callgate.proxy_addon.addon import CallgateAddon
 
+        #: Addons of the test's own, after callgate's (to see what it did to a flow).
+        self.watching = watching
         self.port, self.out, self.web = 0, out, web
         self.url = ""
         self.web_port, self.web_url = 0, ""
@@ -125,7 +135,7 @@ class Proxy:
                 self.web_url += "?token=callgate-test-token"
         else:
             self.master = DumpMaster(opts, with_termlog=False, with_dumper=False)
-        self.master.addons.add(self.addon, _Listening(self._listening))
+        self.master.addons.add(self.addon, *self.watching, _Listening(self._listening))
         self.master.options.update(**self._options)
         await self.master.run()
 
@@ -419,6 +429,22 @@ def app_results(app: Path, serve_url: str, cases: list[dict[str, Any]]) -> dict[
     return {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
 
 
+def batch_results(app: Path, cases: list[dict[str, Any]], timeout: float = 600) -> Any:
+    """Run the apps environment's ``app`` once with ``cases`` as JSON on its standard input
+    (callgate imported from this checkout): what it printed, as JSON."""
+    done = subprocess.run(
+        [str(APPS_PYTHON), str(app)],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
 def app_script_output(script: str, *arguments: str) -> Any:
     """What a short app ``script`` printed as JSON, run by the apps environment's interpreter
     with ``arguments``, importing callgate from this checkout."""
@@ -432,3 +458,84 @@ def app_script_output(script: str, *arguments: str) -> Any:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def websocket_texts(
+    url: str,
+    path: str,
+    sends: list[dict[str, Any]],
+    headers: dict[str, str] | None = None,
+    *,
+    until: int | None = None,
+) -> tuple[list[list[str]], str]:
+    """Open a WebSocket to ``path`` (wsproto over a socket), send ``sends`` one by one, each
+    after the server has sent nothing for a moment or dropped the connection, and read until
+    then after the last. Given ``until``, send them all at once and read until that many
+    messages came (a slow server is waited for; the messages are then all in the first part).
+    Returns the text messages received on connect and after each send, and how it ended
+    ("quiet", "closed", "dropped" or "enough")."""
+    from wsproto import ConnectionType, WSConnection
+    from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
+
+    host, port = url.removeprefix("http://").split(":")
+    client = WSConnection(ConnectionType.CLIENT)
+    received: list[list[str]] = [[]]
+    pieces: list[str] = []
+    with socket.create_connection((host, int(port)), timeout=2) as sock:
+        sock.sendall(
+            client.send(
+                Request(host=host, target=path, extra_headers=list((headers or {}).items()))
+            )
+        )
+
+        def take(data: bytes) -> str | None:
+            """Read ``data``'s events: "closed" at a close frame."""
+            client.receive_data(data)
+            for event in client.events():
+                if isinstance(event, TextMessage):
+                    pieces.append(event.data)
+                    if event.message_finished:
+                        received[-1].append("".join(pieces))
+                        pieces.clear()
+                elif isinstance(event, CloseConnection):
+                    return "closed"
+                elif not isinstance(event, AcceptConnection):
+                    raise AssertionError(event)
+            return None
+
+        def read(last: bool) -> str:
+            while True:
+                if last and until is not None:
+                    if sum(map(len, received)) >= until:
+                        return "enough"
+                    sock.settimeout(10)
+                try:
+                    data = sock.recv(65536)
+                except TimeoutError:
+                    return "quiet"
+                if not data:
+                    return "dropped"
+                closed = take(data)
+                if closed:
+                    return closed
+                sock.settimeout(0.3)
+
+        if until is not None:  # no pacing to wait for: everything is sent, then read
+            from wsproto.connection import ConnectionState
+
+            while client.state is not ConnectionState.OPEN:  # the upgrade's answer first
+                data = sock.recv(65536)
+                if not data:
+                    return received, "dropped"
+                take(data)
+            for message in sends:
+                sock.sendall(client.send(TextMessage(data=json.dumps(message))))
+            return received, read(True)
+        ended = read(not sends)
+        for number, message in enumerate(sends, 1):
+            if ended != "quiet":
+                break
+            sock.sendall(client.send(TextMessage(data=json.dumps(message))))
+            received.append([])
+            ended = read(number == len(sends))
+    return received, ended

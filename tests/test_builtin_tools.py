@@ -96,6 +96,12 @@ def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_
             {"action": "scroll", "scroll_direction": "up", "scroll_amount": 3},
             [],
         ),
+        # a display of no size bounds no coordinate: [x, y] is only whole pixels from 0
+        (
+            {"type": "computer_20250124", "display_width_px": 0, "display_height_px": 0},
+            {"action": "left_click", "coordinate": [5, 5]},
+            [],
+        ),
         ({"type": "computer_toolset_20260801", "name": "wait"}, {"duration": 2}, []),
         ({"type": "computer_toolset_20260801", "name": "wait"}, {}, ["schema_violation"]),
         # OpenAI
@@ -324,3 +330,18 @@ def test_a_built_in_call_goes_on_a_trace_by_its_tool_s_name() -> None:
             "gen_ai.tool.name": "shell",
         }
     ]
+
+
+def test_a_toolset_member_is_left_out_only_where_its_config_turns_it_off() -> None:
+    """Anthropic's toolset ``configs``: ``{"enabled": false}`` leaves a member out; a config
+    that enables it, or one that is no object, leaves it in."""
+    toolset = {
+        "type": "computer_toolset_20260801",
+        "name": "computer",
+        "display_width_px": 1024,
+        "display_height_px": 768,
+        "configs": {"left_click": {"enabled": False}, "wait": {"enabled": True}, "scroll": "on"},
+    }
+    declared = PROFILES["anthropic"].tool_schemas({"tools": [toolset]})
+    assert "left_click" not in declared
+    assert {"wait", "scroll", "right_click"} <= set(declared)

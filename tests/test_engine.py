@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
-from callgate.reassemble import Code, Limits, Reassembler, Severity, SlotState, Status
+from callgate.reassemble import Code, Limits, Reassembler, Severity, SlotState, Status, check
 from callgate.reassemble.errors import UsageError
 from callgate.reassemble.state import LIFECYCLE, TRANSITIONS, SlotInput
-from tests.conftest import CONFORMANCE
+from tests.conftest import CONFORMANCE, load
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
@@ -762,3 +763,19 @@ def test_a_tool_use_restarting_a_text_block_gives_that_block_no_call_id() -> Non
         (Code.DUPLICATE_START, 0, 2)
     ]
     assert [(call.slot, call.id) for call in report.calls] == [(1, "toolu_a")]
+
+
+def test_a_reports_finding_cannot_be_changed_by_the_app_that_reads_it() -> None:
+    report = check(load(CONFORMANCE / "openai" / "reused_index_new_id.json"))
+    finding = report.findings[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        finding.message = "changed"  # type: ignore[misc]
+
+
+def test_a_finding_is_made_with_named_fields_only() -> None:
+    """Its fields are named, never placed: their order can change without breaking a caller."""
+    from callgate.reassemble.findings import Finding
+
+    assert Finding(code=Code.STREAM_ERROR, message="m").code is Code.STREAM_ERROR
+    with pytest.raises(TypeError):
+        Finding(Code.STREAM_ERROR, "m")  # type: ignore[misc]

@@ -253,6 +253,29 @@ def test_partial_args_that_are_not_a_list_are_unsupported_there() -> None:
     assert [call.arguments for call in report.calls] == [""]
 
 
+def test_partial_args_that_are_not_a_list_name_their_choice_and_slot() -> None:
+    """The second call of a turn: its slot (1) and its candidate's choice (0) apart."""
+    report = run(
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [
+                            {"functionCall": {"name": "f", "args": {}}},
+                            {"functionCall": {"name": "g", "willContinue": True}},
+                        ],
+                    }
+                }
+            ]
+        },
+        chunk({"partialArgs": {"jsonPath": "$.a"}, "willContinue": True}),
+        chunk({}, finish="STOP"),
+    )
+    lost = next(f for f in report.findings if f.message == "partialArgs is not a list")
+    assert (lost.choice, lost.slot) == (0, 1)
+
+
 def test_closing_while_a_string_continues_is_invalid() -> None:
     report = run(
         chunk({"name": "f", "willContinue": True}),
@@ -514,3 +537,9 @@ def test_integer_formats_become_their_bounds() -> None:
         "type": "integer",
         "allOf": [{"minimum": -(2**31), "maximum": 2**31 - 1}],
     }
+
+
+def test_a_provider_error_is_told_in_its_first_200_characters() -> None:
+    report = run({"error": {"message": "x" * 300}})
+    first = report.findings[0]
+    assert first.message == "provider sent an error: " + "x" * 200

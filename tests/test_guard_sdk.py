@@ -54,6 +54,9 @@ BASES = {
 #: A second turn each blocking kind is made from, too: mistralai's model refuses OpenAI-style
 #: call fragments (no name), so the SDK gives up on this one mid-turn by itself.
 ALSO_FROM = {"mistral": "mistral/valid_parallel_interleaved"}
+#: The kind whose second turn is also served paced (``Servers.slow``): the SDK gives up while
+#: the body still arrives, and only a body read to its end shows the turn's own end.
+PACED_KIND = "wrong_terminal"
 FORMS = ("create", "stream", "client-create", "client-stream")
 #: How each SDK's stream is got: the others have no helper, and ``guarded`` takes openai and
 #: anthropic clients only; boto3's call is ``converse_stream`` or
@@ -107,7 +110,8 @@ class Case:
 
     @property
     def id(self) -> str:
-        parts = [self.fixture, self.kind or "as_is", self.mode, self.form, self.leave or ""]
+        paced = "paced" if self.role == "paced" else ""
+        parts = [self.fixture, self.kind or "as_is", self.mode, self.form, self.leave or "", paced]
         return "-".join(part for part in parts if part)
 
     def document(self) -> dict[str, Any]:
@@ -147,6 +151,8 @@ def cases_of(sdk: str) -> list[Case]:
             if role == "fault" and ALSO_FROM.get(profile, fixture) != fixture:
                 also = ALSO_FROM[profile]
                 cases += [Case(sdk, profile, also, kind, m, f, role) for m in modes for f in forms]
+                if kind == PACED_KIND:  # and once more, its body arriving while the SDK gives up
+                    cases += [Case(sdk, profile, also, kind, m, "create", "paced") for m in modes]
         for path in sorted((CONFORMANCE / profile).glob("*.json")):
             role = "fault" if check(load(path)).exit_code == 1 else "passing"
             fixture = fixture_id(path)
@@ -212,7 +218,7 @@ def results(sdk: str, servers: Servers) -> dict[str, Any]:
                 "leave": case.leave,
                 "compare": case.role == "passing",
                 **turn_of(case.fixture),
-                "base": servers.fast.url if case.role != "leave" else servers.slow.url,
+                "base": servers.slow.url if case.role in ("leave", "paced") else servers.fast.url,
             }
             for case in CASES[sdk]
         ]
@@ -257,7 +263,7 @@ def first_terminal(document: dict[str, Any]) -> int:
     return next((n for n, e in enumerate(events) if profile.carries_terminal(e)), len(events))
 
 
-@pytest.mark.parametrize("case", of_role("fault"), ids=lambda case: case.id)
+@pytest.mark.parametrize("case", of_role("fault") + of_role("paced"), ids=lambda case: case.id)
 def test_a_fault_raises_blocked_with_its_code_and_no_tool_runs(
     case: Case, servers: Servers
 ) -> None:
@@ -441,5 +447,5 @@ def test_every_case_names_a_fixture_that_exists() -> None:
         for case in cases
     )
     roles = {case.role for cases in CASES.values() for case in cases}
-    assert roles == {"fault", "passing", "leave", "misuse"}
+    assert roles == {"fault", "paced", "passing", "leave", "misuse"}
     assert Path(APP).exists()

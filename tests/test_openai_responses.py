@@ -7,6 +7,7 @@ from typing import Any
 from callgate.reassemble import Reassembler, Report, Severity
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import ArgumentsStated, Problem, SlotDelta, SlotEnded, SlotStarted
+from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.openai_responses import ResponsesTranslator
 
 SCHEMAS = {
@@ -398,3 +399,16 @@ def test_a_final_output_that_makes_a_text_item_a_call_is_an_identity_collision()
             "output item 0 was added as 'message'; a later copy says it is 'function_call'",
         )
     ]
+
+
+def test_cut_short_makes_incomplete_of_a_completed_response_only() -> None:
+    cut_short = PROFILES["openai-responses"].cut_short
+    assert cut_short is not None
+    completed = {"type": "response.completed", "response": {"status": "completed"}}
+    assert cut_short(completed) == {
+        "type": "response.incomplete",
+        "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}},
+    }
+    assert completed["type"] == "response.completed"  # a copy: the event is left as it was
+    for other in ({"type": "response.created", "response": {}}, {"type": "error"}, "text", None):
+        assert cut_short(other) is None

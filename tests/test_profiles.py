@@ -323,6 +323,18 @@ MALFORMED = {
         f"/events/1/contentBlockStart/start/{'s' * 60}",
         f"block start {'s' * 40!r} is not known",
     ),
+    "bedrock block start of two members": (
+        "bedrock-converse/valid_tool_only",
+        lambda stream: stream[1]["contentBlockStart"]["start"].__setitem__("text", ""),
+        "/events/1/contentBlockStart/start",
+        "start is not an object of one member",
+    ),
+    "bedrock unknown delta member in the second block": (
+        "bedrock-converse/valid_parallel_calls",
+        _set([5, "contentBlockDelta", "delta"], {"sparkle": {}}),
+        "/events/5/contentBlockDelta/delta/sparkle",
+        "delta 'sparkle' is not known",
+    ),
     "ollama message not an object": (
         "ollama/valid_single_call",
         _set([0, "message"], "x"),
@@ -371,6 +383,8 @@ PLACES = {
     "openai message object without its quirk": (0, None),
     "bedrock unknown event type, its name clipped": (None, None),
     "bedrock unknown block start, its name clipped": (0, 0),
+    "bedrock block start of two members": (0, 0),
+    "bedrock unknown delta member in the second block": (0, 1),
     "ollama message not an object": (None, None),
     "ollama tool_calls not a list": (None, None),
     "ollama call without a function object": (None, None),

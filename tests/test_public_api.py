@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import json
 import re
 import subprocess
 import sys
@@ -177,3 +178,77 @@ def test_judging_plain_schemas_imports_no_jsonschema_until_arguments_do_not_fit(
         [sys.executable, "-c", probe, fixture], capture_output=True, text=True, check=True
     ).stdout
     assert shown == "pass False\nfail True\n"
+
+
+def test_each_cli_choice_holds_the_values_of_the_enum_it_stands_for() -> None:
+    """The CLI's options are built from ``callgate.cli.choices`` without importing the
+    modules whose enums they mirror; each mirror must take exactly those values."""
+    from callgate.cli import choices
+    from callgate.proxy_addon.webview import WebBody
+    from callgate.reassemble.profile_names import PROFILE_NAMES
+    from callgate.reassemble.profiles import PROFILES
+    from callgate.redact import ArgumentMode
+    from callgate.redact.scanning import Kind
+
+    for mirror, enum in (
+        (choices.Arguments, ArgumentMode),
+        (choices.ScanKind, Kind),
+        (choices.WebBodyChoice, WebBody),
+    ):
+        assert [m.value for m in mirror] == [m.value for m in enum], mirror
+    assert tuple(PROFILES) == PROFILE_NAMES
+
+
+#: What a command may not load: the proxy, the scanner, the redactor, the other commands.
+_OTHER_COMMANDS = (
+    "callgate.cli.diff",
+    "callgate.cli.importing",
+    "callgate.cli.mutate",
+    "callgate.cli.record",
+    "callgate.cli.scan",
+    "callgate.cli.serve",
+    "callgate.proxy_addon.addon",
+    "callgate.redact",
+    "mitmproxy",
+)
+
+
+def _loaded_by(*argv: str) -> set[str]:
+    """The modules a ``callgate`` command loads, run in a process of its own."""
+    probe = (
+        "import contextlib, io, json, sys\n"
+        "from callgate.cli.app import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()), "
+        "contextlib.redirect_stderr(io.StringIO()):\n"
+        "    try:\n"
+        "        app(args=sys.argv[1:])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, check=True
+    ).stdout
+    return set(json.loads(shown))
+
+
+def _under(loaded: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in loaded if m.startswith(prefixes))
+
+
+def test_help_loads_no_command_and_no_engine() -> None:
+    loaded = _loaded_by("--help")
+    assert _under(loaded, ("callgate.reassemble.engine", "callgate.reassemble.profiles")) == []
+    assert _under(loaded, (*_OTHER_COMMANDS, "callgate.cli.check", "jsonschema")) == []
+
+
+def test_check_loads_the_engine_and_no_other_command() -> None:
+    loaded = _loaded_by("check", str(CONFORMANCE / "openai" / "valid_fragmented.json"))
+    assert "callgate.reassemble.engine" in loaded
+    assert _under(loaded, (*_OTHER_COMMANDS, "callgate.cli.replay", "jsonschema")) == []
+
+
+def test_replay_loads_no_other_command() -> None:
+    loaded = _loaded_by("replay", str(CONFORMANCE / "openai" / "valid_fragmented.json"))
+    assert "callgate.cli.replay.runner" in loaded
+    assert _under(loaded, (*_OTHER_COMMANDS, "callgate.cli.check")) == []

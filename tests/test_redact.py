@@ -1103,3 +1103,20 @@ def test_masked_fragments_are_the_masked_text_cut_where_the_fragments_were_cut(
     masked = mask_arguments(fragments)
     assert "".join(masked) == _mask_json_text("".join(fragments), frozenset(), "x")
     assert [len(piece) for piece in masked] == [len(fragment) for fragment in fragments]
+
+
+def test_a_string_of_a_str_subclass_a_python_caller_put_in_is_masked_too() -> None:
+    """An envelope built in Python may hold ``str`` subclasses (an enum's values): they are
+    text like any other, and are masked."""
+
+    class Said(str):
+        pass
+
+    envelope = load(CONFORMANCE / "openai" / "valid_text_then_call.json")
+    text = "a private sentence the model said"
+    for chunk in envelope["chunks"]:
+        for choice in chunk.get("choices", []):
+            if isinstance(choice.get("delta", {}).get("content"), str):
+                choice["delta"]["content"] = Said(text)
+    written = fixture_bytes(redact_envelope(envelope, allow_verdict_change=True).envelope)
+    assert text.encode() not in written

@@ -18,10 +18,11 @@ import pytest
 from typer.testing import CliRunner
 
 from callgate.cli.app import app
+from callgate.cli.choices import ReplayFormat
 from callgate.cli.files import find_fixtures
 from callgate.cli.replay import runner
 from callgate.cli.replay.outcome import Outcome, expectation_problems, judge
-from callgate.cli.replay.reports import ReplayFormat, render
+from callgate.cli.replay.reports import render
 from callgate.cli.replay.reports.text import text_table
 from callgate.cli.replay.runner import replay, run_replay, update_expectations
 from callgate.reassemble import check

@@ -179,3 +179,24 @@ def test_a_credential_header_holds_a_token_whole_or_after_any_scheme(
     from callgate.redact.leaks import credential_header
 
     assert credential_header(name, value) is flagged
+
+
+def test_a_har_credential_outside_its_entries_is_found_where_it_lies() -> None:
+    """A page title or a comment of the HAR's own: scanned as any other string."""
+    document = {"log": {"pages": [{"title": f"key {ANTHROPIC}"}], "entries": []}}
+    assert scan_document(document) == [
+        ScanFinding("/log/pages/0/title", Kind.CREDENTIAL, "anthropic-key")
+    ]
+
+
+def test_a_key_is_unwrapped_two_encodings_deep_and_no_deeper() -> None:
+    """Base64 of base64 is found (two unwrappings); a third is not a recording's shape, and the
+    scan does not spend one on it."""
+
+    def wrapped(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    twice = wrapped(wrapped(f"note: {ANTHROPIC}?"))
+    thrice = wrapped(twice)
+    assert credential_patterns(twice) == ["anthropic-key"]
+    assert credential_patterns(thrice) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import zlib
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from callgate.reassemble.framing import EVENTSTREAM
 from callgate.reassemble.mutations import mutate, mutations
 from callgate.reassemble.profiles import PROFILES, framed, frames
 from tests.conftest import CONFORMANCE, load
-from tests.proxy_harness import APPS_PYTHON, post, read_events, tools_file
+from tests.proxy_harness import APPS_PYTHON, post, read_events, tools_file, websocket_texts
 from tests.sdk_cases import AppReports, AppSession, Turn, selected, turn_key
 
 #: The SDK tests that share one interpreter of the app (``apps``): on one xdist worker, so the
@@ -302,6 +303,96 @@ def test_a_websocket_session_asked_for_over_http_is_a_400_saying_so(served: Fake
         "openai-realtime/valid_single_call is a WebSocket session (openai-realtime): serve "
         "answers HTTP",
     )
+
+
+def websocket(
+    url: str, path: str, sends: list[dict[str, Any]], headers: dict[str, str] | None = None
+) -> tuple[list[list[Any]], str]:
+    """``websocket_texts``, each message's JSON read."""
+    texts, ended = websocket_texts(url, path, sends, headers)
+    return [[json.loads(text) for text in part] for part in texts], ended
+
+
+def test_a_session_is_sent_in_parts_one_per_response_create(served: FakeProvider) -> None:
+    """The events before any response on connect; the response at ``response.create``, none at
+    any other client event; after the last response, the provider's error event."""
+    fixture = load(CONFORMANCE / "openai-realtime" / "two_tool_turns_second_cancelled.json")
+    first = next(n for n, e in enumerate(fixture["events"]) if e["type"] == "response.created")
+    second = next(
+        n for n, e in enumerate(fixture["events"]) if e["type"] == "response.created" and n > first
+    )
+    path = "/f/openai-realtime/two_tool_turns_second_cancelled/v1/realtime?model=gpt-realtime"
+    create, update = {"type": "response.create"}, {"type": "session.update", "session": {}}
+    got, ended = websocket(served.url, path, [update, create, update, create, create])
+    assert ended == "quiet"
+    assert got == [
+        fixture["events"][:first],
+        [],
+        fixture["events"][first:second],
+        [],
+        fixture["events"][second:],
+        [
+            PROFILES["openai-realtime"].error_body(
+                "callgate serve: the fixture has no more responses", []
+            )
+        ],
+    ]
+
+
+def test_a_session_cut_after_n_events_is_dropped_without_a_close(served: FakeProvider) -> None:
+    fixture = load(CONFORMANCE / "openai-realtime" / "valid_single_call.json")
+    path = "/f/openai-realtime/valid_single_call/v1/realtime"
+    got, ended = websocket(
+        served.url, path, [{"type": "response.create"}], {"x-callgate-abort-after": "4"}
+    )
+    assert (got, ended) == ([fixture["events"][:1], fixture["events"][1:4]], "dropped")
+
+
+def test_a_session_served_mutated_is_the_variant(served: FakeProvider) -> None:
+    fixture = load(CONFORMANCE / "openai-realtime" / "valid_single_call.json")
+    variant = mutate(fixture, "cancel", "openai-realtime/valid_single_call")
+    path = "/f/openai-realtime/valid_single_call/v1/realtime"
+    got, _ = websocket(
+        served.url, path, [{"type": "response.create"}], {"x-callgate-mutate": "cancel"}
+    )
+    assert [event for part in got for event in part] == variant["events"]
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "message"),
+    [
+        (
+            "/f/openai/valid_fragmented/v1/realtime",
+            {},
+            "openai/valid_fragmented is an HTTP stream (openai), not a session",
+        ),
+        (
+            "/f/openai-realtime/text_only/v1/realtime",
+            {"x-callgate-mutate": "cancel"},
+            "openai-realtime/text_only: cannot serve cancel: the source does not pass "
+            "(not_applicable []): mutate a passing turn",
+        ),
+        (
+            "/f/no/such/v1/realtime",
+            {},
+            "no session fixture served here answers /f/no/such/v1/realtime",
+        ),
+    ],
+)
+def test_a_websocket_serve_cannot_answer_is_a_400_saying_why(
+    served: FakeProvider, path: str, headers: dict[str, str], message: str
+) -> None:
+    upgrade = {
+        "upgrade": "websocket",
+        "connection": "Upgrade",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "sec-websocket-version": "13",
+    }
+    connection = http.client.HTTPConnection(served.url.removeprefix("http://"), timeout=5)
+    connection.request("GET", path, headers={**upgrade, **headers})
+    answer = connection.getresponse()
+    assert (answer.status, json.loads(answer.read())["error"]["message"]) == (400, message)
+    connection.close()
 
 
 def test_serve_mutate_applies_to_every_request_and_refuses_an_unknown_kind(tmp_path: Path) -> None:

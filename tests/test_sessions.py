@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
+import json
+from typing import Any
 
 import pytest
 
 from callgate.reassemble import Code, Status, check
+from callgate.reassemble.errors import UsageError
 from callgate.reassemble.framing import WEBSOCKET
+from callgate.reassemble.gate import Blocked
 from callgate.reassemble.mutations import mutate
 from callgate.reassemble.profiles import PROFILES, framed
+from callgate.reassemble.sessions import SessionGate, response_of, session_parts
 from callgate.redact import redact_envelope
 from tests.conftest import CONFORMANCE, load
 
@@ -260,3 +266,235 @@ def test_audio_is_never_written_only_its_length_and_digest() -> None:
 def test_a_sessions_messages_are_not_framed_as_an_http_body() -> None:
     with pytest.raises(ValueError, match=r"^a WebSocket session's messages are not an HTTP body"):
         framed(load(REALTIME / "valid_single_call.json"), WEBSOCKET)
+
+
+# -- a session judged response by response (callgate.reassemble.sessions) -----------------------
+
+
+def session_verdicts(document: dict[str, Any], *, close: bool = True) -> list[tuple[str, list]]:
+    """Each ``Blocked`` a ``SessionGate`` raises over the session's events, in order: the
+    response it names and its blocking codes."""
+    gate = SessionGate("openai-realtime", document["request"]["tools"])
+    blocked = []
+    for event in document["events"]:
+        try:
+            gate.read_text(json.dumps(event))
+        except Blocked as error:
+            blocked.append((error.response_id, error.report.blocking_codes))
+    if close:
+        try:
+            gate.close()
+        except Blocked as error:
+            blocked.append((error.response_id, error.report.blocking_codes))
+    return blocked
+
+
+def test_a_session_gate_blocks_the_cancelled_response_and_passes_the_one_beside_it() -> None:
+    document = load(REALTIME / "interleaved_one_cancelled.json")
+    gate = SessionGate("openai-realtime", document["request"]["tools"])
+    raised = []
+    for number, event in enumerate(document["events"]):
+        try:
+            gate.read_text(json.dumps(event))
+        except Blocked as error:
+            raised.append((number, event["type"], error.response_id, str(error)))
+    assert raised == [
+        (
+            next(
+                n
+                for n, e in enumerate(document["events"])
+                if e["type"] == "response.done" and e["response"]["status"] == "cancelled"
+            ),
+            "response.done",
+            "resp_CAm8Jp0qx2Lwz1",
+            "callgate blocked response resp_CAm8Jp0qx2Lwz1: invalid_arguments_json, "
+            "wrong_terminal_reason",
+        )
+    ]
+    assert {r: v.status for r, v in gate.reports.items()} == {
+        "resp_CAm8Jp0qx2Lwz1": Status.FAIL,
+        "resp_CAm8Kq7ry3Mxa2": Status.PASS,
+    }
+    assert [c.name for c in gate.reports["resp_CAm8Kq7ry3Mxa2"].calls] == ["book_flight"]
+
+
+def test_a_response_left_in_flight_blocks_when_the_session_closes() -> None:
+    document = load(REALTIME / "missing_response_done.json")
+    assert session_verdicts(document, close=False) == []
+    assert session_verdicts(document) == [("resp_CAm8Jp0qx2Lwz1", ["missing_terminal"])]
+
+
+def test_an_event_about_a_response_that_ended_blocks_at_once() -> None:
+    """The late delta comes after the response passed: it is judged alone, then and there."""
+    document = load(REALTIME / "delta_after_response_done.json")
+    assert session_verdicts(document, close=False) == [
+        ("resp_CAm8Jp0qx2Lwz1", ["delta_before_start", "missing_terminal"])
+    ]
+
+
+def test_an_error_or_an_unknown_event_fails_the_responses_in_flight_and_no_other() -> None:
+    document = load(REALTIME / "valid_single_call.json")
+    error = {"type": "error", "event_id": "event_9", "error": {"type": "server_error"}}
+    unknown = {"type": "response.surprise", "event_id": "event_10"}
+    events = document["events"]
+    first = next(n for n, e in enumerate(events) if e["type"] == "response.created")
+    before = {**document, "events": [error, unknown, *events]}
+    during = {**document, "events": [*events[: first + 1], error, *events[first + 1 :]]}
+    late = {**document, "events": [*events, unknown]}
+    assert session_verdicts(before) == []
+    assert session_verdicts(during) == [("resp_CAm8Jp0qx2Lwz1", ["stream_error"])]
+    assert session_verdicts(late) == []
+
+
+def test_text_that_is_no_json_fails_the_responses_in_flight() -> None:
+    document = load(REALTIME / "valid_single_call.json")
+    gate = SessionGate("openai-realtime", document["request"]["tools"])
+    events = document["events"]
+    first = next(n for n, e in enumerate(events) if e["type"] == "response.created")
+    for event in events[: first + 1]:
+        gate.read_text(json.dumps(event))
+    assert gate.read_text("{not json") == "{not json"
+    with pytest.raises(Blocked) as blocked:
+        for event in events[first + 1 :]:
+            gate.read_text(json.dumps(event))
+    assert blocked.value.report.blocking_codes == ["unsupported_event"]
+
+
+def test_a_session_gate_takes_only_a_session_profile_and_checks_its_tools_at_once() -> None:
+    with pytest.raises(UsageError, match=r"judges openai-realtime, openai-responses, not openai$"):
+        SessionGate("openai", [])
+    with pytest.raises(UsageError):
+        SessionGate("openai-realtime", [{"type": "function", "name": 7}])
+
+
+def test_response_of_reads_the_id_where_each_event_keeps_it() -> None:
+    created = {"type": "response.created", "response": {"id": "resp_1"}}
+    assert response_of(created) == "resp_1"
+    assert response_of({**created, "type": "response.done"}) == "resp_1"
+    assert response_of({"type": "response.output_item.added", "response_id": "resp_2"}) == "resp_2"
+    # A response member of another event is not the event's response.
+    assert response_of({"type": "conversation.item.added", "response": {"id": "resp_3"}}) is None
+    assert response_of({"type": "response.done", "response": {"id": 4}}) is None
+    assert response_of("text") is None
+
+
+def test_session_parts_are_what_comes_before_any_response_then_each_run_of_responses() -> None:
+    def event(kind: str, response: str | None = None) -> dict[str, Any]:
+        if kind in ("response.created", "response.done"):
+            return {"type": kind, "response": {"id": response}}
+        return {"type": kind, **({"response_id": response} if response else {})}
+
+    a, b, c = "resp_a", "resp_b", "resp_c"
+    events = [
+        event("session.created"),
+        event("response.created", a),
+        event("response.created", b),  # in flight with a: the same part
+        event("response.output_item.added", a),
+        event("response.done", a),
+        event("response.done", b),
+        event("rate_limits.updated"),  # after the run: still its part
+        event("response.output_item.added", a),  # late, about a: where it was recorded
+        event("response.created", c),
+        event("response.done", c),
+    ]
+    assert [[e["type"] for e in part] for part in session_parts(events)] == [
+        ["session.created"],
+        [
+            "response.created",
+            "response.created",
+            "response.output_item.added",
+            "response.done",
+            "response.done",
+            "rate_limits.updated",
+            "response.output_item.added",
+        ],
+        ["response.created", "response.done"],
+    ]
+    assert session_parts([]) == [[]]
+
+
+# -- the Responses API's WebSocket mode, lane by lane -------------------------------------------
+
+RESPONSES = CONFORMANCE / "openai-responses"
+
+
+def tools_of(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Responses tools of a fixture's schemas, as an app sends them."""
+    schemas = document["tool_schemas"].items()
+    return [{"type": "function", "name": n, "parameters": s} for n, s in schemas]
+
+
+def renamed(document: dict[str, Any], number: int) -> dict[str, Any]:
+    """The fixture with its response's id made its own (the conformance fixtures share one)."""
+    own = document["events"][0]["response"]["id"]
+    return json.loads(json.dumps(document).replace(own, f"{own}_{number}"))
+
+
+def responses_verdicts(*lanes: tuple[str | None, str], interleave: bool = False) -> list[Any]:
+    """Each ``Blocked`` (response id, codes) of a session of the given (lane, fixture) turns,
+    each asked for by a ``response.create`` with its fixture's tools; the turns' events in
+    order, or dealt one by one across the lanes (``interleave``)."""
+    gate = SessionGate("openai-responses", [])
+    streams = []
+    for number, (lane, name) in enumerate(lanes):
+        document = renamed(load(RESPONSES / f"{name}.json"), number)
+        own_lane = {"stream_id": lane} if lane else {}
+        create = {"type": "response.create", "tools": tools_of(document), **own_lane}
+        gate.read_client_text(json.dumps(create))
+        streams.append([{**event, **own_lane} for event in document["events"]])
+    if interleave:
+        order = [e for row in itertools.zip_longest(*streams) for e in row if e is not None]
+    else:
+        order = [e for events in streams for e in events]
+    blocked = []
+    for event in order:
+        try:
+            gate.read_text(json.dumps(event))
+        except Blocked as error:
+            blocked.append((error.response_id, error.report.blocking_codes))
+    try:
+        gate.close()
+    except Blocked as error:
+        blocked.append((error.response_id, error.report.blocking_codes))
+    return blocked
+
+
+def test_a_lanes_responses_are_judged_one_after_the_other() -> None:
+    cut = renamed(load(RESPONSES / "incomplete_with_call.json"), 1)
+    cut_id = cut["events"][0]["response"]["id"]
+    assert responses_verdicts((None, "valid_single_call"), (None, "valid_parallel_calls")) == []
+    assert responses_verdicts((None, "valid_single_call"), (None, "incomplete_with_call")) == [
+        (cut_id, check(cut).blocking_codes)
+    ]
+
+
+def test_two_lanes_in_flight_together_are_judged_apart() -> None:
+    """Their events interleaved one by one: the cut response blocks, the whole one passes."""
+    cut = renamed(load(RESPONSES / "incomplete_with_call.json"), 1)
+    verdicts = responses_verdicts(
+        ("a", "valid_single_call"), ("b", "incomplete_with_call"), interleave=True
+    )
+    assert verdicts == [(cut["events"][0]["response"]["id"], check(cut).blocking_codes)]
+
+
+def test_a_responses_error_with_no_response_going_on_is_no_response() -> None:
+    """The answer to a request that made no response (a bad ``previous_response_id``)."""
+    gate = SessionGate("openai-responses", [])
+    gate.read_text(json.dumps({"type": "error", "error": {"code": "previous_response_not_found"}}))
+    gate.close()
+    assert gate.reports == {}
+
+
+def test_an_event_of_a_lane_after_its_response_ended_is_a_response_that_blocks() -> None:
+    document = load(RESPONSES / "valid_single_call.json")
+    gate = SessionGate("openai-responses", tools_of(document))
+    for event in document["events"]:
+        gate.read_text(json.dumps(event))
+    delta = next(
+        e for e in document["events"] if e["type"] == "response.function_call_arguments.delta"
+    )
+    gate.read_text(json.dumps(delta))  # a call's argument text, after the response completed
+    with pytest.raises(Blocked) as blocked:
+        gate.close()
+    assert blocked.value.response_id == "(no response.created #1)"
+    assert "delta_before_start" in blocked.value.report.blocking_codes

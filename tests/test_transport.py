@@ -18,7 +18,7 @@ import pytest
 import callgate
 from callgate import Report, UsageError
 from callgate.integrations.enforce import transport as transport_module
-from callgate.integrations.enforce.tap import blocked_event, unjudged_frame
+from callgate.integrations.enforce.tap import StreamTap, blocked_event, unjudged_frame
 from callgate.reassemble import engine
 from callgate.reassemble.errors import SetupError
 from callgate.reassemble.profiles import PROFILES, frames
@@ -312,3 +312,86 @@ def test_a_library_that_is_not_installed_is_a_setup_error(monkeypatch: pytest.Mo
             callgate.transport(library="httpx2")
     finally:
         transport_module._transports.cache_clear()
+
+
+def test_the_async_transports_own_gate_serves_a_frameworks_hooks() -> None:
+    for name, code in ((PASSING, None), (FAILING, "identity_collision")):
+        upstream, body = served(name)
+        expected = body if code is None else ended_with_error(body, code)
+        gate = callgate.async_transport(upstream)
+        assert post_async(AsyncHooked(upstream, gate), name) == expected, name
+
+
+class Recorded(httpx.SyncByteStream):
+    """An upstream body that notes whether the client's side closed it."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body, self.closed = body, False
+
+    def __iter__(self) -> Any:
+        yield from self.body.splitlines(keepends=True)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_client_that_stops_reading_closes_the_upstream_body_and_its_turn_is_told_blocked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The turn's end never reached the client, so its report fails (and is logged blocked)
+    though the tap never replaced anything; the upstream body is closed, not left open."""
+    body = b"".join(frames(load(CONFORMANCE / f"{PASSING}.json")))
+    upstream_body = Recorded(body)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=SSE_TYPE, stream=upstream_body)
+
+    verdicts: list[Report] = []
+    transport = callgate.transport(httpx.MockTransport(answer), on_verdict=verdicts.append)
+    with (
+        httpx.Client(transport=transport) as client,
+        client.stream("POST", CHAT, content=request_body(PASSING)) as response,
+    ):
+        next(response.iter_raw())
+    assert upstream_body.closed
+    assert [r.blocking_codes for r in verdicts] == [["missing_terminal"]]
+    blocked = [r.getMessage() for r in caplog.records if r.name == "callgate.transport"]
+    assert blocked == ["callgate: api.openai.com/v1/chat/completions blocked (missing_terminal)"]
+
+
+def test_a_passing_turn_the_tap_ends_with_the_error_event_is_logged_blocked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A body that ends inside an event gets the error event whatever the verdict (no verdict
+    read that event): the turn's report passes, but the client was told it is blocked, and the
+    log says so."""
+    whole = b"".join(frames(load(CONFORMANCE / f"{PASSING}.json")))
+    body = whole[: whole.rindex(b"data: [DONE]")] + b'data: {"id": "x"'
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=SSE_TYPE, content=body)
+
+    verdicts: list[Report] = []
+    transport = callgate.transport(httpx.MockTransport(answer), on_verdict=verdicts.append)
+    got = post(transport, PASSING)
+    assert got != body
+    assert [r.status.value for r in verdicts] == ["pass"]
+    blocked = [r.getMessage() for r in caplog.records if r.name == "callgate.transport"]
+    assert blocked == ["callgate: api.openai.com/v1/chat/completions blocked (-)"]
+
+
+def test_a_verdict_that_fails_to_come_is_logged_as_not_judged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The client has what the tap sent; the failure that kept the verdict away is logged."""
+
+    def failing_close(self: StreamTap) -> Report:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(StreamTap, "close", failing_close)
+    upstream, _ = served("openai/text_only")
+    post(callgate.transport(upstream), "openai/text_only")
+    lines = [r.getMessage() for r in caplog.records if r.name == "callgate.transport"]
+    assert lines[-1] == (
+        "callgate: api.openai.com/v1/chat/completions: not judged after an internal RuntimeError"
+    )

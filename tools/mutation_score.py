@@ -21,8 +21,9 @@ The lane is run whole only where it must be. The baseline runs it once under cov
 line noted with the tests that ran it (pytest-cov's test contexts); a mutant's own tests (those
 that ran any line of the mutated node) run first, and only when they all pass does the whole
 lane run, so a mutant survives exactly when it would survive the whole lane. A group may add a
-lane of its own (``EXTRA_LANES``): the guard's mutants also face the tests that drive the real
-SDKs through it, in the apps environment, importing callgate from the copy.
+lane of its own (``EXTRA_LANES``): the guard's, the transport's and the proxy's WebSocket
+gate's mutants also face the tests that drive the real SDKs through them, in the apps
+environment, importing callgate from the copy.
 
 No library is used: mutmut and cosmic-ray both expect the package's files where they are
 imported from, and callgate's package is a folder of links to the design folders; a mutator
@@ -57,6 +58,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
         "integrations/enforce",
         "integrations/sdk",
         "integrations/gateway.py",
+        "proxy_addon/sessions.py",
     ),
 }
 TESTS = ["tests"]
@@ -75,7 +77,7 @@ class Lane:
 
 
 #: The guard, and the SDK table it reads (``reassemble/gate.py``): the tests that drive the real
-#: SDKs' streams, blocked and passing, through it.
+#: SDKs' streams and sessions, blocked and passing, through it.
 EXTRA_LANES = (
     Lane(
         ("integrations/sdk", "reassemble/gate.py"),
@@ -87,7 +89,23 @@ EXTRA_LANES = (
             "tests/test_guard_request.py",
             "tests/test_guard_unread.py",
             "tests/test_guard_views.py",
+            "tests/test_realtime_sdk.py",
         ),
+        ".venv-apps",
+    ),
+    # The proxy's WebSocket gate: Realtime and Responses sessions through mitmproxy, the real
+    # openai SDK among the clients.
+    Lane(
+        ("proxy_addon/sessions.py",),
+        "proxy",
+        ("tests/test_realtime_proxy.py",),
+        ".venv-apps",
+    ),
+    # The gate inside an httpx client: the tests that stream the real SDKs through it.
+    Lane(
+        ("integrations/enforce/transport.py",),
+        "sdk",
+        ("tests/test_transport_sdk.py",),
         ".venv-apps",
     ),
 )

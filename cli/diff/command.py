@@ -21,7 +21,6 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -99,19 +98,6 @@ ADAPTERS: dict[str, Adapter] = {
         npm=("ai", "@ai-sdk/anthropic"), profiles=("anthropic",), hands_values=True
     ),
 }
-
-
-class AdapterName(StrEnum):
-    openai_python = "openai-python"
-    anthropic_python = "anthropic-python"
-    langchain = "langchain"
-    litellm = "litellm"
-    ollama_python = "ollama-python"
-    cohere_python = "cohere-python"
-    boto3 = "boto3"
-    langchain_aws = "langchain-aws"
-    vercel_ai = "vercel-ai"
-    vercel_ai_anthropic = "vercel-ai-anthropic"
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, TextIO
 
 from rich.table import Table
 from rich.text import Text
 
+from callgate.cli.choices import DiffReport
 from callgate.cli.diff.command import (
     ADAPTERS,
     Adapter,
@@ -39,12 +39,6 @@ from callgate.reassemble.mutations import mutate, mutations
 
 #: Argument texts longer than this are cut in a cell.
 SHOWN = 24
-
-
-class DiffReport(StrEnum):
-    text = "text"
-    markdown = "markdown"
-    html = "html"
 
 
 def run_diff_mutations(

@@ -60,6 +60,16 @@ def convert_item(label: str, convert: Callable[[Any], Exchange], item: Any) -> E
         return Skipped(label, str(skip))
 
 
+def convert_items(
+    label: str, convert: Callable[[Any], list[Exchange]], item: Any
+) -> list[Exchange | Skipped]:
+    """``convert_item`` for an item that holds several exchanges (a WebSocket session)."""
+    try:
+        return list(convert(item))
+    except NotApplicable as skip:
+        return [Skipped(label, str(skip))]
+
+
 def field(holder: Any, path: str, kind: type[_T]) -> _T:
     """``holder[a][b]`` for ``path`` "a.b"; the exchange is skipped unless it is a ``kind``."""
     value = holder

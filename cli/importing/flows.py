@@ -13,6 +13,7 @@ from callgate.cli.importing.common import (
     RawRequest,
     Skipped,
     convert_item,
+    convert_items,
     header_value,
     require_stream,
     short,
@@ -20,6 +21,7 @@ from callgate.cli.importing.common import (
 from callgate.cli.importing.har import read_har
 from callgate.reassemble.errors import InputError, NotApplicable
 from callgate.redact.exchange import Exchange
+from callgate.redact.sessions import session_exchanges
 
 
 def read_flows(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
@@ -40,7 +42,30 @@ def read_flows(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
             problem = short(error) if known else f"{type(error).__name__} in the first flow"
             raise InputError(f"not a mitmproxy flow file: {problem}") from None
         flows.append(None)  # a writer that was killed leaves a partial last flow: keep the rest
-    return [convert_item(f"flow {n}", _flow_exchange, flow) for n, flow in enumerate(flows, 1)]
+    items: list[Exchange | Skipped] = []
+    for number, flow in enumerate(flows, 1):
+        if getattr(flow, "websocket", None) is not None:
+            items += convert_items(f"flow {number}", _session_exchanges, flow)
+        else:
+            items.append(convert_item(f"flow {number}", _flow_exchange, flow))
+    return items
+
+
+def _session_exchanges(flow: Any) -> list[Exchange]:
+    """A WebSocket flow: one exchange per response of its session; its text messages only."""
+    request, response = flow.request, flow.response
+    return session_exchanges(
+        url=request.pretty_url,
+        request_headers=_mitmproxy_headers(request.headers),
+        status=response.status_code if response is not None else 0,
+        response_headers=_mitmproxy_headers(response.headers) if response is not None else [],
+        messages=[
+            (message.from_client, message.content.decode("utf-8", "replace"))
+            for message in flow.websocket.messages
+            if message.is_text
+        ],
+        capture="import:flow",
+    )
 
 
 def _flow_exchange(flow: Any) -> Exchange:

@@ -16,6 +16,7 @@ from callgate.cli.importing.common import (
     RawRequest,
     Skipped,
     convert_item,
+    convert_items,
     decode_content,
     field,
     header_value,
@@ -25,6 +26,7 @@ from callgate.cli.importing.common import (
 )
 from callgate.reassemble.errors import InputError, NotApplicable
 from callgate.redact.exchange import Exchange
+from callgate.redact.sessions import session_exchanges
 
 
 def read_har(data: bytes, raw: RawRequest) -> list[Exchange | Skipped]:
@@ -45,7 +47,33 @@ def har_items(document: Any) -> list[Exchange | Skipped]:
     creator = log.get("creator") if isinstance(log, dict) else None
     mitmproxy = isinstance(creator, dict) and creator.get("name") == "mitmproxy"
     convert = functools.partial(_har_entry, mitmproxy=mitmproxy)
-    return [convert_item(f"entry {n}", convert, entry) for n, entry in enumerate(entries, 1)]
+    items: list[Exchange | Skipped] = []
+    for number, entry in enumerate(entries, 1):
+        if isinstance(entry, dict) and "_webSocketMessages" in entry:
+            items += convert_items(f"entry {number}", _har_session, entry)
+        else:
+            items.append(convert_item(f"entry {number}", convert, entry))
+    return items
+
+
+def _har_session(entry: Any) -> list[Exchange]:
+    """A WebSocket entry (Chrome's and mitmproxy's ``_webSocketMessages``: ``type`` "send" or
+    "receive", ``opcode`` 1 for text, ``data``): one exchange per response of its session."""
+    messages = entry["_webSocketMessages"]
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise NotApplicable("malformed: _webSocketMessages is not a list of messages")
+    return session_exchanges(
+        url=field(entry, "request.url", str),
+        request_headers=_har_headers(entry["request"].get("headers")),
+        status=field(entry, "response.status", int),
+        response_headers=_har_headers(field(entry, "response", dict).get("headers")),
+        messages=[
+            (m.get("type") == "send", m["data"])
+            for m in messages
+            if m.get("opcode") == 1 and isinstance(m.get("data"), str)
+        ],
+        capture="import:har",
+    )
 
 
 def _har_entry(entry: Any, *, mitmproxy: bool) -> Exchange:

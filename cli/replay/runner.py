@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from rich.progress import Progress
 
+from callgate.cli.choices import ReplayFormat
 from callgate.cli.files import find_fixtures, load_envelope
 from callgate.cli.output import console, error_line, line
 from callgate.cli.replay.outcome import (
@@ -31,7 +32,7 @@ from callgate.cli.replay.outcome import (
     pinned_blocked,
     summarize,
 )
-from callgate.cli.replay.reports import ReplayFormat, render
+from callgate.cli.replay.reports import render
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble.envelope import fixture_bytes
 

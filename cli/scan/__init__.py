@@ -5,15 +5,9 @@ one line per finding or as SARIF (``command``, ``sarif``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
 from callgate.redact.scanning import ScanFinding
-
-
-class ScanFormat(StrEnum):
-    text = "text"
-    sarif = "sarif"
 
 
 @dataclass

@@ -12,8 +12,9 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from callgate.cli.choices import ScanFormat
 from callgate.cli.output import error_line, line
-from callgate.cli.scan import ScanFormat, ScanResult
+from callgate.cli.scan import ScanResult
 from callgate.cli.scan.sources import scan_file
 from callgate.reassemble.errors import InputError
 from callgate.redact.scanning import Kind

@@ -28,6 +28,8 @@ from callgate.reassemble.gate import (
     HELPER,
     MANAGER,
     MESSAGES,
+    SESSION,
+    SESSION_MANAGER,
     WRAPPER,
     Gate,
     StreamType,
@@ -40,6 +42,7 @@ from callgate.reassemble.gate import stream_type as table_type
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.providers import provider_from_url
 from callgate.reassemble.sdk import tool_schemas_of
+from callgate.reassemble.sessions import SessionGate
 
 log = logging.getLogger("callgate.guard")
 
@@ -94,6 +97,8 @@ def guard(
         "on_error": on_error,
     }
     kind, package = _kind_of(stream, profile)
+    if kind.role in (SESSION, SESSION_MANAGER):
+        return _guard_session(stream, kind, tools, settings)
     if kind.role == MANAGER:
         manager = AsyncGuardedManager if kind.asynchronous else GuardedManager
         return manager(stream, tools, settings)
@@ -183,7 +188,32 @@ def _guard_body(stream: Any, kind: StreamType, tools: Any, settings: Settings) -
     return wrapper(stream, gate, wire=stream, source=bodies.read(stream, gate, profile))
 
 
+def _guard_session(stream: Any, kind: StreamType, tools: Any, settings: Settings) -> Any:
+    """openai's Realtime or Responses WebSocket connection, or the manager ``connect()``
+    returns: each response is judged as it ends, by the tools the app sends the session
+    (``session.update``, ``response.create``), else those given here (none: every call is
+    ``unknown_tool``)."""
+    from callgate.integrations.sdk import sessions  # only for WebSocket sessions
+
+    tools = [] if tools is MISSING or tools is None else tools
+    profile = settings["profile"] or kind.profile
+
+    def make(connection: Any) -> Any:
+        gate = SessionGate(profile, tools, **_gate_settings(profile, settings))
+        wrapper = sessions.AsyncGuardedSession if kind.asynchronous else sessions.GuardedSession
+        return wrapper(connection, gate)
+
+    if kind.role == SESSION_MANAGER:
+        return sessions.GuardedSessionManager(stream, make)
+    return make(stream)
+
+
 def _gate(profile: str, tools: Any, settings: Settings) -> Gate[Any]:
+    return Gate(profile, tools, **_gate_settings(profile, settings))
+
+
+def _gate_settings(profile: str, settings: Settings) -> dict[str, Any]:
+    """A gate's keyword arguments from ``guard``'s settings."""
     choice = settings["tool_choice"]
 
     def unjudged(fault: BaseException) -> None:
@@ -195,16 +225,14 @@ def _gate(profile: str, tools: Any, settings: Settings) -> Gate[Any]:
         )
         record_unjudged(profile, type(fault).__name__)
 
-    return Gate(
-        profile,
-        tools,
-        request={"tool_choice": choice} if choice is not None else None,
-        provider=settings["provider"],
-        allow=settings["allow"],
-        on_verdict=record_verdict,
-        on_error=settings["on_error"],
-        on_unjudged=unjudged,
-    )
+    return {
+        "request": {"tool_choice": choice} if choice is not None else None,
+        "provider": settings["provider"],
+        "allow": settings["allow"],
+        "on_verdict": record_verdict,
+        "on_error": settings["on_error"],
+        "on_unjudged": unjudged,
+    }
 
 
 def _kind_of(stream: object, profile: str | None) -> tuple[StreamType, str]:

@@ -12,18 +12,10 @@ escaped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import StrEnum
 from pathlib import Path
 
+from callgate.cli.choices import ReplayFormat
 from callgate.cli.replay.outcome import Outcome
-
-
-class ReplayFormat(StrEnum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    sarif = "sarif"
-    html = "html"
 
 
 def render(

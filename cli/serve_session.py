@@ -1,0 +1,175 @@
+"""``callgate serve`` for WebSocket sessions: an OpenAI Realtime session fixture, or turns of the
+Responses API played over its WebSocket mode; the upgrade, then the recorded server events,
+paced by what the client asks.
+
+A session is a conversation, so it is sent in parts (``session_parts``): the events before any
+response as soon as the socket opens (Realtime's ``session.created``), then the next response
+(or the responses recorded in flight together, with the events after them) each time the client
+sends ``response.create``. A Responses fixture is one response; a scenario (``/s/<name>/``)
+gives its next turn at each ``response.create``, as it does at each HTTP request. Other client
+events get no answer of their own: what the server said to them is in the fixture, in its place.
+A ``response.create`` after the last part gets the provider's ``error`` event. The socket stays
+open until the client closes it, as the server's does. ``x-callgate-abort-after: N`` drops the
+connection, without a close frame, after N events; ``x-callgate-mutate`` and the timing apply as
+they do over HTTP.
+
+The WebSocket protocol itself is wsproto's (sans-I/O, RFC 6455); this module reads and writes
+the handler's socket.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Any
+
+from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.sessions import session_parts
+
+if TYPE_CHECKING:
+    from wsproto.connection import Connection
+
+#: The client event that asks for the next response.
+ASKS_NEXT = "response.create"
+
+
+def asks_upgrade(handler: BaseHTTPRequestHandler) -> bool:
+    """Whether the request asks to open a WebSocket."""
+    return (
+        handler.headers.get("upgrade", "").lower() == "websocket"
+        and "sec-websocket-key" in handler.headers
+    )
+
+
+def refuse(handler: BaseHTTPRequestHandler, message: str) -> None:
+    """A WebSocket request ``serve`` cannot answer: 400, with the reason as the body."""
+    body = json.dumps({"error": {"message": message, "type": "callgate_serve"}}).encode()
+    handler.send_response(400)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def fixture_parts(envelope: dict[str, Any]) -> list[list[Any]]:
+    """The parts of one fixture's session (``session_parts``)."""
+    profile = envelope["profile"]
+    return session_parts(envelope[PROFILES[profile].stream_key], profile)
+
+
+def serve_session(
+    handler: BaseHTTPRequestHandler,
+    profile: str,
+    parts: list[list[Any]],
+    waits: Iterator[float],
+    *,
+    abort_after: int = -1,
+) -> None:
+    """Accept the WebSocket ``handler``'s request asks for and play the session's ``parts`` on
+    it, one at a time, until the client closes (or ``abort_after`` events are sent)."""
+    from wsproto.utilities import generate_accept_token  # only when a session is served
+
+    key = handler.headers["sec-websocket-key"].encode()
+    handler.send_response(101)
+    handler.send_header("upgrade", "websocket")
+    handler.send_header("connection", "Upgrade")
+    handler.send_header("sec-websocket-accept", generate_accept_token(key).decode())
+    handler.end_headers()
+    handler.wfile.flush()
+    handler.close_connection = True
+    _Session(handler, profile, parts, waits, abort_after).play()
+
+
+class _Session:
+    def __init__(
+        self,
+        handler: BaseHTTPRequestHandler,
+        profile: str,
+        parts: list[list[Any]],
+        waits: Iterator[float],
+        abort_after: int,
+    ) -> None:
+        from wsproto.connection import Connection, ConnectionType
+
+        self._handler = handler
+        self._socket: Connection = Connection(ConnectionType.SERVER)
+        self._parts = parts
+        self._waits, self._left = waits, abort_after
+        self._error_body = PROFILES[profile].error_body
+        self._text = ""  # a text message arriving in pieces
+
+    def play(self) -> None:
+        from wsproto.connection import ConnectionState
+
+        if not self._send_part():
+            return
+        while self._socket.state is ConnectionState.OPEN:
+            data = self._handler.rfile.read1(65536)
+            self._socket.receive_data(data or None)
+            for event in self._socket.events():
+                if not self._answer(event):
+                    return
+
+    def _answer(self, event: object) -> bool:
+        """Whether the session goes on after the client's ``event``."""
+        from wsproto.connection import ConnectionState
+        from wsproto.events import CloseConnection, Ping, TextMessage
+
+        if isinstance(event, CloseConnection):
+            if self._socket.state is not ConnectionState.CLOSED:
+                self._write(self._socket.send(event.response()))
+            return False
+        if isinstance(event, Ping):
+            self._write(self._socket.send(event.response()))
+        elif isinstance(event, TextMessage):
+            self._text += event.data
+            if event.message_finished:
+                text, self._text = self._text, ""
+                if _asks_next(text):
+                    return self._send_part()
+        return True
+
+    def _send_part(self) -> bool:
+        """The next part of the session (an ``error`` event when none is left); False when the
+        connection was dropped on purpose."""
+        if not self._parts:
+            ended = self._error_body("callgate serve: the fixture has no more responses", [])
+            self._send_text(message_text(ended))
+            return True
+        for event in self._parts.pop(0):
+            wait = next(self._waits)
+            if wait:
+                time.sleep(wait)
+            self._send_text(message_text(event))
+            self._left -= 1
+            if self._left == 0:
+                self._handler.connection.shutdown(socket.SHUT_RDWR)
+                return False
+        return True
+
+    def _send_text(self, text: str) -> None:
+        from wsproto.events import TextMessage
+
+        self._write(self._socket.send(TextMessage(data=text)))
+
+    def _write(self, data: bytes) -> None:
+        self._handler.wfile.write(data)
+        self._handler.wfile.flush()
+
+
+def message_text(event: object) -> str:
+    """A recorded event as the server sends it: compact JSON (a text kept as text)."""
+    if isinstance(event, str):
+        return event
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+
+
+def _asks_next(text: str) -> bool:
+    try:
+        event = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(event, dict) and event.get("type") == ASKS_NEXT
