@@ -991,6 +991,34 @@ def test_the_quick_yes_holds_each_bound_at_its_limit(
     ) is fits
 
 
+@pytest.mark.parametrize(
+    ("member", "value", "fits"),
+    [
+        ("a", "a", True),
+        ("a", "b", False),
+        (True, True, True),
+        (True, 1, False),
+        (1, True, False),
+        (False, 0, False),
+        (1, 1.0, True),
+        (2.5, 2.5, True),
+        (None, None, True),
+        (None, "null", False),
+        ("1", 1, False),
+    ],
+)
+def test_the_quick_yes_holds_enum_and_const_to_json_equality(
+    member: object, value: object, fits: bool
+) -> None:
+    """The quick yes itself, not only the verdict: a refusal would send the value to
+    jsonschema, which judges it the same, so only this tells that the quick path still runs."""
+    for schema in ({"enum": ["other", member]}, {"const": member}):
+        check = accepting(schema)
+        assert check is not None
+        assert check(value) is fits, (schema, value)
+        assert (next(_DIALECTS[DRAFT202012].base(schema).iter_errors(value), None) is None) is fits
+
+
 def test_a_schema_wrong_in_two_places_names_the_first_in_every_process() -> None:
     """langchain-cohere sends ``"type": "str"`` and ``"int"``: which one the message names
     followed string hashing, so a fixture's report changed from one process to the next."""

@@ -318,6 +318,41 @@ def test_a_session_gate_blocks_the_cancelled_response_and_passes_the_one_beside_
     assert [c.name for c in gate.reports["resp_CAm8Kq7ry3Mxa2"].calls] == ["book_flight"]
 
 
+def test_a_realtime_response_create_with_its_own_tools_judges_the_responses_after_it() -> None:
+    """The session's tools (``session.update``) judge a response the server starts itself (voice
+    activity, no ``response.create``); a ``response.create`` may carry settings of its own
+    (``response.tools``) for the responses after it; one without them goes back to the
+    session's. Another message holding a ``session`` sets nothing."""
+    document = load(REALTIME / "valid_single_call.json")
+    weather, flight = document["request"]["tools"]
+    gate = SessionGate("openai-realtime", [weather])  # what the app said first
+    gate.read_client_text(json.dumps({"type": "session.update", "session": {"tools": [flight]}}))
+    other = {"type": "transcription_session.update", "session": {"tools": [weather]}}
+    gate.read_client_text(json.dumps(other))
+    verdicts = []
+    for create in (
+        None,
+        {"type": "response.create", "response": {"tools": [weather]}},
+        {"type": "response.create"},
+    ):
+        if create is not None:
+            gate.read_client_text(json.dumps(create))
+        try:
+            for event in renamed_realtime(document, len(verdicts))["events"]:
+                gate.read_text(json.dumps(event))
+            verdicts.append([])
+        except Blocked as error:
+            verdicts.append(error.report.blocking_codes)
+    assert verdicts == [["unknown_tool"], [], ["unknown_tool"]]
+    assert gate.settings == {"tools": [flight]}
+
+
+def renamed_realtime(document: dict[str, Any], number: int) -> dict[str, Any]:
+    """A Realtime fixture with its response's id made its own."""
+    own = next(e["response"]["id"] for e in document["events"] if e["type"] == "response.created")
+    return json.loads(json.dumps(document).replace(own, f"{own}_{number}"))
+
+
 def test_a_response_left_in_flight_blocks_when_the_session_closes() -> None:
     document = load(REALTIME / "missing_response_done.json")
     assert session_verdicts(document, close=False) == []
