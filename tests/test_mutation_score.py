@@ -57,6 +57,32 @@ def test_a_mutant_the_tests_pin_is_killed_and_one_they_do_not_survives(tmp_path:
     ]
 
 
+def test_a_screen_leaves_out_the_whole_lane_so_what_only_it_kills_survives(tmp_path: Path) -> None:
+    """The comparison runs when the module is imported, which no test's coverage counts: only
+    the whole lane, which a screen leaves out, would kill its mutants (the test of the import
+    fails on each)."""
+    calc = PLANTED["planted/calc.py"] + "\n\nNONE_IS_MISSING = missing(None)\n"
+    test = (
+        "from planted import calc\n\n\n"
+        "def test_none_is_missing():\n    assert calc.NONE_IS_MISSING\n"
+    )
+    root = planted(tmp_path, **{"planted/calc.py": calc, "tests/test_import.py": test})
+    screened = score(
+        root,
+        {"planted": ("planted",)},
+        sample=10,
+        seed=1,
+        jobs=1,
+        probe="planted.calc",
+        screen=True,
+    )
+    assert isinstance(screened, Score)
+    assert [m.describe() for m in screened.survivors["planted"]] == [
+        "planted/calc.py:12 delete statement: NONE_IS_MISSING = missing(None)",
+        "planted/calc.py:9 compare Is -> IsNot: return a is None",
+    ]
+
+
 def test_a_baseline_that_fails_is_refused_before_any_mutant(tmp_path: Path) -> None:
     failing = "from planted.calc import total\n\n\ndef test_total():\n    assert total(2, 3) == 6\n"
     assert run(planted(tmp_path, **{"tests/test_calc.py": failing})) == (

@@ -364,9 +364,10 @@ class Workspace:
             found |= self.tests_of.get((mutant.path, line), set())
         return sorted(found)
 
-    def judge(self, mutant: Mutant) -> tuple[Mutant, bool, float]:
+    def judge(self, mutant: Mutant, screen: bool = False) -> tuple[Mutant, bool, float]:
         """(the mutant, whether it survived, seconds): its own tests first, then, while they
-        pass, the lanes of its place and the whole fast lane."""
+        pass, the lanes of its place and the whole fast lane (``screen``: not the whole lane,
+        and a mutant no test ran survives untested)."""
         target = self.root / mutant.path
         original = target.read_text(encoding="utf-8")
         # From the workspace's own copy: the checkout may have changed since it was made.
@@ -381,7 +382,8 @@ class Workspace:
                 for lane in self.lanes
                 if mutant.path.startswith(lane.prefixes)
             ]
-            runs.append(("-m", self.markers, *TESTS))
+            if not screen:
+                runs.append(("-m", self.markers, *TESTS))
             for arguments in runs:
                 passed, seconds = self.pytest(*arguments)
                 spent += seconds
@@ -444,10 +446,13 @@ def score(
     only: str = "",
     probe: str = "callgate.reassemble.engine",
     lanes: tuple[Lane, ...] = (),
+    screen: bool = False,
 ) -> Score | str:
     """Test a sample of ``sample`` mutants of ``targets`` in copies of ``root``; the score, or
     why no mutant could be tested (``probe``, a module of the checkout, must import from the
-    copy, and the tests must pass without any mutant)."""
+    copy, and the tests must pass without any mutant). ``screen``: each mutant faces only the
+    tests that ran its place and its lanes, so its survivors are where to look for a missing
+    test, quickly; a screen is no score."""
     every = {
         group: [m for path in paths for m in mutants(path, root) if m.path.startswith(only)]
         for group, paths in files_of(root, targets).items()
@@ -493,7 +498,7 @@ def score(
         def judge(mutant: Mutant) -> tuple[Mutant, bool, float]:
             space = free.pop()
             try:
-                return space.judge(mutant)
+                return space.judge(mutant, screen)
             finally:
                 free.append(space)
 
@@ -522,6 +527,11 @@ def main() -> int:
     )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", default="", help="only files whose path starts with this")
+    parser.add_argument(
+        "--screen",
+        action="store_true",
+        help="each mutant against the tests that ran its place only: candidates, not a score",
+    )
     options = parser.parse_args()
     found = score(
         ROOT,
@@ -531,11 +541,14 @@ def main() -> int:
         jobs=options.jobs,
         only=options.only,
         lanes=EXTRA_LANES,
+        screen=options.screen,
     )
     if isinstance(found, str):
         print(f"mutation-score: {found}", file=sys.stderr)
         return 2
     print()
+    if options.screen:
+        print("a screen, not a score: each survivor faced only the tests that ran its place")
     for group in TARGETS:
         tested, survived = len(found.tested[group]), found.survivors[group]
         killed = tested - len(survived)
