@@ -29,7 +29,8 @@ No library is used: mutmut and cosmic-ray both expect the package's files where 
 imported from, and callgate's package is a folder of links to the design folders; a mutator
 over ``ast`` is a page of code and runs each mutant in a copy, so the checkout is never touched.
 
-    python -m tools.mutation_score [--sample N] [--seed S] [--jobs J] [--only PATH_PREFIX]
+    python -m tools.mutation_score [--sample N] [--seed S] [--jobs J] [--only PATH_PREFIX]...
+                                   [--screen]
 """
 
 from __future__ import annotations
@@ -108,6 +109,14 @@ EXTRA_LANES = (
         ("tests/test_transport_sdk.py",),
         ".venv-apps",
     ),
+)
+#: The address space each test run may take: a mutant that makes a loop keep what it should
+#: let go fails there (``MemoryError``) instead of filling the machine.
+MEMORY_LIMIT = 8 * 2**30
+_LIMITED_PYTEST = (
+    "import resource, sys, pytest\n"
+    f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_LIMIT}, {MEMORY_LIMIT}))\n"
+    "sys.exit(pytest.console_main())"
 )
 #: Left out of each copy: environments and caches.
 SKIPPED = shutil.ignore_patterns(
@@ -308,7 +317,16 @@ class Workspace:
         # A session of its own: a mutant that hangs a test's app (an SDK lane runs apps in
         # subprocesses) is stopped with every process it started, not only pytest.
         with subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *arguments],
+            [
+                sys.executable,
+                "-c",
+                _LIMITED_PYTEST,
+                "-x",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                *arguments,
+            ],
             cwd=self.root,
             env=env or self.env,
             stdout=subprocess.PIPE,
@@ -443,7 +461,7 @@ def score(
     sample: int,
     seed: int,
     jobs: int,
-    only: str = "",
+    only: tuple[str, ...] = ("",),
     probe: str = "callgate.reassemble.engine",
     lanes: tuple[Lane, ...] = (),
     screen: bool = False,
@@ -486,7 +504,8 @@ def score(
         if not passed:
             return f"the tests fail without any mutant ({spaces[0].failed.strip()})"
         for space in spaces:
-            space.timeout = max(60.0, baseline * 4)
+            # A screen never runs the whole lane: a part of it may take the lane's time.
+            space.timeout = max(60.0, baseline * (1 if screen else 4))
             space.tests_of = spaces[0].tests_of
         print(
             f"baseline: the tests pass under coverage in {baseline:.1f} s; "
@@ -526,7 +545,12 @@ def main() -> int:
         default=int(os.environ.get("MUTATE_SEED", 0) or random.SystemRandom().randrange(10**8)),
     )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--only", default="", help="only files whose path starts with this")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="only files whose path starts with this (repeated: with any of these)",
+    )
     parser.add_argument(
         "--screen",
         action="store_true",
@@ -539,7 +563,7 @@ def main() -> int:
         sample=options.sample,
         seed=options.seed,
         jobs=options.jobs,
-        only=options.only,
+        only=tuple(options.only) or ("",),
         lanes=EXTRA_LANES,
         screen=options.screen,
     )
