@@ -118,6 +118,16 @@ def test_the_baseline_notes_which_tests_ran_each_line(tmp_path: Path) -> None:
     total, missing = mutants(source / "planted" / "calc.py", source)
     assert space.own_tests(total) == ["tests/test_calc.py::test_total"]
     assert space.own_tests(missing) == []
+    assert list(space.seconds_of) == ["tests/test_calc.py::test_total"]
+
+
+def test_a_mutants_own_tests_run_the_quickest_first(tmp_path: Path) -> None:
+    source = planted(tmp_path / "source")
+    space = Workspace(source, tmp_path, 0, timeout=120)
+    total = mutants(source / "planted" / "calc.py", source)[0]
+    space.tests_of = {(total.path, total.line): {"tests/a.py::slow", "tests/b.py::quick"}}
+    space.seconds_of = {"tests/a.py::slow": 2.0, "tests/b.py::quick": 0.1}
+    assert space.own_tests(total) == ["tests/b.py::quick", "tests/a.py::slow"]
 
 
 def test_every_extra_lane_names_test_files_that_exist_and_a_target_it_covers() -> None:

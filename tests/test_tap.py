@@ -80,6 +80,7 @@ def judging_tap(
     encoding: str = "",
     defer: Any = None,
     on_failure: Callable[[str], object] = pytest.fail,
+    max_body: int = 64 << 20,
 ) -> StreamTap:
     """A tap as the addon builds one for the envelope's turn: the schemas and parameters of its
     request, its provider; a failure inside the tap fails the test unless ``on_failure`` takes
@@ -95,6 +96,7 @@ def judging_tap(
         on_failure=on_failure,
         framing=framing,
         defer=defer,
+        max_body=max_body,
     )
 
 
@@ -578,6 +580,21 @@ def test_a_read_parses_each_event_as_the_engine_takes_it() -> None:
         gc.enable()
     assert len(alive) == fragments + 2
     assert alive[0] < 100, alive[0]
+
+
+def test_a_body_let_go_at_its_limit_is_not_read_at_the_next_look() -> None:
+    """Observing with deferred reads: the chunks that went on unread before the body grew past
+    ``max_body`` are let go with it, not read when the look comes."""
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    events = list(framed(envelope, SSE))
+    asked: list[Any] = []
+    first = len(events[0])
+    tap = judging_tap(envelope, SSE, enforce=False, defer=asked.append, max_body=first)
+    assert tap(events[0]) is events[0] and tap(events[1]) is events[1]
+    assert tap.over_limit and len(asked) == 1
+    while asked:  # each look the backlog asks for, until it reads
+        asked.pop()()
+    assert tap.event_times == []
 
 
 def test_a_tap_closed_before_its_deferred_read_reads_what_it_was_given_first() -> None:
