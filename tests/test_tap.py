@@ -21,9 +21,11 @@ import pytest
 from callgate.integrations.enforce.backlog import MAX_LOOKS
 from callgate.integrations.enforce.tap import (
     StreamTap,
+    TapState,
     blocked_event,
     deciding_pattern,
     may_decide,
+    refusing,
     route,
 )
 from callgate.reassemble import Reassembler
@@ -81,6 +83,7 @@ def judging_tap(
     defer: Any = None,
     on_failure: Callable[[str], object] = pytest.fail,
     max_body: int = 64 << 20,
+    on_finding: Callable[[Any], object] = lambda _: None,
 ) -> StreamTap:
     """A tap as the addon builds one for the envelope's turn: the schemas and parameters of its
     request, its provider; a failure inside the tap fails the test unless ``on_failure`` takes
@@ -92,7 +95,7 @@ def judging_tap(
         profile,
         encoding,
         enforce=enforce,
-        on_finding=lambda _: None,
+        on_finding=on_finding,
         on_failure=on_failure,
         framing=framing,
         defer=defer,
@@ -266,6 +269,75 @@ def test_a_failure_inside_the_tap_at_the_verdict_sends_every_byte_once(
     terminal = b'"finishReason"' if framing == JSON_ARRAY else b'"finish_reason": "'
     assert_failed_closed(sent, body, terminal, "RuntimeError")
     assert failures == ["RuntimeError"]
+
+
+def test_a_fault_after_the_verdict_passes_the_rest_on_with_no_byte_sent_twice() -> None:
+    """Enforcing, the turn passed; then, among comment lines after the stream's end, one chunk
+    fails to decode, a fault no real decoder makes once and then recovers from, hence the
+    stand-in: it goes on as it came, the chunks after it follow, and nothing released before
+    is sent again."""
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    events = list(frames(envelope))
+    tap = tap_for(envelope, SSE)
+    tap._identity = False
+    failing = b"ng"
+
+    def decode_once(chunk: bytes) -> bytes:
+        if chunk == failing:
+            raise ValueError("corrupt")
+        return chunk
+
+    tap.decompressor = decode_once  # type: ignore[assignment]
+    out: list[bytes] = []
+    for chunk in [*events, b": a\n\n: pi", failing, b"\n\n", b""]:
+        sent = tap(chunk)
+        out += sent if isinstance(sent, list) else [sent]
+        if chunk is events[0]:
+            assert tap.state is TapState.READING and not tap.judged
+        if chunk is events[-1]:
+            assert tap.state is TapState.PASSED and tap.judged
+    assert b"".join(out) == b"".join(events) + b": a\n\n: ping\n\n"
+
+
+def test_each_finding_is_handed_on_as_it_is_read() -> None:
+    envelope = load(CONFORMANCE / "openai" / "malformed_arguments.json")
+    found: list[Any] = []
+    tap = judging_tap(envelope, SSE, enforce=False, on_finding=found.append)
+    through(tap, b"".join(frames(envelope)), 40)
+    assert found and found == list(tap.close().findings)
+
+
+def test_refusing_sends_the_error_event_once_as_a_whole_body() -> None:
+    refuse = refusing("gemini", JSON_ARRAY, "ValueError")
+    first = refuse(b'[{"candidates": []}')
+    assert refuse(b"]") == [] and len(first) == 1
+    assert json.loads(first[0]) == [
+        PROFILES["gemini"].error_body(
+            "callgate could not judge this turn (ValueError), so it may not run",
+            ["callgate_unjudged"],
+        )
+    ]
+
+
+def test_a_json_array_blocked_or_failed_before_any_byte_went_is_one_whole_array(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing went before the error element: it opens the array too, so the client reads one
+    valid JSON array (an element after nothing would begin with a comma)."""
+    envelope, body = gemini("valid_single_call")
+    tap = judging_tap(envelope, JSON_ARRAY, enforce=True, max_body=10)
+    (limited,) = json.loads(through(tap, body, 40))
+    assert limited["error"]["message"] == ERROR.format("limit_exceeded")
+
+    def broken_feed(self: Reassembler, raw: object) -> Any:
+        raise RuntimeError("engine fault")
+
+    monkeypatch.setattr(Reassembler, "feed", broken_feed)
+    # The error element goes with the chunk that failed: the next one may be long in coming.
+    tap = tap_for(envelope, JSON_ARRAY)
+    (failed,) = json.loads(b"".join(tap(body)))  # type: ignore[arg-type]
+    assert "could not judge this turn (RuntimeError)" in failed["error"]["message"]
+    assert tap(b"") == []
 
 
 @pytest.mark.parametrize("read_later_at", [1, 2, 3, 5])
@@ -524,6 +596,7 @@ def test_events_read_later_are_timed_when_their_chunks_came() -> None:
     tap.close()
     times = tap.event_times
     assert len(times) == len(events) - 1  # [DONE] is not an event
+    assert times[0] == 0.0  # counted from the first event
     assert times[1] - times[0] < 0.05 <= times[2] - times[1]
 
 

@@ -125,6 +125,10 @@ def test_a_body_past_the_limit_after_a_pass_still_goes_and_before_the_verdict_is
     states, out = states_through(tap, events)
     assert (states[-1], tap.over_limit) == (S.BLOCKED, True)
     assert out.endswith(b'"code": "limit_exceeded", "param": null}}\n\n')
+    # The limit is exact: a byte less than the body lets it go.
+    tap, events = tap_for(name, enforce=True, failures=[], max_body=len(body) - 1)
+    states, out = states_through(tap, events)
+    assert (states[-1], tap.over_limit) == (S.BLOCKED, True)
 
 
 def test_a_failure_in_the_pipeline_breaks_the_tap_whatever_its_state(
@@ -151,6 +155,14 @@ def test_a_failure_in_the_pipeline_breaks_the_tap_whatever_its_state(
     assert (states[-1], tap.broken, failures) == (S.BLOCKED, True, ["RuntimeError"])
     assert out == UNJUDGED_EVENT
     assert b"".join(tap.body) == b"".join(events)  # all of it kept, unread, for its fixture
+    # Kept up to the limit, exactly: a body one byte longer than it keeps all but its last chunk.
+    size = len(b"".join(events))
+    for max_body, kept in ((size, events), (size - 1, events[:-1])):
+        tap, events = tap_for(
+            "openai/valid_fragmented", enforce=True, failures=[], max_body=max_body
+        )
+        states_through(tap, events)
+        assert b"".join(tap.body) == b"".join(kept)
 
 
 def test_an_impossible_move_inside_the_pipeline_breaks_the_tap_and_every_byte_goes_through(

@@ -257,7 +257,12 @@ class StreamTap:
         except Exception as error:  # a bug of ours, or corrupt upstream data
             self.catch_up()
             self._break(error)
-            return self._settle() if self._state is BLOCKED else chunk
+            if self._state is BLOCKED:
+                return self._settle()
+            if not self.enforce:
+                return chunk
+            # Passed on from here: what enforce mode held (a cut line) goes first, in order.
+            return [*self._settle(), chunk]
         if self._faulted and self._state is BLOCKED:
             # Failed closed (maybe between calls, reading released events), or failed after a
             # blocking verdict: the error event once if owed, then nothing; the body is still
