@@ -124,7 +124,7 @@ def test_what_callgate_does_not_read_passes_untouched(
 
 
 def test_a_fault_of_callgates_own_fails_the_turn_closed_unless_on_error_passes_it(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     counted: list[tuple[str, str]] = []
     monkeypatch.setattr(transport_module, "record_unjudged", lambda *args: counted.append(args))
@@ -143,6 +143,12 @@ def test_a_fault_of_callgates_own_fails_the_turn_closed_unless_on_error_passes_i
     error = unjudged_frame(spec, READERS["sse"](spec, lambda: b""), "RuntimeError", first=False)
     assert got.endswith(error) and body.startswith(got[: -len(error)])
     assert b'"finish_reason": "tool_calls"' not in got and counted == []
+    said = [r.getMessage() for r in caplog.records if r.name == "callgate.transport"]
+    assert said == [
+        "callgate: api.openai.com/v1/chat/completions: inspection stopped after an internal "
+        "RuntimeError; the turn was blocked unless its verdict was given (on_error block)",
+        "callgate: api.openai.com/v1/chat/completions blocked (missing_terminal)",
+    ]
     fed[0] = 0
     assert post(callgate.transport(upstream, on_error="pass"), PASSING) == body
     assert counted == [("openai", "RuntimeError")]
@@ -213,6 +219,14 @@ def test_an_upstream_cut_mid_body_ends_an_async_turn_blocked_then_raises() -> No
     with pytest.raises(httpx.RemoteProtocolError):
         asyncio.run(run())
     assert b"".join(got) == cut + blocked_event("openai", ["missing_terminal"])
+
+
+def test_a_library_callgate_does_not_gate_is_a_usage_error() -> None:
+    message = r"^library '{}' is not one of httpx, httpx2$"
+    with pytest.raises(UsageError, match=message.format("requests")):
+        callgate.transport(library="requests")
+    with pytest.raises(UsageError, match=message.format("builtins")):
+        callgate.async_transport(object())  # the library is the wrapped transport's
 
 
 def test_settings_callgate_does_not_know_are_a_usage_error() -> None:
@@ -359,6 +373,33 @@ def test_a_client_that_stops_reading_closes_the_upstream_body_and_its_turn_is_to
     assert blocked == ["callgate: api.openai.com/v1/chat/completions blocked (missing_terminal)"]
 
 
+def test_an_async_client_that_stops_reading_closes_the_upstream_body() -> None:
+    body = b"".join(frames(load(CONFORMANCE / f"{PASSING}.json")))
+
+    class AsyncRecorded(httpx.AsyncByteStream):
+        closed = False
+
+        async def __aiter__(self) -> Any:
+            for line in body.splitlines(keepends=True):
+                yield line
+
+        async def aclose(self) -> None:
+            AsyncRecorded.closed = True
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=SSE_TYPE, stream=AsyncRecorded())
+
+    async def run() -> None:
+        async with (
+            httpx.AsyncClient(transport=callgate.async_transport(httpx.MockTransport(answer))) as c,
+            c.stream("POST", CHAT, content=request_body(PASSING)) as response,
+        ):
+            await response.aiter_raw().__anext__()
+
+    asyncio.run(run())
+    assert AsyncRecorded.closed
+
+
 def test_a_passing_turn_the_tap_ends_with_the_error_event_is_logged_blocked(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -374,10 +415,14 @@ def test_a_passing_turn_the_tap_ends_with_the_error_event_is_logged_blocked(
     verdicts: list[Report] = []
     transport = callgate.transport(httpx.MockTransport(answer), on_verdict=verdicts.append)
     got = post(transport, PASSING)
-    assert got != body
-    assert [r.status.value for r in verdicts] == ["pass"]
+    # The finish chunk was held for the verdict; the error event goes at the body's end.
+    kept = body[: body.index(b'"finish_reason": "tool_calls"')]
+    assert got == kept[: kept.rindex(b"data: ")] + blocked_event("openai", [])
+    async_transport = callgate.async_transport(httpx.MockTransport(answer))
+    assert post_async(async_transport, PASSING) == got
+    assert [r.status.value for r in verdicts] == ["pass"]  # the async gate was given no on_verdict
     blocked = [r.getMessage() for r in caplog.records if r.name == "callgate.transport"]
-    assert blocked == ["callgate: api.openai.com/v1/chat/completions blocked (-)"]
+    assert blocked == ["callgate: api.openai.com/v1/chat/completions blocked (-)"] * 2
 
 
 def test_a_verdict_that_fails_to_come_is_logged_as_not_judged(
