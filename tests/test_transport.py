@@ -155,18 +155,60 @@ def test_a_fault_of_callgates_own_fails_the_turn_closed_unless_on_error_passes_i
 
 
 def test_a_failure_building_the_gate_refuses_the_body_unless_on_error_passes_it(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def failing_start(self: engine.Reassembler, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("injected")
 
     monkeypatch.setattr(engine.Reassembler, "__init__", failing_start)
-    monkeypatch.setattr(transport_module, "record_unjudged", lambda *args: None)
+    counted: list[tuple[str, str]] = []
+    monkeypatch.setattr(transport_module, "record_unjudged", lambda *args: counted.append(args))
     upstream, body = served(PASSING)
     spec = PROFILES["openai"]
     error = unjudged_frame(spec, READERS["sse"](spec, lambda: b""), "RuntimeError", first=True)
     assert post(callgate.transport(upstream), PASSING) == error
+    assert counted == []
     assert post(callgate.transport(upstream, on_error="pass"), PASSING) == body
+    assert counted == [("openai", "RuntimeError")]
+    said = [r.getMessage() for r in caplog.records if r.name == "callgate.transport"]
+    where = "callgate: api.openai.com/v1/chat/completions: inspection stopped after an internal"
+    assert said == [
+        f"{where} RuntimeError; the turn was blocked unless its verdict was given (on_error block)",
+        f"{where} RuntimeError; the stream was passed through unchanged",
+    ]
+
+
+def test_a_fault_after_the_verdict_passes_the_rest_on_and_counts_no_turn_unjudged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chunk after the verdict fails to decode (a stand-in decoder: a real one does not fail
+    once and go on): the turn was judged, so it is not counted among the turns passed on
+    unjudged, and every byte reaches the client."""
+    counted: list[tuple[str, str]] = []
+    monkeypatch.setattr(transport_module, "record_unjudged", lambda *args: counted.append(args))
+    body = b"".join(frames(load(CONFORMANCE / f"{PASSING}.json")))
+
+    class FailingOnce(StreamTap):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._identity = False
+            self.decompressor = lambda chunk: self._fail(chunk)  # type: ignore[assignment]
+
+        @staticmethod
+        def _fail(chunk: bytes) -> bytes:
+            if chunk == b": b":
+                raise ValueError("corrupt")
+            return chunk
+
+    class Pieces(httpx.SyncByteStream):
+        def __iter__(self) -> Any:
+            yield from (body, b": a\n\n", b": b", b"\n\n")
+
+    monkeypatch.setattr(transport_module, "StreamTap", FailingOnce)
+    upstream = httpx.MockTransport(lambda r: httpx.Response(200, headers=SSE_TYPE, stream=Pieces()))
+    got = post(callgate.transport(upstream, on_error="pass"), PASSING)
+    assert got == body + b": a\n\n: b\n\n"
+    assert counted == []
 
 
 def test_an_upstream_cut_mid_body_ends_the_turn_blocked_then_raises() -> None:
@@ -225,8 +267,36 @@ def test_a_library_callgate_does_not_gate_is_a_usage_error() -> None:
     message = r"^library '{}' is not one of httpx, httpx2$"
     with pytest.raises(UsageError, match=message.format("requests")):
         callgate.transport(library="requests")
-    with pytest.raises(UsageError, match=message.format("builtins")):
-        callgate.async_transport(object())  # the library is the wrapped transport's
+
+    class Elsewhere:
+        pass
+
+    with pytest.raises(UsageError, match=message.format("tests")):
+        callgate.async_transport(Elsewhere())  # the library is the wrapped transport's
+    callgate.transport(Elsewhere(), library="httpx")  # unless it is named
+
+
+def test_closing_the_gate_closes_the_transport_it_wraps() -> None:
+    class Wrapped(httpx.MockTransport):  # the app's own class, made from httpx's
+        closed = 0
+
+        def close(self) -> None:
+            Wrapped.closed += 1
+
+        async def aclose(self) -> None:
+            Wrapped.closed += 1
+
+    callgate.transport(Wrapped(lambda r: httpx.Response(200))).close()
+    asyncio.run(callgate.async_transport(Wrapped(lambda r: httpx.Response(200))).aclose())
+    assert Wrapped.closed == 2
+
+
+def test_each_turn_judged_is_a_verdict_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded: list[Report] = []
+    monkeypatch.setattr(transport_module, "record_verdict", recorded.append)
+    for name in (PASSING, FAILING):
+        post(callgate.transport(served(name)[0]), name)
+    assert [r.status.value for r in recorded] == ["pass", "fail"]
 
 
 def test_settings_callgate_does_not_know_are_a_usage_error() -> None:

@@ -330,9 +330,11 @@ def _transports(library: str) -> tuple[type[Any], type[Any]]:
 
 
 def _library_of(wrapped: object, library: str | None) -> str:
-    """The HTTP library to gate for: ``library``, or the one ``wrapped`` comes from."""
+    """The HTTP library to gate for: ``library``, or the one ``wrapped`` comes from (its class
+    may be the app's own, made from a library's)."""
     if library is None and wrapped is not None:
-        library = type(wrapped).__module__.partition(".")[0]
+        packages = [kind.__module__.partition(".")[0] for kind in type(wrapped).__mro__]
+        library = next((name for name in packages if name in LIBRARIES), packages[0])
     library = library or "httpx"
     if library not in LIBRARIES:
         raise UsageError(f"library {library!r} is not one of {', '.join(LIBRARIES)}")
