@@ -162,6 +162,16 @@ def test_bytes_given_up_mid_stream_are_every_byte_not_sent(piece: int) -> None:
     assert turn.give_up() == []
 
 
+@pytest.mark.parametrize("cut", [1, 2], ids=["one-line-end", "both"])
+def test_a_last_event_without_its_blank_line_is_read_and_sent_at_the_end(cut: int) -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_text_then_two_tools.json")
+    body = b"".join(framed(envelope, "sse"))[:-cut]
+    turn = GatewayTurn("anthropic", request_of(envelope))
+    sent = [out for start in range(0, len(body), 7) for out in turn.take(body[start : start + 7])]
+    assert b"".join(sent + turn.finish()) == body
+    assert turn.report is not None and turn.report.status.value == "pass"
+
+
 def test_a_body_ending_inside_a_utf8_character_fails_the_turn_it_would_pass() -> None:
     """The bytes after the last event are read at the end: cut inside a character, they are
     text no profile reads, and what they carried was never judged."""
