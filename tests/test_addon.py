@@ -20,13 +20,17 @@ from mitmproxy.addons.save import Save
 from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.flow import Error
 from mitmproxy.test import taddons, tflow, tutils
+from mitmproxy.websocket import WebSocketMessage
+from wsproto.frame_protocol import Opcode
 
 from callgate.integrations.enforce.tap import StreamTap
 from callgate.proxy_addon import addon as addon_module
+from callgate.proxy_addon import sessions as sessions_module
 from callgate.proxy_addon.addon import FAIL_MARK, PASS_MARK, CallgateAddon
 from callgate.proxy_addon.settings import Settings, read_settings
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
-from callgate.reassemble import engine
+from callgate.reassemble import check, engine
+from callgate.reassemble.gate import Blocked
 from callgate.reassemble.profiles import frames
 from callgate.redact import ArgumentMode
 from tests.conftest import CONFORMANCE, load
@@ -819,3 +823,146 @@ async def test_a_failure_judging_one_turn_is_said_and_spares_the_next(
     )
     assert [first.marked, second.marked] == ["", PASS_MARK]
     assert [f["expect"] for f in fixtures_in(tmp_path)] == [{"status": "pass", "codes": []}]
+
+
+# -- WebSocket sessions, in process ---------------------------------------------------------------
+
+REALTIME = "https://api.openai.com/v1/realtime?model=gpt-realtime"
+CANCELLED = load(CONFORMANCE / "openai-realtime" / "cancelled_mid_arguments.json")
+
+
+def session_flow(url: str = REALTIME) -> http.HTTPFlow:
+    flow = tflow.twebsocketflow()
+    flow.request.url = url
+    assert flow.websocket is not None
+    flow.websocket.messages = []
+    return flow
+
+
+def said(addon: CallgateAddon, flow: http.HTTPFlow, event: object, *, client: bool = False) -> Any:
+    """The message as it goes on, after the addon saw it: its JSON value, or None if dropped."""
+    assert flow.websocket is not None
+    text = json.dumps(event).encode()
+    flow.websocket.messages.append(WebSocketMessage(Opcode.TEXT, client, text))
+    addon.websocket_message(flow)
+    message = flow.websocket.messages[-1]
+    return None if message.dropped else json.loads(message.content)
+
+
+def cancelled_session(addon: CallgateAddon, flow: http.HTTPFlow) -> list[Any]:
+    """A session whose one response is cancelled mid-arguments: each server message as it goes
+    on."""
+    addon.websocket_start(flow)
+    update = {"type": "session.update", "session": {"tools": CANCELLED["request"]["tools"]}}
+    said(addon, flow, update, client=True)
+    return [said(addon, flow, event) for event in CANCELLED["events"]]
+
+
+@pytest.mark.parametrize(
+    ("hosts", "url"),
+    [
+        pytest.param(["example.com"], REALTIME, id="a host not inspected"),
+        pytest.param([], "https://api.openai.com/v1/chat/completions", id="an HTTP endpoint"),
+        pytest.param([], "https://example.com/ws", id="no endpoint callgate knows"),
+    ],
+)
+@in_loop
+async def test_a_websocket_callgate_does_not_judge_passes_untouched_and_unmarked(
+    hosts: list[str], url: str, tmp_path: Path
+) -> None:
+    with running(callgate_hosts=hosts, callgate_enforce=True, callgate_out=str(tmp_path)) as (
+        addon,
+        _,
+    ):
+        flow = session_flow(url)
+        assert cancelled_session(addon, flow) == CANCELLED["events"]
+        addon.websocket_end(flow)
+    assert flow.marked == "" and list(tmp_path.iterdir()) == []
+
+
+@in_loop
+async def test_a_gemini_live_session_is_said_to_pass_unjudged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = (
+        "https://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta."
+        "GenerativeService.BidiGenerateContent"
+    )
+    with running(callgate_enforce=True, callgate_out=str(tmp_path)) as (addon, _):
+        flow = session_flow(url)
+        addon.websocket_start(flow)
+        assert said(addon, flow, {"toolCall": {"functionCalls": []}}) == {
+            "toolCall": {"functionCalls": []}
+        }
+    assert messages(caplog) == [
+        f"callgate: {flow.id} generativelanguage.googleapis.com/ws/google.ai."
+        "generativelanguage.v1beta.GenerativeService.BidiGenerateContent: gemini-live sessions "
+        "are not judged live yet; passed through"
+    ]
+
+
+@pytest.mark.parametrize("on_error", ["block", "pass"])
+@in_loop
+async def test_a_fault_starting_a_session_withholds_it_only_under_enforce_and_block(
+    on_error: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def failing_gate(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(sessions_module, "SessionGate", failing_gate)
+    with running(callgate_enforce=True, callgate_on_error=on_error, callgate_out=str(tmp_path)) as (
+        addon,
+        _,
+    ):
+        flow = session_flow()
+        sent = cancelled_session(addon, flow)
+    withheld = on_error == "block"
+    assert sent == ([None] * len(CANCELLED["events"]) if withheld else CANCELLED["events"])
+    assert messages(caplog)[0] == (
+        f"callgate: {flow.id} api.openai.com/v1/realtime: session inspection stopped after an "
+        "internal RuntimeError; "
+        + (
+            "the server's messages are withheld from here on (on_error block)"
+            if withheld
+            else "the session was passed through unchanged"
+        )
+    )
+
+
+@in_loop
+async def test_a_fault_closing_a_session_is_said_and_forgets_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def failing_close(self: Any) -> None:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(sessions_module.SessionGate, "close", failing_close)
+    for enforce in (False, True):
+        with running(callgate_enforce=enforce, callgate_out=str(tmp_path)) as (addon, _):
+            flow = session_flow()
+            addon.websocket_start(flow)
+            addon.websocket_end(flow)
+            assert addon._sessions._sessions == {}  # the flow is over: nothing kept for it
+        assert messages(caplog)[-1] == (
+            f"callgate: {flow.id} api.openai.com/v1/realtime: session inspection stopped after an "
+            "internal RuntimeError; "
+            + (
+                "the server's messages are withheld from here on (on_error block)"
+                if enforce
+                else "the session was passed through unchanged"
+            )
+        )
+
+
+def test_the_error_event_keeps_the_lane_of_the_end_it_stands_in_for() -> None:
+    report = check(load(CONFORMANCE / "openai-responses" / "incomplete_with_call.json"))
+    blocked = Blocked(report)
+    plain = json.loads(sessions_module._error_event("openai-responses", blocked, b"not json"))
+    assert "stream_id" not in plain and plain["error"]["code"] == report.blocking_codes[0]
+    laned = b'{"type": "response.completed", "stream_id": "lane-2"}'
+    assert json.loads(sessions_module._error_event("openai-responses", blocked, laned)) == {
+        **plain,
+        "stream_id": "lane-2",
+    }
+    other = b'{"type": "response.completed", "stream_id": 7}'
+    assert json.loads(sessions_module._error_event("openai-responses", blocked, other)) == plain
