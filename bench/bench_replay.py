@@ -11,7 +11,10 @@ five rounds that take the rows in turn:
 - the machine's ceiling for ``--jobs 2``: two whole one-process replays at once, this process
   and a forked one, timed until both are done. Two processes on two cores run slower each than
   one alone (shared caches and memory bandwidth, and on a virtual machine, a host's other
-  guests), so ``2 x (one alone) / (two at once)`` is the most ``--jobs 2`` can gain here.
+  guests), so ``2 x (one alone) / (two at once)`` is the most ``--jobs 2`` can gain here;
+- the same measured as a user meets it, whole processes, start-up included: the command, with
+  one process and with ``--jobs 2``, against a Python process that reads and parses the files
+  (the floor), and two commands started at once against one (the ceiling).
 
 Run: ``make bench`` (or ``python bench/bench_replay.py``).
 """
@@ -34,6 +37,14 @@ ROOT = Path(__file__).resolve().parents[1]
 COPIES = 20
 #: The most one process may take, x the floor; the least ``--jobs 2`` may reach of the ceiling.
 REPLAY_TARGET, JOBS_TARGET = 6.0, 0.85
+#: The most the command may take, x a process that reads and parses the same files.
+COMMAND_TARGET = 4.0
+#: The floor as a process of its own.
+FLOOR_PROCESS = (
+    "import json, pathlib, sys\n"
+    "for path in sorted(pathlib.Path(sys.argv[1]).rglob('*.json')):\n"
+    "    json.loads(path.read_bytes())\n"
+)
 
 
 #: Rounds; each times every row once, in turn, and a row's figure is its best round. Taking
@@ -60,6 +71,12 @@ def at_once(run: Callable[[], object]) -> None:
     other.join()
 
 
+def together(*commands: list[str]) -> None:
+    """The commands started at once, until each has exited."""
+    for running in [subprocess.Popen(command) for command in commands]:
+        running.wait()
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "fixtures"
@@ -76,6 +93,10 @@ def main() -> None:
             str(Path(folder) / "report.json"),
         ]
 
+        parallel = [*command[:-2], "--jobs", "2", "--output", str(Path(folder) / "report2.json")]
+        floor_command = [sys.executable, "-c", FLOOR_PROCESS, str(root)]
+        other = [*command[:-1], str(Path(folder) / "report3.json")]
+
         def floor_run() -> None:
             for path in files:
                 json.loads(path.read_bytes())  # each value dropped, as a reader that moves on
@@ -87,6 +108,9 @@ def main() -> None:
             "replay, --jobs 2",
             "callgate replay (command)",
             "two replays at once",
+            "floor, a process",
+            "command, --jobs 2",
+            "two commands at once",
         ]
         seconds = best_in_turn(
             [
@@ -95,6 +119,9 @@ def main() -> None:
                 lambda: replay([root], 2),
                 lambda: subprocess.run(command, check=False),
                 lambda: at_once(lambda: replay([root], 1)),
+                lambda: subprocess.run(floor_command, check=True),
+                lambda: subprocess.run(parallel, check=False),
+                lambda: together(command, other),
             ]
         )
         rows = list(zip(names, seconds, strict=True))
@@ -112,6 +139,26 @@ def main() -> None:
         f"{ceiling:.2f}x the speed of one (the ceiling)"
     )
     print(f"--jobs 2 against the ceiling: {one / jobs / ceiling:.2f} (target >= {JOBS_TARGET:.2f})")
+    print()
+    print("whole processes, start-up included")
+    named = dict(rows)
+    floor_process = named["floor, a process"]
+    print(f"{'':<28} {'seconds':>8} {'x floor':>8} {'target':>8}")
+    for name in ("floor, a process", "callgate replay (command)", "command, --jobs 2"):
+        target = f"<= {COMMAND_TARGET:.1f}" if name == "callgate replay (command)" else ""
+        took = named[name]
+        print(f"{name:<28} {took:>8.3f} {took / floor_process:>8.1f} {target:>8}")
+    print(f"{'two commands at once':<28} {named['two commands at once']:>8.3f}")
+    one, jobs, both = (
+        named["callgate replay (command)"],
+        named["command, --jobs 2"],
+        named["two commands at once"],
+    )
+    ceiling = 2 * one / both
+    print(
+        f"the command with --jobs 2 against the ceiling: {one / jobs / ceiling:.2f} "
+        f"(target >= {JOBS_TARGET:.2f})"
+    )
 
 
 if __name__ == "__main__":
