@@ -533,3 +533,54 @@ def test_an_event_of_a_lane_after_its_response_ended_is_a_response_that_blocks()
         gate.close()
     assert blocked.value.response_id == "(no response.created #1)"
     assert "delta_before_start" in blocked.value.report.blocking_codes
+
+
+def test_a_response_created_in_a_lane_whose_response_never_ended_ends_that_one() -> None:
+    document = renamed(load(RESPONSES / "valid_single_call.json"), 1)
+    cut = [e for e in document["events"] if e["type"] != "response.completed"]
+    started = next(e for e in load(RESPONSES / "valid_single_call.json")["events"])
+    gate = SessionGate("openai-responses", tools_of(document))
+    for event in cut:
+        gate.read_text(json.dumps({**event, "stream_id": "lane"}))
+    with pytest.raises(Blocked) as blocked:  # the next response starts in the same lane
+        gate.read_text(json.dumps({**started, "stream_id": "lane"}))
+    assert blocked.value.response_id == cut[0]["response"]["id"]
+    assert blocked.value.report.blocking_codes == ["missing_terminal"]
+
+
+def test_a_stream_id_that_is_no_string_names_no_lane() -> None:
+    """Events with ``stream_id: 7`` are of the session's one unnamed lane, as events without."""
+    unnamed = responses_verdicts((None, "valid_single_call"), (None, "incomplete_with_call"))
+    numbered = responses_verdicts((7, "valid_single_call"), (7, "incomplete_with_call"))  # type: ignore[arg-type]
+    assert numbered == unnamed != []
+
+
+def test_a_response_create_with_tools_callgate_cannot_read_is_refused_when_sent() -> None:
+    gate = SessionGate("openai-responses", [])
+    with pytest.raises(UsageError):
+        gate.read_client_text(
+            json.dumps({"type": "response.create", "tools": [{"type": "function", "name": 7}]})
+        )
+
+
+def test_each_response_judged_is_handed_on_with_its_messages_and_request() -> None:
+    """``on_end``: what the proxy writes a fixture from. A message that is no JSON is kept as a
+    JSON string."""
+    document = load(REALTIME / "valid_single_call.json")
+    ended: list[Any] = []
+    gate = SessionGate("openai-realtime", [], on_end=ended.append)
+    settings = {"tools": document["request"]["tools"]}
+    gate.read_client_text(json.dumps({"type": "session.update", "session": settings}))
+    texts = [json.dumps(event) for event in document["events"][1:]]
+    blocked = []
+    for text in [texts[0], "not json", *texts[1:]]:  # no JSON: the response in flight fails
+        try:
+            gate.read_text(text)
+        except Blocked as error:
+            blocked.append(error.response_id)
+    gate.close()
+    (only,) = ended
+    assert blocked == [only.response_id]
+    assert only.response_id == document["events"][1]["response"]["id"]
+    assert only.texts == [texts[0], '"not json"', *texts[1:-1]]
+    assert only.request == settings and only.report is not None
