@@ -824,9 +824,18 @@ def test_brotli_and_zstd_bodies_decode_in_pieces_and_a_missing_package_is_one_li
     ):
         decoder = Decompressor(coding)
         assert b"".join(decoder(packed[n : n + 7]) for n in range(0, len(packed), 7)) == body
+        assert decoder.complete  # only gzip and deflate can tell where a body ends
+    identity = Decompressor("identity")
+    assert identity(body) == body and identity.complete
     monkeypatch.setitem(sys.modules, "brotli", None)
     with pytest.raises(SetupError, match="content-encoding br needs the brotli package"):
         Decompressor("br")
+    for module in ("compression", "backports", "zstandard"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(
+        SetupError, match=r"content-encoding zstd needs the backports\.zstd package"
+    ):
+        Decompressor("zstd")
 
 
 def test_enum_values_inside_a_list_of_subschemas_are_kept_when_arguments_are_masked() -> None:
