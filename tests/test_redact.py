@@ -109,6 +109,21 @@ def openai_exchange(
     )
 
 
+def test_a_credential_format_is_a_leak_where_it_is_even_with_no_secret_of_the_exchange() -> None:
+    from callgate.redact.leaks import Leak
+
+    value = {
+        "messages": [{"content": "key sk-proj-" + "a1" * 12}, {"content": "nothing here"}],
+        "auth": "Bearer " + "x" * 20,
+        "google": "AIza" + "B" * 35,
+    }
+    assert find_leaks(value, []) == [
+        Leak("/messages/0/content", "openai-key"),
+        Leak("/auth", "bearer-token"),
+        Leak("/google", "google-api-key"),
+    ]
+
+
 @pytest.mark.parametrize("path", conformance_fixtures(), ids=fixture_id)
 def test_redacting_a_fixture_keeps_its_verdict_and_is_idempotent(path: Path) -> None:
     envelope = load(path)
