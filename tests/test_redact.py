@@ -109,7 +109,7 @@ def openai_exchange(
     )
 
 
-def test_a_credential_format_is_a_leak_where_it_is_even_with_no_secret_of_the_exchange() -> None:
+def test_credential_formats_and_the_exchanges_own_secrets_are_leaks_where_they_are() -> None:
     from callgate.redact.leaks import Leak
 
     value = {
@@ -121,6 +121,10 @@ def test_a_credential_format_is_a_leak_where_it_is_even_with_no_secret_of_the_ex
         Leak("/messages/0/content", "openai-key"),
         Leak("/auth", "bearer-token"),
         Leak("/google", "google-api-key"),
+    ]
+    # And the exchange's own secrets, in no format callgate knows.
+    assert find_leaks({"a": ["plain but secret"]}, ["plain but secret"]) == [
+        Leak("/a/0", "credential-from-exchange")
     ]
 
 
