@@ -122,9 +122,12 @@ def test_credential_formats_and_the_exchanges_own_secrets_are_leaks_where_they_a
         Leak("/auth", "bearer-token"),
         Leak("/google", "google-api-key"),
     ]
-    # And the exchange's own secrets, in no format callgate knows.
+    # And the exchange's own secrets, in no format callgate knows, in any script.
     assert find_leaks({"a": ["plain but secret"]}, ["plain but secret"]) == [
         Leak("/a/0", "credential-from-exchange")
+    ]
+    assert find_leaks({"b": "das Kennwort: geheimnis-ß-ü"}, ["geheimnis-ß-ü"]) == [
+        Leak("/b", "credential-from-exchange")
     ]
 
 
