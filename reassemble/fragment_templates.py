@@ -89,6 +89,10 @@ class Templates:
         self._unmatched = 0
 
     @property
+    def learnt(self) -> int:
+        return len(self._learnt)
+
+    @property
     def given_up(self) -> bool:
         """``MOST_UNMATCHED`` texts matched no template: no text is split any more."""
         return self._unmatched >= MOST_UNMATCHED

@@ -40,6 +40,11 @@ class FragmentLines:
         self.lines: list[str] | None = None
 
     @property
+    def learnt(self) -> int:
+        """Templates learnt."""
+        return 0 if self._templates is None else self._templates.learnt
+
+    @property
     def from_templates(self) -> int:
         """Events written from a template."""
         return len(self._matched)

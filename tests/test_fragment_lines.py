@@ -217,3 +217,9 @@ def test_a_fragment_with_a_raw_control_character_is_refused_in_the_tap_as_record
     read = template_reader(event_reader(PROFILES["openai"].names_proof), fragment_site)
     assert [read(text) for text in texts] == [event_value(text) for text in texts]
     assert read(texts[10]) == texts[10]  # refused: the text itself
+
+
+def test_a_profile_without_fragment_events_parses_every_text_and_learns_nothing() -> None:
+    lines = FragmentLines(None)
+    assert lines.parse(['{"a": 1}', '"text"']) == [{"a": 1}, "text"]
+    assert (lines.learnt, lines.from_templates) == (0, 0)
