@@ -275,8 +275,13 @@ def session_verdicts(document: dict[str, Any], *, close: bool = True) -> list[tu
     """Each ``Blocked`` a ``SessionGate`` raises over the session's events, in order: the
     response it names and its blocking codes."""
     gate = SessionGate("openai-realtime", document["request"]["tools"])
+    return blocked_over(gate, document["events"], close=close)
+
+
+def blocked_over(gate: SessionGate, events: list[Any], *, close: bool = True) -> list[Any]:
+    """Each ``Blocked`` (response id, codes) ``gate`` raises reading ``events`` (and closing)."""
     blocked = []
-    for event in document["events"]:
+    for event in events:
         try:
             gate.read_text(json.dumps(event))
         except Blocked as error:
@@ -481,17 +486,7 @@ def responses_verdicts(*lanes: tuple[str | None, str], interleave: bool = False)
         order = [e for row in itertools.zip_longest(*streams) for e in row if e is not None]
     else:
         order = [e for events in streams for e in events]
-    blocked = []
-    for event in order:
-        try:
-            gate.read_text(json.dumps(event))
-        except Blocked as error:
-            blocked.append((error.response_id, error.report.blocking_codes))
-    try:
-        gate.close()
-    except Blocked as error:
-        blocked.append((error.response_id, error.report.blocking_codes))
-    return blocked
+    return blocked_over(gate, order)
 
 
 def test_a_lanes_responses_are_judged_one_after_the_other() -> None:
