@@ -12,10 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, TextIO
 
 from callgate.cli.choices import ReportFormat
 from callgate.cli.files import find_fixtures, load_envelope
@@ -23,6 +20,9 @@ from callgate.cli.output import console, error_line, safe, styled
 from callgate.reassemble import Report, Status, check
 from callgate.reassemble.errors import InputError, UsageError
 from callgate.reassemble.report import EXIT_CODES
+
+if TYPE_CHECKING:  # rich only for the text report: the JSON one never loads it
+    from rich.console import Console
 
 #: What a status means for the turn's calls, as the text report says it, and its colour. A turn
 #: without a tool call blocked nothing; an invalid one is a broken stream, and blocks.
@@ -44,7 +44,7 @@ def run_check(
     """Check each fixture (a folder: each fixture under it), print its report and return the
     exit code: one file's own, or for several the rule in the module's docstring."""
     files = _expanded(paths)
-    shown = console(out)
+    shown: Console | None = None  # made for the first text report
     statuses: list[Status] = []
     unreadable = False
     for path in files:
@@ -63,6 +63,7 @@ def run_check(
                 json.dumps({"fixture": str(path), **result.to_dict()}, ensure_ascii=False) + "\n"
             )
         else:
+            shown = shown or console(out)
             print_text_report(shown, path, result)
         statuses.append(result.status)
     return exit_code(statuses, unreadable, several=len(files) > 1)
@@ -97,6 +98,8 @@ def print_text_report(console: Console, path: Path, report: Report) -> None:
         )
     )
     if report.calls:
+        from rich.table import Table
+
         table = Table("choice", "slot", "id", "name", "state", "arguments", show_lines=False)
         for call in report.calls:
             arguments = call.arguments if call.arguments is not None else "-"

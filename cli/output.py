@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from callgate.reassemble.errors import CallgateError
+
+if TYPE_CHECKING:  # rich is imported where it prints: a command that prints JSON never loads it
+    from rich.console import Console
+    from rich.text import Text
 
 #: The exit code of every ``CallgateError``, whatever the command.
 ERROR_EXIT = 2
@@ -29,6 +31,8 @@ def console(
     file: TextIO, *, width: int | None = None, terminal: bool | None = None, soft_wrap: bool = True
 ) -> Console:
     """A console that prints text as given: no markup, no highlighting."""
+    from rich.console import Console
+
     return Console(
         file=file,
         width=width,
@@ -55,6 +59,8 @@ def safe(text: object, *, one_line: bool = False) -> str:
 def styled(*parts: str | tuple[str, str]) -> Text:
     """One line from plain strings and ``(text, style)`` pairs; the text is never markup and
     carries no control character."""
+    from rich.text import Text
+
     return Text.assemble(
         *(
             safe(part, one_line=True)

@@ -247,7 +247,8 @@ def test_help_loads_no_command_and_no_engine() -> None:
 def test_check_loads_the_engine_and_no_other_command() -> None:
     loaded = _loaded_by("check", str(CONFORMANCE / "openai" / "valid_fragmented.json"))
     assert "callgate.reassemble.engine" in loaded
-    assert _under(loaded, (*_OTHER_COMMANDS, "callgate.cli.replay", "jsonschema")) == []
+    # rich too: the JSON report prints none of it.
+    assert _under(loaded, (*_OTHER_COMMANDS, "callgate.cli.replay", "jsonschema", "rich")) == []
 
 
 def test_replay_loads_no_other_command() -> None:
