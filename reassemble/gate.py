@@ -153,6 +153,11 @@ class Gate(Generic[Item]):
         item carries was never judged (under ``on_error="pass"``, it goes on unjudged)."""
         self._holding = self._unread = True
 
+    def fail(self, error: Exception) -> None:
+        """callgate failed on the turn outside its reading (what the app asked for it could not
+        be read): as a failure while it reads, under ``on_error``."""
+        self._failed(error)
+
     def _failed(self, error: Exception) -> None:
         """callgate failed while it read: raised as it is without ``on_error``; else nothing is
         read after it, and under ``"block"`` nothing the app is to see goes on after it."""

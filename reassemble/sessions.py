@@ -211,6 +211,9 @@ class SessionGate:
         self.settings: dict[str, Any] = {}
         #: The verdict of each response judged, by response id, in the order they ended.
         self.reports: dict[str, Report] = {}
+        #: A client message callgate could not read (``client_unread``): what the session was
+        #: asked from then on is unknown.
+        self._client_fault: Exception | None = None
         self.ask(tools, request)
 
     def ask(self, tools: Tools, request: Mapping[str, object] | None) -> None:
@@ -250,8 +253,21 @@ class SessionGate:
             asked = {**self.settings, **(own if isinstance(own, dict) else {})}
             self.ask(_tools_in(asked), asked)
 
+    def client_unread(self, error: Exception) -> None:
+        """callgate could not read a message the client sent (an SDK's event it cannot write as
+        the SDK wrote it): the tools and settings the session was asked for from then on are
+        unknown, so every response that starts after it fails as callgate failing on it does,
+        under ``on_error`` (``"block"``: ``Unjudged`` at its end; without ``on_error``,
+        ``error`` is raised now)."""
+        if self._settings["on_error"] is None:
+            raise error
+        self._client_fault = error
+
     def _gate(self, tools: Tools, request: Mapping[str, object] | None) -> Gate[Any]:
-        return Gate(self._profile, tools, request=request, **self._settings)
+        gate: Gate[Any] = Gate(self._profile, tools, request=request, **self._settings)
+        if self._client_fault is not None:
+            gate.fail(self._client_fault)
+        return gate
 
     def read_text(self, text: str) -> object:
         """The next server message's text. Returns the event read (its JSON value, or the text

@@ -63,6 +63,8 @@ class Session:
     turns: int = 1
     abort_after: int | None = None
     read_tools: bool = False
+    queued: bool = False
+    tools_as: str | None = None
     document: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -82,6 +84,8 @@ class Session:
             "turns": self.turns,
             "abort_after": self.abort_after,
             "read_tools": self.read_tools,
+            "queued": self.queued,
+            "tools_as": self.tools_as,
             "tools": tools_of(self.document),
         }
 
@@ -145,6 +149,20 @@ SESSIONS = [
         for two in (TWO_TURNS, RESPONSES_TWO_TURNS)
         for mode in ("sync", "async")
         for guard in ("connection", "manager")
+    ),
+    *(
+        session(two, mode=mode, guard="manager", turns=2, read_tools=True, queued=True)
+        for two in (TWO_TURNS, RESPONSES_TWO_TURNS)
+        for mode in ("sync", "async")
+    ),
+    *(
+        session(two, mode=mode, turns=2, read_tools=True, tools_as="models")
+        for two in (TWO_TURNS, RESPONSES_TWO_TURNS)
+        for mode in ("sync", "async")
+    ),
+    *(
+        session(RESPONSES_TWO_TURNS, mode=mode, turns=2, read_tools=True, tools_as="generator")
+        for mode in ("sync", "async")
     ),
     *(
         session(name, guard=g, abort_after=len(load(CONFORMANCE / f"{name}.json")["events"]))
@@ -240,19 +258,43 @@ def result_of(s: Session) -> dict[str, Any]:
 
 def test_the_guard_reads_the_tools_the_app_gives_the_session() -> None:
     """Guarded without ``tools=``: the tools of the ``session.update`` the app sends through
-    the guarded connection judge its responses, as the tools given would."""
-    for s in SESSIONS:
-        if s.read_tools:
-            told = next(
-                o
-                for o in SESSIONS
-                if (o.fixture, o.mode, o.guard, o.read_tools) == (s.fixture, s.mode, s.guard, False)
-            )
-            found = result_of(s)
-            assert (found["ran"], found["blocked"]) == (
-                result_of(told)["ran"],
-                result_of(told)["blocked"],
-            ), s.id
+    the guarded connection judge its responses, as the tools given would; so do those it queues
+    on the guarded manager before the connection opens, and function tools the app gives as the
+    SDK's models inside its dict event."""
+    read = [s for s in SESSIONS if s.read_tools and s.tools_as != "generator"]
+    assert {(s.queued, s.tools_as) for s in read} == {
+        (False, None),
+        (True, None),
+        (False, "models"),
+    }
+    for s in read:
+        told = next(
+            o
+            for o in SESSIONS
+            if (o.fixture, o.mode, o.guard, o.read_tools) == (s.fixture, s.mode, s.guard, False)
+        )
+        found = result_of(s)
+        # Each pair holds a turn that runs and one that blocks: the tools were read, not missed.
+        assert len(found["ran"]) == len(found["blocked"]) == 1, s.id
+        assert (found["ran"], found["blocked"]) == (
+            result_of(told)["ran"],
+            result_of(told)["blocked"],
+        ), s.id
+
+
+def test_a_client_event_the_guard_cannot_read_fails_the_responses_after_it() -> None:
+    """Tools given as a generator: the SDK lists them as it writes the ``response.create``, and
+    callgate, which cannot read them again, does not know the tools asked for; neither
+    response's calls run, each ``Unjudged``, whatever the tools were."""
+    read = [s for s in SESSIONS if s.tools_as == "generator"]
+    assert [s.mode for s in read] == ["sync", "async"]
+    for s in read:
+        found = result_of(s)
+        assert (found["ran"], found["blocked"], found["unjudged"]) == (
+            [],
+            [],
+            ["TypeError", "TypeError"],
+        ), s.id
 
 
 def unguarded(s: Session) -> Session:
@@ -284,6 +326,8 @@ def test_the_blocked_second_turn_never_reaches_the_tool_runner() -> None:
     for s in SESSIONS:
         if s.fixture not in (TWO_TURNS, RESPONSES_TWO_TURNS) or s.guard == "none":
             continue
+        if s.tools_as == "generator":  # the tools unread: each response unjudged (below)
+            continue
         found, bare, want = result_of(s), result_of(unguarded(s)), expected(two_turns(s.fixture))
         assert len(want["ran"]) == 1 and len(want["blocked"]) == 1, s.id
         assert (found["ran"], found["blocked"]) == (want["ran"], want["blocked"]), s.id
@@ -291,7 +335,9 @@ def test_the_blocked_second_turn_never_reaches_the_tool_runner() -> None:
         assert bare["events"][-1]["type"] in ENDS
         assert found["closed"] is None
         seen += 1
-    assert seen == 16  # two APIs, sync and async, connection or manager, told the tools or not
+    # Two APIs, sync and async: connection or manager, told the tools or not (16); the tools
+    # queued on the manager (4); the tools as the SDK's models (4).
+    assert seen == 24
 
 
 def test_the_realtime_session_pins_what_the_guard_blocks() -> None:

@@ -17,7 +17,7 @@ import pytest
 from callgate.reassemble import Code, Status, check
 from callgate.reassemble.errors import UsageError
 from callgate.reassemble.framing import WEBSOCKET
-from callgate.reassemble.gate import Blocked
+from callgate.reassemble.gate import Blocked, Unjudged
 from callgate.reassemble.mutations import mutate
 from callgate.reassemble.profiles import PROFILES, framed
 from callgate.reassemble.sessions import SessionGate, response_of, session_parts
@@ -350,6 +350,40 @@ def test_a_realtime_response_create_with_its_own_tools_judges_the_responses_afte
             verdicts.append(error.report.blocking_codes)
     assert verdicts == [["unknown_tool"], [], ["unknown_tool"]]
     assert gate.settings == {"tools": [flight]}
+
+
+def test_a_client_message_callgate_could_not_read_fails_every_response_after_it() -> None:
+    """What the app asked from then on is unknown: a response that starts before it is judged;
+    each after it is ``Unjudged`` under ``block``, handed on unjudged and counted under
+    ``pass``; without ``on_error`` the fault is raised where it was met."""
+    document = load(REALTIME / "valid_single_call.json")
+    fault = TypeError("a generator in a client event: callgate cannot read it")
+    outcomes: dict[str, list[str]] = {}
+    for on_error in ("block", "pass"):
+        counted: list[BaseException] = []
+        gate = SessionGate(
+            "openai-realtime",
+            document["request"]["tools"],
+            on_error=on_error,
+            on_unjudged=counted.append,
+        )
+        seen = outcomes.setdefault(on_error, [])
+        for number in range(3):
+            if number == 1:
+                gate.client_unread(fault)
+            try:
+                for event in renamed_realtime(document, number)["events"]:
+                    gate.read_text(json.dumps(event))
+                seen.append("ran")
+            except Unjudged as error:
+                assert error.error is fault
+                seen.append("unjudged")
+        assert list(gate.reports) == ["resp_CAm8Jp0qx2Lwz1_0"]
+        assert counted == ([] if on_error == "block" else [fault, fault])
+    assert outcomes == {"block": ["ran", "unjudged", "unjudged"], "pass": ["ran", "ran", "ran"]}
+    with pytest.raises(TypeError) as raised:
+        SessionGate("openai-realtime", [], on_error=None).client_unread(fault)
+    assert raised.value is fault
 
 
 def renamed_realtime(document: dict[str, Any], number: int) -> dict[str, Any]:

@@ -11,7 +11,8 @@ place (``callgate.reassemble.sessions``). The connection stays open: the app may
 the next response is judged on its own. A socket that closes with a response in flight blocks
 that response too: its calls were never finished. Its ``send`` is tapped too, after it sends:
 the tools and settings the app gives the session (``session.update``, and a Responses
-``response.create``'s own) are those its responses are judged by.
+``response.create``'s own) are those its responses are judged by; an event callgate cannot
+write as the SDK wrote it fails the responses after it.
 """
 
 from __future__ import annotations
@@ -32,15 +33,23 @@ def _text(message: bytes | str) -> str:
 
 
 def _client_text(event: Any) -> str:
-    """A client event the app sent, as JSON text: an SDK model as the SDK writes it, a dict as
-    it is (what the gate reads of it, the tools and settings, keeps the API's names)."""
+    """A client event the app sent, as JSON text written as the SDK writes it: an SDK model by
+    its ``to_json``, a dict by ``json.dumps`` with the models inside it as the SDK turns them
+    into JSON (what the gate reads of it, the tools and settings, keeps the API's names).
+    Raises ``TypeError`` (or ``ValueError``) for anything else the SDK turned into JSON its own
+    way, such as an iterator it used up: callgate cannot know what it sent."""
     to_json = getattr(event, "to_json", None)
     if callable(to_json):
         return str(to_json(use_api_names=True, exclude_unset=True))
-    try:
-        return json.dumps(event)
-    except (TypeError, ValueError):
-        return ""  # nothing the gate can read: it asks nothing of it
+    return json.dumps(event, default=_model_json)
+
+
+def _model_json(value: Any) -> Any:
+    """A pydantic model inside a dict event, as the SDK's ``maybe_transform`` dumps it."""
+    model_dump = getattr(value, "model_dump", None)
+    if not callable(model_dump):
+        raise TypeError(f"a {type(value).__name__} in a client event: callgate cannot read it")
+    return model_dump(mode="json", exclude_unset=True)
 
 
 def _closed(error: BaseException) -> bool:
@@ -78,9 +87,19 @@ class GuardedSession:
     def _tap_send(self, send: Callable[[Any], None]) -> Callable[[Any], None]:
         def sent(event: Any) -> None:
             send(event)
-            self._gate.read_client_text(_client_text(event))
+            self.read_sent(event)
 
         return sent
+
+    def read_sent(self, event: Any) -> None:
+        """The gate reads a client event the SDK sent; one it cannot read fails the responses
+        after it (``SessionGate.client_unread``): their tools are unknown."""
+        try:
+            text = _client_text(event)
+        except (TypeError, ValueError) as error:
+            self._gate.client_unread(error)
+        else:
+            self._gate.read_client_text(text)
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._connection)
@@ -120,7 +139,7 @@ class AsyncGuardedSession(GuardedSession):
     def _tap_send(self, send: Callable[[Any], Any]) -> Callable[[Any], Any]:
         async def sent(event: Any) -> None:
             await send(event)
-            self._gate.read_client_text(_client_text(event))
+            self.read_sent(event)
 
         return sent
 
@@ -138,13 +157,31 @@ class AsyncGuardedSession(GuardedSession):
 
 
 class GuardedSessionManager:
-    """``client.realtime.connect(...)``, guarded: entering it gives the guarded connection."""
+    """``client.realtime.connect(...)``, guarded: entering it gives the guarded connection. An
+    event the app queues on the manager (its ``send`` before the connection opens, which the SDK
+    sends once it opens) is read by the gate then, before any server message."""
 
     def __init__(self, manager: Any, make: Callable[[Any], GuardedSession]) -> None:
         self._manager, self._make = manager, make
+        self._queued: list[Any] = []
+        self._session: GuardedSession | None = None
+
+    def send(self, event: Any) -> None:
+        self._manager.send(event)
+        if self._session is None:
+            self._queued.append(event)
+        else:
+            self._session.read_sent(event)
+
+    def _guarded(self, connection: Any) -> GuardedSession:
+        self._session = self._make(connection)
+        queued, self._queued = self._queued, []
+        for event in queued:
+            self._session.read_sent(event)
+        return self._session
 
     def __enter__(self) -> GuardedSession:
-        return self._make(self._manager.__enter__())
+        return self._guarded(self._manager.__enter__())
 
     def __exit__(self, *exc: Any) -> Any:
         return self._manager.__exit__(*exc)
@@ -154,15 +191,15 @@ class GuardedSessionManager:
         client's)."""
         entered = self._manager.enter()
         if not inspect.isawaitable(entered):
-            return self._make(entered)
+            return self._guarded(entered)
 
         async def guarded() -> GuardedSession:
-            return self._make(await entered)
+            return self._guarded(await entered)
 
         return guarded()
 
     async def __aenter__(self) -> GuardedSession:
-        return self._make(await self._manager.__aenter__())
+        return self._guarded(await self._manager.__aenter__())
 
     async def __aexit__(self, *exc: Any) -> Any:
         return await self._manager.__aexit__(*exc)

@@ -8,7 +8,9 @@ Each case opens one session (``client.realtime.connect()``), sync or async, guar
 ``callgate.guard`` or not (``guard``: the connection, or the manager ``connect()`` returns),
 with the case's fixture (``/f/<name>/``), mutation (``x-callgate-mutate``) and cut
 (``x-callgate-abort-after``: then it reads until the socket closes). It sends its tools
-(``session.update``), a user message and ``response.create``, then reads every event; at each
+(``session.update``), a user message and ``response.create`` (``queued``: on the manager,
+before the connection opens; ``tools_as: "models"``: function tools as the SDK's models), then
+reads every event; at each
 ``response.done`` it runs the calls that response lists and, while ``turns`` remain, answers them
 and asks for the next response. A ``Blocked`` is noted (its response and codes) and reading goes
 on on the same connection, as an app that skips the blocked response does. One interpreter runs
@@ -22,9 +24,12 @@ import asyncio
 import json
 import sys
 import traceback
+from collections.abc import Iterable
 from typing import Any
 
 from openai import AsyncOpenAI, OpenAI
+from openai.types.realtime.realtime_function_tool import RealtimeFunctionTool
+from openai.types.responses import FunctionTool
 
 import callgate
 
@@ -47,6 +52,7 @@ class Session:
         self.events: list[dict[str, Any]] = []
         self.ran: list[list[Any]] = []
         self.blocked: list[dict[str, Any]] = []
+        self.unjudged: list[str] = []
         self.closed: str | None = None
         self.asked = 1
 
@@ -69,9 +75,20 @@ class Session:
         """The Responses API's WebSocket mode, not the Realtime API."""
         return self.case.get("api") == "responses"
 
+    def tools(self) -> Iterable[Any]:
+        """The app's tools; ``tools_as: "models"``: its function tools as the SDK's models, in
+        the dict event the app sends (the SDK dumps them as it writes the event); ``"generator"``:
+        a generator the SDK's transform lists (the Responses API's)."""
+        if self.case.get("tools_as") == "generator":
+            return (tool for tool in self.case["tools"])
+        if self.case.get("tools_as") != "models":
+            return list(self.case["tools"])
+        model = FunctionTool if self.responses else RealtimeFunctionTool
+        return [model(**t) if t.get("type") == "function" else t for t in self.case["tools"]]
+
     def create(self, **fields: Any) -> dict[str, Any]:
         """A Responses ``response.create``: the HTTP body's fields, with the app's tools."""
-        return {"type": "response.create", "model": "gpt-5", "tools": self.case["tools"], **fields}
+        return {"type": "response.create", "model": "gpt-5", "tools": self.tools(), **fields}
 
     def setup(self) -> list[dict[str, Any]]:
         if self.responses:
@@ -80,7 +97,7 @@ class Session:
             "type": "realtime",
             "output_modalities": ["text"],
             "instructions": CANARY_INSTRUCTIONS,
-            "tools": self.case["tools"],
+            "tools": self.tools(),
         }
         return [
             {"type": "session.update", "session": session},
@@ -123,7 +140,7 @@ class Session:
         if self.case.get("abort_after") is not None:
             return self.closed is not None
         ended = sum(1 for e in self.events if e["type"] in (*ENDS, "error"))
-        ended += len(self.blocked)
+        ended += len(self.blocked) + len(self.unjudged)
         return ended >= self.case["turns"]
 
     def block(self, blocked: callgate.Blocked) -> list[dict[str, Any]]:
@@ -132,11 +149,16 @@ class Session:
         )
         return self.next_turn([])
 
+    def unjudge(self, error: callgate.Unjudged) -> list[dict[str, Any]]:
+        self.unjudged.append(type(error.error).__name__)
+        return self.next_turn([])
+
     def result(self) -> dict[str, Any]:
         return {
             "events": self.events,
             "ran": self.ran,
             "blocked": self.blocked,
+            "unjudged": self.unjudged,
             "closed": self.closed,
         }
 
@@ -184,10 +206,13 @@ def guarded(case: dict[str, Any], manager: Any) -> Any:
 def run_sync(case: dict[str, Any]) -> dict[str, Any]:
     session = Session(case)
     client = OpenAI(**session.clients())
-    with guarded(case, connect(client, case)) as connection:
+    manager = guarded(case, connect(client, case))
+    for event in session.setup() if case.get("queued") else ():
+        manager.send(event)  # queued on the manager, sent once the connection opens
+    with manager as connection:
         if case["guard"] == "connection":
             connection = guard(case, connection)
-        for event in session.setup():
+        for event in () if case.get("queued") else session.setup():
             connection.send(event)
         while not session.done():
             try:
@@ -195,6 +220,9 @@ def run_sync(case: dict[str, Any]) -> dict[str, Any]:
                     connection.send(answer)
             except callgate.Blocked as blocked:
                 for answer in session.block(blocked):
+                    connection.send(answer)
+            except callgate.Unjudged as unjudged:
+                for answer in session.unjudge(unjudged):
                     connection.send(answer)
             except Exception as error:  # the socket closed under the app
                 session.closed = type(error).__name__
@@ -204,10 +232,13 @@ def run_sync(case: dict[str, Any]) -> dict[str, Any]:
 async def run_async(case: dict[str, Any]) -> dict[str, Any]:
     session = Session(case)
     client = AsyncOpenAI(**session.clients())
-    async with guarded(case, connect(client, case)) as connection:
+    manager = guarded(case, connect(client, case))
+    for event in session.setup() if case.get("queued") else ():
+        manager.send(event)
+    async with manager as connection:
         if case["guard"] == "connection":
             connection = guard(case, connection)
-        for event in session.setup():
+        for event in () if case.get("queued") else session.setup():
             await connection.send(event)
         while not session.done():
             try:
@@ -215,6 +246,9 @@ async def run_async(case: dict[str, Any]) -> dict[str, Any]:
                     await connection.send(answer)
             except callgate.Blocked as blocked:
                 for answer in session.block(blocked):
+                    await connection.send(answer)
+            except callgate.Unjudged as unjudged:
+                for answer in session.unjudge(unjudged):
                     await connection.send(answer)
             except Exception as error:
                 session.closed = type(error).__name__
