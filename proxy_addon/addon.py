@@ -30,10 +30,10 @@ from callgate.proxy_addon import webview
 from callgate.proxy_addon.sessions import SessionCapture
 from callgate.proxy_addon.settings import Settings, add_options, concerns, read_settings
 from callgate.proxy_addon.webview import SHOWN, WebBody, bounded
-from callgate.proxy_addon.writer import FixtureWriter, Written
+from callgate.proxy_addon.writer import FixtureWriter, Written, log_written
 from callgate.reassemble import Finding, Reassembler
 from callgate.reassemble.errors import CallgateError
-from callgate.redact import Exchange, NotApplicable, RedactionRefused, request_context
+from callgate.redact import Exchange, request_context
 
 log = logging.getLogger("callgate")
 
@@ -366,20 +366,11 @@ def _not_judged(flow: http.HTTPFlow, max_body: int) -> None:
 
 
 def _report_written(flow: http.HTTPFlow, done: Future[Written], settings: Settings) -> None:
-    error = done.exception()
-    if isinstance(error, NotApplicable | RedactionRefused):
-        log.warning("callgate: %s: no fixture written: %s", flow.id, error)
-        _show_redacted_instead(flow, f"no redacted stream to show: {error}", settings)
-    elif error is not None:
-        log.error("callgate: %s: no fixture written: internal %s", flow.id, type(error).__name__)
-        kind = type(error).__name__
-        _show_redacted_instead(flow, f"no redacted stream to show: internal {kind}", settings)
-    else:
-        path, report, shown = done.result()
-        codes = ", ".join(report.blocking_codes) or "-"
-        log.info("callgate: %s %s -> %s (%s)", flow.id, report.status.value, path, codes)
-        if shown is not None:
-            _show(flow, shown, report.to_dict(), settings)
+    written = log_written(flow.id, done)
+    if isinstance(written, str):
+        _show_redacted_instead(flow, f"no redacted stream to show: {written}", settings)
+    elif written[2] is not None:
+        _show(flow, written[2], written[1].to_dict(), settings)
 
 
 def _show(flow: http.HTTPFlow, body: bytes, report: dict[str, Any], settings: Settings) -> None:

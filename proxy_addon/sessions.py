@@ -29,7 +29,6 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from mitmproxy import ctx, http
 from mitmproxy.hooks import UpdateHook
@@ -37,12 +36,12 @@ from mitmproxy.websocket import WebSocketMessage
 
 from callgate.integrations.otel import record_verdict
 from callgate.proxy_addon.settings import Settings
-from callgate.proxy_addon.writer import FixtureWriter, Written
+from callgate.proxy_addon.writer import FixtureWriter, log_written
 from callgate.reassemble.framing import WEBSOCKET
 from callgate.reassemble.gate import Blocked, Unjudged
 from callgate.reassemble.profiles import PROFILES, profile_for
 from callgate.reassemble.sessions import BY_RESPONSE, Ended, SessionGate
-from callgate.redact import Exchange, NotApplicable, RedactionRefused
+from callgate.redact import Exchange
 
 log = logging.getLogger("callgate")
 
@@ -172,7 +171,9 @@ class SessionCapture:
         )
         loop = asyncio.get_running_loop()
         future.add_done_callback(
-            lambda done: loop.call_soon_threadsafe(_report_written, flow, ended.response_id, done)
+            lambda done: loop.call_soon_threadsafe(
+                log_written, f"{flow.id} response {ended.response_id}", done
+            )
         )
 
     def _broken(
@@ -243,28 +244,3 @@ def _exchange(flow: http.HTTPFlow, ended: Ended) -> Exchange:
         response_body=b"",
         capture="proxy",
     )
-
-
-def _report_written(flow: http.HTTPFlow, response_id: str, done: Any) -> None:
-    error = done.exception()
-    if isinstance(error, NotApplicable | RedactionRefused):
-        log.warning("callgate: %s response %s: no fixture written: %s", flow.id, response_id, error)
-    elif error is not None:
-        log.error(
-            "callgate: %s response %s: no fixture written: internal %s",
-            flow.id,
-            response_id,
-            type(error).__name__,
-        )
-    else:
-        written: Written = done.result()
-        path, report, _ = written
-        codes = ", ".join(report.blocking_codes) or "-"
-        log.info(
-            "callgate: %s response %s %s -> %s (%s)",
-            flow.id,
-            response_id,
-            report.status.value,
-            path,
-            codes,
-        )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import multiprocessing
 import os
 from collections.abc import Iterator
@@ -22,12 +23,40 @@ from callgate.integrations.enforce.tap import PackedBody, unpack_body
 from callgate.proxy_addon.storage import write_atomic
 from callgate.reassemble import Report
 from callgate.reassemble.profiles import PROFILES, framed
-from callgate.redact import ArgumentMode, Exchange, fixture_name, redact_exchange
+from callgate.redact import (
+    ArgumentMode,
+    Exchange,
+    NotApplicable,
+    RedactionRefused,
+    fixture_name,
+    redact_exchange,
+)
 from callgate.redact.fragment_lines import FragmentLines
 
 #: What ``write_fixture`` returns: the fixture's path, its report, and the body a user
 #: interface shows (None unless asked for).
 Written = tuple[Path, Report, bytes | None]
+
+log = logging.getLogger("callgate")
+
+
+def log_written(label: str, done: Future[Written]) -> Written | str:
+    """Log a fixture write's outcome under ``label`` (a flow, or a flow's response): the
+    fixture's path and verdict, or why none was written (a stream callgate does not read, a
+    redaction refused, or callgate's own failure, named by its type only: its message may hold
+    what the stream said). Returns what was written, or why nothing was."""
+    error = done.exception()
+    if isinstance(error, NotApplicable | RedactionRefused):
+        log.warning("callgate: %s: no fixture written: %s", label, error)
+        return str(error)
+    if error is not None:
+        log.error("callgate: %s: no fixture written: internal %s", label, type(error).__name__)
+        return f"internal {type(error).__name__}"
+    written = done.result()
+    path, report, _ = written
+    codes = ", ".join(report.blocking_codes) or "-"
+    log.info("callgate: %s %s -> %s (%s)", label, report.status.value, path, codes)
+    return written
 
 
 class FixtureWriter:
