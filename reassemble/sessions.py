@@ -176,7 +176,10 @@ class SessionGate:
     ``on_verdict``, ``on_error`` and ``on_unjudged`` are each response's ``Gate``'s (``ask``
     changes the tools and request for the responses that start after it, and so do the client's
     messages, ``read_client_text``). ``on_end`` is called with each response as it is judged,
-    with the messages it was given (kept only for it)."""
+    with the messages it was given (kept only for it). ``judging=False`` cuts the session into
+    responses for ``on_end`` without judging them (each ``Ended`` has no report, and nothing is
+    raised, nor are the tools checked): a recording's responses are judged as the fixtures made
+    of them."""
 
     def __init__(
         self,
@@ -190,6 +193,7 @@ class SessionGate:
         on_error: str = "block",
         on_unjudged: Callable[[BaseException], None] | None = None,
         on_end: Callable[[Ended], None] | None = None,
+        judging: bool = True,
     ) -> None:
         if profile not in BY_RESPONSE:
             raise UsageError(f"a session gate judges {', '.join(BY_RESPONSE)}, not {profile}")
@@ -202,6 +206,7 @@ class SessionGate:
             "on_unjudged": on_unjudged,
         }
         self._on_end = on_end
+        self._judging = judging
         self._value = event_reader(PROFILES[profile].names_proof)
         self._router = router_for(profile)
         self._responses: dict[str, _Response] = {}
@@ -220,7 +225,8 @@ class SessionGate:
         """The tools and request the responses that start from now on are judged by (a
         ``session.update`` changes them); raises ``UsageError`` for tools callgate cannot
         read, as a ``Gate`` does."""
-        self._gate(tools, request)  # checked now, not when a response starts
+        if self._judging:  # checked now, not when a response starts
+            self._gate(tools, request)
         self._tools, self._request = tools, request
 
     def read_client_text(self, text: str) -> None:
@@ -241,7 +247,8 @@ class SessionGate:
             if kind == "response.create":
                 body = {k: v for k, v in event.items() if k not in ("type", "stream_id")}
                 lane = event.get("stream_id")
-                self._gate(_tools_in(body), body)  # checked now, as ``ask`` checks
+                if self._judging:  # checked now, as ``ask`` checks
+                    self._gate(_tools_in(body), body)
                 waiting = self._asked.setdefault(lane if isinstance(lane, str) else None, deque())
                 waiting.append((_tools_in(body), body))
             return
@@ -280,7 +287,8 @@ class SessionGate:
             response = self._responses.get(named)
             if response is None:
                 response = self._responses[named] = self._start(routed.lane)
-            response.gate.read(event)
+            if response.gate is not None:
+                response.gate.read(event)
             if self._on_end is not None:  # kept as JSON: a text that is none, as a string
                 response.texts.append(json.dumps(text) if isinstance(event, str) else text)
         self._judge_all(routed.ends)
@@ -291,7 +299,7 @@ class SessionGate:
         session's."""
         waiting = self._asked.get(lane)
         tools, request = waiting.popleft() if waiting else (self._tools, self._request)
-        return _Response(self._gate(tools, request), request)
+        return _Response(self._gate(tools, request) if self._judging else None, request)
 
     def close(self) -> None:
         """The session ended: each response still in flight is judged (it has no end, so it
@@ -311,6 +319,10 @@ class SessionGate:
     def _judge(self, named: str) -> None:
         response = self._responses.pop(named)
         gate = response.gate
+        if gate is None:
+            if self._on_end is not None:
+                self._on_end(Ended(named, None, response.texts, response.request))
+            return
         try:
             gate.judge()
         except Blocked as blocked:
@@ -331,6 +343,6 @@ def _tools_in(request: Mapping[str, object]) -> list[object]:
 
 @dataclass
 class _Response:
-    gate: Gate[Any]
+    gate: Gate[Any] | None  # None when the session is cut, not judged
     request: Mapping[str, object] | None
     texts: list[str] = field(default_factory=list)

@@ -10,12 +10,10 @@ client's messages go no further than those settings.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable
 
 from callgate.reassemble.errors import NotApplicable
-from callgate.reassemble.gate import Blocked, Unjudged
 from callgate.reassemble.profiles import PROFILES, profile_for
 from callgate.reassemble.sessions import BY_RESPONSE, Ended, SessionGate
 from callgate.redact.exchange import Exchange
@@ -43,16 +41,14 @@ def session_exchanges(
     if profile not in BY_RESPONSE:
         raise NotApplicable("a WebSocket that is no model session callgate reads")
     ended: list[Ended] = []
-    gate = SessionGate(profile, [], on_end=ended.append)
+    # Cut, not judged: each response's fixture is judged when it is made.
+    gate = SessionGate(profile, [], on_end=ended.append, judging=False)
     for from_client, text in messages:
         if from_client:
             gate.read_client_text(text)
-            continue
-        # Each response is kept whatever its verdict: its fixture is judged when it is made.
-        with contextlib.suppress(Blocked, Unjudged):
+        else:
             gate.read_text(text)
-    with contextlib.suppress(Blocked, Unjudged):
-        gate.close()
+    gate.close()
     if not ended:
         raise NotApplicable("no response in this session")
     return [

@@ -315,3 +315,65 @@ def test_bedrock_event_streams_import_from_a_har_and_as_raw_bodies(tmp_path: Pat
         assert (code, err) == (0, ""), out
         fixture = json.loads((tmp_path / f"{file_name}.json").read_text())
         assert fixture["expect"] == {"status": "pass", "codes": []}
+
+
+TWO_TURNS = load(CONFORMANCE / "openai-realtime" / "two_tool_turns_second_cancelled.json")
+CANARY_INSTRUCTIONS = "canary-instructions-4e1c: you book flights"
+CANARY_PROMPT = "canary-prompt-71ad: weather in Paris, then a flight"
+
+
+def realtime_flow() -> http.HTTPFlow:
+    """A Realtime session as mitmproxy records it: the client's settings and prompt, then two
+    tool turns, the second cancelled mid-arguments."""
+    from mitmproxy.websocket import WebSocketMessage
+    from wsproto.frame_protocol import Opcode
+
+    recorded = tflow.twebsocketflow()
+    recorded.request.url = "https://api.openai.com/v1/realtime?model=gpt-realtime"
+    recorded.request.headers["authorization"] = f"Bearer {KEY}"
+    session = {"tools": TWO_TURNS["request"]["tools"], "instructions": CANARY_INSTRUCTIONS}
+    sent = [
+        {"type": "session.update", "session": session},
+        {
+            "type": "conversation.item.create",
+            "item": {"type": "message", "role": "user", "content": [{"text": CANARY_PROMPT}]},
+        },
+        {"type": "response.create"},
+    ]
+    assert recorded.websocket is not None
+    recorded.websocket.messages = [
+        *(WebSocketMessage(Opcode.TEXT, True, json.dumps(m).encode()) for m in sent),
+        *(
+            WebSocketMessage(Opcode.TEXT, False, json.dumps(e).encode())
+            for e in TWO_TURNS["events"]
+        ),
+    ]
+    return recorded
+
+
+def test_a_realtime_session_becomes_one_fixture_per_response(tmp_path: Path) -> None:
+    """From a flow file and from a HAR: each response is a fixture of its own, judged by the
+    tools the client's ``session.update`` gave; none holds the key, the instructions, the
+    prompt or the calls' arguments."""
+    from mitmproxy import io
+
+    flows = tmp_path / "session.flows"
+    with flows.open("wb") as out:
+        io.FlowWriter(out).add(realtime_flow())
+    har = tmp_path / "session.har"
+    har.write_text(json.dumps(SaveHar().make_har([realtime_flow()])))
+    for recording in (flows, har):
+        out_dir = tmp_path / recording.suffix.lstrip(".")
+        code, out, err = invoke(str(recording), "--out-dir", str(out_dir))
+        assert (code, err) == (0, ""), recording
+        verdicts = [line.rpartition(" (")[2] for line in out.splitlines()]
+        assert verdicts == [
+            "pass: -)",
+            "fail: invalid_arguments_json, wrong_terminal_reason)",
+        ], recording
+        for path in out_dir.iterdir():
+            text = path.read_text()
+            for secret in (KEY, CANARY_INSTRUCTIONS, CANARY_PROMPT, "Paris", "Lisbon"):
+                assert secret not in text, (recording, secret)
+            fixture = json.loads(text)
+            assert sorted(fixture["tool_schemas"]) == ["book_flight", "get_weather"]

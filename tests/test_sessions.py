@@ -386,6 +386,26 @@ def test_a_client_message_callgate_could_not_read_fails_every_response_after_it(
     assert raised.value is fault
 
 
+def test_a_session_cut_without_judging_hands_each_response_on_unjudged() -> None:
+    """``judging=False`` (what ``callgate import`` cuts a recording with): each response reaches
+    ``on_end`` with its messages, its request and no report, the cancelled one too, and
+    nothing is raised, at its end or when the session closes mid-response."""
+    document = load(REALTIME / "two_tool_turns_second_cancelled.json")
+    ended: list[Any] = []
+    gate = SessionGate("openai-realtime", [], on_end=ended.append, judging=False)
+    gate.read_client_text(json.dumps({"type": "session.update", "session": {"tools": ["t"]}}))
+    texts = [json.dumps(event) for event in document["events"]]
+    for text in texts[:-1]:
+        gate.read_text(text)
+    gate.close()  # the second response never ended
+    assert [(e.response_id, e.report, e.request) for e in ended] == [
+        (name, None, {"tools": ["t"]}) for name in ("resp_CAm8Jp0qx2Lwz1", "resp_CAm8Kq7ry3Mxa2")
+    ]
+    assert json.loads(texts[0])["type"] == "session.created"  # about no response
+    assert [*ended[0].texts, *ended[1].texts] == texts[1:-1]
+    assert gate.reports == {}
+
+
 def renamed_realtime(document: dict[str, Any], number: int) -> dict[str, Any]:
     """A Realtime fixture with its response's id made its own."""
     own = next(e["response"]["id"] for e in document["events"] if e["type"] == "response.created")
