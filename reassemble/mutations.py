@@ -197,6 +197,50 @@ def _withdraw(profile: Profile, events: list[Any], source: Source) -> list[Any] 
     return [*events[: ends[0] + 1], profile.withdrawal([call_id]), *events[ends[0] + 1 :]]
 
 
+def _repeat_after_cancel(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    """The response ends cancelled, then a new response makes the same calls again and completes
+    (the model asked again after the user spoke over it): each id of the response's events
+    (the response's, its items', its calls', its events') made its own in the new one."""
+    cancelled = _cancel(profile, events, source)
+    if isinstance(cancelled, str):
+        return cancelled
+    if not source.report.calls:
+        return "no call to make again"
+    start = next((n for n, e in enumerate(events) if isinstance(e, dict) and "response" in e), None)
+    if start is None:
+        return "no event names the response"
+    again = json.dumps(events[start:])
+    for old in sorted(_ids(events[start:]), key=len, reverse=True):
+        again = again.replace(json.dumps(old), json.dumps(f"{old}_again"))
+    return [*cancelled, *json.loads(again)]
+
+
+def _ids(events: list[Any]) -> set[str]:
+    """The ids a response's events give: the response's, its items', its calls', their own."""
+    found: set[str] = set()
+    for holder in _objects(events):
+        for field in ("id", "item_id", "call_id", "event_id", "response_id"):
+            value = holder.get(field)
+            if isinstance(value, str) and value:
+                found.add(value)
+    return found
+
+
+def _repeat_call(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
+    """The message that holds the first call comes again right after it, the call's id with it
+    (an app that runs each message's calls runs the tool twice)."""
+    if _not_whole_messages(profile):
+        return "this API's messages do not each hold whole calls"
+    call_id = next((c.id for c in source.report.calls if c.id), None)
+    if call_id is None:
+        return "no call with an id to send again"
+    quoted = json.dumps(call_id)
+    at = next((n for n, e in enumerate(events) if quoted in json.dumps(e)), None)
+    if at is None:
+        return "no event holds the call's id"
+    return [*events[: at + 1], copy.deepcopy(events[at]), *events[at + 1 :]]
+
+
 def _provider_error(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     fragments = [n for n, holds in enumerate(_keys_by_event(profile, events, ("stream",))) if holds]
     ends = _terminal_at(profile, events)
@@ -623,6 +667,12 @@ def _not_withdrawn(profile: Profile) -> bool:
     return profile.withdrawal is None
 
 
+def _not_whole_messages(profile: Profile) -> bool:
+    """Whether a message of this API cannot hold whole calls that name no slot (Gemini's parts,
+    Gemini Live's ``toolCall``): a message sent again is then the same calls again."""
+    return not profile.whole_calls or bool(profile.slot_field)
+
+
 def _no_slot_field(profile: Profile) -> bool:
     return not profile.slot_field
 
@@ -690,6 +740,23 @@ KINDS: dict[str, Kind] = {
             description="the turn ends cancelled, as when the user speaks over a voice model",
             make=_cancel,
             never=_not_cancelled,
+        ),
+        Kind(
+            name="repeat_after_cancel",
+            code=Code.WRONG_TERMINAL_REASON,
+            description=(
+                "the turn ends cancelled, then a new response makes the same calls again and "
+                "completes: only the new response's calls may run"
+            ),
+            make=_repeat_after_cancel,
+            never=_not_cancelled,
+        ),
+        Kind(
+            name="repeat_call",
+            code=Code.DUPLICATE_CALL_ID,
+            description="the message that holds the first whole call comes again, with its id",
+            make=_repeat_call,
+            never=_not_whole_messages,
         ),
         Kind(
             name="withdraw",

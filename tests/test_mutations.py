@@ -38,6 +38,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -62,6 +64,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -87,6 +91,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no field of the events names the calls' slots",
         "drop_id": "drop_id: the variant gives fail [invalid_slot], not missing_call_id",
@@ -111,6 +117,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": ["delta_after_terminal", "event_gap"],
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -135,6 +143,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -160,6 +170,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -185,6 +197,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
@@ -210,6 +224,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "before the terminal evidence",
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: no call with an id to send again",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
@@ -234,6 +250,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the",
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call",
         "drop_id": ["missing_call_id"],
@@ -258,6 +276,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": "delta_after_terminal: no argument fragment comes before the",
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call",
         "drop_id": ["missing_call_id"],
@@ -282,6 +302,8 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "delta_after_terminal": ["delta_after_terminal"],
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
+        "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
+        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call",
         "drop_id": ["missing_call_id"],
@@ -448,8 +470,20 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
     } | {
         # Only Realtime responses end cancelled; only Gemini Live withdraws a call it sent.
         (profile, kind)
-        for profile, kind in itertools.product(PROFILES, ("cancel", "withdraw"))
-        if (profile, kind) not in (("openai-realtime", "cancel"), ("gemini-live", "withdraw"))
+        for profile, kind in itertools.product(
+            PROFILES, ("cancel", "repeat_after_cancel", "withdraw")
+        )
+        if (profile, kind)
+        not in (
+            ("openai-realtime", "cancel"),
+            ("openai-realtime", "repeat_after_cancel"),
+            ("gemini-live", "withdraw"),
+        )
+    } | {
+        # Only Gemini's messages hold whole calls that name no slot.
+        (profile, "repeat_call")
+        for profile in PROFILES
+        if profile not in ("gemini", "gemini-live")
     } | {
         # Gemini Live's toolCall holds whole calls and is itself the terminal evidence.
         ("gemini-live", kind)
@@ -458,6 +492,7 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
         not in (
             "truncate",
             "withdraw",
+            "repeat_call",
             "drop_id",
             "schema_violation",
             "provider_error",
@@ -474,6 +509,8 @@ def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
         "delta_after_terminal",
         "wrong_terminal",
         "cancel",
+        "repeat_after_cancel",
+        "repeat_call",
         "withdraw",
         "reuse_slot",
         "drop_id",
@@ -551,7 +588,7 @@ def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_the
         *wrote[5:9],
         # The kinds of custom tools: this turn calls a function. (Those no Chat Completions
         # turn can take are not tried: restated free-form input, computer actions, cancelled
-        # and withdrawn session turns.)
+        # and withdrawn session turns, calls made again.)
         "skipped cut_input: no free-form input (a command, a diff, a custom tool's text) streams "
         "two words",
         "skipped cut_free_form_input: no call takes free-form input",
@@ -561,6 +598,7 @@ def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_the
     ]
     skipped = {"reuse_slot", "interleave", "cut_input", "restate_other_input"}
     skipped |= {"cut_free_form_input", "drop_coordinates", "cancel", "withdraw"}
+    skipped |= {"repeat_after_cancel", "repeat_call"}
     assert [(o.fixture.name, o.held) for o in replay([tmp_path])] == sorted(
         [(f"turn.{kind}.json", True) for kind in KINDS if kind not in skipped]
         + [("turn.json", True)]

@@ -21,7 +21,7 @@ from callgate.cli.serve import FakeProvider, collect
 from callgate.reassemble import Reassembler, Report
 from callgate.reassemble.gate import Blocked
 from callgate.reassemble.profiles import PROFILES
-from callgate.reassemble.sessions import SessionGate
+from callgate.reassemble.sessions import SessionGate, session_parts
 from tests.conftest import CONFORMANCE, ROOT, load
 from tests.proxy_harness import (
     APPS_PYTHON,
@@ -221,15 +221,18 @@ def enforced(texts: list[str], profile: str, sent: list[dict[str, Any]]) -> list
     return out
 
 
-def blocking_variants(profile: str) -> list[tuple[str, str]]:
+def blocking_variants(profile: str) -> list[tuple[str, str, int]]:
+    """Each blocking fault on the first base it applies to, with the responses it holds (one
+    ``response.create`` each: ``repeat_after_cancel`` holds two)."""
     made = []
     for kind in mutations(blocking=True, profile=profile):
         for base in ("valid_single_call", "valid_parallel_calls", "shell_call_valid"):
             try:
-                mutate(load(CONFORMANCE / profile / f"{base}.json"), kind, base)
+                variant = mutate(load(CONFORMANCE / profile / f"{base}.json"), kind, base)
             except (NotApplicable, FileNotFoundError):
                 continue
-            made.append((f"{profile}/{base}", kind))
+            parts = session_parts(variant[PROFILES[profile].stream_key], profile)
+            made.append((f"{profile}/{base}", kind, len(parts) - 1))
             break
     return made
 
@@ -260,8 +263,8 @@ def test_enforce_mode_replaces_the_end_of_each_blocked_response_and_nothing_else
         (f"{RESPONSES}/shell_call_cut_mid_command", None, 1),
         (f"{RESPONSES}/apply_patch_then_response_incomplete", None, 1),
     ]
-    sessions += [(name, kind, 1) for name, kind in blocking_variants(REALTIME)]
-    sessions += [(name, kind, 1) for name, kind in blocking_variants(RESPONSES)]
+    sessions += [*blocking_variants(REALTIME), *blocking_variants(RESPONSES)]
+    assert (f"{REALTIME}/valid_single_call", "repeat_after_cancel", 2) in sessions
     replaced = set()
     with Proxy(upstream.url, tmp_path / "fixtures", callgate_enforce=True) as proxy:
         for name, kind, responses in sessions:

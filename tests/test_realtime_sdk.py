@@ -19,7 +19,7 @@ from callgate import NotApplicable, check, mutate, mutations
 from callgate.cli.serve import FakeProvider, collect
 from callgate.reassemble.gate import Blocked
 from callgate.reassemble.profiles import PROFILES
-from callgate.reassemble.sessions import SessionGate
+from callgate.reassemble.sessions import SessionGate, session_parts
 from tests.conftest import CONFORMANCE, ROOT, load
 from tests.proxy_harness import APPS_PYTHON, batch_results, request_body_of
 
@@ -121,9 +121,17 @@ def faults(profile: str) -> list[Session]:
             except NotApplicable:
                 continue
             stream = variant[PROFILES[profile].stream_key]
+            # A response for each response.create the app sends (``repeat_after_cancel``: two).
+            turns = len(session_parts(stream, profile)) - 1
             for guard in ("connection", "none"):
                 made.append(
-                    session(f"{profile}/{base}", guard=guard, mutate=kind, abort_after=len(stream))
+                    session(
+                        f"{profile}/{base}",
+                        guard=guard,
+                        mutate=kind,
+                        abort_after=len(stream),
+                        turns=turns,
+                    )
                 )
             break
     return made

@@ -406,6 +406,37 @@ def test_a_session_cut_without_judging_hands_each_response_on_unjudged() -> None
     assert gate.reports == {}
 
 
+def test_a_call_made_again_after_a_cancel_runs_once_from_the_new_response() -> None:
+    """``repeat_after_cancel``: the cancelled response is blocked by its id, and the response
+    that makes the same call again, with ids of its own, passes: the call runs once."""
+    document = mutate(load(REALTIME / "valid_single_call.json"), "repeat_after_cancel")
+    gate = SessionGate("openai-realtime", document["request"]["tools"])
+    blocked = []
+    for event in document["events"]:
+        try:
+            gate.read_text(json.dumps(event))
+        except Blocked as error:
+            blocked.append((error.response_id, error.report.blocking_codes))
+    gate.close()
+    assert blocked == [("resp_CAm8Jp0qx2Lwz1", ["wrong_terminal_reason"])]
+    again = gate.reports["resp_CAm8Jp0qx2Lwz1_again"]
+    assert again.status is Status.PASS
+    assert [(c.id, c.name, c.arguments) for c in again.calls] == [
+        ("call_7hD2kLq9_again", "get_weather", '{"city":"Paris","unit":"c"}')
+    ]
+
+
+def test_a_gemini_live_tool_call_sent_again_blocks_the_second_request() -> None:
+    """``repeat_call`` (the same toolCall twice, as mastra-ai/mastra#22969 reports): the second
+    request's call repeats the first's id and is blocked; the first is whole."""
+    document = mutate(load(CONFORMANCE / "gemini-live" / "valid_single_call.json"), "repeat_call")
+    report = check(document)
+    assert [(f.code, f.choice) for f in report.findings if f.blocking] == [
+        (Code.DUPLICATE_CALL_ID, 1)
+    ]
+    assert [(c.choice, c.state.value) for c in report.calls] == [(0, "validated"), (1, "blocked")]
+
+
 def renamed_realtime(document: dict[str, Any], number: int) -> dict[str, Any]:
     """A Realtime fixture with its response's id made its own."""
     own = next(e["response"]["id"] for e in document["events"] if e["type"] == "response.created")
