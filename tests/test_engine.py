@@ -139,6 +139,25 @@ def test_argument_limit_blocks_without_keeping_the_text() -> None:
     assert engine.close().calls[0].arguments == ""
 
 
+@pytest.mark.parametrize("pieces", [1, 3])
+def test_the_argument_limit_holds_exactly_its_bytes(pieces: int) -> None:
+    """15 bytes under a limit of 15 pass; 16 are blocked as they arrive, the text dropped: in
+    one fragment and in several (each fragment after the first read on the short path)."""
+    verdicts = []
+    for text in ('{"city":"Oslo"}', '{"city":"Osloo"}'):
+        engine = Reassembler(
+            "openai", {"get_weather": WEATHER}, limits=Limits(max_argument_bytes=15)
+        )
+        cut = [text[n * len(text) // pieces : (n + 1) * len(text) // pieces] for n in range(pieces)]
+        found = engine.feed(chunk(entry(0, cut[0], "call_A", "get_weather")))
+        for piece in cut[1:]:
+            found += engine.feed(chunk(entry(0, piece)))
+        engine.feed(chunk(finish="tool_calls"))
+        report = engine.close()
+        verdicts.append(([f.message for f in found], report.calls[0].arguments))
+    assert verdicts == [([], '{"city":"Oslo"}'), (["arguments exceed 15 bytes"], "")]
+
+
 def test_multibyte_text_counts_in_utf8_bytes_against_the_limit() -> None:
     engine = Reassembler("openai", {"get_weather": WEATHER}, limits=Limits(max_argument_bytes=15))
     findings = engine.feed(chunk(entry(0, '{"city":"ÅÅÅ"}', "call_A", "get_weather")))

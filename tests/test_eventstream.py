@@ -156,6 +156,7 @@ def prelude(total: int, crc_delta: int = 0) -> bytes:
         (prelude(15), False),  # its CRC holds, but no message is that short
         (prelude(16, crc_delta=1), False),  # a length a message can have, but the CRC is wrong
         (prelude(16)[:15], False),
+        (encode({}, b""), True),  # the shortest message: 16 bytes, all of them
     ],
 )
 def test_a_body_starts_a_message_only_with_a_whole_prelude_whose_crc_and_length_hold(
