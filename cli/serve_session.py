@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +70,22 @@ def serve_session(
 ) -> None:
     """Accept the WebSocket ``handler``'s request asks for and play the session's ``parts`` on
     it, one at a time, until the client closes (or ``abort_after`` events are sent)."""
+    first, rest = parts[0], parts[1:]
+    error_body = PROFILES[profile].error_body
+
+    def answer(text: str) -> list[Any] | None:
+        if not asks_next(text):
+            return None
+        if rest:
+            return rest.pop(0)
+        return [error_body("callgate serve: the fixture has no more responses", [])]
+
+    accept(handler)
+    play(handler, first, answer, waits, abort_after)
+
+
+def accept(handler: BaseHTTPRequestHandler, headers: Sequence[tuple[str, str]] = ()) -> None:
+    """Answer ``handler``'s WebSocket request: the upgrade (with ``headers`` besides)."""
     from wsproto.utilities import generate_accept_token  # only when a session is served
 
     key = handler.headers["sec-websocket-key"].encode()
@@ -77,18 +93,31 @@ def serve_session(
     handler.send_header("upgrade", "websocket")
     handler.send_header("connection", "Upgrade")
     handler.send_header("sec-websocket-accept", generate_accept_token(key).decode())
+    for name, value in headers:
+        handler.send_header(name, value)
     handler.end_headers()
     handler.wfile.flush()
     handler.close_connection = True
-    _Session(handler, profile, parts, waits, abort_after).play()
+
+
+def play(
+    handler: BaseHTTPRequestHandler,
+    first: list[Any],
+    answer: Callable[[str], list[Any] | None],
+    waits: Iterator[float],
+    abort_after: int = -1,
+) -> None:
+    """Play a session on ``handler``'s accepted WebSocket: ``first`` at once, then what
+    ``answer`` gives for each text message the client sends (None: nothing), until the client
+    closes (or ``abort_after`` events are sent)."""
+    _Session(handler, answer, waits, abort_after).play(first)
 
 
 class _Session:
     def __init__(
         self,
         handler: BaseHTTPRequestHandler,
-        profile: str,
-        parts: list[list[Any]],
+        answer: Callable[[str], list[Any] | None],
         waits: Iterator[float],
         abort_after: int,
     ) -> None:
@@ -96,15 +125,14 @@ class _Session:
 
         self._handler = handler
         self._socket: Connection = Connection(ConnectionType.SERVER)
-        self._parts = parts
+        self._answer_to = answer
         self._waits, self._left = waits, abort_after
-        self._error_body = PROFILES[profile].error_body
         self._text = ""  # a text message arriving in pieces
 
-    def play(self) -> None:
+    def play(self, first: list[Any]) -> None:
         from wsproto.connection import ConnectionState
 
-        if not self._send_part():
+        if not self._send(first):
             return
         while self._socket.state is ConnectionState.OPEN:
             data = self._handler.rfile.read1(65536)
@@ -128,18 +156,14 @@ class _Session:
             self._text += event.data
             if event.message_finished:
                 text, self._text = self._text, ""
-                if _asks_next(text):
-                    return self._send_part()
+                events = self._answer_to(text)
+                if events is not None:
+                    return self._send(events)
         return True
 
-    def _send_part(self) -> bool:
-        """The next part of the session (an ``error`` event when none is left); False when the
-        connection was dropped on purpose."""
-        if not self._parts:
-            ended = self._error_body("callgate serve: the fixture has no more responses", [])
-            self._send_text(message_text(ended))
-            return True
-        for event in self._parts.pop(0):
+    def _send(self, events: list[Any]) -> bool:
+        """Send ``events``; False when the connection was dropped on purpose."""
+        for event in events:
             wait = next(self._waits)
             if wait:
                 time.sleep(wait)
@@ -167,7 +191,8 @@ def message_text(event: object) -> str:
     return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
 
 
-def _asks_next(text: str) -> bool:
+def asks_next(text: str) -> bool:
+    """Whether a client's message asks for the next response (``response.create``)."""
     try:
         event = json.loads(text)
     except ValueError:

@@ -209,28 +209,29 @@ def _repeat_after_cancel(profile: Profile, events: list[Any], source: Source) ->
     start = next((n for n, e in enumerate(events) if isinstance(e, dict) and "response" in e), None)
     if start is None:
         return "no event names the response"
-    again = json.dumps(events[start:])
-    for old in sorted(_ids(events[start:]), key=len, reverse=True):
-        again = again.replace(json.dumps(old), json.dumps(f"{old}_again"))
-    return [*cancelled, *json.loads(again)]
+    return [*cancelled, *with_own_ids(events[start:], "again")]
 
 
-def _ids(events: list[Any]) -> set[str]:
-    """The ids a response's events give: the response's, its items', its calls', their own."""
+def with_own_ids(events: list[Any], suffix: str) -> list[Any]:
+    """A copy of a response's events with each id they give (the response's, its items', its
+    calls', the events' own) made its own: ``<id>_<suffix>``, wherever it appears."""
     found: set[str] = set()
     for holder in _objects(events):
         for field in ("id", "item_id", "call_id", "event_id", "response_id"):
             value = holder.get(field)
             if isinstance(value, str) and value:
                 found.add(value)
-    return found
+    text = json.dumps(events)
+    for old in sorted(found, key=len, reverse=True):
+        text = text.replace(json.dumps(old), json.dumps(f"{old}_{suffix}"))
+    return list(json.loads(text))
 
 
 def _repeat_call(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     """The message that holds the first call comes again right after it, the call's id with it
     (an app that runs each message's calls runs the tool twice)."""
     if _not_whole_messages(profile):
-        return "this API's messages do not each hold whole calls"
+        return "this API sends no session messages that each hold whole calls"
     call_id = next((c.id for c in source.report.calls if c.id), None)
     if call_id is None:
         return "no call with an id to send again"
@@ -668,9 +669,9 @@ def _not_withdrawn(profile: Profile) -> bool:
 
 
 def _not_whole_messages(profile: Profile) -> bool:
-    """Whether a message of this API cannot hold whole calls that name no slot (Gemini's parts,
-    Gemini Live's ``toolCall``): a message sent again is then the same calls again."""
-    return not profile.whole_calls or bool(profile.slot_field)
+    """Whether this is not a session whose messages each hold whole calls that name no slot
+    (Gemini Live's ``toolCall``): a message sent again is then the same calls again."""
+    return not (profile.whole_calls and profile.over_websocket) or bool(profile.slot_field)
 
 
 def _no_slot_field(profile: Profile) -> bool:

@@ -214,6 +214,8 @@ class SessionGate:
         self._asked: dict[str | None, deque[tuple[Tools, Mapping[str, object]]]] = {}
         #: The session's settings as the client's ``session.update`` messages set them.
         self.settings: dict[str, Any] = {}
+        #: The request of the last ``response.create`` read: what its response is judged by.
+        self.asked: Mapping[str, object] | None = None
         #: The verdict of each response judged, by response id, in the order they ended.
         self.reports: dict[str, Report] = {}
         #: A client message callgate could not read (``client_unread``): what the session was
@@ -246,6 +248,7 @@ class SessionGate:
         if self._profile == RESPONSES:
             if kind == "response.create":
                 body = {k: v for k, v in event.items() if k not in ("type", "stream_id")}
+                self.asked = body
                 lane = event.get("stream_id")
                 if self._judging:  # checked now, as ``ask`` checks
                     self._gate(_tools_in(body), body)
@@ -259,6 +262,7 @@ class SessionGate:
             own = event.get("response")
             asked = {**self.settings, **(own if isinstance(own, dict) else {})}
             self.ask(_tools_in(asked), asked)
+            self.asked = asked
 
     def client_unread(self, error: Exception) -> None:
         """callgate could not read a message the client sent (an SDK's event it cannot write as

@@ -39,7 +39,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -65,7 +65,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -92,7 +92,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no field of the events names the calls' slots",
         "drop_id": "drop_id: the variant gives fail [invalid_slot], not missing_call_id",
@@ -118,7 +118,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -144,7 +144,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -171,7 +171,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": ["missing_call_id"],
@@ -198,7 +198,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
@@ -225,7 +225,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: no call with an id to send again",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call's choice",
         "drop_id": "drop_id: call ids are optional in this API",
@@ -251,7 +251,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call",
         "drop_id": ["missing_call_id"],
@@ -277,7 +277,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call",
         "drop_id": ["missing_call_id"],
@@ -303,7 +303,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "wrong_terminal": ["wrong_terminal_reason"],
         "cancel": "cancel: this API has no cancelled turn end",
         "repeat_after_cancel": "repeat_after_cancel: this API has no cancelled turn end",
-        "repeat_call": "repeat_call: this API's messages do not each hold whole calls",
+        "repeat_call": "repeat_call: this API sends no session messages that each hold whole calls",
         "withdraw": "withdraw: this API cannot withdraw a call it sent",
         "reuse_slot": "reuse_slot: no second call in the first call",
         "drop_id": ["missing_call_id"],
@@ -480,10 +480,10 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
             ("gemini-live", "withdraw"),
         )
     } | {
-        # Only Gemini's messages hold whole calls that name no slot.
+        # Only Gemini Live's session messages hold whole calls that name no slot.
         (profile, "repeat_call")
         for profile in PROFILES
-        if profile not in ("gemini", "gemini-live")
+        if profile != "gemini-live"
     } | {
         # Gemini Live's toolCall holds whole calls and is itself the terminal evidence.
         ("gemini-live", kind)

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from callgate.cli.serve import LoopbackServer, send_chunk, send_envelope
+from callgate.cli.serve_session import asks_upgrade
 from callgate.cli.tape import DUMMY_KEY
 from callgate.cli.tape.session import Tape
 from callgate.cli.tape.shape import request_shape
@@ -167,6 +168,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(located.route, located.status, located.message)
             return
         tape, route, rest = located.tape, located.route, located.rest
+        if asks_upgrade(self):
+            self._session(tape, route, rest)
+            return
         shape = request_shape(route, self.command, rest, body)
         decision = tape.decide(shape)
         if decision.refusal is not None:
@@ -182,6 +186,28 @@ class _Handler(BaseHTTPRequestHandler):
             tape.recorded(None, shape, message.removeprefix("callgate tape: "))
         else:
             self._forward(tape, route, rest, body, shape)
+
+    def _session(self, tape: Tape, route: str, rest: str) -> None:
+        """A WebSocket session (``callgate.cli.tape.sessions``): replayed, or relayed upstream
+        and recorded, whole."""
+        from callgate.cli.tape import sessions  # only for WebSocket sessions
+
+        if not tape.records_session(sessions.METHOD, urlsplit(rest).path):
+            sessions.replay_session(self, tape, route, rest)
+            return
+        if any(DUMMY_KEY in value for value in self.headers.values()):
+            message = (
+                f"not recorded: the session carries the replay's dummy key; set "
+                f"{' or '.join(ROUTES[route].key_variables) or 'the API key'} to record"
+            )
+            self._error(route, 401, f"callgate tape: {message}")
+            tape.failed(f"{sessions.METHOD} {urlsplit(rest).path} ({route}): {message}")
+            return
+        upstream = self.tape_server.upstreams[route]
+        why = sessions.record_session(self, tape, route, rest, upstream)
+        if why is not None:
+            self._error(route, 502, f"callgate tape: {why}")
+            tape.failed(f"{sessions.METHOD} {urlsplit(rest).path} ({route}): {why}")
 
     def _body(self) -> bytes:
         """The request body, sent with a length or chunked (HTTP/1.1's two ways)."""

@@ -197,6 +197,18 @@ class Tape:
         """Whether the folder held a recorded tape when it was opened."""
         return bool(self._entries)
 
+    def records_session(self, method: str, path: str) -> bool:
+        """Whether a WebSocket session at ``path`` goes upstream to be recorded whole (``all``,
+        ``once`` on an empty tape, ``new_episodes`` when the tape holds no response of a session
+        there), rather than replayed: a session is recorded or replayed as one."""
+        with self._lock:
+            if self.mutated or not self.recording:
+                return False
+            return self._recording or not any(
+                e.shape.get("method") == method and e.shape.get("path") == path
+                for e in self._unused
+            )
+
     def decide(self, shape: Mapping[str, Any]) -> Decision:
         with self._lock:
             self._requests += 1

@@ -61,7 +61,8 @@ class Session:
         headers = {"x-callgate-mutate": case["mutate"]} if case.get("mutate") else {}
         if case.get("abort_after") is not None:
             headers["x-callgate-abort-after"] = str(case["abort_after"])
-        where = f"{case.get('prefix', 'f')}/{case['fixture']}"  # a fixture, or s/ a scenario
+        # A fixture, s/ a scenario, or (``root``) a server's route such as a tape's /openai.
+        where = case.get("root") or f"{case.get('prefix', 'f')}/{case['fixture']}"
         return {
             "api_key": API_KEY,
             "base_url": f"http://{case['host']}/v1",
