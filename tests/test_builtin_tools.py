@@ -96,6 +96,16 @@ def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_
             {"action": "scroll", "scroll_direction": "up", "scroll_amount": 3},
             [],
         ),
+        (
+            {"type": "computer_20250124", "display_width_px": 100, "display_height_px": 100},
+            {"action": "scroll", "scroll_direction": "up", "scroll_amount": 0},
+            [],
+        ),
+        (
+            {"type": "computer_20250124", "display_width_px": 100, "display_height_px": 100},
+            {"action": "scroll", "scroll_direction": "up", "scroll_amount": -1},
+            ["schema_violation"],
+        ),
         # a display of no size bounds no coordinate: [x, y] is only whole pixels from 0
         (
             {"type": "computer_20250124", "display_width_px": 0, "display_height_px": 0},
@@ -119,6 +129,9 @@ def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_
             {"action": {"type": "wait"}, "actions": [{"type": "wait"}]},
             ["schema_violation"],
         ),
+        # the GA computer tool's batch: one action or more
+        ({"type": "computer"}, {"actions": [{"type": "wait"}]}, []),
+        ({"type": "computer"}, {"actions": []}, ["schema_violation"]),
         (
             {"type": "apply_patch"},
             {"operation": {"type": "delete_file", "path": "a", "diff": "+x"}},
@@ -143,6 +156,7 @@ def test_a_built_in_tool_s_input_is_judged_by_its_type_and_version(
     ("operation", "problem"),
     [
         ({"type": "create_file", "diff": "+a\n+\n+b"}, None),
+        ({"type": "create_file", "diff": "+a\nb"}, "line 2 of a create_file diff does not start"),
         ({"type": "create_file", "diff": ""}, "the create_file diff is empty"),
         ({"type": "create_file", "diff": "+a\n\n"}, "line 2 of a create_file diff does not start"),
         ({"type": "update_file", "diff": "-a\n+b\n"}, None),  # the first hunk needs no header

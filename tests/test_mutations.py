@@ -884,3 +884,32 @@ def test_repeat_identity_repeats_it_on_a_call_of_two_fragments() -> None:
 
 def chunk_with(entry: dict[str, object]) -> dict[str, object]:
     return {"choices": [{"index": 0, "delta": {"tool_calls": [entry]}, "finish_reason": None}]}
+
+
+def test_a_cohere_delta_that_holds_no_function_is_no_argument_site() -> None:
+    """A ``tool-call-delta`` whose ``tool_calls`` is empty passes, and holds nothing a kind
+    may change."""
+    envelope = load(CONFORMANCE / "cohere" / "valid_single_call.json")
+    empty = {"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {}}}}
+    envelope["events"].insert(5, empty)
+    variant = mutate(envelope, "corrupt_arguments")
+    assert variant["expect"]["codes"] == ["invalid_arguments_json"]
+    assert variant["events"][5] == empty
+
+
+def test_a_realtime_mcp_calls_arguments_are_not_a_function_calls_copy() -> None:
+    """Only ``response.function_call_arguments.done`` restates a function call's arguments at
+    its top level: an MCP call's ``arguments`` event in the same response is left as it is."""
+    envelope = load(CONFORMANCE / "openai-realtime" / "valid_single_call.json")
+    done = envelope["events"][7]
+    mcp = {
+        "type": "response.mcp_call_arguments.done",
+        "event_id": "event_x",
+        "response_id": done["response_id"],
+        "item_id": "item_mcp",
+        "output_index": 0,
+        "arguments": '{"q":1}',
+    }
+    envelope["events"].insert(8, mcp)
+    for kind in ("corrupt_arguments", "schema_violation", "resplit"):
+        assert mutate(envelope, kind)["events"][8] == mcp, kind

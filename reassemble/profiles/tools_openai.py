@@ -155,8 +155,8 @@ def diff_problems(arguments: Any) -> list[tuple[Code, str]]:
     if not isinstance(operation, dict) or not isinstance(operation.get("diff"), str):
         return []
     diff, kind = operation["diff"], operation.get("type")
-    lines = diff.split("\n")
-    if lines and lines[-1] == "":
+    lines = diff.split("\n")  # never empty: "".split("\n") is [""]
+    if lines[-1] == "":
         lines.pop()  # the diff's own last newline
     if not lines:
         return [(Code.INVALID_PATCH, f"the {kind} diff is empty")]
