@@ -135,6 +135,8 @@ def test_the_parameters_are_dataclasses_parameters() -> None:
         *["KEYWORD_ONLY"] * 3,
     ]
     assert Quick.__init__.__qualname__ == Plain.__init__.__qualname__
+    # Where it is defined, as dataclasses says of its own (``inspect.getmodule``, pydoc).
+    assert Quick.__init__.__module__ == Plain.__init__.__module__ == __name__
 
 
 def test_each_record_gets_a_fresh_default_from_the_factory() -> None:
