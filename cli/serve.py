@@ -48,7 +48,7 @@ from callgate.reassemble.errors import InputError, NotApplicable, UsageError
 from callgate.reassemble.framing import JSON_ARRAY, MEDIA_TYPES
 from callgate.reassemble.mutations import KINDS, mutate
 from callgate.reassemble.profiles import PROFILES, framed, framing_of_request, serves
-from callgate.reassemble.sessions import BY_RESPONSE
+from callgate.reassemble.sessions import BY_RESPONSE, SESSION_PROFILES
 
 
 def collect(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
@@ -305,7 +305,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         name, envelope = chosen
         profile = envelope["profile"]
-        if profile not in BY_RESPONSE:
+        if profile not in SESSION_PROFILES:
             self._refuse(f"{name} is an HTTP stream ({profile}), not a session")
             return
         if kind:

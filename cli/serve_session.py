@@ -8,7 +8,9 @@ response as soon as the socket opens (Realtime's ``session.created``), then the 
 sends ``response.create``. A Responses fixture is one response; a scenario (``/s/<name>/``)
 gives its next turn at each ``response.create``, as it does at each HTTP request. Other client
 events get no answer of their own: what the server said to them is in the fixture, in its place.
-A ``response.create`` after the last part gets the provider's ``error`` event. The socket stays
+A ``response.create`` after the last part gets the provider's ``error`` event. A Gemini Live
+session (``live_parts``) goes in the parts its server sends between the client's ``setup``,
+``clientContent`` and ``toolResponse``; its recorded close frame closes the socket. The socket stays
 open until the client closes it, as the server's does. ``x-callgate-abort-after: N`` drops the
 connection, without a close frame, after N events; ``x-callgate-mutate`` and the timing apply as
 they do over HTTP.
@@ -27,13 +29,18 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from callgate.reassemble.profiles import PROFILES
-from callgate.reassemble.sessions import session_parts
+from callgate.reassemble.sessions import GEMINI_LIVE, session_parts
 
 if TYPE_CHECKING:
     from wsproto.connection import Connection
 
 #: The client event that asks for the next response.
 ASKS_NEXT = "response.create"
+#: The members of a Gemini Live client message that ask for the server's next part, as the
+#: API names them and as google-genai sends them (``client_content``, ``tool_response``).
+LIVE_ASKS = frozenset(
+    {"setup", "clientContent", "client_content", "toolResponse", "tool_response"}
+)
 
 
 def asks_upgrade(handler: BaseHTTPRequestHandler) -> bool:
@@ -55,9 +62,34 @@ def refuse(handler: BaseHTTPRequestHandler, message: str) -> None:
 
 
 def fixture_parts(envelope: dict[str, Any]) -> list[list[Any]]:
-    """The parts of one fixture's session (``session_parts``)."""
+    """The parts of one fixture's session (``session_parts``; Gemini Live's, ``live_parts``)."""
     profile = envelope["profile"]
-    return session_parts(envelope[PROFILES[profile].stream_key], profile)
+    events = envelope[PROFILES[profile].stream_key]
+    return live_parts(events) if profile == GEMINI_LIVE else session_parts(events, profile)
+
+
+def live_parts(events: list[Any]) -> list[list[Any]]:
+    """A Gemini Live session in the parts its server sends: nothing as the socket opens, then,
+    at each client message that asks (``setup``, ``clientContent``, ``toolResponse``), the
+    messages up to the next one that waits for the client: ``setupComplete``, a ``toolCall`` (its
+    answer is the client's), a completed model turn. What comes after the last goes with it (the
+    close frame a fixture records among it)."""
+    parts: list[list[Any]] = [[]]
+    waiting = True  # the next message starts a part
+    for event in events:
+        if waiting:
+            parts.append([])
+        parts[-1].append(event)
+        waiting = _waits_for_client(event)
+    return parts
+
+
+def _waits_for_client(event: object) -> bool:
+    if not isinstance(event, dict):
+        return False
+    content = event.get("serverContent")
+    turn_done = isinstance(content, dict) and content.get("turnComplete") is True
+    return "setupComplete" in event or "toolCall" in event or turn_done
 
 
 def serve_session(
@@ -74,7 +106,7 @@ def serve_session(
     error_body = PROFILES[profile].error_body
 
     def answer(text: str) -> list[Any] | None:
-        if not asks_next(text):
+        if not asks_next(text, profile):
             return None
         if rest:
             return rest.pop(0)
@@ -162,11 +194,18 @@ class _Session:
         return True
 
     def _send(self, events: list[Any]) -> bool:
-        """Send ``events``; False when the connection was dropped on purpose."""
+        """Send ``events``; False when the connection was dropped on purpose, or closed as a
+        recorded close frame (Gemini Live's ``{"close": ...}`` entry) says."""
+        from wsproto.events import CloseConnection
+
         for event in events:
             wait = next(self._waits)
             if wait:
                 time.sleep(wait)
+            frame = close_frame(event)
+            if frame is not None:
+                self._write(self._socket.send(CloseConnection(*frame)))
+                return False
             self._send_text(message_text(event))
             self._left -= 1
             if self._left == 0:
@@ -184,6 +223,18 @@ class _Session:
         self._handler.wfile.flush()
 
 
+def close_frame(event: object) -> tuple[int, str] | None:
+    """The code and reason of a close frame a session fixture records as an entry (Gemini
+    Live's ``{"close": {"code", "reason"}}``), or None for a message."""
+    if not isinstance(event, dict) or list(event) != ["close"]:
+        return None
+    frame = event["close"]
+    code = frame.get("code") if isinstance(frame, dict) else None
+    if not isinstance(code, int) or isinstance(code, bool):
+        return None
+    return code, str(frame.get("reason") or "")
+
+
 def message_text(event: object) -> str:
     """A recorded event as the server sends it: compact JSON (a text kept as text)."""
     if isinstance(event, str):
@@ -191,10 +242,15 @@ def message_text(event: object) -> str:
     return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
 
 
-def asks_next(text: str) -> bool:
-    """Whether a client's message asks for the next response (``response.create``)."""
+def asks_next(text: str, profile: str = "openai-realtime") -> bool:
+    """Whether a client's message asks for the next part: ``response.create``; Gemini Live's
+    ``setup``, ``clientContent`` or ``toolResponse``."""
     try:
         event = json.loads(text)
     except ValueError:
         return False
-    return isinstance(event, dict) and event.get("type") == ASKS_NEXT
+    if not isinstance(event, dict):
+        return False
+    if profile == GEMINI_LIVE:
+        return not LIVE_ASKS.isdisjoint(event)
+    return event.get("type") == ASKS_NEXT

@@ -13,7 +13,11 @@ masked), in the writer process. In enforce mode the message that
 ends a response whose calls may not run (its ``response.done``; for the Responses API its
 ``response.completed``, ``.incomplete`` or ``.failed``) is replaced, in place, by the provider's
 ``error`` event, in the response's lane: the openai SDK hands that to the app as an event like
-any other, so an app that runs a response's calls at its end runs none.
+any other, so an app that runs a response's calls at its end runs none. A Gemini Live session
+(``BidiGenerateContent``) is judged whole when it closes, by the tools of the client's ``setup``,
+and written as one fixture with its close frame: a ``toolCallCancellation`` can withdraw a call
+an earlier ``toolCall`` made, so no single message ends a turn, and enforce mode withholds
+nothing of it yet (the client has run a ``toolCall``'s calls before the session closes).
 
 The client's own messages (its audio, its prompts) are read for the settings only
 (``SessionGate.read_client_text``) and never written; nor is the URL's ``?model=``: a query
@@ -40,7 +44,7 @@ from callgate.proxy_addon.writer import FixtureWriter, log_written
 from callgate.reassemble.framing import WEBSOCKET
 from callgate.reassemble.gate import Blocked, Unjudged
 from callgate.reassemble.profiles import PROFILES, profile_for
-from callgate.reassemble.sessions import BY_RESPONSE, Ended, SessionGate
+from callgate.reassemble.sessions import SESSION, SESSION_PROFILES, Ended, SessionGate
 from callgate.redact import Exchange
 
 log = logging.getLogger("callgate")
@@ -78,16 +82,8 @@ class SessionCapture:
         profile = profile_for(flow.request.pretty_url, settings.provider)
         if profile is None:
             return
-        if profile not in BY_RESPONSE:
-            if not PROFILES[profile].over_websocket:
-                return  # a WebSocket to an HTTP endpoint: no session callgate reads
-            log.warning(
-                "callgate: %s %s: %s sessions are not judged live yet; passed through",
-                flow.id,
-                _where(flow),
-                profile,
-            )
-            return
+        if profile not in SESSION_PROFILES:
+            return  # a WebSocket to an HTTP endpoint: no session callgate reads
         session = _Session(profile)
         session.gate = SessionGate(
             profile,
@@ -124,6 +120,9 @@ class SessionCapture:
         if session is None or session.gate is None:
             return
         try:
+            websocket = flow.websocket
+            if websocket is not None:
+                session.gate.read_close(websocket.close_code, websocket.close_reason or "")
             session.gate.close()
         except (Blocked, Unjudged):
             pass  # marked and written by ``_ended``; the socket is gone, nothing to withhold
@@ -149,9 +148,14 @@ class SessionCapture:
             return
         record_verdict(report)
         codes = ", ".join(report.blocking_codes) or "-"
-        verdict = f"response {ended.response_id} {report.status.value} ({codes})"
+        # A Gemini Live session is one turn: no count of responses to give.
+        turn = "session" if ended.response_id == SESSION else f"response {ended.response_id}"
+        verdict = f"{turn} {report.status.value} ({codes})"
         flow.comment = (
-            f"callgate: {session.blocked} of {session.judged} responses blocked; last: {verdict}"
+            f"callgate: {verdict}"
+            if ended.response_id == SESSION
+            else f"callgate: {session.blocked} of {session.judged} responses blocked; "
+            f"last: {verdict}"
         )
         (log.warning if report.exit_code == 1 else log.info)(
             "callgate: %s %s %s", flow.id, _where(flow), verdict
@@ -171,9 +175,7 @@ class SessionCapture:
         )
         loop = asyncio.get_running_loop()
         future.add_done_callback(
-            lambda done: loop.call_soon_threadsafe(
-                log_written, f"{flow.id} response {ended.response_id}", done
-            )
+            lambda done: loop.call_soon_threadsafe(log_written, f"{flow.id} {turn}", done)
         )
 
     def _broken(

@@ -20,6 +20,12 @@ response going on starts one with no ``response.created`` (it blocks), but an ``
 the answer to a request that made no response. Each response is judged by the ``response.create``
 that asked for it: the lane's requests are answered in order.
 
+``SessionRouter`` (Gemini Live): the session is one turn of its own, named ``SESSION``: its
+``toolCall`` requests are its choices, and a later ``toolCallCancellation`` can withdraw a call an
+earlier one made, so it is judged whole, when the socket closes (its close frame read as the
+``{"close": ...}`` entry a fixture records, ``SessionGate.read_close``), by the tools of the
+client's ``setup``.
+
 ``SessionGate`` keeps a ``Gate`` per response in flight (``callgate.reassemble.gate``), fed only
 that response's events, and judges it at its end: the event that ends a response whose calls may
 not run is never handed on (``Blocked``, naming the response). A response the session never ended
@@ -45,11 +51,15 @@ from callgate.reassemble.profiles.openai_realtime import DONE
 from callgate.reassemble.readers import event_reader
 from callgate.reassemble.report import Report
 
-REALTIME, RESPONSES = "openai-realtime", "openai-responses"
+REALTIME, RESPONSES, GEMINI_LIVE = "openai-realtime", "openai-responses", "gemini-live"
 #: The tools a response is judged by: as a ``Gate`` takes them.
 Tools = Mapping[str, object] | Sequence[object]
 #: The profiles a ``SessionGate`` judges response by response over a WebSocket.
 BY_RESPONSE = (REALTIME, RESPONSES)
+#: The profiles a ``SessionGate`` reads: those, and Gemini Live's, judged as one turn.
+SESSION_PROFILES = (*BY_RESPONSE, GEMINI_LIVE)
+#: The name of a Gemini Live session's one turn.
+SESSION = "session"
 
 
 def response_of(event: object) -> str | None:
@@ -138,7 +148,22 @@ class LaneRouter:
         return f"(no response.created #{self._unnamed})"
 
 
-def router_for(profile: str) -> ResponseRouter | LaneRouter:
+class SessionRouter:
+    """Every server event of a Gemini Live session belongs to its one turn, which only the
+    session's close ends."""
+
+    def __init__(self) -> None:
+        self.in_flight: list[str] = []
+
+    def route(self, event: object) -> Routed:
+        if not self.in_flight:
+            self.in_flight.append(SESSION)
+        return Routed((SESSION,))
+
+
+def router_for(profile: str) -> ResponseRouter | LaneRouter | SessionRouter:
+    if profile == GEMINI_LIVE:
+        return SessionRouter()
     return ResponseRouter() if profile == REALTIME else LaneRouter()
 
 
@@ -172,7 +197,7 @@ class Ended:
 
 class SessionGate:
     """One WebSocket session between an SDK and the app, each response judged as it ends.
-    ``profile`` is one of ``BY_RESPONSE``; ``tools``, ``request``, ``provider``, ``allow``,
+    ``profile`` is one of ``SESSION_PROFILES``; ``tools``, ``request``, ``provider``, ``allow``,
     ``on_verdict``, ``on_error`` and ``on_unjudged`` are each response's ``Gate``'s (``ask``
     changes the tools and request for the responses that start after it, and so do the client's
     messages, ``read_client_text``). ``on_end`` is called with each response as it is judged,
@@ -195,8 +220,8 @@ class SessionGate:
         on_end: Callable[[Ended], None] | None = None,
         judging: bool = True,
     ) -> None:
-        if profile not in BY_RESPONSE:
-            raise UsageError(f"a session gate judges {', '.join(BY_RESPONSE)}, not {profile}")
+        if profile not in SESSION_PROFILES:
+            raise UsageError(f"a session gate judges {', '.join(SESSION_PROFILES)}, not {profile}")
         self._profile = profile
         self._settings: dict[str, Any] = {
             "provider": provider,
@@ -245,6 +270,13 @@ class SessionGate:
         if not isinstance(event, dict):
             return
         kind = event.get("type")
+        if self._profile == GEMINI_LIVE:
+            setup = event.get("setup")
+            if isinstance(setup, dict):  # the session's settings, sent once as it opens
+                self.settings = dict(setup)
+                self.ask(_tools_in(self.settings), self.settings)
+                self.asked = self.settings
+            return
         if self._profile == RESPONSES:
             if kind == "response.create":
                 body = {k: v for k, v in event.items() if k not in ("type", "stream_id")}
@@ -297,6 +329,14 @@ class SessionGate:
                 response.texts.append(json.dumps(text) if isinstance(event, str) else text)
         self._judge_all(routed.ends)
         return event
+
+    def read_close(self, code: int | None, reason: str = "") -> None:
+        """The socket's close frame (``code`` None: it closed without one), for a profile that
+        records it as an entry (Gemini Live: ``{"close": {"code", "reason"}}``); read as a
+        server message, before ``close``. Others ignore it."""
+        if self._profile == GEMINI_LIVE:
+            frame = {"code": 1006 if code is None else code, "reason": reason}
+            self.read_text(json.dumps({"close": frame}))
 
     def _start(self, lane: str | None) -> _Response:
         """A response starts: judged by its lane's oldest request not answered yet, or the

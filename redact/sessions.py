@@ -1,6 +1,6 @@
 """A recorded WebSocket session as exchanges, one per response: what ``callgate import`` makes of
 a session (OpenAI Realtime, or the Responses API's WebSocket mode) a flow file or a HAR file
-holds.
+holds; a Gemini Live session is one exchange, its close frame last where it was recorded.
 
 Each response is cut out of the session as the proxy cuts it live (``SessionGate``): the server
 messages about it, the settings the client had given it (Realtime's ``session.update``, the
@@ -14,8 +14,8 @@ import json
 from collections.abc import Iterable
 
 from callgate.reassemble.errors import NotApplicable
-from callgate.reassemble.profiles import PROFILES, profile_for
-from callgate.reassemble.sessions import BY_RESPONSE, Ended, SessionGate
+from callgate.reassemble.profiles import profile_for
+from callgate.reassemble.sessions import SESSION_PROFILES, Ended, SessionGate
 from callgate.redact.exchange import Exchange
 
 #: One WebSocket message as a recording keeps it: whether the client sent it, and its text.
@@ -31,14 +31,14 @@ def session_exchanges(
     messages: Iterable[Message],
     capture: str,
     provider: str | None = None,
+    closed: tuple[int | None, str] | None = None,
 ) -> list[Exchange]:
     """One exchange per response of the session, in the order they ended. Raises
     ``NotApplicable`` for a WebSocket that is no session callgate reads, or one in which no
-    response started."""
+    response started. ``closed``: the close frame's code (None: none came) and reason, where
+    the recording holds it."""
     profile = profile_for(url, provider)
-    if profile is not None and profile not in BY_RESPONSE and PROFILES[profile].over_websocket:
-        raise NotApplicable(f"{profile} sessions are not cut into responses yet")
-    if profile not in BY_RESPONSE:
+    if profile not in SESSION_PROFILES:
         raise NotApplicable("a WebSocket that is no model session callgate reads")
     ended: list[Ended] = []
     # Cut, not judged: each response's fixture is judged when it is made.
@@ -48,6 +48,8 @@ def session_exchanges(
             gate.read_client_text(text)
         else:
             gate.read_text(text)
+    if closed is not None:
+        gate.read_close(*closed)
     gate.close()
     if not ended:
         raise NotApplicable("no response in this session")

@@ -429,15 +429,15 @@ def app_results(app: Path, serve_url: str, cases: list[dict[str, Any]]) -> dict[
     return {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
 
 
-def batch_results(app: Path, cases: list[dict[str, Any]], timeout: float = 600) -> Any:
+def batch_results(app: Path, cases: list[dict[str, Any]], timeout: float = 600, **env: str) -> Any:
     """Run the apps environment's ``app`` once with ``cases`` as JSON on its standard input
-    (callgate imported from this checkout): what it printed, as JSON."""
+    (callgate imported from this checkout; ``env`` besides): what it printed, as JSON."""
     done = subprocess.run(
         [str(APPS_PYTHON), str(app)],
         input=json.dumps(cases),
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         timeout=timeout,
         check=False,
     )

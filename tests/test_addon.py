@@ -880,25 +880,46 @@ async def test_a_websocket_callgate_does_not_judge_passes_untouched_and_unmarked
     assert flow.marked == "" and list(tmp_path.iterdir()) == []
 
 
+GEMINI_LIVE = (
+    "https://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta."
+    "GenerativeService.BidiGenerateContent?key=AIzaCanaryKey0123456789abcdefghijklmnopq"
+)
+
+
+@pytest.mark.parametrize("name", ["withdrawn_call", "valid_single_call"])
 @in_loop
-async def test_a_gemini_live_session_is_said_to_pass_unjudged(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+async def test_a_gemini_live_session_is_judged_whole_when_it_closes(
+    name: str, tmp_path: Path
 ) -> None:
-    url = (
-        "https://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta."
-        "GenerativeService.BidiGenerateContent"
-    )
+    """Every message goes on as it came, enforce or not (no single one ends the turn); at the
+    close the flow is marked and the session is one fixture, its close frame last, no key."""
+    document = load(CONFORMANCE / "gemini-live" / f"{name}.json")
+    messages = [m for m in document["events"] if list(m) != ["close"]]
     with running(callgate_enforce=True, callgate_out=str(tmp_path)) as (addon, _):
-        flow = session_flow(url)
+        flow = session_flow(GEMINI_LIVE)
         addon.websocket_start(flow)
-        assert said(addon, flow, {"toolCall": {"functionCalls": []}}) == {
-            "toolCall": {"functionCalls": []}
-        }
-    assert messages(caplog) == [
-        f"callgate: {flow.id} generativelanguage.googleapis.com/ws/google.ai."
-        "generativelanguage.v1beta.GenerativeService.BidiGenerateContent: gemini-live sessions "
-        "are not judged live yet; passed through"
-    ]
+        said(addon, flow, {"setup": document["request"]}, client=True)
+        assert [said(addon, flow, message) for message in messages] == messages
+        assert flow.marked == ""
+        assert flow.websocket is not None
+        flow.websocket.close_code, flow.websocket.close_reason = 1000, ""
+        addon.websocket_end(flow)
+        await addon.done()
+    codes = ", ".join(document["expect"]["codes"]) or "-"
+    failed = document["expect"]["status"] == "fail"
+    assert (flow.marked, flow.comment) == (
+        ":x:" if failed else ":white_check_mark:",
+        f"callgate: session {document['expect']['status']} ({codes})",
+    )
+    [fixture] = fixtures_in(tmp_path)
+    assert (fixture["profile"], fixture["expect"]["codes"]) == (
+        "gemini-live",
+        document["expect"]["codes"],
+    )
+    assert fixture["events"][-1] == {"close": {"code": 1000, "reason": ""}}
+    assert len(fixture["events"]) == len(messages) + 1
+    assert "AIzaCanary" not in json.dumps(fixture)
+    assert "AAABAAIAAwAEAA==" not in json.dumps(fixture)  # the audio: its length and digest
 
 
 @pytest.mark.parametrize("on_error", ["block", "pass"])

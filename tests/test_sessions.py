@@ -437,6 +437,46 @@ def test_a_gemini_live_tool_call_sent_again_blocks_the_second_request() -> None:
     assert [(c.choice, c.state.value) for c in report.calls] == [(0, "validated"), (1, "blocked")]
 
 
+@pytest.mark.parametrize(
+    "name", ["valid_single_call", "withdrawn_call", "same_call_twice", "closed_with_error"]
+)
+def test_a_gemini_live_session_is_one_turn_judged_when_it_closes(name: str) -> None:
+    """The tools of the client's ``setup``; every server message read, the close frame last
+    (``read_close``): the verdict is the fixture's, given only when the session closes."""
+    document = load(CONFORMANCE / "gemini-live" / f"{name}.json")
+    messages = document["events"]
+    close = messages.pop() if list(messages[-1]) == ["close"] else None  # as recorded
+    ended: list[Any] = []
+    gate = SessionGate("gemini-live", [], on_end=ended.append)
+    gate.read_client_text(json.dumps({"setup": document["request"]}))
+    for message in messages:
+        gate.read_text(json.dumps(message))
+    assert ended == []
+    if close is not None:
+        gate.read_close(close["close"]["code"], close["close"]["reason"])
+    blocked = None
+    try:
+        gate.close()
+    except Blocked as error:
+        blocked = error
+    expect = document["expect"]
+    [turn] = ended
+    assert (turn.response_id, turn.report.status.value, turn.report.blocking_codes) == (
+        "session",
+        expect["status"],
+        expect["codes"],
+    )
+    assert (blocked is not None) is (expect["status"] == "fail")
+    assert gate.asked == document["request"] and turn.request == document["request"]
+
+
+def test_only_gemini_live_reads_a_close_frame() -> None:
+    gate = SessionGate("openai-realtime", [])
+    gate.read_close(1011, "gone")
+    gate.close()
+    assert gate.reports == {}
+
+
 def renamed_realtime(document: dict[str, Any], number: int) -> dict[str, Any]:
     """A Realtime fixture with its response's id made its own."""
     own = next(e["response"]["id"] for e in document["events"] if e["type"] == "response.created")
@@ -486,7 +526,9 @@ def test_text_that_is_no_json_fails_the_responses_in_flight() -> None:
 
 
 def test_a_session_gate_takes_only_a_session_profile_and_checks_its_tools_at_once() -> None:
-    with pytest.raises(UsageError, match=r"judges openai-realtime, openai-responses, not openai$"):
+    with pytest.raises(
+        UsageError, match=r"judges openai-realtime, openai-responses, gemini-live, not openai$"
+    ):
         SessionGate("openai", [])
     with pytest.raises(UsageError):
         SessionGate("openai-realtime", [{"type": "function", "name": 7}])

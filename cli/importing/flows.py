@@ -65,6 +65,9 @@ def _session_exchanges(flow: Any) -> list[Exchange]:
             if message.is_text
         ],
         capture="import:flow",
+        closed=(flow.websocket.close_code, flow.websocket.close_reason or "")
+        if flow.websocket.timestamp_end is not None
+        else None,
     )
 
 
