@@ -359,3 +359,36 @@ def test_a_toolset_member_is_left_out_only_where_its_config_turns_it_off() -> No
     declared = PROFILES["anthropic"].tool_schemas({"tools": [toolset]})
     assert "left_click" not in declared
     assert {"wait", "scroll", "right_click"} <= set(declared)
+
+
+# -- a built-in call's copies -----------------------------------------------------------------
+
+SHELL = CONFORMANCE / "openai-responses" / "shell_call_valid.json"
+
+
+def test_a_shell_calls_done_item_that_names_another_call_id_is_an_identity_collision() -> None:
+    document = load(SHELL)
+    document["events"][14]["item"]["call_id"] = "call_other"
+    assert [(f.code, f.path) for f in check(document).findings] == [
+        (Code.IDENTITY_COLLISION, "/events/14/item/call_id")
+    ]
+
+
+def test_a_built_in_items_copy_without_its_input_names_what_it_lacks() -> None:
+    document = load(SHELL)
+    del document["events"][14]["item"]["action"]
+    found = [(f.code, f.path, f.message) for f in check(document).findings]
+    assert (Code.ARGUMENT_MISMATCH, "/events/14/item", "the shell_call item has no action") in (
+        found
+    )
+
+
+def test_a_call_the_final_response_leaves_out_is_named_by_its_id_clipped_at_64() -> None:
+    long_id = "call_" + "x" * 70
+    document = json.loads(SHELL.read_text().replace("call_Sh3ll0Cmd", long_id))
+    document["events"][15]["response"]["output"] = []
+    [finding] = check(document).findings
+    assert finding.message == (
+        "response.completed's output has no shell_call at output_index 0, which the stream "
+        f"gave ({long_id[:64]!r})"
+    )

@@ -200,3 +200,31 @@ def test_a_key_is_unwrapped_two_encodings_deep_and_no_deeper() -> None:
     thrice = wrapped(twice)
     assert credential_patterns(twice) == ["anthropic-key"]
     assert credential_patterns(thrice) == []
+
+
+def test_a_har_header_without_a_text_name_or_value_is_no_credential_and_no_crash() -> None:
+    opaque = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
+    headers = [
+        {"name": "api-key", "value": None},
+        {"name": None, "value": opaque},
+        {"name": "api-key", "value": opaque},
+    ]
+    entry = {"request": {"url": "https://example.test/", "headers": headers}, "response": {}}
+    assert scan_document({"log": {"entries": [entry]}}) == [
+        ScanFinding(
+            "/log/entries/0/request/headers/1/value", Kind.CREDENTIAL, "credential-from-exchange"
+        ),
+        ScanFinding("/log/entries/0/request/headers/2/value", Kind.CREDENTIAL, "credential-header"),
+    ]
+
+
+def test_a_tape_records_top_level_is_not_a_request_body() -> None:
+    """Its ``request`` is a shape and its members are the record's own: a top-level field named
+    like a prompt field is no prompt (the response's text is scanned for credentials only)."""
+    record = {
+        "tape_record": 1,
+        "request": {"route": "openai", "method": "GET", "path": "/v1/models"},
+        "response": {"status": 200, "content_type": "application/json", "json": {}},
+        "input": "not a prompt",
+    }
+    assert scan_document(record) == []

@@ -973,11 +973,15 @@ def test_arguments_the_quick_yes_turns_down_still_get_jsonschemas_violations() -
         ("minLength", 2, "ab", True),
         ("minLength", 2, "a", False),
         ("maxLength", 1, "ab", False),
+        ("maxLength", 2, "ab", True),
         ("minItems", 1, [], False),
+        ("minItems", 1, [1], True),
         ("maxItems", 1, [1], True),
         ("maxItems", 1, [1, 2], False),
         ("minProperties", 1, {}, False),
+        ("minProperties", 1, {"a": 1}, True),
         ("maxProperties", 1, {"a": 1}, True),
+        ("maxProperties", 1, {"a": 1, "b": 2}, False),
     ],
 )
 def test_the_quick_yes_holds_each_bound_at_its_limit(

@@ -542,3 +542,12 @@ def test_lf_only_text_gives_what_reading_it_a_line_at_a_time_gives(
     for piece in pieces:
         assert fast.feed(piece) == step.feed(piece)
     assert (fast.comments, fast.incomplete) == (step.comments, step.incomplete)
+
+
+def test_a_whole_body_that_ends_inside_a_utf8_sequence_is_refused_where_it_ends() -> None:
+    """``decode_all`` closes the decoder: the cut sequence at the end is an error at its first
+    byte, not a body read whole."""
+    with pytest.raises(SSEError) as refused:
+        decode_all(b"data: {}\n\ndata: \xc3")
+    assert refused.value.offset == 16
+    assert decode_all(b"data: {}\n\ndata: x") == ([SSEEvent("{}")], True)
