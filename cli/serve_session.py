@@ -38,9 +38,7 @@ if TYPE_CHECKING:
 ASKS_NEXT = "response.create"
 #: The members of a Gemini Live client message that ask for the server's next part, as the
 #: API names them and as google-genai sends them (``client_content``, ``tool_response``).
-LIVE_ASKS = frozenset(
-    {"setup", "clientContent", "client_content", "toolResponse", "tool_response"}
-)
+LIVE_ASKS = frozenset({"setup", "clientContent", "client_content", "toolResponse", "tool_response"})
 
 
 def asks_upgrade(handler: BaseHTTPRequestHandler) -> bool:
