@@ -33,6 +33,7 @@ from tests.proxy_harness import (
     request_body,
     request_body_of,
     wait_for_log,
+    websocket_texts,
 )
 
 pytestmark = [pytest.mark.proxy, pytest.mark.browser]
@@ -316,3 +317,32 @@ def test_the_mitmproxy_console_shows_the_callgate_view_of_a_failing_flow(tmp_pat
     assert "callgate: fail (BLOCKED)  openai/-  identity_collision" in pane
     assert "(callgate explain identity_collision)" in pane
     assert "\u2717    2  " in pane  # the event where the collision struck
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
+def test_mitmweb_marks_a_realtime_session_once_a_response_is_blocked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Realtime session of two responses, the second cancelled mid-arguments, through
+    mitmweb: its flow shows the ❌ and the comment that counts the blocked responses."""
+    caplog.set_level(logging.INFO, logger="callgate")
+    name = "openai-realtime/two_tool_turns_second_cancelled"
+    tools = load(CONFORMANCE / f"{name}.json")["request"]["tools"]
+    sends = [
+        {"type": "session.update", "session": {"tools": tools}},
+        {"type": "response.create"},
+        {"type": "response.create"},
+    ]
+    upstream = fake_provider()
+    try:
+        with Proxy(upstream.url, tmp_path / "fixtures", web=True) as proxy:
+            websocket_texts(proxy.url, f"/f/{name}/v1/realtime", sends)
+            wait_for_log(caplog, "response resp_CAm8Kq7ry3Mxa2 fail")
+            seen = browse(proxy.web_url, tmp_path / "browser", "--dump-dom")
+    finally:
+        upstream.close()
+    assert "\u274c" in seen
+    assert (
+        "callgate: 1 of 2 responses blocked; last: response resp_CAm8Kq7ry3Mxa2 fail "
+        "(invalid_arguments_json, wrong_terminal_reason)"
+    ) in seen

@@ -34,7 +34,7 @@ from callgate.cli.tape.shape import request_shape
 from callgate.reassemble.errors import NotApplicable
 from callgate.reassemble.mutations import with_own_ids
 from callgate.reassemble.profiles import PROFILES
-from callgate.reassemble.sessions import SessionGate
+from callgate.reassemble.sessions import REALTIME, RESPONSES, SessionGate
 from callgate.redact.sessions import Message, session_exchanges
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def record_session(
 def _profile(rest: str) -> str:
     """The session profile of the API path (``/v1/realtime``, ``/v1/responses``)."""
     path = urlsplit(rest).path.rstrip("/")
-    return "openai-responses" if path.endswith("/responses") else "openai-realtime"
+    return RESPONSES if path.endswith("/responses") else REALTIME
 
 
 class _Refused(Exception):
