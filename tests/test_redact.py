@@ -1157,15 +1157,6 @@ def test_a_string_of_a_str_subclass_a_python_caller_put_in_is_masked_too() -> No
 def test_an_exchange_cannot_be_changed_once_made() -> None:
     """What was captured is what is redacted: a stage that changed it would redact another
     exchange than the one recorded."""
-    exchange = Exchange(
-        method="POST",
-        url="https://api.openai.com/v1/chat/completions",
-        request_headers=[],
-        request_body=b"{}",
-        status=200,
-        response_headers=[],
-        response_body=b"",
-        capture="test",
-    )
+    exchange = openai_exchange(['{"city":"Oslo"}'])
     with pytest.raises(dataclasses.FrozenInstanceError):
         exchange.url = "https://example.test/"  # type: ignore[misc]
