@@ -96,11 +96,11 @@ EXTRA_LANES = (
         ".venv-apps",
     ),
     # The proxy's WebSocket gate: Realtime and Responses sessions through mitmproxy, the real
-    # openai SDK among the clients.
+    # openai SDK among the clients, and Gemini Live sessions from google-genai's Live client.
     Lane(
         ("proxy_addon/sessions.py",),
         "proxy",
-        ("tests/test_realtime_proxy.py",),
+        ("tests/test_realtime_proxy.py", "tests/test_gemini_live_proxy.py"),
         ".venv-apps",
     ),
     # The gate inside an httpx client: the tests that stream the real SDKs through it.
