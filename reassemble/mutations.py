@@ -382,6 +382,31 @@ def _cut_copies(
     return "no streamed free-form input of two words or more with a restated copy"
 
 
+def _restate_other_arguments(
+    profile: Profile, events: list[Any], source: Source
+) -> list[Any] | str:
+    """The first copy that restates a streamed call's arguments (a ``.done`` event, an item, the
+    final output) says other arguments: the streamed object with one member more."""
+    events = copy.deepcopy(events)
+    streams = _streams(profile, events)
+    for kind, key, container, field in profile.argument_sites(events):
+        if kind != "copy" or key not in streams or not isinstance(container.get(field), str):
+            continue
+        streamed = "".join(c[f] for c, f in streams[key])
+        if container[field] != streamed:  # an item's copy before its arguments came
+            continue
+        try:
+            value = json.loads(streamed)
+        except ValueError:
+            continue
+        if not isinstance(value, dict):
+            continue
+        other = {**value, "restated": "otherwise"}
+        container[field] = json.dumps(other, separators=(",", ":"))
+        return events
+    return "no copy restates a streamed call's arguments"
+
+
 def _restate_other_input(profile: Profile, events: list[Any], source: Source) -> list[Any] | str:
     return _cut_copies(profile, events, stream_too=False)
 
@@ -693,6 +718,12 @@ def _no_restated_input(profile: Profile) -> bool:
     return profile.name != "openai-responses"
 
 
+def _no_restated_arguments(profile: Profile) -> bool:
+    """Only OpenAI's Responses and Realtime APIs restate streamed arguments (their ``.done``
+    events, items and final output)."""
+    return profile.name not in ("openai-responses", "openai-realtime")
+
+
 def _no_computer(profile: Profile) -> bool:
     """Computer actions: OpenAI's computer_call items and Anthropic's computer tool."""
     return profile.name not in ("openai-responses", "anthropic")
@@ -821,6 +852,15 @@ KINDS: dict[str, Kind] = {
             ),
             make=_restate_other_input,
             never=_no_restated_input,
+        ),
+        Kind(
+            name="restate_other_arguments",
+            code=Code.ARGUMENT_MISMATCH,
+            description=(
+                "the first copy that restates a streamed call's arguments says other ones"
+            ),
+            make=_restate_other_arguments,
+            never=_no_restated_arguments,
         ),
         Kind(
             name="cut_free_form_input",

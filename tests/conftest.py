@@ -34,6 +34,9 @@ SHARED_CORPUS = Path(os.environ.get("CALLGATE_TEST_CORPUS") or ROOT.parent / "sh
 #: The faults of built-in and custom tools' input (shell commands, diffs, custom tools' text,
 #: computer actions): a turn of function calls takes every other fault.
 INPUT_FAULTS = ("cut_input", "restate_other_input", "cut_free_form_input", "drop_coordinates")
+#: The faults of a restated copy of streamed arguments: only the APIs that restate them (OpenAI
+#: Responses and Realtime) take them.
+COPY_FAULTS = ("restate_other_arguments",)
 
 
 def function_call_faults() -> list[str]:
@@ -47,7 +50,8 @@ def function_call_faults() -> list[str]:
         if not profile.over_websocket
         for kind in mutations(blocking=True, profile=name)
     }
-    return [k for k in mutations(blocking=True) if k in over_http and k not in INPUT_FAULTS]
+    left_out = (*INPUT_FAULTS, *COPY_FAULTS)
+    return [k for k in mutations(blocking=True) if k in over_http and k not in left_out]
 
 
 def conformance_fixtures() -> list[Path]:

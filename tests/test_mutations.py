@@ -25,6 +25,8 @@ PASSING = [path for path in conformance_fixtures() if load(path)["expect"]["stat
 #: Why the kinds of free-form input do not apply to a turn of function calls.
 NO_FREE_FORM = "cut_input: no free-form input (a command, a diff, a custom tool's text)"
 NO_RESTATED = "restate_other_input: no streamed free-form input"
+#: Why a turn no copy restates the arguments of does not take restated other arguments.
+NO_COPY = "restate_other_arguments: no copy restates a streamed call's arguments"
 #: Why a kind does not apply where a fragment cannot state its call's identity again.
 NO_ENTRY = "no argument fragment sits in an indexed Chat Completions call entry"
 
@@ -48,6 +50,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["missing_terminal", "stream_error"],
         "cut_input": NO_FREE_FORM,
         "restate_other_input": NO_RESTATED,
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
         "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
@@ -74,6 +77,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["missing_terminal", "stream_error"],
         "cut_input": NO_FREE_FORM,
         "restate_other_input": NO_RESTATED,
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
         "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
@@ -101,6 +105,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["stream_error"],
         "cut_input": NO_FREE_FORM,
         "restate_other_input": NO_RESTATED,
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
         "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": "resplit: no call's arguments come in two fragments or more",
@@ -127,6 +132,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["event_gap", "missing_terminal", "stream_error"],
         "cut_input": NO_FREE_FORM,
         "restate_other_input": NO_RESTATED,
+        "restate_other_arguments": ["argument_mismatch"],
         "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
         "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
@@ -154,6 +160,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["missing_terminal", "stream_error", "wrong_terminal_reason"],
         "cut_input": NO_FREE_FORM,
         "restate_other_input": NO_RESTATED,
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
         "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
@@ -180,6 +187,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["missing_terminal", "stream_error"],
         "cut_input": NO_FREE_FORM,
         "restate_other_input": NO_RESTATED,
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
         "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": [],
@@ -207,6 +215,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["missing_terminal", "stream_error"],
         "cut_input": NO_FREE_FORM,
         "restate_other_input": NO_RESTATED,
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
         "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": "resplit: no call's arguments come in two fragments or more",
@@ -234,6 +243,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["missing_terminal", "stream_error"],
         "cut_input": NO_FREE_FORM,
         "restate_other_input": NO_RESTATED,
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": "cut_free_form_input: no call takes free-form input",
         "drop_coordinates": "drop_coordinates: no computer action states coordinates",
         "resplit": "resplit: no call's arguments come in two fragments or more",
@@ -260,6 +270,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["event_gap", "missing_terminal", "stream_error"],
         "cut_input": ["missing_terminal"],
         "restate_other_input": ["argument_mismatch"],
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": "cut_free_form_input: no call takes free-form",
         "drop_coordinates": "drop_coordinates: no computer action states",
         "resplit": "resplit: no call",
@@ -286,6 +297,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["event_gap", "missing_terminal", "stream_error"],
         "cut_input": ["missing_terminal"],
         "restate_other_input": ["argument_mismatch"],
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": ["grammar_incomplete"],
         "drop_coordinates": "drop_coordinates: no computer action states",
         "resplit": "resplit: no call",
@@ -312,6 +324,7 @@ EXPECTED: dict[str, dict[str, list[str] | str]] = {
         "provider_error": ["missing_terminal", "stream_error"],
         "cut_input": NO_FREE_FORM,
         "restate_other_input": NO_RESTATED,
+        "restate_other_arguments": NO_COPY,
         "cut_free_form_input": "cut_free_form_input: no call takes free-form",
         "drop_coordinates": ["schema_violation"],
         "resplit": [],
@@ -464,6 +477,10 @@ def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_can
     } | {
         (profile, "restate_other_input") for profile in PROFILES if profile != "openai-responses"
     } | {
+        (profile, "restate_other_arguments")
+        for profile in PROFILES
+        if profile not in ("openai-responses", "openai-realtime")
+    } | {
         (profile, "drop_coordinates")
         for profile in PROFILES
         if profile not in ("openai-responses", "anthropic")
@@ -519,6 +536,7 @@ def test_the_public_list_of_kinds_splits_faults_from_variations() -> None:
         "provider_error",
         "cut_input",
         "restate_other_input",
+        "restate_other_arguments",
         "cut_free_form_input",
         "drop_coordinates",
     ]
@@ -598,7 +616,7 @@ def test_the_command_writes_each_variant_beside_the_fixture_and_replay_holds_the
     ]
     skipped = {"reuse_slot", "interleave", "cut_input", "restate_other_input"}
     skipped |= {"cut_free_form_input", "drop_coordinates", "cancel", "withdraw"}
-    skipped |= {"repeat_after_cancel", "repeat_call"}
+    skipped |= {"repeat_after_cancel", "repeat_call", "restate_other_arguments"}
     assert [(o.fixture.name, o.held) for o in replay([tmp_path])] == sorted(
         [(f"turn.{kind}.json", True) for kind in KINDS if kind not in skipped]
         + [("turn.json", True)]
