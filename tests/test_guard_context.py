@@ -7,7 +7,8 @@ guarded loop (or after it) must get that stream as the SDK gives it, and the gua
 be judged on its own events. mistralai's ``EventStream`` closed before the guard saw it gives
 no events at all: that is a caller's mistake, told at once, not a turn blocked later; closed by
 the app between two items of a guarded loop, its response closes at once. A guarded anthropic
-helper's ``text_stream`` is the text the SDK's own gives. The real google-genai, mistralai and
+helper's ``text_stream`` is the text the SDK's own gives. A mistralai turn is judged on its
+whole body, what comes after its ``[DONE]`` too. The real google-genai, mistralai and
 anthropic SDKs, sync and async, in one interpreter of the apps environment, against
 ``callgate serve`` on loopback."""
 
@@ -142,6 +143,53 @@ def outcome(run):
     except Exception as error:  # each case's own outcome, the others still run
         return f"{type(error).__name__}: {error}"
 
+# A real server that answers every POST with ``body``: what serve cannot send, a chunk after
+# ``[DONE]``, as a gateway may.
+def after_done_server(body):
+    import http.server, threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+def after_done(chat):
+    seen = 0
+    try:
+        for _ in callgate.guard(
+            chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
+                        tools=mistral_tools), mistral_tools):
+            seen += 1
+    except callgate.Blocked as blocked:
+        return [seen, blocked.report.blocking_codes]
+    return [seen, []]
+
+async def after_done_async(chat):
+    seen = 0
+    try:
+        async for _ in callgate.guard(
+            await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
+                                    tools=mistral_tools), mistral_tools):
+            seen += 1
+    except callgate.Blocked as blocked:
+        return [seen, blocked.report.blocking_codes]
+    return [seen, []]
+
+after_body = sys.argv[6].encode()
+late = after_done_server(after_body)
+late_chat = Mistral(api_key="k", server_url=f"http://127.0.0.1:{late.server_address[1]}").chat
+
 chat = Mistral(api_key="k", server_url=f"{base}/f/{mistral_fixture}").chat
 print(json.dumps({
     "gemini": {
@@ -160,6 +208,10 @@ print(json.dumps({
         "sync": outcome(lambda: closed_by_the_app_sync(chat)),
         "async": outcome(lambda: asyncio.run(closed_by_the_app_async(chat))),
     },
+    "mistral after done": {
+        "sync": outcome(lambda: after_done(late_chat)),
+        "async": outcome(lambda: asyncio.run(after_done_async(late_chat))),
+    },
 }))
 """
 
@@ -168,7 +220,9 @@ print(json.dumps({
 def outcomes() -> Iterator[dict[str, Any]]:
     server = FakeProvider(collect([CONFORMANCE])).start()
     try:
-        yield app_script_output(APP, server.url, GEMINI, MISTRAL, ANTHROPIC, json.dumps(SCHEMAS))
+        yield app_script_output(
+            APP, server.url, GEMINI, MISTRAL, ANTHROPIC, json.dumps(SCHEMAS), after_done_body()
+        )
     finally:
         server.close()
 
@@ -209,3 +263,24 @@ def test_a_guarded_anthropic_helpers_text_stream_is_the_sdks_own(outcomes: dict[
     )
     assert text
     assert outcomes["anthropic text"] == {"unguarded": text, "guarded": text}
+
+
+def after_done_body() -> str:
+    """The mistral turn's body, then one more chunk after its ``[DONE]``: its last chunk again."""
+    chunks = load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks]
+    return "".join([*events, "data: [DONE]\n\n", events[-1]])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_mistralai_turn_is_judged_on_the_body_after_the_sdks_last_item(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    """mistralai stops at ``[DONE]``; what the body holds after it is read when the SDK's
+    stream ends, so a turn that goes on there is blocked: the item of the terminal evidence,
+    held until then, never reaches the loop."""
+    chunks = load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]
+    assert outcomes["mistral after done"][mode] == [
+        len(chunks) - 1,
+        ["delta_after_terminal", "duplicate_terminal"],
+    ]
