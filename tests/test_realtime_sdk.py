@@ -65,6 +65,7 @@ class Session:
     read_tools: bool = False
     queued: bool = False
     tools_as: str | None = None
+    via: str | None = None
     document: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -86,6 +87,7 @@ class Session:
             "read_tools": self.read_tools,
             "queued": self.queued,
             "tools_as": self.tools_as,
+            "via": self.via,
             "tools": tools_of(self.document),
         }
 
@@ -166,6 +168,10 @@ SESSIONS = [
     *(
         session(two, mode=mode, turns=2, read_tools=True, tools_as="models")
         for two in (TWO_TURNS, RESPONSES_TWO_TURNS)
+        for mode in ("sync", "async")
+    ),
+    *(
+        session(TWO_TURNS, mode=mode, turns=2, read_tools=True, via="resources")
         for mode in ("sync", "async")
     ),
     *(
@@ -267,13 +273,15 @@ def result_of(s: Session) -> dict[str, Any]:
 def test_the_guard_reads_the_tools_the_app_gives_the_session() -> None:
     """Guarded without ``tools=``: the tools of the ``session.update`` the app sends through
     the guarded connection judge its responses, as the tools given would; so do those it queues
-    on the guarded manager before the connection opens, and function tools the app gives as the
-    SDK's models inside its dict event."""
+    on the guarded manager before the connection opens, function tools the app gives as the
+    SDK's models inside its dict event, and those it sends through the connection's resources
+    (``connection.session.update``, as the SDK's docs do)."""
     read = [s for s in SESSIONS if s.read_tools and s.tools_as != "generator"]
-    assert {(s.queued, s.tools_as) for s in read} == {
-        (False, None),
-        (True, None),
-        (False, "models"),
+    assert {(s.queued, s.tools_as, s.via) for s in read} == {
+        (False, None, None),
+        (True, None, None),
+        (False, "models", None),
+        (False, None, "resources"),
     }
     for s in read:
         told = next(
@@ -344,8 +352,9 @@ def test_the_blocked_second_turn_never_reaches_the_tool_runner() -> None:
         assert found["closed"] is None
         seen += 1
     # Two APIs, sync and async: connection or manager, told the tools or not (16); the tools
-    # queued on the manager (4); the tools as the SDK's models (4).
-    assert seen == 24
+    # queued on the manager (4); the tools as the SDK's models (4); Realtime's setup through
+    # the connection's resources (2).
+    assert seen == 26
 
 
 def test_the_realtime_session_pins_what_the_guard_blocks() -> None:

@@ -41,7 +41,22 @@ def _client_text(event: Any) -> str:
     to_json = getattr(event, "to_json", None)
     if callable(to_json):
         return str(to_json(use_api_names=True, exclude_unset=True))
-    return json.dumps(event, default=_model_json)
+    return json.dumps(_given(event), default=_model_json)
+
+
+def _given(value: Any) -> Any:
+    """A dict event without the members the SDK's resources leave unset (``event_id=omit``):
+    its sentinels (``Omit``, ``NotGiven``), which its ``maybe_transform`` drops."""
+    if isinstance(value, dict):
+        return {key: _given(item) for key, item in value.items() if not _unset(item)}
+    if isinstance(value, list | tuple):
+        return [_given(item) for item in value if not _unset(item)]
+    return value
+
+
+def _unset(value: Any) -> bool:
+    kind = type(value)
+    return kind.__name__ in ("Omit", "NotGiven") and kind.__module__.startswith("openai")
 
 
 def _model_json(value: Any) -> Any:

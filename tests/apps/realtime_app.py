@@ -9,13 +9,13 @@ Each case opens one session (``client.realtime.connect()``), sync or async, guar
 with the case's fixture (``/f/<name>/``), mutation (``x-callgate-mutate``) and cut
 (``x-callgate-abort-after``: then it reads until the socket closes). It sends its tools
 (``session.update``), a user message and ``response.create`` (``queued``: on the manager,
-before the connection opens; ``tools_as: "models"``: function tools as the SDK's models), then
-reads every event; at each
-``response.done`` it runs the calls that response lists and, while ``turns`` remain, answers them
-and asks for the next response. A ``Blocked`` is noted (its response and codes) and reading goes
-on on the same connection, as an app that skips the blocked response does. One interpreter runs
-every case; each result is printed under the case's id, with the traceback of a case that
-crashed.
+before the connection opens; ``tools_as: "models"``: function tools as the SDK's models;
+``via: "resources"``: through ``connection.session.update`` and its kin), then reads every
+event; at each ``response.done`` it runs the calls that response lists and, while ``turns``
+remain, answers them and asks for the next response. A ``Blocked`` is noted (its response and
+codes) and reading goes on on the same connection, as an app that skips the blocked response
+does (an ``Unjudged`` the same). One interpreter runs every case; each result is printed under
+the case's id, with the traceback of a case that crashed.
 """
 
 from __future__ import annotations
@@ -185,6 +185,16 @@ def _input(item: Any) -> Any:
     return None
 
 
+def by_resource(connection: Any, event: dict[str, Any]) -> Any:
+    """Send a Realtime setup event through the connection's resources, as the SDK's docs do
+    (``connection.session.update(...)``); what the async ones return is awaited."""
+    if event["type"] == "session.update":
+        return connection.session.update(session=event["session"])
+    if event["type"] == "conversation.item.create":
+        return connection.conversation.item.create(item=event["item"])
+    return connection.response.create()
+
+
 def connect(client: Any, case: dict[str, Any]) -> Any:
     """The connection manager of the case's API."""
     if case.get("api") == "responses":
@@ -214,7 +224,10 @@ def run_sync(case: dict[str, Any]) -> dict[str, Any]:
         if case["guard"] == "connection":
             connection = guard(case, connection)
         for event in () if case.get("queued") else session.setup():
-            connection.send(event)
+            if case.get("via") == "resources":
+                by_resource(connection, event)
+            else:
+                connection.send(event)
         while not session.done():
             try:
                 for answer in session.seen(connection.recv()):
@@ -240,7 +253,10 @@ async def run_async(case: dict[str, Any]) -> dict[str, Any]:
         if case["guard"] == "connection":
             connection = guard(case, connection)
         for event in () if case.get("queued") else session.setup():
-            await connection.send(event)
+            if case.get("via") == "resources":
+                await by_resource(connection, event)
+            else:
+                await connection.send(event)
         while not session.done():
             try:
                 for answer in session.seen(await connection.recv()):
