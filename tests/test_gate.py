@@ -168,6 +168,22 @@ def test_leaving_the_loop_early_closes_the_stream() -> None:
     assert source.closed
 
 
+def test_a_stream_closed_early_gives_nothing_more() -> None:
+    """Left by the loop, or closed by the app between two ``next`` calls: a closed guarded
+    stream gives nothing more, rather than going on from where it was left."""
+    document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    for leave in ("break", "close"):
+        source = Source(events_of(document))
+        guarded = guard(source, document["tool_schemas"], profile="openai")
+        if leave == "break":
+            for _ in guarded:
+                break
+        else:
+            next(guarded)
+            guarded.close()
+        assert (list(guarded), guarded.report, source.given) == ([], None, 1), leave
+
+
 def test_calls_before_the_end_are_a_usage_error_and_a_blocked_turns_calls_raise() -> None:
     document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     guarded = guard(Source(events_of(document)), document["tool_schemas"], profile="openai")
