@@ -880,6 +880,34 @@ async def test_a_websocket_callgate_does_not_judge_passes_untouched_and_unmarked
     assert flow.marked == "" and list(tmp_path.iterdir()) == []
 
 
+@in_loop
+async def test_a_sessions_comment_counts_its_judged_and_blocked_responses(tmp_path: Path) -> None:
+    document = load(CONFORMANCE / "openai-realtime" / "two_tool_turns_second_cancelled.json")
+    comments = []
+    with running(callgate_out=str(tmp_path)) as (addon, _):
+        flow = session_flow()
+        addon.websocket_start(flow)
+        update = {"type": "session.update", "session": {"tools": document["request"]["tools"]}}
+        said(addon, flow, update, client=True)
+        for event in document["events"]:
+            said(addon, flow, event)
+            if event["type"] == "response.done":
+                comments.append((flow.marked, flow.comment))
+        addon.websocket_end(flow)
+        await addon.done()
+    assert comments == [
+        (
+            PASS_MARK,
+            "callgate: 0 of 1 responses blocked; last: response resp_CAm8Jp0qx2Lwz1 pass (-)",
+        ),
+        (
+            FAIL_MARK,
+            "callgate: 1 of 2 responses blocked; last: response resp_CAm8Kq7ry3Mxa2 fail "
+            "(invalid_arguments_json, wrong_terminal_reason)",
+        ),
+    ]
+
+
 GEMINI_LIVE = (
     "https://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta."
     "GenerativeService.BidiGenerateContent?key=AIzaCanaryKey0123456789abcdefghijklmnopq"

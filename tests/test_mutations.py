@@ -426,6 +426,18 @@ def test_a_second_call_on_the_first_calls_slot_is_a_collision_in_every_profile_w
     }
 
 
+def test_reuse_slot_moves_calls_never_the_choice_that_holds_them() -> None:
+    """Chat Completions' ``choices[].index`` is the choice's, not a slot: a turn that is the
+    second choice (index 1, the second call's slot too) keeps its choice index."""
+    turn = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    for chunk in turn["chunks"]:
+        for choice in chunk["choices"]:
+            choice["index"] = 1
+    variant = mutate(turn, "reuse_slot")
+    assert variant["expect"]["codes"] == ["identity_collision"]
+    assert {choice["index"] for chunk in variant["chunks"] for choice in chunk["choices"]} == {1}
+
+
 def test_every_kind_applies_to_some_fixture_of_every_profile_but_what_gemini_cannot_have() -> None:
     """Gemini sends each call whole (or, on Vertex, in partialArgs pieces) in one part: no
     fragments to re-cut, corrupt or repeat, no slot field, and the call id is optional. Ollama
