@@ -70,6 +70,22 @@ def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_
             ["schema_violation"],
         ),
         ({"type": "text_editor_20250124"}, {"command": "undo_edit", "path": "/a"}, []),
+        # view_range: from line 1; to a line, or -1 for the end of the file
+        (
+            {"type": "text_editor_20250728"},
+            {"command": "view", "path": "/a", "view_range": [1, -1]},
+            [],
+        ),
+        (
+            {"type": "text_editor_20250728"},
+            {"command": "view", "path": "/a", "view_range": [1, -2]},
+            ["schema_violation"],
+        ),
+        (
+            {"type": "text_editor_20250728"},
+            {"command": "view", "path": "/a", "view_range": [0, 5]},
+            ["schema_violation"],
+        ),
         (
             {"type": "text_editor_20250429"},
             {"command": "create", "path": "/a", "file_text": "x", "old_str": "y"},

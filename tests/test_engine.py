@@ -798,3 +798,18 @@ def test_a_finding_is_made_with_named_fields_only() -> None:
     assert Finding(code=Code.STREAM_ERROR, message="m").code is Code.STREAM_ERROR
     with pytest.raises(TypeError):
         Finding(Code.STREAM_ERROR, "m")  # type: ignore[misc]
+
+
+def test_ollama_arguments_nested_too_deeply_to_write_are_a_limit_not_a_crash() -> None:
+    """A Python caller's event holds its arguments as an object: one nested past what can be
+    written as JSON is ``limit_exceeded`` at the call, found as the event is read."""
+    arguments: dict[str, Any] = {"x": 1}
+    for _ in range(3000):
+        arguments = {"a": arguments}
+    engine = Reassembler("ollama", {"f": {"type": "object"}})
+    call = {"function": {"name": "f", "arguments": arguments}}
+    message = {"role": "assistant", "content": "", "tool_calls": [call]}
+    found = engine.feed({"model": "m", "message": message, "done": False})
+    assert [(f.code, f.message) for f in found] == [
+        (Code.LIMIT_EXCEEDED, "arguments are nested too deeply to write as JSON")
+    ]

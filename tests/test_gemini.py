@@ -164,6 +164,12 @@ def test_conflicting_pieces_are_invalid_arguments(
     assert says in caught.value.message
 
 
+def test_a_piece_that_skips_array_positions_names_the_array_element_it_skips_to() -> None:
+    with pytest.raises(Conflict) as caught:
+        rebuild(piece("$.a[0].b", numberValue=1), piece("$.a[2].c.d", numberValue=2))
+    assert caught.value.message == "$.a[2].c.d: $.a[2] skips array positions (the array has 1)"
+
+
 @pytest.mark.parametrize(
     "item",
     [

@@ -995,6 +995,15 @@ def test_the_quick_yes_holds_each_bound_at_its_limit(
     ) is fits
 
 
+def test_additional_properties_the_quick_yes_cannot_read_leave_the_schema_to_jsonschema() -> None:
+    """A subschema of ``additionalProperties`` outside the subset: the quick yes declines the
+    whole schema, rather than judging other members by nothing."""
+    schema = {"properties": {"a": {}}, "additionalProperties": {"not": {"type": "string"}}}
+    assert accepting(schema) is None
+    check = accepting({"properties": {"a": {}}, "additionalProperties": {}})
+    assert check is not None and check({"a": 1, "b": "x"}) is True
+
+
 @pytest.mark.parametrize(
     ("member", "value", "fits"),
     [
