@@ -1160,3 +1160,24 @@ def test_an_exchange_cannot_be_changed_once_made() -> None:
     exchange = openai_exchange(['{"city":"Oslo"}'])
     with pytest.raises(dataclasses.FrozenInstanceError):
         exchange.url = "https://example.test/"  # type: ignore[misc]
+
+
+def test_a_copy_that_restates_other_arguments_of_the_same_length_is_masked_apart() -> None:
+    """A Realtime ``.done`` that says ``Rome!`` where the stream said ``Paris``: masked with one
+    letter both would read the same and hide the ``argument_mismatch``; the copy takes its own."""
+    envelope = load(CONFORMANCE / "openai-realtime" / "valid_single_call.json")
+    envelope["events"][7]["arguments"] = '{"city":"Rome!","unit":"c"}'
+    redacted = redact_envelope(envelope)
+    assert redacted.report.blocking_codes == ["argument_mismatch"]
+    assert redacted.envelope["events"][7]["arguments"] == '{"city":"yyyyy","unit":"c"}'
+
+
+def test_what_a_fixture_says_it_removed_is_exactly_what_it_removed() -> None:
+    """The tools and the kept parameters stay: only the rest of the request is named."""
+    redacted = redact_exchange(openai_exchange(['{"city":"Oslo"}']))
+    assert redacted.envelope["meta"]["redaction"]["removed"] == [
+        "headers",
+        "output_text",
+        "provider_ids",
+        "request.messages",
+    ]
