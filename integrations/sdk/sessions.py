@@ -46,7 +46,7 @@ def _client_text(event: Any) -> str:
 
 def _given(value: Any) -> Any:
     """A dict event without the members the SDK's resources leave unset (``event_id=omit``):
-    its sentinels (``Omit``, ``NotGiven``), which its ``maybe_transform`` drops."""
+    the SDK's sentinels (``Omit``, ``NotGiven``), which its ``maybe_transform`` drops."""
     if isinstance(value, dict):
         return {key: _given(item) for key, item in value.items() if not _unset(item)}
     if isinstance(value, list | tuple):
@@ -55,8 +55,8 @@ def _given(value: Any) -> Any:
 
 
 def _unset(value: Any) -> bool:
-    kind = type(value)
-    return kind.__name__ in ("Omit", "NotGiven") and kind.__module__.startswith("openai")
+    """The Stainless SDKs' sentinels for a member not given: falsy instances of these classes."""
+    return type(value).__name__ in ("Omit", "NotGiven") and not value
 
 
 def _model_json(value: Any) -> Any:
