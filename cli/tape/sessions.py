@@ -119,7 +119,10 @@ def record_session(
         return f"upstream {upstream} did not open the session: {error}"
     headers = [("sec-websocket-protocol", accepted)] if accepted else []
     accept(handler, headers)
-    messages = _relay(handler.connection, sock, connection)
+    try:
+        messages = _relay(handler.connection, sock, connection)
+    finally:
+        sock.close()
     try:
         # The query is never kept (keys travel there); the shape takes its ``model`` alone.
         exchanges = session_exchanges(
