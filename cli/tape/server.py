@@ -37,7 +37,7 @@ from callgate.redact.encoding import decode_whole
 
 ROUTES = {route.name: route for route in SDK_ROUTES}
 #: Connection-level headers (RFC 9110 7.6.1), and what is set anew for the next hop.
-_HOP_BY_HOP = frozenset(
+HOP_BY_HOP = frozenset(
     {
         "connection",
         "keep-alive",
@@ -192,8 +192,14 @@ class _Handler(BaseHTTPRequestHandler):
         and recorded, whole."""
         from callgate.cli.tape import sessions  # only for WebSocket sessions
 
+        upstream = self.tape_server.upstreams[route]
+        profile = sessions.profile_of(upstream, rest)
+        if profile is None:
+            path = urlsplit(rest).path
+            self._error(route, 400, f"callgate tape: no session a tape keeps is served at {path}")
+            return
         if not tape.records_session(sessions.METHOD, urlsplit(rest).path):
-            sessions.replay_session(self, tape, route, rest)
+            sessions.replay_session(self, tape, route, rest, profile)
             return
         if any(DUMMY_KEY in value for value in self.headers.values()):
             message = (
@@ -203,7 +209,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(route, 401, f"callgate tape: {message}")
             tape.failed(f"{sessions.METHOD} {urlsplit(rest).path} ({route}): {message}")
             return
-        upstream = self.tape_server.upstreams[route]
         why = sessions.record_session(self, tape, route, rest, upstream)
         if why is not None:
             self._error(route, 502, f"callgate tape: {why}")
@@ -246,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
         kind = HTTPSConnection if target.scheme == "https" else HTTPConnection
         connection = kind(target.hostname or "", target.port, timeout=UPSTREAM_TIMEOUT)
         headers = {
-            name: value for name, value in self.headers.items() if name.lower() not in _HOP_BY_HOP
+            name: value for name, value in self.headers.items() if name.lower() not in HOP_BY_HOP
         }
         headers["accept-encoding"] = "identity"
         try:
@@ -286,7 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Send the upstream's answer on as it arrives; return the body and whether it ended."""
         self.send_response(response.status, response.reason)
         for name, value in response.getheaders():
-            if name.lower() not in _HOP_BY_HOP:
+            if name.lower() not in HOP_BY_HOP:
                 self.send_header(name, value)
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from callgate.cli.serve_session import accept, asks_next, play
+from callgate.cli.tape.server import HOP_BY_HOP
 from callgate.cli.tape.session import Tape
 from callgate.cli.tape.shape import request_shape
 from callgate.reassemble.errors import NotApplicable
 from callgate.reassemble.mutations import with_own_ids
-from callgate.reassemble.profiles import PROFILES
-from callgate.reassemble.sessions import REALTIME, RESPONSES, SessionGate
+from callgate.reassemble.profiles import PROFILES, profile_for
+from callgate.reassemble.sessions import BY_RESPONSE, SessionGate
 from callgate.redact.sessions import Message, session_exchanges
 
 if TYPE_CHECKING:
@@ -43,23 +44,19 @@ if TYPE_CHECKING:
 
 #: The method of a session's shape.
 METHOD = "WEBSOCKET"
-#: Headers of the upgrade that are the WebSocket handshake's own, set anew for the upstream.
-_HANDSHAKE = frozenset(
-    {
-        "connection",
-        "upgrade",
-        "host",
-        "sec-websocket-key",
-        "sec-websocket-version",
-        "sec-websocket-extensions",
-        "sec-websocket-protocol",
-        "accept-encoding",
-        "content-length",
-    }
-)
-#: One socket's side of the relay: its WebSocket, the other's, the other socket, and whether
-#: it is the client's.
-_Side = tuple["Connection | WSConnection", "Connection | WSConnection", socket.socket, bool]
+#: Headers of the upgrade not forwarded: the connection's own, as for any request, and the
+#: WebSocket handshake's, which the upstream's is made with anew.
+_HANDSHAKE = HOP_BY_HOP | {
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-extensions",
+    "sec-websocket-protocol",
+}
+#: One socket's side of the relay: the socket, its WebSocket, the other's, the other socket,
+#: and whether it is the client's.
+_Side = tuple[
+    socket.socket, "Connection | WSConnection", "Connection | WSConnection", socket.socket, bool
+]
 #: Seconds a session may stay silent both ways before the relay gives up on it.
 IDLE_TIMEOUT = 600.0
 
@@ -74,9 +71,17 @@ def session_shape(route: str, rest: str, request: Mapping[str, object] | None) -
     return request_shape(route, METHOD, rest, json.dumps(body).encode())
 
 
-def replay_session(handler: BaseHTTPRequestHandler, tape: Tape, route: str, rest: str) -> None:
+def profile_of(upstream: str, rest: str) -> str | None:
+    """The profile of a session at ``rest`` below ``upstream`` (the registry's, as the proxy
+    reads one), or None for a WebSocket no tape keeps: only sessions cut into responses."""
+    profile = profile_for(upstream.rstrip("/") + rest)
+    return profile if profile in BY_RESPONSE else None
+
+
+def replay_session(
+    handler: BaseHTTPRequestHandler, tape: Tape, route: str, rest: str, profile: str
+) -> None:
     """Accept the upgrade and answer each ``response.create`` from the tape."""
-    profile = _profile(rest)
     gate = SessionGate(profile, [], judging=False)
     error_body = PROFILES[profile].error_body
 
@@ -143,12 +148,6 @@ def record_session(
     return None
 
 
-def _profile(rest: str) -> str:
-    """The session profile of the API path (``/v1/realtime``, ``/v1/responses``)."""
-    path = urlsplit(rest).path.rstrip("/")
-    return RESPONSES if path.endswith("/responses") else REALTIME
-
-
 class _Refused(Exception):
     """The upstream answered the upgrade with an HTTP response."""
 
@@ -204,25 +203,23 @@ def _relay(client: socket.socket, upstream: socket.socket, up: WSConnection) -> 
     from wsproto.connection import Connection, ConnectionType
 
     down = Connection(ConnectionType.SERVER)
-    sides: dict[socket.socket, _Side] = {
-        client: (down, up, upstream, True),
-        upstream: (up, down, client, False),
-    }
+    sides: tuple[_Side, _Side] = (
+        (client, down, up, upstream, True),
+        (upstream, up, down, client, False),
+    )
     pieces = {True: "", False: ""}
     kept: list[Message] = []
     client.setblocking(True)
-    sides_of = {sock.fileno(): sock for sock in sides}
     with selectors.DefaultSelector() as selector:
-        for sock in sides:
-            selector.register(sock, selectors.EVENT_READ)
+        for each in sides:
+            selector.register(each[0], selectors.EVENT_READ, each)
         while True:
             ready = selector.select(IDLE_TIMEOUT)
             if not ready:
                 return kept
             for key, _ in ready:
-                sock = sides_of[key.fd]
-                this, other, other_sock, from_client = sides[sock]
-                if not _carry(sock, this, other, other_sock, from_client, pieces, kept):
+                side: _Side = key.data
+                if not _carry(*side, pieces=pieces, kept=kept):
                     return kept
 
 
