@@ -256,19 +256,20 @@ class SessionGate:
             self._gate(tools, request)
         self._tools, self._request = tools, request
 
-    def read_client_text(self, text: str) -> None:
-        """A message the client sent. Realtime: a ``session.update`` sets the tools and settings
-        of the responses that start after it; a ``response.create`` with its own
-        (``response.tools``) sets them for the responses after it, until the next of either.
-        Responses: each ``response.create`` is the request of its lane's next response. Anything
-        else asks nothing of the gate (a message that is no JSON object included: it is the
-        app's)."""
+    def read_client_text(self, text: str) -> bool:
+        """A message the client sent; whether it asks for a response (a ``response.create``:
+        ``asked`` is then that response's request). Realtime: a ``session.update`` sets the
+        tools and settings of the responses that start after it; a ``response.create`` with its
+        own (``response.tools``) sets them for the responses after it, until the next of either.
+        Responses: each ``response.create`` is the request of its lane's next response. Gemini
+        Live: ``setup`` gives the session's. Anything else asks nothing of the gate (a message
+        that is no JSON object included: it is the app's)."""
         try:
             event = json.loads(text)
         except ValueError:
-            return
+            return False
         if not isinstance(event, dict):
-            return
+            return False
         kind = event.get("type")
         if self._profile == GEMINI_LIVE:
             setup = event.get("setup")
@@ -276,17 +277,18 @@ class SessionGate:
                 self.settings = dict(setup)
                 self.ask(_tools_in(self.settings), self.settings)
                 self.asked = self.settings
-            return
+            return False
         if self._profile == RESPONSES:
-            if kind == "response.create":
-                body = {k: v for k, v in event.items() if k not in ("type", "stream_id")}
-                self.asked = body
-                lane = event.get("stream_id")
-                if self._judging:  # checked now, as ``ask`` checks
-                    self._gate(_tools_in(body), body)
-                waiting = self._asked.setdefault(lane if isinstance(lane, str) else None, deque())
-                waiting.append((_tools_in(body), body))
-            return
+            if kind != "response.create":
+                return False
+            body = {k: v for k, v in event.items() if k not in ("type", "stream_id")}
+            self.asked = body
+            lane = event.get("stream_id")
+            if self._judging:  # checked now, as ``ask`` checks
+                self._gate(_tools_in(body), body)
+            waiting = self._asked.setdefault(lane if isinstance(lane, str) else None, deque())
+            waiting.append((_tools_in(body), body))
+            return True
         if kind == "session.update" and isinstance(event.get("session"), dict):
             self.settings = {**self.settings, **event["session"]}
             self.ask(_tools_in(self.settings), self.settings)
@@ -295,6 +297,8 @@ class SessionGate:
             asked = {**self.settings, **(own if isinstance(own, dict) else {})}
             self.ask(_tools_in(asked), asked)
             self.asked = asked
+            return True
+        return False
 
     def client_unread(self, error: Exception) -> None:
         """callgate could not read a message the client sent (an SDK's event it cannot write as

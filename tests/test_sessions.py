@@ -331,7 +331,8 @@ def test_a_realtime_response_create_with_its_own_tools_judges_the_responses_afte
     document = load(REALTIME / "valid_single_call.json")
     weather, flight = document["request"]["tools"]
     gate = SessionGate("openai-realtime", [weather])  # what the app said first
-    gate.read_client_text(json.dumps({"type": "session.update", "session": {"tools": [flight]}}))
+    update = {"type": "session.update", "session": {"tools": [flight]}}
+    assert gate.read_client_text(json.dumps(update)) is False  # it asks for no response
     other = {"type": "transcription_session.update", "session": {"tools": [weather]}}
     gate.read_client_text(json.dumps(other))
     verdicts = []
@@ -341,7 +342,7 @@ def test_a_realtime_response_create_with_its_own_tools_judges_the_responses_afte
         {"type": "response.create"},
     ):
         if create is not None:
-            gate.read_client_text(json.dumps(create))
+            assert gate.read_client_text(json.dumps(create)) is True
         try:
             for event in renamed_realtime(document, len(verdicts))["events"]:
                 gate.read_text(json.dumps(event))

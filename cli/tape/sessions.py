@@ -28,7 +28,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from callgate.cli.serve_session import accept, asks_next, play
+from callgate.cli.serve_session import accept, play
 from callgate.cli.tape.server import HOP_BY_HOP
 from callgate.cli.tape.session import Tape
 from callgate.cli.tape.shape import request_shape
@@ -86,8 +86,7 @@ def replay_session(
     error_body = PROFILES[profile].error_body
 
     def answer(text: str) -> list[Any] | None:
-        gate.read_client_text(text)
-        if not asks_next(text):
+        if not gate.read_client_text(text):  # no response.create: nothing to answer
             return None
         shape = session_shape(route, rest, gate.asked)
         decision = tape.decide(shape)
