@@ -44,7 +44,13 @@ from callgate.proxy_addon.writer import FixtureWriter, log_written
 from callgate.reassemble.framing import WEBSOCKET
 from callgate.reassemble.gate import Blocked, Unjudged
 from callgate.reassemble.profiles import PROFILES, profile_for
-from callgate.reassemble.sessions import SESSION, SESSION_PROFILES, Ended, SessionGate
+from callgate.reassemble.sessions import (
+    BY_RESPONSE,
+    SESSION,
+    SESSION_PROFILES,
+    Ended,
+    SessionGate,
+)
 from callgate.redact import Exchange
 
 log = logging.getLogger("callgate")
@@ -84,6 +90,15 @@ class SessionCapture:
             return
         if profile not in SESSION_PROFILES:
             return  # a WebSocket to an HTTP endpoint: no session callgate reads
+        if settings.enforce and profile not in BY_RESPONSE:
+            # Said, not silent: the user asked for enforcement this session cannot have.
+            log.warning(
+                "callgate: %s %s: %s sessions are judged when they close; enforce withholds none "
+                "of their messages (mitmproxy cannot close a WebSocket)",
+                flow.id,
+                _where(flow),
+                profile,
+            )
         session = _Session(profile)
         session.gate = SessionGate(
             profile,

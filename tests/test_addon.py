@@ -917,17 +917,17 @@ GEMINI_LIVE = (
 @pytest.mark.parametrize("name", ["withdrawn_call", "valid_single_call"])
 @in_loop
 async def test_a_gemini_live_session_is_judged_whole_when_it_closes(
-    name: str, tmp_path: Path
+    name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Every message goes on as it came, enforce or not (no single one ends the turn); at the
     close the flow is marked and the session is one fixture, its close frame last, no key."""
     document = load(CONFORMANCE / "gemini-live" / f"{name}.json")
-    messages = [m for m in document["events"] if list(m) != ["close"]]
+    server = [m for m in document["events"] if list(m) != ["close"]]
     with running(callgate_enforce=True, callgate_out=str(tmp_path)) as (addon, _):
         flow = session_flow(GEMINI_LIVE)
         addon.websocket_start(flow)
         said(addon, flow, {"setup": document["request"]}, client=True)
-        assert [said(addon, flow, message) for message in messages] == messages
+        assert [said(addon, flow, message) for message in server] == server
         assert flow.marked == ""
         assert flow.websocket is not None
         flow.websocket.close_code, flow.websocket.close_reason = 1000, ""
@@ -945,9 +945,15 @@ async def test_a_gemini_live_session_is_judged_whole_when_it_closes(
         document["expect"]["codes"],
     )
     assert fixture["events"][-1] == {"close": {"code": 1000, "reason": ""}}
-    assert len(fixture["events"]) == len(messages) + 1
+    assert len(fixture["events"]) == len(server) + 1
     assert "AIzaCanary" not in json.dumps(fixture)
     assert "AAABAAIAAwAEAA==" not in json.dumps(fixture)  # the audio: its length and digest
+    assert messages(caplog)[0] == (
+        f"callgate: {flow.id} generativelanguage.googleapis.com/ws/google.ai.generativelanguage."
+        "v1beta.GenerativeService.BidiGenerateContent: gemini-live sessions are judged when "
+        "they close; enforce withholds none of their messages (mitmproxy cannot close a "
+        "WebSocket)"
+    )
 
 
 @pytest.mark.parametrize("on_error", ["block", "pass"])
