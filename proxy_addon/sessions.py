@@ -16,8 +16,9 @@ ends a response whose calls may not run (its ``response.done``; for the Response
 any other, so an app that runs a response's calls at its end runs none. A Gemini Live session
 (``BidiGenerateContent``) is judged whole when it closes, by the tools of the client's ``setup``,
 and written as one fixture with its close frame: a ``toolCallCancellation`` can withdraw a call
-an earlier ``toolCall`` made, so no single message ends a turn, and enforce mode withholds
-nothing of it yet (the client has run a ``toolCall``'s calls before the session closes).
+an earlier ``toolCall`` made, so no single message ends a turn. Enforce mode withholds nothing
+of it, and says so as it starts: the Live API ends a session in error only by its close frame,
+which mitmproxy gives an addon no way to send (mitmproxy/mitmproxy#4773).
 
 The client's own messages (its audio, its prompts) are read for the settings only
 (``SessionGate.read_client_text``) and never written; nor is the URL's ``?model=``: a query
