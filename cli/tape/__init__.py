@@ -23,6 +23,23 @@ EXCHANGE_SUFFIX = ".exchange.json"
 #: What a dummy API key holds: nothing that looks like a real one. SDKs refuse to start without
 #: a key, so a replay without one gets this; a request that carries it is never sent upstream.
 DUMMY_KEY = "callgate-tape-replay"
+#: Connection-level headers (RFC 9110 7.6.1), and what is set anew for the next hop.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    }
+)
 
 
 class RecordMode(StrEnum):

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from callgate.cli.serve import LoopbackServer, send_chunk, send_envelope
 from callgate.cli.serve_session import asks_upgrade
-from callgate.cli.tape import DUMMY_KEY
+from callgate.cli.tape import DUMMY_KEY, HOP_BY_HOP
 from callgate.cli.tape.session import Tape
 from callgate.cli.tape.shape import request_shape
 from callgate.cli.tape.store import Entry
@@ -36,23 +36,6 @@ from callgate.redact import Exchange
 from callgate.redact.encoding import decode_whole
 
 ROUTES = {route.name: route for route in SDK_ROUTES}
-#: Connection-level headers (RFC 9110 7.6.1), and what is set anew for the next hop.
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
-        "accept-encoding",
-    }
-)
 #: Seconds to wait on a silent upstream: a model may think for minutes before its first byte.
 UPSTREAM_TIMEOUT = 600.0
 

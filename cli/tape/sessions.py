@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from callgate.cli.serve_session import accept, play
-from callgate.cli.tape.server import HOP_BY_HOP
+from callgate.cli.tape import HOP_BY_HOP
 from callgate.cli.tape.session import Tape
 from callgate.cli.tape.shape import request_shape
 from callgate.reassemble.errors import NotApplicable
