@@ -66,13 +66,13 @@ def read_format(declared: object) -> FreeformFormat:
 
 class _ByteTokenizer:
     """Every byte a token of its own, and one end token: llguidance then matches bytes, with no
-    model's vocabulary (``llguidance.TokenizerWrapper`` reads these attributes)."""
+    model's vocabulary (``llguidance.TokenizerWrapper`` reads these attributes). The end token
+    needs no mark as special: an input is fed byte by byte, so no input can spell it."""
 
     def __init__(self) -> None:
         self.tokens = [bytes([byte]) for byte in range(256)] + [b"<end>"]
         self.eos_token_id = 256
         self.bos_token_id = None
-        self.special_token_ids = [256]
 
     def __call__(self, data: bytes) -> list[int]:
         return list(data)

@@ -914,15 +914,18 @@ GEMINI_LIVE = (
 )
 
 
-@pytest.mark.parametrize("name", ["withdrawn_call", "valid_single_call"])
+@pytest.mark.parametrize("name", ["withdrawn_call", "valid_single_call", "closed_with_error"])
 @in_loop
 async def test_a_gemini_live_session_is_judged_whole_when_it_closes(
     name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Every message goes on as it came, enforce or not (no single one ends the turn); at the
-    close the flow is marked and the session is one fixture, its close frame last, no key."""
+    close the flow is marked and the session is one fixture, its close frame last (its reason
+    masked as free text; one mitmproxy holds as None written as ""), no key."""
     document = load(CONFORMANCE / "gemini-live" / f"{name}.json")
     server = [m for m in document["events"] if list(m) != ["close"]]
+    close = next((m["close"] for m in document["events"] if list(m) == ["close"]), None)
+    code, reason = (close["code"], close["reason"]) if close else (1000, None)
     with running(callgate_enforce=True, callgate_out=str(tmp_path)) as (addon, _):
         flow = session_flow(GEMINI_LIVE)
         addon.websocket_start(flow)
@@ -930,7 +933,7 @@ async def test_a_gemini_live_session_is_judged_whole_when_it_closes(
         assert [said(addon, flow, message) for message in server] == server
         assert flow.marked == ""
         assert flow.websocket is not None
-        flow.websocket.close_code, flow.websocket.close_reason = 1000, ""
+        flow.websocket.close_code, flow.websocket.close_reason = code, reason
         addon.websocket_end(flow)
         await addon.done()
     codes = ", ".join(document["expect"]["codes"]) or "-"
@@ -944,7 +947,8 @@ async def test_a_gemini_live_session_is_judged_whole_when_it_closes(
         "gemini-live",
         document["expect"]["codes"],
     )
-    assert fixture["events"][-1] == {"close": {"code": 1000, "reason": ""}}
+    written = "xxxxxxxx xxxxx xxxxxxxxxxxx" if reason else ""  # "Internal error encountered."
+    assert fixture["events"][-1] == {"close": {"code": code, "reason": written}}
     assert len(fixture["events"]) == len(server) + 1
     assert "AIzaCanary" not in json.dumps(fixture)
     assert "AAABAAIAAwAEAA==" not in json.dumps(fixture)  # the audio: its length and digest

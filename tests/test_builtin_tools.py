@@ -179,6 +179,10 @@ def test_a_built_in_tool_s_input_is_judged_by_its_type_and_version(
         ({"type": "update_file", "diff": "@@ class A\n@@ def f():\n x\n-a\n+b\n\n"}, None),
         ({"type": "update_file", "diff": "@@\n a\n*** End of File\n"}, None),
         ({"type": "update_file", "diff": "@@\n*** End of File\n"}, "ends no hunk"),
+        (  # the end of a file ends its hunk: a second end has none to end
+            {"type": "update_file", "diff": "@@\n+a\n*** End of File\n*** End of File\n"},
+            "line 4: '*** End of File' ends no hunk",
+        ),
         ({"type": "update_file", "diff": "@@\n+a\n@@\n"}, "ends with a hunk header"),
         ({"type": "update_file", "diff": "@@@@\n+a\n"}, "line 1 of an update_file diff is no"),
         ({"type": "update_file", "diff": "+a\n*** End Patch\n"}, "line 2 of an update_file"),

@@ -220,6 +220,17 @@ def test_an_event_stream_body_needs_a_profile_that_reads_its_messages(profile: s
         )
 
 
+@pytest.mark.parametrize(
+    ("content_type", "named"),
+    [(None, "missing"), ("", "missing"), (" Text/HTML ; charset=utf-8", "text/html")],
+)
+def test_a_body_of_no_streamed_content_type_is_refused_naming_it(
+    content_type: str | None, named: str
+) -> None:
+    with pytest.raises(NotApplicable, match=rf"^not streamed \(content-type {named}\)$"):
+        parse_stream_body(b"{}", content_type)
+
+
 def test_json_lines_split_only_at_line_feeds_and_drop_a_byte_order_mark() -> None:
     body = '\ufeff{"a": "x\u2028y\u0085z"}\r\n{"b": 1}\n'.encode()
     assert parse_stream_body(body, "application/x-ndjson").events == [

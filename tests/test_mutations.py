@@ -943,3 +943,12 @@ def test_a_realtime_mcp_calls_arguments_are_not_a_function_calls_copy() -> None:
     envelope["events"].insert(8, mcp)
     for kind in ("corrupt_arguments", "schema_violation", "resplit"):
         assert mutate(envelope, kind)["events"][8] == mcp, kind
+
+
+def test_repeat_call_sends_the_message_of_the_first_call_again_right_after_it() -> None:
+    envelope = load(CONFORMANCE / "gemini-live" / "valid_single_call.json")
+    events = envelope["events"]
+    at = next(n for n, e in enumerate(events) if "toolCall" in e)
+    assert at + 1 < len(events) - 1  # a message follows it, which must not move
+    variant = mutate(envelope, "repeat_call")
+    assert variant["events"] == [*events[: at + 1], events[at], *events[at + 1 :]]

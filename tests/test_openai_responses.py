@@ -195,6 +195,17 @@ def test_an_item_id_in_a_collision_message_is_clipped_at_64_characters() -> None
     ]
 
 
+def test_a_call_id_in_a_collision_message_is_clipped_at_64_characters() -> None:
+    first, second = "call_" + "a" * 70, "call_" + "b" * 70
+    text = '{"city":"Oslo"}'
+    done = item_done(text, call_id=second)
+    events = [added(call_id=first), delta(text), arguments_done(text), done, completed(done)]
+    collisions = [f for f in run(events).findings if f.code is Code.IDENTITY_COLLISION]
+    assert [f.message for f in collisions] == [
+        f"output item 0 was added with call_id {first[:64]!r}; a later copy says {second[:64]!r}"
+    ]
+
+
 def test_a_changed_call_id_collides_even_with_the_rotation_quirk() -> None:
     events = rotated()
     events[3] = item_done('{"city":"Oslo"}', item_id="capture-id-4", call_id="call_2")

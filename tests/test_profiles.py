@@ -359,6 +359,24 @@ MALFORMED = {
         "/chunks/2/message/tool_calls/0/function/name",
         "name is not a string",
     ),
+    "ollama id not a string in the second call": (
+        "ollama/valid_parallel_calls_one_line",
+        _set([1, "message", "tool_calls", 1, "id"], 7),
+        "/chunks/1/message/tool_calls/1/id",
+        "id is not a string",
+    ),
+    "gemini streamed part of the second call with args": (
+        "gemini/valid_parallel_one_chunk",
+        _set([0, "candidates", 0, "content", "parts", 1, "functionCall", "willContinue"], True),
+        "/chunks/0/candidates/0/content/parts/1/functionCall/args",
+        "a streamed call part also carries args",
+    ),
+    "gemini-live second function call not an object": (
+        "gemini-live/valid_parallel_calls",
+        _set([1, "toolCall", "functionCalls", 1], "oops"),
+        "/events/1/toolCall/functionCalls/1",
+        "function call is not an object",
+    ),
     "ollama done not a boolean": (
         "ollama/valid_single_call",
         _set([3, "done"], "yes"),
@@ -390,6 +408,9 @@ PLACES = {
     "ollama call without a function object": (None, None),
     "ollama call name not a string": (0, 0),
     "ollama done not a boolean": (None, None),
+    "ollama id not a string in the second call": (0, 1),
+    "gemini streamed part of the second call with args": (0, 1),
+    "gemini-live second function call not an object": (0, 1),
 }
 
 

@@ -42,6 +42,8 @@ def test_a_key_inside_another_format_is_named_once() -> None:
     assert credential_patterns("Bearer abcdefghijklmnop") == ["bearer-token"]
     # percent-encoded with no "+": found only once decoded
     assert credential_patterns("Authorization%3A%20Bearer%20abcdefghijklmnop") == ["bearer-token"]
+    # form-encoded with "+" for its spaces and no "%": found only once decoded
+    assert credential_patterns("Authorization:+Bearer+abcdefghijklmnop") == ["bearer-token"]
 
 
 def test_two_keys_in_one_string_are_both_named_in_pattern_order() -> None:
@@ -58,6 +60,8 @@ def test_every_leak_gate_format_has_a_canary() -> None:
 def test_text_without_credentials_names_none() -> None:
     text = "data: " + json.dumps({"id": "chatcmpl-" + "A1b2" * 8, "sig": "Zm9v" * 20})
     assert credential_patterns(text) == []
+    # a run of the base64 alphabet one character past a whole quantum is no base64
+    assert credential_patterns("QUJD" * 6 + "Q") == []
 
 
 def test_sse_and_json_lines_are_named_by_line_and_pointer() -> None:

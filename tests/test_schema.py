@@ -1150,3 +1150,23 @@ def test_a_schema_in_a_shape_the_metaschema_refuses_is_left_to_it() -> None:
     ):
         assert not plainly_valid(schema, root=False), schema
     assert plainly_valid({"$schema": DRAFT7, "type": "object"})
+
+
+def test_an_error_from_a_subschema_the_walk_never_saw_names_jsonschema_s_own_path() -> None:
+    """Every error jsonschema reports today comes from a subschema of the walked document, whose
+    pointer is known; one from anywhere else (a later jsonschema that copies subschemas) still
+    names a place, jsonschema's own path, rather than failing the check."""
+    from jsonschema import ValidationError
+
+    compiled = compile_schema({"type": "object"})
+    assert isinstance(compiled, ToolSchema)
+    foreign = ValidationError(
+        "'x' is not of type 'integer'",
+        validator="type",
+        path=["a/b", 0],
+        schema_path=["properties", "a~b", "type"],
+        schema={"type": "integer"},
+    )
+    assert compiled._violation(foreign) == Violation(
+        "type", "/a~1b/0", "/properties/a~0b/type", "'x' is not of type 'integer'"
+    )

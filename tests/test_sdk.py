@@ -217,6 +217,17 @@ def test_a_gemini_declaration_reads_its_openapi_parameters_as_gemini_does() -> N
     assert by_mapping.close().blocking_codes == ["schema_violation"]
 
 
+def test_an_untyped_named_tool_is_a_gemini_declaration_under_the_gemini_profile_only() -> None:
+    """Its ``parameters`` are OpenAPI under Gemini (``nullable`` widens the type) and JSON
+    Schema elsewhere, where they are kept as they are."""
+    parameters = {"type": "object", "properties": {"a": {"type": "string", "nullable": True}}}
+    tool = {"name": "w", "parameters": parameters}
+    assert tool_schemas_of([tool], "openai-responses") == {"w": parameters}
+    assert tool_schemas_of([tool], "gemini") == {
+        "w": {"type": "object", "properties": {"a": {"type": ["string", "null"]}}}
+    }
+
+
 def test_a_tool_object_with_model_dump_is_read_as_its_json() -> None:
     tool = Dumps(
         {"functionDeclarations": [{"name": "get_weather", "parametersJsonSchema": WEATHER}]}

@@ -61,10 +61,10 @@ def _forms(text: str, depth: int) -> Iterator[str]:
 
 
 def _base64(run: str) -> bytes | None:
+    """A ``_BASE64_RUN`` decoded, or None when it is not base64 (b64decode refuses a run one
+    character past a whole quantum)."""
     padded = run.rstrip("=")
     padded += "=" * (-len(padded) % 4)
-    if len(padded) % 4 == 1 or len(padded) < 8:
-        return None
     alphabet = "-_" if ("-" in run or "_" in run) else "+/"
     try:
         return base64.b64decode(padded, altchars=alphabet.encode(), validate=True)
