@@ -159,7 +159,12 @@ class SessionCapture:
         flow.marked = FAIL_MARK if session.blocked else PASS_MARK
         if report is None:
             flow.comment = f"callgate: response {ended.response_id} not judged"
-            log.error("callgate: %s %s: %s", flow.id, _where(flow), flow.comment)
+            log.error(
+                "callgate: %s %s: response %s not judged; no fixture written",
+                flow.id,
+                _where(flow),
+                ended.response_id,
+            )
             ctx.master.addons.trigger(UpdateHook([flow]))
             return
         record_verdict(report)

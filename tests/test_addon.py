@@ -908,6 +908,102 @@ async def test_a_sessions_comment_counts_its_judged_and_blocked_responses(tmp_pa
     ]
 
 
+class Updates:
+    """An addon that keeps each flow's mark and comment as mitmproxy's ``update`` hook (what
+    mitmweb shows a change by) tells it."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def update(self, flows: list[http.HTTPFlow]) -> None:
+        self.seen += [(str(flow.marked), flow.comment) for flow in flows]
+
+
+@in_loop
+async def test_each_judged_response_is_shown_at_once_and_written_with_its_session_s_head(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """mitmweb is told of each verdict as it is given; each response's fixture keeps the first
+    of a repeated version header, as a header is kept everywhere, and says its messages are a
+    WebSocket session's, with no ``[DONE]`` and no event cut."""
+    document = load(CONFORMANCE / "openai-realtime" / "two_tool_turns_second_cancelled.json")
+    updates = Updates()
+    with running(updates, callgate_out=str(tmp_path)) as (addon, _):
+        flow = session_flow()
+        flow.request.headers.add("OpenAI-Beta", "realtime=v1")
+        flow.request.headers.add("OpenAI-Beta", "assistants=v2")
+        assert flow.response is not None
+        flow.response.headers.add("Content-Type", "application/json")
+        flow.response.headers.add("Content-Type", "text/plain")
+        addon.websocket_start(flow)
+        update = {"type": "session.update", "session": {"tools": document["request"]["tools"]}}
+        said(addon, flow, update, client=True)
+        shown = []
+        for event in document["events"]:
+            said(addon, flow, event)
+            if event["type"] == "response.done":
+                shown.append((flow.marked, flow.comment))
+        addon.websocket_end(flow)
+        await addon.done()
+        await asyncio.sleep(0)  # the writes' outcomes, called back onto the loop
+    assert len(shown) == 2 and updates.seen == shown
+    written = fixtures_in(tmp_path)
+    path_of = {
+        json.loads(path.read_text())["expect"]["status"]: path for path in tmp_path.glob("*.json")
+    }
+    assert sorted(m for m in messages(caplog) if " -> " in m) == [
+        f"callgate: {flow.id} response resp_CAm8Jp0qx2Lwz1 pass -> {path_of['pass']} (-)",
+        f"callgate: {flow.id} response resp_CAm8Kq7ry3Mxa2 fail -> {path_of['fail']} "
+        "(invalid_arguments_json, wrong_terminal_reason)",
+    ]
+    assert [
+        (f["meta"]["headers"]["openai-beta"], f["meta"]["headers"]["response-content-type"])
+        for f in written
+    ] == [("realtime=v1", "application/json")] * 2
+    streams = [f["meta"]["stream"] for f in written]
+    assert [(s["framing"], s["done"], s["incomplete_event"]) for s in streams] == [
+        ("websocket", False, False)
+    ] * 2
+
+
+@in_loop
+async def test_a_response_callgate_fails_to_judge_is_shown_and_said_and_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    document = load(CONFORMANCE / "openai-realtime" / "two_tool_turns_second_cancelled.json")
+    closed = []
+    close = engine.Reassembler.close
+
+    def failing_close(self: engine.Reassembler) -> Any:
+        closed.append(self)
+        if len(closed) == 1:
+            raise RuntimeError("injected")
+        return close(self)
+
+    monkeypatch.setattr(engine.Reassembler, "close", failing_close)
+    updates = Updates()
+    with running(updates, callgate_out=str(tmp_path)) as (addon, _):
+        flow = session_flow()
+        addon.websocket_start(flow)
+        update = {"type": "session.update", "session": {"tools": document["request"]["tools"]}}
+        said(addon, flow, update, client=True)
+        for event in document["events"]:
+            said(addon, flow, event)
+        addon.websocket_end(flow)
+        await addon.done()
+    first = "callgate: response resp_CAm8Jp0qx2Lwz1 not judged"
+    last = (
+        "callgate: 2 of 2 responses blocked; last: response resp_CAm8Kq7ry3Mxa2 fail "
+        "(invalid_arguments_json, wrong_terminal_reason)"
+    )
+    assert updates.seen == [(FAIL_MARK, first), (FAIL_MARK, last)]
+    assert messages(caplog)[0] == (
+        f"callgate: {flow.id} api.openai.com/v1/realtime: response resp_CAm8Jp0qx2Lwz1 not "
+        "judged; no fixture written"
+    )
+    assert [f["expect"]["status"] for f in fixtures_in(tmp_path)] == ["fail"]
+
+
 GEMINI_LIVE = (
     "https://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta."
     "GenerativeService.BidiGenerateContent?key=AIzaCanaryKey0123456789abcdefghijklmnopq"

@@ -8,6 +8,7 @@ import io
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from callgate.cli.mutate import run_mutate
 from callgate.cli.replay.runner import replay
 from callgate.reassemble import check
 from callgate.reassemble.errors import NotApplicable, UsageError
-from callgate.reassemble.mutations import KINDS, mutate
+from callgate.reassemble.mutations import KINDS, mutate, with_own_ids
 from callgate.reassemble.profiles import PROFILES
 from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
 
@@ -952,3 +953,146 @@ def test_repeat_call_sends_the_message_of_the_first_call_again_right_after_it() 
     assert at + 1 < len(events) - 1  # a message follows it, which must not move
     variant = mutate(envelope, "repeat_call")
     assert variant["events"] == [*events[: at + 1], events[at], *events[at + 1 :]]
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "wrong"),
+    [
+        ("string", '"Oslo"', "12345"),
+        ("number", "1.5", '"12345"'),
+        ("integer", "2", '"12345"'),
+        ("boolean", "true", '"yes"'),
+        ("array", "[1]", '{"not": "an array"}'),
+        ("object", '{"a": 1}', '["not", "an", "object"]'),
+    ],
+)
+def test_schema_violation_gives_an_argument_a_value_of_another_type_than_its_own(
+    kind: str, value: str, wrong: str
+) -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    envelope["tool_schemas"] = {
+        "get_weather": {"type": "object", "properties": {"v": {"type": kind}}}
+    }
+    calls = [
+        call
+        for chunk in envelope["chunks"]
+        for choice in chunk["choices"]
+        for call in (choice.get("delta") or {}).get("tool_calls") or []
+    ]
+    for call in calls:
+        call["function"]["arguments"] = ""
+    calls[0]["function"]["arguments"] = f'{{"v": {value}}}'
+    variant = mutate(envelope, "schema_violation")
+    assert [c.arguments for c in check(variant).calls] == [f'{{"v": {wrong}}}']
+
+
+def one_word_custom_input() -> dict[str, Any]:
+    """A passing custom tool call whose streamed input is one word, ``Remember``, in two
+    fragments, restated by its ``.done`` event, its item and the final output."""
+    envelope = load(CONFORMANCE / "openai-responses" / "custom_tool_call_text_valid.json")
+    events = envelope["events"]
+    events[3]["delta"], events[4]["delta"] = "Remem", "ber"
+    del events[5:7]
+    for event in events:
+        for holder in [event, event.get("item"), *event.get("response", {}).get("output", [])]:
+            if isinstance(holder, dict) and holder.get("input"):
+                holder["input"] = "Remember"
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    assert check(envelope).status.value == "pass"
+    return envelope
+
+
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [
+        (
+            "cut_input",
+            "no free-form input (a command, a diff, a custom tool's text) streams two words",
+        ),
+        (
+            "restate_other_input",
+            "no streamed free-form input of two words or more with a restated copy",
+        ),
+        (
+            "cut_free_form_input",
+            "no streamed free-form input of two words or more with a restated copy",
+        ),
+    ],
+)
+def test_an_input_of_one_word_has_no_word_boundary_to_cut_at(kind: str, why: str) -> None:
+    with pytest.raises(NotApplicable) as refused:
+        mutate(one_word_custom_input(), kind)
+    assert str(refused.value) == f"{kind}: {why}"
+
+
+def test_schema_violation_finds_a_call_stated_whole_beside_one_that_streams() -> None:
+    """The second call's input is stated in its block's start, with no fragment: its arguments
+    are found by that statement, not by the first call's fragments."""
+    envelope = load(CONFORMANCE / "anthropic" / "valid_text_then_two_tools.json")
+    envelope["tool_schemas"]["get_weather"] = {"type": "object"}  # no type there to break
+    events = envelope["events"]
+    events[7]["content_block"]["input"] = {"query": "rain"}
+    del events[8:10]
+    assert check(envelope).status.value == "pass"
+    variant = mutate(envelope, "schema_violation")
+    assert [c.arguments for c in check(variant).calls] == ['{"city":"Oslo"}', '{"query":12345}']
+
+
+def test_repeat_identity_needs_a_call_of_two_fragments() -> None:
+    with pytest.raises(NotApplicable) as refused:
+        mutate(load(CONFORMANCE / "openai" / "valid_text_then_call.json"), "repeat_identity")
+    assert str(refused.value) == (
+        "repeat_identity: no call has a second fragment to repeat its identity on"
+    )
+
+
+def test_a_repeated_response_makes_each_id_its_own_and_nothing_else() -> None:
+    """Only non-empty string ids are renamed, the longest first, so that an id that is another
+    with the suffix already is not renamed twice over."""
+    events = [
+        {"type": "a", "id": "r", "item_id": "", "call_id": 7, "n": 7, "text": ""},
+        {"type": "b", "response_id": "r_again", "event_id": None, "note": "r"},
+    ]
+    assert with_own_ids(events, "again") == [
+        {"type": "a", "id": "r_again", "item_id": "", "call_id": 7, "n": 7, "text": ""},
+        {"type": "b", "response_id": "r_again_again", "event_id": None, "note": "r_again"},
+    ]
+
+
+def test_cut_input_at_the_end_of_a_fragment_ends_with_that_fragment() -> None:
+    envelope = one_word_custom_input()
+    events = envelope["events"]
+    events[3]["delta"], events[4]["delta"] = "Remember the", " milk"
+    for event in events:
+        for holder in [event, event.get("item"), *event.get("response", {}).get("output", [])]:
+            if isinstance(holder, dict) and holder.get("input"):
+                holder["input"] = "Remember the milk"
+    variant = mutate(envelope, "cut_input")["events"]
+    assert variant == events[:4]
+
+
+def test_delta_after_terminal_comes_right_after_the_first_of_two_terminal_events() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_fragmented.json")
+    events = envelope["events"]
+    at = next(n for n, e in enumerate(events) if e["type"] == "message_delta")
+    last = max(n for n, e in enumerate(events) if e["type"] == "content_block_delta")
+    assert events[-1]["type"] == "message_stop"  # the second that carries the evidence
+    assert mutate(envelope, "delta_after_terminal")["events"] == [
+        *events[: at + 1],
+        events[last],
+        *events[at + 1 :],
+    ]
+
+
+def test_withdraw_sends_the_cancellation_right_after_the_first_terminal_message() -> None:
+    """The ``toolCall`` is the message that ends the model's turn of calls: the cancellation
+    comes right after it, before the model's spoken answer."""
+    envelope = load(CONFORMANCE / "gemini-live" / "valid_single_call.json")
+    events = envelope["events"]
+    at = next(n for n, e in enumerate(events) if "toolCall" in e)
+    assert mutate(envelope, "withdraw")["events"] == [
+        *events[: at + 1],
+        {"toolCallCancellation": {"ids": ["function-call-13457310911862935045"]}},
+        *events[at + 1 :],
+    ]
