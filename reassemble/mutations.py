@@ -363,10 +363,10 @@ def _cut_copies(
             continue
         text = "".join(c[f] for c, f in fragments)
         cut = _word_cut(text)
+        # A copy restates the whole text; an item's copy sent before the text came (``""``)
+        # restates nothing and stays as it was.
         copies = [
-            (c, f)
-            for kind, k, c, f in sites
-            if kind == "text_copy" and k == key and isinstance(c[f], str)
+            (c, f) for kind, k, c, f in sites if kind == "text_copy" and k == key and c[f] == text
         ]
         if cut is None or not (copies or stream_too):
             continue

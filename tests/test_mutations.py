@@ -835,6 +835,11 @@ def test_delayed_identity_needs_a_second_fragment_and_takes_the_second_of_two() 
         for entry in (choice.get("delta") or {}).get("tool_calls") or []
     ]
     assert ["id" in entry for entry in moved] == [False, True]
+    # the first entry keeps its index and arguments only: its type goes with its identity
+    assert [sorted(entry) for entry in moved] == [
+        ["function", "index"],
+        ["function", "id", "index"],
+    ]
 
 
 def test_a_variant_says_in_its_description_what_made_it_from_what() -> None:
@@ -1096,3 +1101,97 @@ def test_withdraw_sends_the_cancellation_right_after_the_first_terminal_message(
         {"toolCallCancellation": {"ids": ["function-call-13457310911862935045"]}},
         *events[at + 1 :],
     ]
+
+
+def test_repeat_after_cancel_makes_the_response_again_from_its_first_event_only() -> None:
+    """The session's own events before the response (``session.created``) are not repeated."""
+    envelope = load(CONFORMANCE / "openai-realtime" / "valid_single_call.json")
+    events = envelope["events"]
+    assert [e["type"] for e in events[:2]] == ["session.created", "response.created"]
+    cancelled = mutate(envelope, "cancel")["events"]
+    assert mutate(envelope, "repeat_after_cancel")["events"] == [
+        *cancelled,
+        *with_own_ids(events[1:], "again"),
+    ]
+
+
+def test_restate_other_input_cuts_every_copy_and_leaves_the_stream() -> None:
+    envelope = load(CONFORMANCE / "openai-responses" / "custom_tool_call_text_valid.json")
+    expected = copy.deepcopy(envelope["events"])
+    cut = "Remember the milk, then call"
+    expected[7]["input"] = expected[8]["item"]["input"] = cut
+    expected[9]["response"]["output"][0]["input"] = cut
+    assert mutate(envelope, "restate_other_input")["events"] == expected
+
+
+def test_drop_coordinates_keeps_every_other_argument_of_the_action() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "computer_mouse_move_valid.json")
+    assert [c.arguments for c in check(envelope).calls] == [
+        '{"action": "mouse_move", "coordinate": [10, 20]}'
+    ]
+    variant = mutate(envelope, "drop_coordinates")
+    assert [c.arguments for c in check(variant).calls] == ['{"action": "mouse_move"}']
+
+
+def test_rewritten_arguments_leave_the_empty_input_a_streamed_block_starts_with() -> None:
+    """An Anthropic ``tool_use`` block that streams its input starts with ``input: {}``, which
+    states nothing: the new arguments go into the fragments, and the start stays as it was."""
+    envelope = load(CONFORMANCE / "anthropic" / "valid_fragmented.json")
+    variant = mutate(envelope, "schema_violation")
+    starts = [e for e in variant["events"] if e["type"] == "content_block_start"]
+    assert [s["content_block"]["input"] for s in starts] == [{}]
+    assert [c.arguments for c in check(variant).calls] != [
+        c.arguments for c in check(envelope).calls
+    ]
+
+
+def test_interleave_takes_turns_between_the_first_two_calls_of_three() -> None:
+    envelope = load(CONFORMANCE / "anthropic" / "valid_text_then_two_tools.json")
+    events = envelope["events"]
+    third = [
+        {
+            "type": "content_block_start",
+            "index": 3,
+            "content_block": {"type": "tool_use", "id": "toolu_s2", "name": "search", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 3,
+            "delta": {"type": "input_json_delta", "partial_json": '{"query":"snow"}'},
+        },
+        {"type": "content_block_stop", "index": 3},
+    ]
+    events[-2:-2] = third
+    assert len(check(envelope).calls) == 3
+    variant = mutate(envelope, "interleave")["events"]
+    assert variant[-5:-2] == third
+    assert sorted(map(json.dumps, variant)) == sorted(map(json.dumps, events))
+    assert variant[4:11] != events[4:11]
+
+
+def test_withdraw_comes_after_the_first_of_two_tool_call_messages() -> None:
+    envelope = load(CONFORMANCE / "gemini-live" / "valid_parallel_calls.json")
+    events = envelope["events"]
+    first, second = events[1]["toolCall"]["functionCalls"]
+    events[1:2] = [
+        {"toolCall": {"functionCalls": [first]}},
+        {"toolCall": {"functionCalls": [second]}},
+    ]
+    assert check(envelope).status.value == "pass"
+    assert mutate(envelope, "withdraw")["events"] == [
+        *events[:2],
+        {"toolCallCancellation": {"ids": [first["id"]]}},
+        *events[2:],
+    ]
+
+
+def test_drop_coordinates_leaves_a_function_s_own_points_alone() -> None:
+    """Only a computer action's ``x`` and ``y`` are coordinates: a function's stated input that
+    holds a typed point is no action."""
+    envelope = load(CONFORMANCE / "anthropic" / "stated_input_only.json")
+    envelope["tool_schemas"]["get_weather"] = {"type": "object"}
+    envelope["events"][1]["content_block"]["input"] = {"at": {"type": "point", "x": 1, "y": 2}}
+    assert check(envelope).status.value == "pass"
+    with pytest.raises(NotApplicable) as refused:
+        mutate(envelope, "drop_coordinates")
+    assert str(refused.value) == "drop_coordinates: no computer action states coordinates"
