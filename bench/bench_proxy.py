@@ -4,7 +4,10 @@ Three mitmdump processes in turn, each in reverse mode in front of the same upst
 loopback: plain (a script that only sets ``flow.response.stream = True``, as the addon does),
 the addon observing, and the addon in enforce mode. The upstream (standard library, in this
 process) streams OpenAI-shaped tool-call turns with chunked transfer encoding, one flush per
-event; the clients (``http.client``, threads of this process) read each body as it comes.
+event, in two shapes: ``bench``, two interleaved calls in small chunks, and ``sdk``, one call
+whose arguments come in 8-character fragments in chunks with every member OpenAI sends its SDK,
+answering a request with messages; the clients (``http.client``, threads of this process) read
+each body as it comes.
 
 Per setup and workload, the median of ``ROUNDS`` rounds with the three setups alternated: the
 proxy's CPU per 1,000 events (user + system time from ``/proc`` of the mitmdump process, and of
@@ -34,8 +37,22 @@ from pathlib import Path
 from callgate.cli.loopback import free_port, wait_listening
 
 BIN = Path(sys.executable).parent
-#: (clients, turns per client, events per turn)
-WORKLOADS = ((1, 100, 50), (1, 10, 2000), (20, 10, 50), (20, 1, 2000))
+#: (clients, turns per client, events per turn, shape): ``bench``, two interleaved calls in
+#: small chunks; ``sdk``, chunks as OpenAI sends them to its SDK (``sdk_turn``).
+WORKLOADS = (
+    (1, 100, 50, "bench"),
+    (1, 10, 2000, "bench"),
+    (20, 10, 50, "bench"),
+    (20, 1, 2000, "bench"),
+    (1, 100, 50, "sdk"),
+    (20, 10, 50, "sdk"),
+    (1, 10, 2000, "sdk"),
+)
+#: The messages of an ``sdk`` turn's request: the prompt the redactor takes out.
+MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant. Use the tools when asked."},
+    {"role": "user", "content": "Collect the readings of every sensor in the north wing."},
+]
 #: Rounds per workload, the three setups alternated in each; the table gives medians.
 ROUNDS = 5
 #: The request's tools: the turns pass, so enforce mode releases them unchanged.
@@ -95,6 +112,49 @@ def turn(events: int, seed: int) -> bytes:
     return b"".join([*body, chat_chunk(None, "tool_calls"), b"data: [DONE]\n\n"])
 
 
+def sdk_chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+    """One Chat Completions SSE event with every member OpenAI sends its SDK: the system
+    fingerprint, the service tier, and ``logprobs: null`` in the choice."""
+    data = {
+        "id": "chatcmpl-Bd8Xk2mQp7RtV9wLz3YcN5aH1fJ",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": "gpt-4.1-2025-04-14",
+        "service_tier": "default",
+        "system_fingerprint": "fp_b3f1157249",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(data)}\n\n".encode()
+
+
+def sdk_turn(events: int, seed: int) -> bytes:
+    """An SSE body as OpenAI streams one call: the role, the call's id and name, its arguments
+    in 8-character fragments (the chunks its streams mostly carry), the finish, ``[DONE]``;
+    ``events`` chunks in all. ``seed`` opens the arguments, so that each fixture differs."""
+    fragments = events - 4
+    values = ",".join(str(100 + (seed * 7 + n) % 900) for n in range(fragments * 2))
+    text = f'{{"v":[{seed},{values}'
+    text = text[: 8 * fragments - 2].rstrip(",") + "]}"
+    pieces = [text[n : n + 8] for n in range(0, len(text), 8)]
+    pieces += [""] * (fragments - len(pieces))
+    start = {
+        "index": 0,
+        "id": f"call_{seed:024d}",
+        "type": "function",
+        "function": {"name": "f", "arguments": ""},
+    }
+    body = [
+        sdk_chunk({"role": "assistant", "content": None, "refusal": None}),
+        sdk_chunk({"tool_calls": [start]}),
+        *(sdk_chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces),
+        sdk_chunk({}, "tool_calls"),
+    ]
+    return b"".join([*body, b"data: [DONE]\n\n"])
+
+
+SHAPES = {"bench": turn, "sdk": sdk_turn}
+
+
 def events_of(body: bytes) -> list[bytes]:
     """A turn's SSE events, each with its blank line: what the upstream flushes one by one."""
     return [event + b"\n\n" for event in body.split(b"\n\n")[:-1]]
@@ -135,7 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        body = turn(request["events"], request["seed"])
+        body = SHAPES[request["shape"]](request["events"], request["seed"])
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
@@ -229,17 +289,25 @@ def tree_cpu_seconds(pid: int) -> float:
 
 
 def client(
-    port: int, name: str, seeds: range, events: int, results: list[tuple[str, float, float]]
+    port: int,
+    name: str,
+    seeds: range,
+    events: int,
+    shape: str,
+    results: list[tuple[str, float, float]],
 ) -> None:
+    request = {"events": events, "shape": shape, "tools": TOOLS, "stream": True}
+    if shape == "sdk":
+        request |= {"model": "gpt-4.1", "messages": MESSAGES}
     for seed in seeds:
         label = f"{name}-{seed}"
-        expected = turn(events, seed)
+        expected = SHAPES[shape](events, seed)
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         start = time.perf_counter()
         connection.request(
             "POST",
             "/v1/chat/completions",
-            json.dumps({"events": events, "seed": seed, "tools": TOOLS}),
+            json.dumps({**request, "seed": seed}),
             {"content-type": "application/json", "x-turn": label},
         )
         response = connection.getresponse()
@@ -269,20 +337,27 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def run(
-    kind: str, upstream: Upstream, workload: tuple[int, int, int], folder: Path
+    kind: str, upstream: Upstream, workload: tuple[int, int, int, str], folder: Path
 ) -> dict[str, float]:
-    clients, turns, events = workload
+    clients, turns, events, shape = workload
     process, port = mitmdump(kind, upstream.url, folder)
     try:
         results: list[tuple[str, float, float]] = []
-        client(port, "warm-up", range(1), events, [])
+        client(port, "warm-up", range(1), events, shape, [])
         if kind != "plain":
             fixtures_written(folder / "fixtures", 1)
         before, before_tree = cpu_seconds(process.pid), tree_cpu_seconds(process.pid)
         threads = [
             threading.Thread(
                 target=client,
-                args=(port, f"c{n}", range(1 + n * turns, 1 + (n + 1) * turns), events, results),
+                args=(
+                    port,
+                    f"c{n}",
+                    range(1 + n * turns, 1 + (n + 1) * turns),
+                    events,
+                    shape,
+                    results,
+                ),
             )
             for n in range(clients)
         ]
@@ -317,8 +392,8 @@ def rows(rounds: int = ROUNDS) -> Iterator[str]:
     )
     kinds = ("plain", "observe", "enforce")
     for workload in WORKLOADS:
-        clients, turns, events = workload
-        name = f"{clients} x {turns} x {events}"
+        clients, turns, events, shape = workload
+        name = f"{clients} x {turns} x {events} {shape}"
         runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
         for _ in range(rounds):  # alternated, so that a slow spell of the machine hits all three
             for kind in kinds:

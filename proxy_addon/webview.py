@@ -59,7 +59,9 @@ def bounded(body: bytes, limit: int) -> bytes:
 def event_texts(body: bytes, framing: str, profile: str | None = None) -> list[str]:
     """The stream's events as text, one per entry, read as the proxy read them (an event stream's
     messages as ``profile`` reads them, each shown as JSON)."""
-    from_message = PROFILES[profile].from_message if profile in PROFILES else None
+    from_message = (
+        PROFILES[profile].from_message if profile is not None and profile in PROFILES else None
+    )
     if framing == EVENTSTREAM and from_message is not None:
         messages, _ = body_events(body, from_message)
         return [json.dumps(message, ensure_ascii=False) for message in messages]
@@ -152,7 +154,9 @@ def _framing(flow: Any, report: Mapping[str, Any]) -> str:
     kind = response.headers.get("content-type", "") if response is not None else ""
     profile = report.get("profile")
     framing = (
-        framing_for(profile, kind.split(";")[0].strip().lower()) if profile in PROFILES else None
+        framing_for(profile, kind.split(";")[0].strip().lower())
+        if isinstance(profile, str) and profile in PROFILES
+        else None
     )
     return framing or SSE
 

@@ -16,6 +16,7 @@ from callgate.reassemble.encoder_pieces import encoder_pieces
 from callgate.reassemble.engine import Reassembler
 from callgate.reassemble.errors import InputError, UsageError
 from callgate.reassemble.limits import Limits
+from callgate.reassemble.profile_names import STREAM_KEYS
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.report import Report, Status
 
@@ -26,9 +27,9 @@ def _envelope_schema() -> dict[str, Any]:
     stream_rules = [
         {
             "if": {"properties": {"profile": {"const": name}}, "required": ["profile"]},
-            "then": {"required": [profile.stream_key]},
+            "then": {"required": [stream_key]},
         }
-        for name, profile in sorted(PROFILES.items())
+        for name, stream_key in sorted(STREAM_KEYS.items())
     ]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -40,7 +41,7 @@ def _envelope_schema() -> dict[str, Any]:
         "properties": {
             "envelope_version": {"const": ENVELOPE_VERSION},
             "description": {"type": "string", "description": "What this fixture shows."},
-            "profile": {"enum": sorted(PROFILES), "description": "How to read the stream."},
+            "profile": {"enum": sorted(STREAM_KEYS), "description": "How to read the stream."},
             "provider": {"type": "string", "description": "Who served it; selects quirks."},
             "tool_schemas": {
                 "type": "object",
@@ -129,8 +130,8 @@ def _plainly_valid(document: object) -> bool:
     profile = document.get("profile")
     if (
         not isinstance(profile, str)
-        or profile not in PROFILES
-        or PROFILES[profile].stream_key not in document
+        or profile not in STREAM_KEYS
+        or STREAM_KEYS[profile] not in document
     ):
         return False
     for key, value in document.items():  # loops, not generators: this runs once per fixture

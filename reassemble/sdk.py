@@ -21,9 +21,6 @@ from typing import Any
 
 from callgate.reassemble.errors import UsageError
 from callgate.reassemble.profiles.base import flat_tools, function_tools
-from callgate.reassemble.profiles.bedrock_converse import tool_schemas as bedrock_tools
-from callgate.reassemble.profiles.builtin import declared_tools
-from callgate.reassemble.profiles.gemini_schema import declaration_schemas
 
 #: What the engine reads as it is: JSON values (a non-object one is an ``unsupported_event``
 #: finding, as from a fixture) and bytes, which it reports the same way.
@@ -130,6 +127,8 @@ def _listed(entries: Sequence[object], profile: str, label: str) -> dict[str, An
 
 
 def _entry_schemas(entry: object, profile: str, where: str) -> dict[str, Any]:
+    from callgate.reassemble.profiles.builtin import declared_tools  # for tool lists only
+
     if not isinstance(entry, dict):
         raise UsageError(f"{where} is not a JSON object; {_EXPECTED}")
     if "functionDeclarations" in entry or "function_declarations" in entry:
@@ -160,6 +159,9 @@ _Read = tuple[Callable[[dict[str, Any]], object], Callable[[dict[str, Any]], dic
 
 def _reader(entry: dict[str, Any], profile: str) -> _Read | None:
     """How to read the name and the schemas of one tool, by the keys its API gives it."""
+    from callgate.reassemble.profiles.bedrock_converse import tool_schemas as bedrock_tools
+    from callgate.reassemble.profiles.gemini_schema import declaration_schemas
+
     if "function" in entry:  # OpenAI Chat, and Cohere v2 and Ollama, which copied it
         return (
             lambda e: _get(e, "function", "name"),
@@ -192,6 +194,8 @@ def _as_tool(declaration: object) -> dict[str, Any]:
 
 
 def _declarations(tool: dict[str, Any], where: str) -> dict[str, Any]:
+    from callgate.reassemble.profiles.gemini_schema import declaration_schemas
+
     key = "functionDeclarations" if "functionDeclarations" in tool else "function_declarations"
     declarations = tool[key]
     if declarations is None:  # a proto field left unset

@@ -15,13 +15,14 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from callgate.reassemble.codes import Code
-from callgate.reassemble.freeform import FreeformFormat
-from callgate.reassemble.profiles.builtin import TOOL_KEY, resolve, shipped_schema
-from callgate.reassemble.profiles.shipped import BuiltinSchema
+from callgate.reassemble.profiles.shipped import TOOL_KEY, BuiltinSchema
 from callgate.reassemble.schema import SchemaProblem, ToolSchema, compiled_schema
+
+if TYPE_CHECKING:  # the module (with llguidance behind it) is loaded for a declared tool only
+    from callgate.reassemble.freeform import FreeformFormat
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ def _kept_declared_check(definition: str) -> InputCheck | SchemaProblem:
 
 
 def _declared_check(definition: object) -> InputCheck | SchemaProblem:
+    from callgate.reassemble.profiles.builtin import resolve  # only a declared tool needs it
+
     found = resolve(definition)
     if isinstance(found, SchemaProblem):
         return found
@@ -117,6 +120,8 @@ def _declared_check(definition: object) -> InputCheck | SchemaProblem:
 def schema_documents(tool_schemas: object) -> list[object]:
     """The JSON Schemas behind ``tool_schemas``: each entry's own, or the one callgate ships for
     a declared built-in tool (what redaction reads the enums to keep from)."""
+    from callgate.reassemble.profiles.builtin import shipped_schema
+
     documents: list[object] = []
     for entry in tool_schemas.values() if isinstance(tool_schemas, dict) else ():
         if isinstance(entry, dict) and TOOL_KEY in entry:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
-from callgate.reassemble.profiles import VERSION_HEADERS
+from callgate.reassemble.profiles import version_headers
 from callgate.redact.exchange import Exchange
 
 #: Named formats of credentials (prefixes published by the providers; cf. gitleaks rules).
@@ -60,7 +60,7 @@ _HARMLESS_HEADERS = frozenset(
         "date",
         "cache-control",
         "te",
-        *VERSION_HEADERS,
+        *version_headers(),
     }
 )
 #: The OpenAI and Anthropic SDKs' version and platform headers (x-stainless-os, ...).

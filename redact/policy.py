@@ -29,9 +29,9 @@ from callgate.reassemble.framing import WEBSOCKET
 from callgate.reassemble.limits import DOCUMENT_LIMITS
 from callgate.reassemble.profiles import (
     PROFILES,
-    VERSION_HEADERS,
     profile_for,
     profile_of_events,
+    version_headers,
 )
 from callgate.reassemble.providers import provider_from_url
 from callgate.reassemble.readers import event_value
@@ -49,7 +49,7 @@ POLICY = {"name": "callgate-default", "version": 1}
 #: Headers kept (into ``meta.headers``) because they pin versions and hold no secret.
 KEPT_HEADERS = (
     "content-type",
-    *VERSION_HEADERS,
+    *version_headers(),
     "x-stainless-package-version",
     "x-stainless-lang",
     "x-stainless-runtime",

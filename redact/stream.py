@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from callgate.reassemble import strict_json
-from callgate.reassemble.profiles import ALL_STRUCTURAL_KEYS, PROFILES
+from callgate.reassemble.profiles import PROFILES, all_structural_keys
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, sites_event_by_event
 from callgate.reassemble.tool_input import schema_documents
 from callgate.redact.fragment_lines import FragmentLines
@@ -294,6 +294,8 @@ def _scrub(
 
 
 _CONTAINERS = (dict, list)
+#: String fields that are structure in some profile's events: kept as they are.
+ALL_STRUCTURAL_KEYS = all_structural_keys()
 
 
 def _scrub_text(value: str, key: str, ids: Callable[[str], str], text: Callable[[str], str]) -> str:

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import callgate
@@ -185,7 +186,8 @@ def test_each_cli_choice_holds_the_values_of_the_enum_it_stands_for() -> None:
     modules whose enums they mirror; each mirror must take exactly those values."""
     from callgate.cli import choices
     from callgate.proxy_addon.webview import WebBody
-    from callgate.reassemble.profile_names import PROFILE_NAMES
+    from callgate.reassemble import profiles
+    from callgate.reassemble.profile_names import PROFILE_NAMES, STREAM_KEYS
     from callgate.reassemble.profiles import PROFILES
     from callgate.redact import ArgumentMode
     from callgate.redact.scanning import Kind
@@ -196,7 +198,15 @@ def test_each_cli_choice_holds_the_values_of_the_enum_it_stands_for() -> None:
         (choices.WebBodyChoice, WebBody),
     ):
         assert [m.value for m in mirror] == [m.value for m in enum], mirror
+    # The registry loads each profile by its name: every module that defines one is named,
+    # and each names itself and its stream as the table does.
+    modules = Path(profiles.__file__).parent.glob("*.py")
+    defining = sorted(m.stem for m in modules if "\nPROFILE = Profile(" in m.read_text())
+    assert defining == sorted(name.replace("-", "_") for name in PROFILE_NAMES)
     assert tuple(PROFILES) == PROFILE_NAMES
+    assert {name: (p.name, p.stream_key) for name, p in PROFILES.items()} == {
+        name: (name, key) for name, key in STREAM_KEYS.items()
+    }
 
 
 #: What a command may not load: the proxy, the scanner, the redactor, the other commands, and
@@ -247,6 +257,12 @@ def test_help_loads_no_command_and_no_engine() -> None:
 def test_check_loads_the_engine_and_no_other_command() -> None:
     loaded = _loaded_by("check", str(CONFORMANCE / "openai" / "valid_fragmented.json"))
     assert "callgate.reassemble.engine" in loaded
+    # the one profile the fixture names, and no declared tool's machinery (it states none)
+    assert _under(loaded, ("callgate.reassemble.profiles.", "callgate.reassemble.freeform")) == [
+        "callgate.reassemble.profiles.base",
+        "callgate.reassemble.profiles.openai",
+        "callgate.reassemble.profiles.shipped",
+    ]
     # rich too: the JSON report prints none of it.
     assert _under(loaded, (*_OTHER_COMMANDS, "callgate.cli.replay", "jsonschema", "rich")) == []
 

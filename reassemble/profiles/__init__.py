@@ -1,55 +1,80 @@
 """The profile registry: one module per streaming API, each a ``Profile`` (see ``base``), looked
-up by name in ``PROFILES`` or by endpoint with ``profile_for``.
+up by name in ``PROFILES`` or by endpoint with ``profile_for``. A profile's module is imported
+the first time its profile is asked for: a command that judges one API's turns loads that API's
+reader only.
 
 Adding a provider: ``docs/adding-a-provider.md``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
+from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE, WEBSOCKET
-from callgate.reassemble.profiles import (
-    anthropic,
-    bedrock_converse,
-    cohere,
-    gemini,
-    gemini_live,
-    mistral,
-    ollama,
-    openai,
-    openai_realtime,
-    openai_responses,
-)
+from callgate.reassemble.profile_names import PROFILE_NAMES
 from callgate.reassemble.profiles.base import STRUCTURAL_KEYS, Profile
 
-PROFILES: dict[str, Profile] = {
-    profile.name: profile
-    for profile in (
-        openai.PROFILE,
-        mistral.PROFILE,
-        anthropic.PROFILE,
-        openai_responses.PROFILE,
-        gemini.PROFILE,
-        cohere.PROFILE,
-        ollama.PROFILE,
-        bedrock_converse.PROFILE,
-        openai_realtime.PROFILE,
-        gemini_live.PROFILE,
+
+class _Registry(MutableMapping[str, Profile]):
+    """The profiles by name, in ``PROFILE_NAMES``' order; each profile's module (its name with
+    ``_`` for ``-``) imported when the profile is first asked for. A profile set here (a test's
+    variant of one) is kept as it is."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self._names = dict.fromkeys(names)
+        self._loaded: dict[str, Profile] = {}
+
+    def __getitem__(self, name: str) -> Profile:
+        try:
+            return self._loaded[name]
+        except KeyError:
+            if name not in self._names:
+                raise
+        module = importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
+        profile: Profile = module.PROFILE
+        self._loaded[name] = profile
+        return profile
+
+    def __setitem__(self, name: str, profile: Profile) -> None:
+        self._names[name] = None
+        self._loaded[name] = profile
+
+    def __delitem__(self, name: str) -> None:
+        del self._names[name]
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+
+PROFILES: MutableMapping[str, Profile] = _Registry(PROFILE_NAMES)
+
+
+@cache
+def version_headers() -> tuple[str, ...]:
+    """Every profile's version headers, in registry order: request headers that hold no
+    secret."""
+    return tuple(
+        dict.fromkeys(header for profile in PROFILES.values() for header in profile.version_headers)
     )
-}
-#: Every profile's version headers, in registry order: request headers that hold no secret.
-VERSION_HEADERS: tuple[str, ...] = tuple(
-    dict.fromkeys(header for profile in PROFILES.values() for header in profile.version_headers)
-)
-#: String fields that are structure in some profile's events: the redactor keeps them.
-ALL_STRUCTURAL_KEYS: frozenset[str] = STRUCTURAL_KEYS.union(
-    *(profile.structural_keys for profile in PROFILES.values())
-)
+
+
+@cache
+def all_structural_keys() -> frozenset[str]:
+    """String fields that are structure in some profile's events: the redactor keeps them."""
+    return STRUCTURAL_KEYS.union(*(profile.structural_keys for profile in PROFILES.values()))
 
 
 def profile_for(url: str, provider: str | None = None) -> str | None:

@@ -20,11 +20,10 @@ from typing import Any
 from callgate.reassemble.codes import Code
 from callgate.reassemble.freeform import FreeformFormat, GrammarProblem, read_format
 from callgate.reassemble.profiles import tools_anthropic, tools_openai
-from callgate.reassemble.profiles.shipped import Builder, BuiltinSchema
+from callgate.reassemble.profiles.shipped import TOOL_KEY, Builder, BuiltinSchema
 from callgate.reassemble.schema import SchemaProblem
 
 #: The key of a ``tool_schemas`` entry that holds a provider-defined tool's definition.
-TOOL_KEY = "x-callgate-tool"
 
 #: Members of a definition that decide its calls' input; the rest (descriptions, cache
 #: control) is left out of fixtures.

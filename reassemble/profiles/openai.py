@@ -36,7 +36,6 @@ from callgate.reassemble.profiles.base import (
     reason_replaced,
     sites_event_by_event,
 )
-from callgate.reassemble.profiles.builtin import declared_tools
 
 
 def _optional_str(entry: Mapping[str, object], key: str) -> tuple[str | None, bool]:
@@ -459,6 +458,14 @@ def names_cannot_repeat(value: Any, text: str) -> bool:
 
 
 #: What every Chat Completions server shares; Mistral's profile differs only in its translator.
+def _declared_tools(request: Mapping[str, Any]) -> dict[str, Any]:
+    """``builtin.declared_tools``, loaded with the first request read: a check of a fixture that
+    states its tool schemas never needs it."""
+    from callgate.reassemble.profiles.builtin import declared_tools
+
+    return declared_tools(request)
+
+
 CHAT_WIRE: dict[str, Any] = {
     "stream_key": "chunks",
     "call_reasons": frozenset({"tool_calls"}),
@@ -471,7 +478,7 @@ CHAT_WIRE: dict[str, Any] = {
     # data lines, which the event's JSON does not hold.
     "terminal_pattern": rb'finish_reason"(?![ \t]*:[ \t]*null)',
     "endpoints": ("/chat/completions", "/v1/chat"),
-    "tool_schemas": lambda request: {**function_tools(request), **declared_tools(request)},
+    "tool_schemas": lambda request: {**function_tools(request), **_declared_tools(request)},
     "version_headers": ("openai-beta",),
     "error_body": openai_error,
     "cut_short": reason_replaced("finish_reason", "length"),

@@ -9,6 +9,10 @@ from typing import Any
 from callgate.reassemble.codes import Code
 from callgate.reassemble.schema import SchemaProblem
 
+#: The member of a ``tool_schemas`` entry that holds a declared tool's definition in place of a
+#: JSON Schema (``builtin``).
+TOOL_KEY = "x-callgate-tool"
+
 
 @dataclass(frozen=True)
 class BuiltinSchema:
