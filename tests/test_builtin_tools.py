@@ -394,6 +394,29 @@ def test_a_shell_calls_done_item_that_names_another_call_id_is_an_identity_colli
     ]
 
 
+def test_a_shell_calls_done_item_stating_other_commands_than_its_stream_is_a_mismatch() -> None:
+    """The ``.done`` events and the final output agree with the streamed commands: the item
+    alone says otherwise, and that is enough to block."""
+    document = load(SHELL)
+    document["events"][14]["item"]["action"]["commands"][1] = "rm -rf ./build"
+    assert [(f.code, f.path, f.message) for f in check(document).findings] == [
+        (
+            Code.ARGUMENT_MISMATCH,
+            "/events/14/item/action/commands",
+            "the item's commands differ from the 2 streamed",
+        )
+    ]
+
+
+def test_a_shell_command_streamed_before_its_item_is_a_delta_before_start() -> None:
+    document = load(SHELL)
+    del document["events"][2]
+    for number, event in enumerate(document["events"]):
+        event["sequence_number"] = number
+    found = check(document).findings
+    assert (found[0].code, found[0].path) == (Code.DELTA_BEFORE_START, "/events/2/type")
+
+
 def test_a_built_in_items_copy_without_its_input_names_what_it_lacks() -> None:
     document = load(SHELL)
     del document["events"][14]["item"]["action"]

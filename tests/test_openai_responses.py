@@ -120,7 +120,33 @@ def test_a_sequence_number_that_goes_back_is_an_event_gap() -> None:
 
 
 def test_a_repeated_sequence_number_is_an_event_gap() -> None:
-    assert run(numbered(one_call(), [0, 1, 1, 2, 3])).blocking_codes == ["event_gap"]
+    report = run(numbered(one_call(), [0, 1, 1, 2, 3]))
+    assert report.blocking_codes == ["event_gap"]
+    assert report.findings[0].message == "sequence_number went back: 1 then 1"
+
+
+def test_an_unknown_event_about_an_item_known_to_be_no_call_cannot_be_a_call() -> None:
+    """Only an unknown event about a text or reasoning item is known to carry no call; one
+    about a call's item, or about no item, could."""
+    translator = ResponsesTranslator(frozenset())
+    for index, item in enumerate(
+        [
+            {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+            added(index=1)["item"],
+        ]
+    ):
+        translator.translate(
+            {"type": "response.output_item.added", "output_index": index, "item": item}
+        )
+    found = [
+        translator.translate({"type": "response.x_unknown", "output_index": index})[0]
+        for index in (0, 1, 5)
+    ]
+    assert [(p.code, p.could_be_call) for p in found] == [  # type: ignore[union-attr]
+        (Code.UNSUPPORTED_EVENT, False),
+        (Code.UNSUPPORTED_EVENT, None),
+        (Code.UNSUPPORTED_EVENT, None),
+    ]
 
 
 def test_a_stream_without_sequence_numbers_is_not_checked() -> None:

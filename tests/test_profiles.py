@@ -377,6 +377,18 @@ MALFORMED = {
         "/events/1/toolCall/functionCalls/1",
         "function call is not an object",
     ),
+    "openai-responses output item without a type": (
+        "openai-responses/valid_single_call",
+        _set([2, "item", "type"], None),
+        "/events/2/item",
+        "output item has no type",
+    ),
+    "openai-responses output item not an object": (
+        "openai-responses/valid_single_call",
+        _set([2, "item"], ["function_call"]),
+        "/events/2/item",
+        "output item has no type",
+    ),
     "ollama done not a boolean": (
         "ollama/valid_single_call",
         _set([3, "done"], "yes"),
@@ -408,6 +420,8 @@ PLACES = {
     "ollama call without a function object": (None, None),
     "ollama call name not a string": (0, 0),
     "ollama done not a boolean": (None, None),
+    "openai-responses output item without a type": (0, 0),
+    "openai-responses output item not an object": (0, 0),
     "ollama id not a string in the second call": (0, 1),
     "gemini streamed part of the second call with args": (0, 1),
     "gemini-live second function call not an object": (0, 1),
