@@ -130,9 +130,50 @@ def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_
         ),
         ({"type": "computer_toolset_20260801", "name": "wait"}, {"duration": 2}, []),
         ({"type": "computer_toolset_20260801", "name": "wait"}, {}, ["schema_violation"]),
+        ({"type": "computer_toolset_20260801", "name": "wait"}, {"duration": 0}, []),
+        # the shortest command, path and line number each tool takes
+        ({"type": "bash_20250124"}, {"command": "w"}, []),
+        ({"type": "text_editor_20250728"}, {"command": "view", "path": "a"}, []),
+        (
+            {"type": "text_editor_20250728"},
+            {"command": "insert", "path": "a", "insert_line": 0, "insert_text": "x"},
+            [],
+        ),
+        (
+            {"type": "text_editor_20250728"},
+            {"command": "insert", "path": "a", "insert_line": -1, "insert_text": "x"},
+            ["schema_violation"],
+        ),
+        (
+            {"type": "text_editor_20250728"},
+            {"command": "view", "path": "a", "view_range": [1, 2, 3]},
+            ["schema_violation"],
+        ),
+        (
+            {"type": "computer_toolset_20260801", "name": "wait"},
+            {"duration": -0.5},
+            ["schema_violation"],
+        ),
+        (  # a member takes its own members only
+            {"type": "computer_toolset_20260801", "name": "wait"},
+            {"duration": 1, "text": "x"},
+            ["schema_violation"],
+        ),
+        ({"type": "computer_toolset_20260801", "name": "key"}, {"text": "a", "repeat": 1}, []),
+        (
+            {"type": "computer_toolset_20260801", "name": "key"},
+            {"text": "a", "repeat": 0},
+            ["schema_violation"],
+        ),
         # OpenAI
         ({"type": "shell"}, {"action": {"commands": []}}, ["schema_violation"]),
         ({"type": "shell"}, {"action": {"commands": ["ls"], "sudo": True}}, ["schema_violation"]),
+        ({"type": "shell"}, {"action": {"commands": ["ls"], "timeout_ms": 0}}, []),
+        (
+            {"type": "shell"},
+            {"action": {"commands": ["ls"], "timeout_ms": -1}},
+            ["schema_violation"],
+        ),
         ({"type": "computer"}, {"action": {"type": "keypress", "keys": []}}, ["schema_violation"]),
         # a display of no stated size bounds no coordinate
         (
@@ -147,6 +188,23 @@ def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_
         ),
         # the GA computer tool's batch: one action or more
         ({"type": "computer"}, {"actions": [{"type": "wait"}]}, []),
+        ({"type": "computer"}, {"note": "x"}, ["schema_violation"]),  # no action at all
+        # whole pixels from 0, inside a stated display; a display width of True states none
+        (
+            {"type": "computer_use_preview", "display_width": 10, "display_height": 10},
+            {"action": {"type": "move", "x": 0, "y": 9}},
+            [],
+        ),
+        (
+            {"type": "computer_use_preview", "display_width": 10, "display_height": 10},
+            {"action": {"type": "move", "x": -1, "y": 0}},
+            ["schema_violation"],
+        ),
+        (
+            {"type": "computer_use_preview", "display_width": True, "display_height": 10},
+            {"action": {"type": "move", "x": 5, "y": 0}},
+            [],
+        ),
         ({"type": "computer"}, {"actions": []}, ["schema_violation"]),
         (
             {"type": "apply_patch"},
@@ -179,6 +237,7 @@ def test_a_built_in_tool_s_input_is_judged_by_its_type_and_version(
         ({"type": "update_file", "diff": "@@ class A\n@@ def f():\n x\n-a\n+b\n\n"}, None),
         ({"type": "update_file", "diff": "@@\n a\n*** End of File\n"}, None),
         ({"type": "update_file", "diff": "@@\n*** End of File\n"}, "ends no hunk"),
+        ({"type": "update_file", "diff": "*** End of File\n"}, "line 1: '*** End of File' ends"),
         (  # the end of a file ends its hunk: a second end has none to end
             {"type": "update_file", "diff": "@@\n+a\n*** End of File\n*** End of File\n"},
             "line 4: '*** End of File' ends no hunk",
@@ -435,3 +494,17 @@ def test_a_call_the_final_response_leaves_out_is_named_by_its_id_clipped_at_64()
         "response.completed's output has no shell_call at output_index 0, which the stream "
         f"gave ({long_id[:64]!r})"
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        ("text_editor_20250124", "str_replace_editor"),
+        ("text_editor_20250728", "str_replace_based_edit_tool"),
+        ("bash_20250124", "bash"),
+    ],
+)
+def test_an_anthropic_tool_declared_without_a_name_takes_the_one_anthropic_gives_it(
+    kind: str, name: str
+) -> None:
+    assert list(tool_schemas_of([{"type": kind}], "anthropic")) == [name]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from callgate.reassemble import Reassembler, Report, Severity
+import pytest
+
+from callgate.reassemble import Reassembler, Report, Severity, check
 from callgate.reassemble.codes import Code
 from callgate.reassemble.events import ArgumentsStated, Problem, SlotDelta, SlotEnded, SlotStarted
 from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.openai_responses import ResponsesTranslator
+from tests.conftest import CONFORMANCE, load
 
 SCHEMAS = {
     "get_weather": {
@@ -197,10 +200,25 @@ def rotated() -> list[dict[str, Any]]:
 def test_rotating_item_ids_are_tolerated_once_for_github_copilot() -> None:
     report = run(rotated(), provider="github-copilot")
     assert report.status.value == "pass"
-    assert [(f.code, f.severity, f.quirk) for f in report.findings] == [
-        (Code.IDENTITY_COLLISION, Severity.TOLERATED, "rotating_item_id")
+    assert [(f.code, f.severity, f.quirk, f.choice, f.slot) for f in report.findings] == [
+        (Code.IDENTITY_COLLISION, Severity.TOLERATED, "rotating_item_id", 0, 0)
     ]
     assert report.calls[0].id == "call_1"
+
+
+def test_an_entry_of_the_final_output_that_is_no_object_is_no_call() -> None:
+    done = item_done('{"city":"Oslo"}')
+    final = completed(done)
+    final["response"]["output"].append("junk")
+    assert run([*one_call()[:4], final]).status.value == "pass"
+
+
+def test_an_argument_delta_that_is_not_text_is_placed_at_its_call() -> None:
+    events = one_call()
+    events[1]["delta"] = 5
+    assert [(f.code, f.message, f.path, f.choice, f.slot) for f in run(events).findings] == [
+        (Code.UNSUPPORTED_EVENT, "delta is not a string", "/events/1/delta", 0, 0)
+    ]
 
 
 def test_rotating_item_ids_collide_once_per_item_without_the_quirk() -> None:
@@ -417,9 +435,39 @@ def test_an_item_type_in_a_collision_message_is_clipped_at_40_characters() -> No
     done = item_done('{"city":"Oslo"}')
     later = dict(done, item=dict(done["item"], type=kind))
     report = run([*one_call()[:3], later, completed(done)])
-    assert f"a later copy says it is {kind[:40]!r}" in next(
-        f.message for f in report.findings if f.code is Code.IDENTITY_COLLISION
-    )
+    collision = next(f for f in report.findings if f.code is Code.IDENTITY_COLLISION)
+    assert f"a later copy says it is {kind[:40]!r}" in collision.message
+    assert (collision.choice, collision.slot) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "message"),
+    [
+        (
+            "custom_tool_call",
+            "incomplete",
+            "the custom_tool_call item ended with status 'incomplete'",
+        ),
+        ("function_call", None, "the function_call item ended with status 'None'"),
+    ],
+)
+def test_a_call_item_that_ends_other_than_completed_is_a_wrong_terminal_reason(
+    kind: str, status: str | None, message: str
+) -> None:
+    """Only a custom tool's item may leave its status out; any item that states one must say
+    ``completed``."""
+    source = "custom_tool_call_text_valid" if kind == "custom_tool_call" else "valid_single_call"
+    document = load(CONFORMANCE / "openai-responses" / f"{source}.json")
+    done = next(e for e in document["events"] if e["type"] == "response.output_item.done")
+    if status is None:
+        del done["item"]["status"]
+    else:
+        done["item"]["status"] = status
+    wrong = [f for f in check(document).findings if f.code is Code.WRONG_TERMINAL_REASON]
+    at = document["events"].index(done)
+    assert [(f.message, f.path, f.choice, f.slot) for f in wrong][:1] == [
+        (f"{message}, not 'completed'", f"/events/{at}/item/status", 0, 0)
+    ]
 
 
 def test_a_final_output_that_makes_a_text_item_a_call_is_an_identity_collision() -> None:
@@ -449,3 +497,26 @@ def test_cut_short_makes_incomplete_of_a_completed_response_only() -> None:
     assert completed["type"] == "response.completed"  # a copy: the event is left as it was
     for other in ({"type": "response.created", "response": {}}, {"type": "error"}, "text", None):
         assert cut_short(other) is None
+
+
+def test_long_values_in_findings_are_clipped_where_they_are_quoted() -> None:
+    translator = ResponsesTranslator(frozenset())
+    [number] = translator.translate({"type": "response.created", "sequence_number": "9" * 60})
+    assert isinstance(number, Problem)
+    assert number.message == f"sequence_number {'9' * 40!r} is not an integer"
+    kind = "k" * 60
+    added_events = translator.translate(
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"id": "x_1", "type": kind},
+        }
+    )
+    [unknown] = [e for e in added_events if isinstance(e, Problem)]
+    assert unknown.message == f"output item type {kind[:40]!r} is not known; it could be a call"
+    item_id = "fc_" + "z" * 80
+    [lost] = ResponsesTranslator(frozenset()).translate(
+        {"type": "response.function_call_arguments.delta", "item_id": item_id, "delta": "{"}
+    )
+    assert isinstance(lost, Problem)
+    assert lost.message == f"no output item for output_index None / item_id {item_id[:64]!r}"
