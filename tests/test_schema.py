@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -1170,3 +1171,40 @@ def test_an_error_from_a_subschema_the_walk_never_saw_names_jsonschema_s_own_pat
     assert compiled._violation(foreign) == Violation(
         "type", "/a~1b/0", "/properties/a~0b/type", "'x' is not of type 'integer'"
     )
+
+
+#: One value of each JSON kind, and the numbers the types tell apart.
+GRID = [None, True, False, 0, 1, 1.0, 1.5, -2, "", "a", [], ["a"], {}, {"a": 1}]
+GRID_SCHEMAS = [
+    *({"type": kind} for kind in SUBSET_TYPES),
+    {"type": ["string", "null"]},
+    {"type": ["integer", "boolean"]},
+    {"type": ["number"]},
+    {"enum": ["a", 1, None, True]},
+    {"enum": [1.0]},
+    {"const": "a"},
+    {"const": 1},
+    {"type": "string", "description": "annotations are no constraint", "title": "t"},
+    {"$schema": DRAFT202012, "type": "object"},
+]
+
+
+@pytest.mark.parametrize("schema", GRID_SCHEMAS, ids=json.dumps)
+def test_the_quick_yes_says_what_jsonschema_says_of_each_kind_of_value(schema: Any) -> None:
+    """The fast lane's share of the sweep that holds the quick yes to jsonschema: each type,
+    type lists, scalar enums and consts, annotations and a root ``$schema``, against a value
+    of each kind (a container is never a scalar enum's member)."""
+    fits = accepting(schema)
+    assert fits is not None
+    base = _DIALECTS[DRAFT202012].base(schema)
+    said = {json.dumps(v): fits(v) for v in GRID}
+    assert said == {json.dumps(v): next(base.iter_errors(v), None) is None for v in GRID}
+
+
+def test_a_nested_schema_uri_or_a_type_no_json_value_has_is_left_to_jsonschema() -> None:
+    nested = {"type": "object", "properties": {"a": {"$schema": DRAFT202012}}}
+    assert accepting(nested) is None and not plainly_valid(nested)
+    assert [accepting({"type": kind}) for kind in ("float", [], ["string", "float"], 3)] == [
+        None
+    ] * 4
+    assert plainly_valid({"$schema": DRAFT202012, "type": "object"})
