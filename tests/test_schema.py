@@ -1001,6 +1001,7 @@ def test_additional_properties_the_quick_yes_cannot_read_leave_the_schema_to_jso
     whole schema, rather than judging other members by nothing."""
     schema = {"properties": {"a": {}}, "additionalProperties": {"not": {"type": "string"}}}
     assert accepting(schema) is None
+    assert accepting({"items": {"not": {"type": "string"}}}) is None  # and so for items
     check = accepting({"properties": {"a": {}}, "additionalProperties": {}})
     assert check is not None and check({"a": 1, "b": "x"}) is True
 
@@ -1174,7 +1175,7 @@ def test_an_error_from_a_subschema_the_walk_never_saw_names_jsonschema_s_own_pat
 
 
 #: One value of each JSON kind, and the numbers the types tell apart.
-GRID = [None, True, False, 0, 1, 1.0, 1.5, -2, "", "a", [], ["a"], {}, {"a": 1}]
+GRID = [None, True, False, 0, 1, 1.0, 1.5, -2, "", "a", [], ["a"], [1], {}, {"a": 1}, {"b": "x"}]
 GRID_SCHEMAS = [
     *({"type": kind} for kind in SUBSET_TYPES),
     {"type": ["string", "null"]},
@@ -1186,6 +1187,14 @@ GRID_SCHEMAS = [
     {"const": 1},
     {"type": "string", "description": "annotations are no constraint", "title": "t"},
     {"$schema": DRAFT202012, "type": "object"},
+    {"type": "array", "minItems": 1},
+    {"type": "string", "enum": ["a", ""]},
+    {"properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+    {"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+    {"properties": {"a": {"type": "integer"}}, "additionalProperties": True},
+    {"items": False},
+    {"items": {"type": "string"}},
+    {"items": True},
 ]
 
 
