@@ -34,10 +34,14 @@ def user_install(folder: Path) -> Path:
     installs it for a user; its ``bin`` folder."""
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
     bin_folder = folder / "bin"
-    subprocess.run(
+    done = subprocess.run(
         [str(bin_folder / "pip"), "install", "--quiet", "--disable-pip-version-check", str(ROOT)],
-        check=True,
+        capture_output=True,
+        text=True,
+        check=False,
     )
+    if done.returncode:
+        raise SystemExit(f"pip install of {ROOT} failed:\n{done.stderr}")
     return bin_folder
 
 

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from callgate.reassemble.codes import Code
 from callgate.reassemble.profiles.shipped import TOOL_KEY, BuiltinSchema
-from callgate.reassemble.schema import SchemaProblem, ToolSchema, compiled_schema
+from callgate.reassemble.schema import (
+    SchemaProblem,
+    ToolSchema,
+    compiled_schema,
+    shipped_schema_compiled,
+)
 
 if TYPE_CHECKING:  # the module (with llguidance behind it) is loaded for a declared tool only
     from callgate.reassemble.freeform import FreeformFormat
@@ -110,7 +115,7 @@ def _declared_check(definition: object) -> InputCheck | SchemaProblem:
     if isinstance(found, SchemaProblem):
         return found
     if isinstance(found, BuiltinSchema):
-        schema = compiled_schema(found.schema)
+        schema = shipped_schema_compiled(found.schema)
         if isinstance(schema, SchemaProblem):  # a shipped schema is tested: never here
             return schema
         return JSONInput(schema, found.more)

@@ -16,8 +16,14 @@ from callgate.reassemble.freeform import GrammarProblem, read_format
 from callgate.reassemble.profiles import PROFILES, frames
 from callgate.reassemble.profiles.builtin import BUILDERS, TOOL_KEY, resolve
 from callgate.reassemble.profiles.shipped import BuiltinSchema
+from callgate.reassemble.profiles.tools_anthropic import TOOLSET_MEMBERS
 from callgate.reassemble.profiles.tools_openai import diff_problems
-from callgate.reassemble.schema import SchemaProblem, compile_schema
+from callgate.reassemble.schema import (
+    SchemaProblem,
+    ToolSchema,
+    compile_schema,
+    shipped_schema_compiled,
+)
 from callgate.reassemble.sdk import tool_schemas_of
 from callgate.reassemble.tool_input import input_check
 from callgate.redact.mask import mask_free_text
@@ -33,12 +39,30 @@ DEFINITIONS = {
 }
 
 
+SIZES = {"display_width_px": 1280, "display_height_px": 800, "display_width": 1280}
+
+
+def shipped_variants(kind: str) -> list[dict[str, Any]]:
+    """Definitions of ``kind`` that shape its schema differently: with and without a display's
+    size, and each member of a toolset."""
+    base = DEFINITIONS[kind]
+    names = TOOLSET_MEMBERS.get(kind, (base["name"],))
+    return [{**base, "name": name, **sizes} for name in names for sizes in ({}, SIZES)]
+
+
 @pytest.mark.parametrize("kind", sorted(BUILDERS))
-def test_every_shipped_schema_passes_callgate_s_own_schema_policy(kind: str) -> None:
-    """A shipped schema the policy refused would block every call of its tool."""
-    built = resolve(DEFINITIONS[kind])
-    assert isinstance(built, BuiltinSchema)
-    assert not isinstance(compile_schema(built.schema), SchemaProblem)
+def test_every_shipped_schema_passes_its_metaschema_and_callgate_s_policy(kind: str) -> None:
+    """A shipped schema the policy refused would block every call of its tool; one its
+    metaschema refused would be judged wrongly, since a turn compiles it without asking the
+    metaschema (``shipped_schema_compiled``)."""
+    for definition in shipped_variants(kind):
+        built = resolve(definition)
+        if isinstance(built, SchemaProblem):  # a toolset member callgate ships no schema for
+            assert "toolset" in kind
+            continue
+        assert isinstance(built, BuiltinSchema)
+        assert isinstance(compile_schema(built.schema), ToolSchema), definition
+        assert isinstance(shipped_schema_compiled(built.schema), ToolSchema), definition
 
 
 def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_ones() -> None:

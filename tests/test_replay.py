@@ -166,6 +166,11 @@ def test_a_fixture_whose_pinned_codes_are_wrong_exits_1_with_the_problem_named(
         "held_no_calls": 0,
         "exit_code": 1,
     }
+    lines = out.splitlines()  # a fixture a line, between the head and the summary
+    assert len(lines) == 5 + 2 and lines[0] == '{"report_version": 1, "fixtures": ['
+    assert [json.loads(line.rstrip(","))["fixture"] for line in lines[1:-1]] == [
+        entry["fixture"] for entry in report["fixtures"]
+    ]
     code, out, _ = run([folder])
     assert code == 1
     assert "occurred but not expected: identity_collision" in out
