@@ -33,6 +33,7 @@ from callgate.redact import (
 from callgate.redact.encoding import Decompressor, decode_whole
 from callgate.redact.leaks import encodings, find_leaks, secrets_of
 from callgate.redact.mask import Pseudonyms, mask_arguments
+from callgate.redact.stream import _enum_values
 from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, gemini_chunk, load
 
 WEATHER = {
@@ -1170,6 +1171,39 @@ def test_a_copy_that_restates_other_arguments_of_the_same_length_is_masked_apart
     redacted = redact_envelope(envelope)
     assert redacted.report.blocking_codes == ["argument_mismatch"]
     assert redacted.envelope["events"][7]["arguments"] == '{"city":"yyyyy","unit":"c"}'
+
+
+@pytest.mark.parametrize(
+    ("copy", "masked"),
+    [
+        # the same arguments as JSON, members reordered: the stream's letter
+        ('{"unit":"c","city":"Paris"}', '{"unit":"c","city":"xxxxx"}'),
+        # a copy that is no JSON is not the same arguments: its own letter
+        ('{"city":"Paris","unit":"c"', '{"city":"yyyyy","unit":"c"'),
+    ],
+)
+def test_a_copy_is_masked_with_the_stream_s_letter_only_when_it_is_the_same_json(
+    copy: str, masked: str
+) -> None:
+    envelope = load(CONFORMANCE / "openai-realtime" / "valid_single_call.json")
+    envelope["events"][7]["arguments"] = copy
+    redacted = redact_envelope(envelope)
+    assert redacted.report.blocking_codes == ["argument_mismatch"]
+    assert redacted.envelope["events"][7]["arguments"] == masked
+
+
+def test_masking_keeps_the_strings_a_schema_enumerates_and_no_other() -> None:
+    """``enum`` and ``const`` values are what a schema allows; a ``required`` list names
+    members, and an argument that happens to say one of those names is masked."""
+    schemas = {
+        "f": {
+            "type": "object",
+            "properties": {"a": {"enum": ["north", 1]}, "b": {"const": "east"}},
+            "required": ["a", "south"],
+            "examples": ["west"],
+        }
+    }
+    assert _enum_values(schemas) == {"north", "east"}
 
 
 def test_what_a_fixture_says_it_removed_is_exactly_what_it_removed() -> None:

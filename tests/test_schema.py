@@ -1213,7 +1213,33 @@ def test_the_quick_yes_says_what_jsonschema_says_of_each_kind_of_value(schema: A
 def test_a_nested_schema_uri_or_a_type_no_json_value_has_is_left_to_jsonschema() -> None:
     nested = {"type": "object", "properties": {"a": {"$schema": DRAFT202012}}}
     assert accepting(nested) is None and not plainly_valid(nested)
+    assert not plainly_valid({"items": {"$schema": DRAFT202012}})
     assert [accepting({"type": kind}) for kind in ("float", [], ["string", "float"], 3)] == [
         None
     ] * 4
     assert plainly_valid({"$schema": DRAFT202012, "type": "object"})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": []},
+        {"properties": {"a": 5}},
+        {"additionalProperties": 5},
+        {"items": "x"},
+        {"enum": "x"},
+        {"required": [1]},
+        {"required": ["a", "a"]},
+        {"type": []},
+        {"type": ["string", "string"]},
+        {"minLength": -1},
+        {"minimum": "1"},
+    ],
+    ids=json.dumps,
+)
+def test_a_keyword_in_a_shape_its_metaschema_refuses_is_not_plainly_valid(schema: Any) -> None:
+    """The plain reading says "valid" only where both metaschemas do; every other shape goes
+    to the metaschema, which names the problem."""
+    assert not plainly_valid(schema)
+    problem = compile_schema(schema)
+    assert isinstance(problem, SchemaProblem) and problem.code is Code.INVALID_SCHEMA
