@@ -213,6 +213,13 @@ def test_a_tool_version_callgate_does_not_know_is_unknown_tool_naming_the_known_
         # the GA computer tool's batch: one action or more
         ({"type": "computer"}, {"actions": [{"type": "wait"}]}, []),
         ({"type": "computer"}, {"note": "x"}, ["schema_violation"]),  # no action at all
+        # the fewest points a drag takes, and keys a keypress takes
+        (
+            {"type": "computer"},
+            {"action": {"type": "drag", "path": [{"x": 0, "y": 0}, {"x": 1, "y": 1}]}},
+            [],
+        ),
+        ({"type": "computer"}, {"action": {"type": "keypress", "keys": ["a"]}}, []),
         # whole pixels from 0, inside a stated display; a display width of True states none
         (
             {"type": "computer_use_preview", "display_width": 10, "display_height": 10},
@@ -262,6 +269,15 @@ def test_a_built_in_tool_s_input_is_judged_by_its_type_and_version(
         ({"type": "update_file", "diff": "@@\n a\n*** End of File\n"}, None),
         ({"type": "update_file", "diff": "@@\n*** End of File\n"}, "ends no hunk"),
         ({"type": "update_file", "diff": "*** End of File\n"}, "line 1: '*** End of File' ends"),
+        ({"type": "update_file", "diff": "@@\n@@ def f():\n"}, "ends with a hunk header"),
+        (
+            {"type": "create_file", "diff": "+a\n" + "b" * 70},
+            f"line 2 of a create_file diff does not start with '+': {'b' * 60!r}",
+        ),
+        (
+            {"type": "update_file", "diff": " a\n" + "*" * 70},
+            f"line 2 of an update_file diff is no hunk line: {'*' * 60!r}",
+        ),
         (  # the end of a file ends its hunk: a second end has none to end
             {"type": "update_file", "diff": "@@\n+a\n*** End of File\n*** End of File\n"},
             "line 4: '*** End of File' ends no hunk",

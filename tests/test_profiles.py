@@ -708,6 +708,15 @@ def test_an_sse_frame_carries_text_as_utf8_as_providers_send_it(name: str) -> No
     assert "Zürich ☀".encode() in frame and b"\\u" not in frame
 
 
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_an_sse_frame_names_its_event_where_the_provider_does(name: str) -> None:
+    """Anthropic, Cohere and OpenAI Responses send an ``event:`` line named after each event's
+    ``type``; the others send data lines alone."""
+    frame = PROFILES[name].sse_frame({"type": "x.y", "n": 1})
+    named = name in ("anthropic", "cohere", "openai-responses")
+    assert frame == (b"event: x.y\n" if named else b"") + b'data: {"type": "x.y", "n": 1}\n\n'
+
+
 @pytest.mark.parametrize(
     ("field", "message"),
     [
