@@ -796,10 +796,8 @@ async def test_a_failure_while_reading_in_enforce_mode_blocks_the_turn_and_still
     assert counted == []
 
 
-@in_loop
-async def test_a_failure_judging_one_turn_is_said_and_spares_the_next(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def fail_the_first_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine fails on the first turn it closes (a fault of callgate's own) and no other."""
     closed = []
     close = engine.Reassembler.close
 
@@ -810,6 +808,13 @@ async def test_a_failure_judging_one_turn_is_said_and_spares_the_next(
         return close(self)
 
     monkeypatch.setattr(engine.Reassembler, "close", failing_close)
+
+
+@in_loop
+async def test_a_failure_judging_one_turn_is_said_and_spares_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    fail_the_first_close(monkeypatch)
     with running(callgate_out=str(tmp_path)) as (addon, _):
         first, second = llm_flow(), llm_flow()
         for flow in (first, second):
@@ -849,12 +854,17 @@ def said(addon: CallgateAddon, flow: http.HTTPFlow, event: object, *, client: bo
     return None if message.dropped else json.loads(message.content)
 
 
+def opened(addon: CallgateAddon, flow: http.HTTPFlow, document: dict[str, Any]) -> None:
+    """A Realtime session started, its client setting the fixture's tools."""
+    addon.websocket_start(flow)
+    update = {"type": "session.update", "session": {"tools": document["request"]["tools"]}}
+    said(addon, flow, update, client=True)
+
+
 def cancelled_session(addon: CallgateAddon, flow: http.HTTPFlow) -> list[Any]:
     """A session whose one response is cancelled mid-arguments: each server message as it goes
     on."""
-    addon.websocket_start(flow)
-    update = {"type": "session.update", "session": {"tools": CANCELLED["request"]["tools"]}}
-    said(addon, flow, update, client=True)
+    opened(addon, flow, CANCELLED)
     return [said(addon, flow, event) for event in CANCELLED["events"]]
 
 
@@ -880,34 +890,6 @@ async def test_a_websocket_callgate_does_not_judge_passes_untouched_and_unmarked
     assert flow.marked == "" and list(tmp_path.iterdir()) == []
 
 
-@in_loop
-async def test_a_sessions_comment_counts_its_judged_and_blocked_responses(tmp_path: Path) -> None:
-    document = load(CONFORMANCE / "openai-realtime" / "two_tool_turns_second_cancelled.json")
-    comments = []
-    with running(callgate_out=str(tmp_path)) as (addon, _):
-        flow = session_flow()
-        addon.websocket_start(flow)
-        update = {"type": "session.update", "session": {"tools": document["request"]["tools"]}}
-        said(addon, flow, update, client=True)
-        for event in document["events"]:
-            said(addon, flow, event)
-            if event["type"] == "response.done":
-                comments.append((flow.marked, flow.comment))
-        addon.websocket_end(flow)
-        await addon.done()
-    assert comments == [
-        (
-            PASS_MARK,
-            "callgate: 0 of 1 responses blocked; last: response resp_CAm8Jp0qx2Lwz1 pass (-)",
-        ),
-        (
-            FAIL_MARK,
-            "callgate: 1 of 2 responses blocked; last: response resp_CAm8Kq7ry3Mxa2 fail "
-            "(invalid_arguments_json, wrong_terminal_reason)",
-        ),
-    ]
-
-
 class Updates:
     """An addon that keeps each flow's mark and comment as mitmproxy's ``update`` hook (what
     mitmweb shows a change by) tells it."""
@@ -923,9 +905,10 @@ class Updates:
 async def test_each_judged_response_is_shown_at_once_and_written_with_its_session_s_head(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """mitmweb is told of each verdict as it is given; each response's fixture keeps the first
-    of a repeated version header, as a header is kept everywhere, and says its messages are a
-    WebSocket session's, with no ``[DONE]`` and no event cut."""
+    """The flow's comment counts the responses judged and blocked, and mitmweb is told of each
+    verdict as it is given; each response's fixture keeps the first of a repeated version
+    header, as a header is kept everywhere, and says its messages are a WebSocket session's,
+    with no ``[DONE]`` and no event cut."""
     document = load(CONFORMANCE / "openai-realtime" / "two_tool_turns_second_cancelled.json")
     updates = Updates()
     with running(updates, callgate_out=str(tmp_path)) as (addon, _):
@@ -935,9 +918,7 @@ async def test_each_judged_response_is_shown_at_once_and_written_with_its_sessio
         assert flow.response is not None
         flow.response.headers.add("Content-Type", "application/json")
         flow.response.headers.add("Content-Type", "text/plain")
-        addon.websocket_start(flow)
-        update = {"type": "session.update", "session": {"tools": document["request"]["tools"]}}
-        said(addon, flow, update, client=True)
+        opened(addon, flow, document)
         shown = []
         for event in document["events"]:
             said(addon, flow, event)
@@ -946,7 +927,21 @@ async def test_each_judged_response_is_shown_at_once_and_written_with_its_sessio
         addon.websocket_end(flow)
         await addon.done()
         await asyncio.sleep(0)  # the writes' outcomes, called back onto the loop
-    assert len(shown) == 2 and updates.seen == shown
+    assert (
+        updates.seen
+        == shown
+        == [
+            (
+                PASS_MARK,
+                "callgate: 0 of 1 responses blocked; last: response resp_CAm8Jp0qx2Lwz1 pass (-)",
+            ),
+            (
+                FAIL_MARK,
+                "callgate: 1 of 2 responses blocked; last: response resp_CAm8Kq7ry3Mxa2 fail "
+                "(invalid_arguments_json, wrong_terminal_reason)",
+            ),
+        ]
+    )
     written = fixtures_in(tmp_path)
     path_of = {
         json.loads(path.read_text())["expect"]["status"]: path for path in tmp_path.glob("*.json")
@@ -971,22 +966,11 @@ async def test_a_response_callgate_fails_to_judge_is_shown_and_said_and_not_writ
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     document = load(CONFORMANCE / "openai-realtime" / "two_tool_turns_second_cancelled.json")
-    closed = []
-    close = engine.Reassembler.close
-
-    def failing_close(self: engine.Reassembler) -> Any:
-        closed.append(self)
-        if len(closed) == 1:
-            raise RuntimeError("injected")
-        return close(self)
-
-    monkeypatch.setattr(engine.Reassembler, "close", failing_close)
+    fail_the_first_close(monkeypatch)
     updates = Updates()
     with running(updates, callgate_out=str(tmp_path)) as (addon, _):
         flow = session_flow()
-        addon.websocket_start(flow)
-        update = {"type": "session.update", "session": {"tools": document["request"]["tools"]}}
-        said(addon, flow, update, client=True)
+        opened(addon, flow, document)
         for event in document["events"]:
             said(addon, flow, event)
         addon.websocket_end(flow)
