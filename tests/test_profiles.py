@@ -353,6 +353,12 @@ MALFORMED = {
         "/events/1/type",
         f"event type {'t' * 40!r} is not known",
     ),
+    "bedrock block start of two members in the second block": (
+        "bedrock-converse/valid_single_call",
+        lambda stream: stream[4]["contentBlockStart"]["start"].__setitem__("text", ""),
+        "/events/4/contentBlockStart/start",
+        "start is not an object of one member",
+    ),
     "ollama message not an object": (
         "ollama/valid_single_call",
         _set([0, "message"], "x"),
@@ -436,6 +442,7 @@ PLACES = {
     "bedrock delta of two members": (0, 1),
     "bedrock stopReason not a string": (None, None),
     "anthropic unknown event type, its name clipped": (None, None),
+    "bedrock block start of two members in the second block": (0, 1),
     "ollama message not an object": (None, None),
     "ollama tool_calls not a list": (None, None),
     "ollama call without a function object": (None, None),
@@ -471,6 +478,8 @@ def test_an_ollama_line_is_known_by_its_created_at_done_and_message() -> None:
     line = {"model": "m", "created_at": "t", "message": {"role": "assistant"}, "done": False}
     assert profile_of_events([line]) == "ollama"
     assert profile_of_events([{"model": "m", "created_at": "t", "done": True}]) is None
+    # the three members alone are enough
+    assert profile_of_events([{"created_at": "t", "done": False, "message": {}}]) == "ollama"
 
 
 @pytest.mark.parametrize(
@@ -1148,4 +1157,44 @@ def test_a_bedrock_tool_use_that_cannot_be_read_is_found_at_its_block() -> None:
     assert found == [
         (Code.UNSUPPORTED_EVENT, 0, 1, "toolUse is not an object"),
         (Code.UNSUPPORTED_EVENT, 0, 1, "toolUse.input is not a string"),
+    ]
+
+
+def test_a_slot_whose_fragments_change_between_function_and_custom_is_a_collision() -> None:
+    """Either way round, and for a function fragment that the general reading would otherwise
+    never see: a bare arguments fragment is read by the short path for continuations, which
+    must not add it to a custom call's input."""
+    custom = load(CONFORMANCE / "openai" / "custom_tool_valid.json")
+    custom["chunks"][2]["choices"][0]["delta"]["tool_calls"][0] = {
+        "index": 0,
+        "function": {"arguments": "gin Pa"},
+    }
+    function = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    function["chunks"][1]["choices"][0]["delta"]["tool_calls"][0] = {
+        "index": 0,
+        "custom": {"input": "x"},
+    }
+    found = [
+        [(f.code, f.path, f.message, f.choice, f.slot) for f in check(document).findings]
+        for document in (custom, function)
+    ]
+    assert found == [
+        [
+            (
+                Code.IDENTITY_COLLISION,
+                "/chunks/2/choices/0/delta/tool_calls/0",
+                "slot 0 holds a custom call; a later fragment is a function call's",
+                0,
+                0,
+            )
+        ],
+        [
+            (
+                Code.IDENTITY_COLLISION,
+                "/chunks/1/choices/0/delta/tool_calls/0",
+                "slot 0 holds a function call; a later fragment is a custom call's",
+                0,
+                0,
+            )
+        ],
     ]

@@ -118,6 +118,7 @@ class ChatTranslator:
             or choice.get("finish_reason") is not None
             or "message" in choice
             or key not in self._seen
+            or key in self._custom  # a function's fragment on a custom call's slot collides
         ):
             return None
         # The entry, its function and the delta most often hold nothing else: counting their
@@ -256,7 +257,7 @@ class ChatTranslator:
                 events.append(SlotDelta(key, text_at, arguments=arguments))
             return events
         if custom != (key in self._custom):
-            was, now = ("custom", "function") if custom else ("function", "custom")
+            was, now = ("function", "custom") if custom else ("custom", "function")
             return [
                 *notes,
                 Problem(
