@@ -507,6 +507,22 @@ def test_a_shell_calls_done_item_stating_other_commands_than_its_stream_is_a_mis
     ]
 
 
+def test_copies_of_a_built_in_input_that_order_its_members_otherwise_say_the_same() -> None:
+    document = load(SHELL)
+    final = document["events"][15]["response"]["output"][0]
+    final["action"] = dict(reversed(list(final["action"].items())))
+    assert check(document).status.value == "pass"
+
+
+def test_a_built_in_input_stated_whole_is_the_call_s_arguments_as_text_says_it() -> None:
+    """A ``local_shell_call`` states its command whole: the report's arguments are that input
+    as JSON text, non-ASCII kept as it is (as every call's arguments are)."""
+    document = load(CONFORMANCE / "openai-responses" / "local_shell_call_valid.json")
+    document = json.loads(json.dumps(document).replace('"~"', '"~/café"'))
+    [call] = check(document).calls
+    assert call.arguments == '{"action":{"command":["ls","-a","~/café"],"env":{},"type":"exec"}}'
+
+
 def test_a_shell_command_streamed_before_its_item_is_a_delta_before_start() -> None:
     document = load(SHELL)
     del document["events"][2]

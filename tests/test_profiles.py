@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from callgate.reassemble import Code, Reassembler, check
+from callgate.reassemble import Code, Reassembler, Status, check
 from callgate.reassemble.events import SlotKey
 from callgate.reassemble.eventstream import decode
 from callgate.reassemble.limits import Limits
@@ -730,6 +730,14 @@ def test_routes_and_calls_cannot_be_changed_by_a_caller(cls: str) -> None:
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         value.name = "changed"  # type: ignore[attr-defined]
+
+
+def test_a_report_cannot_be_changed_once_made() -> None:
+    """A verdict handed to an app, a hook or a trace is the engine's: none of them can alter
+    what the next one reads."""
+    report = check(load(CONFORMANCE / "openai" / "valid_fragmented.json"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.status = Status.FAIL  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ from callgate.reassemble.schema import (
     Violation,
     _offline,
     compile_schema,
+    compiled_schema,
 )
 from callgate.reassemble.schema_subset import accepting, plainly_valid
 
@@ -1243,3 +1245,11 @@ def test_a_keyword_in_a_shape_its_metaschema_refuses_is_not_plainly_valid(schema
     assert not plainly_valid(schema)
     problem = compile_schema(schema)
     assert isinstance(problem, SchemaProblem) and problem.code is Code.INVALID_SCHEMA
+
+
+def test_a_schema_problem_cannot_be_changed_once_made() -> None:
+    """The compiled-schema cache hands the same problem to every engine and thread."""
+    problem = compiled_schema({"type": "strnig"})
+    assert isinstance(problem, SchemaProblem)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        problem.message = "changed"  # type: ignore[misc]

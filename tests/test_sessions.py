@@ -715,3 +715,30 @@ def test_each_response_judged_is_handed_on_with_its_messages_and_request() -> No
     assert only.response_id == document["events"][1]["response"]["id"]
     assert only.texts == [texts[0], '"not json"', *texts[1:-1]]
     assert only.request == settings and only.report is not None
+
+
+def test_a_call_left_out_of_its_own_response_done_is_a_mismatch_of_that_response_only() -> None:
+    document = load(REALTIME / "valid_interleaved_responses.json")
+    dones = [n for n, e in enumerate(document["events"]) if e["type"] == "response.done"]
+    document["events"][dones[1]]["response"]["output"] = []
+    found = [(f.code, f.path, f.message, f.choice, f.slot) for f in check(document).findings]
+    assert found == [
+        (
+            Code.ARGUMENT_MISMATCH,
+            f"/events/{dones[1]}/response/output",
+            "response.done's output has no function_call at output_index 0, which the stream "
+            "gave ('call_2mW8pVz4')",
+            1,
+            0,
+        )
+    ]
+
+
+def test_a_status_that_is_not_text_is_named_clipped_at_40() -> None:
+    """Where the reason is quoted whole: a second ``response.done`` of the response."""
+    document = load(REALTIME / "valid_single_call.json")
+    document["events"][10]["response"]["status"] = ["s" * 60]
+    document["events"].insert(11, copy.deepcopy(document["events"][10]))
+    status = f"status {str(['s' * 60])[:40]}"
+    duplicate = next(f for f in check(document).findings if f.code is Code.DUPLICATE_TERMINAL)
+    assert duplicate.message.startswith(f"the turn already ended with {status!r}; ")
