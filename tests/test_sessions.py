@@ -742,3 +742,24 @@ def test_a_status_that_is_not_text_is_named_clipped_at_40() -> None:
     status = f"status {str(['s' * 60])[:40]}"
     duplicate = next(f for f in check(document).findings if f.code is Code.DUPLICATE_TERMINAL)
     assert duplicate.message.startswith(f"the turn already ended with {status!r}; ")
+
+
+@pytest.mark.parametrize(
+    ("profile", "message", "asks"),
+    [
+        ("openai-responses", {"type": "response.create", "model": "m"}, True),
+        ("openai-responses", {"type": "response.cancel"}, False),
+        ("openai-responses", {"type": "conversation.item.create"}, False),
+        ("openai-realtime", {"type": "response.create"}, True),
+        ("openai-realtime", {"type": "input_audio_buffer.append", "audio": ""}, False),
+        ("gemini-live", {"setup": {"model": "m"}}, False),
+        ("gemini-live", {"clientContent": {"turnComplete": True}}, False),
+    ],
+)
+def test_only_a_response_create_asks_a_session_for_a_response(
+    profile: str, message: dict[str, Any], asks: bool
+) -> None:
+    """What a tape answers: each client message that asks for a response gets the tape's next
+    one; any other goes by."""
+    gate = SessionGate(profile, [])
+    assert gate.read_client_text(json.dumps(message)) is asks
