@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from callgate.cli.app import app
 from callgate.reassemble.profiles import PROFILES
 from callgate.redact import redact_envelope
+from callgate.redact.mask import mask_text
 from callgate.redact.scanning import PATTERN_DOCS, Kind
 from tests.conftest import CONFORMANCE, ROOT, load, require_corpus
 from tests.scan_canaries import SECRETS, plant
@@ -161,6 +162,23 @@ def test_text_a_fixture_says_it_masked_but_holds_is_output(tmp_path: Path) -> No
         f"{path}:/chunks/0/choices/0/delta/content: output (text)\n",
         "",
     )
+
+
+def test_a_tape_record_that_says_it_masked_its_text_but_holds_it_is_output(
+    tmp_path: Path,
+) -> None:
+    record = {
+        "tape_record": 1,
+        "request": {"route": "openai", "method": "GET", "path": "/v1/models"},
+        "response": {"status": 200, "content_type": "text/plain", "text": "Sure, here it is."},
+        "redaction": {"text": "mask"},
+    }
+    path = tmp_path / "001.exchange.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert scan(str(path)) == (1, f"{path}:/response/text: output (text)\n", "")
+    record["response"]["text"] = mask_text("Sure, here it is.")  # masked as the record says
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert scan(str(path)) == (0, "", "")
 
 
 def scan_envelope(envelope: object, folder: Path) -> tuple[int, str, str]:

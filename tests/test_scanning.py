@@ -31,6 +31,10 @@ def test_a_key_is_found_plain_url_encoded_base64_base64url_and_compressed() -> N
         "gzip in base64": base64.b64encode(gzip.compress(wrapped.encode())).decode(),
         "zlib in base64": base64.b64encode(zlib.compress(wrapped.encode())).decode(),
         "base64 in URL": quote(base64.b64encode(wrapped.encode()).decode(), safe=""),
+        # every character percent-encoded: no base64 run shows until the text is unquoted
+        "base64 fully percent-encoded": "".join(
+            f"%{byte:02X}" for byte in base64.b64encode(wrapped.encode())
+        ),
     }
     found = {name: credential_patterns(text) for name, text in forms.items()}
     assert found == {name: ["anthropic-key"] for name in forms}

@@ -682,3 +682,13 @@ def test_the_depth_limit_holds_exactly_when_the_value_is_walked_for_surrogates(k
     assert loads(text, Limits(max_depth=5)) == json.loads(text)
     with pytest.raises(StrictJSONError):
         loads("[" + text + "]", Limits(max_depth=5))
+
+
+def test_a_number_that_overflows_is_named_by_its_first_40_characters() -> None:
+    literal = "9" * 50 + "e400"
+    with pytest.raises(strict_json.StrictJSONError) as raised:
+        strict_json.loads(f"[{literal}]")
+    assert (raised.value.code, str(raised.value)) == (
+        Code.NON_FINITE_NUMBER,
+        f"{literal[:40]} overflows to infinity",
+    )
