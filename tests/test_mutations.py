@@ -23,6 +23,17 @@ from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, load
 
 PASSING = [path for path in conformance_fixtures() if load(path)["expect"]["status"] == "pass"]
 
+
+def call_entries(chunks: list[Any]) -> list[dict[str, Any]]:
+    """Every Chat Completions tool-call entry of ``chunks``, in order (the envelope's own
+    objects: changing one changes the stream)."""
+    return [
+        entry
+        for chunk in chunks
+        for choice in chunk["choices"]
+        for entry in (choice.get("delta") or {}).get("tool_calls") or []
+    ]
+
 #: Why the kinds of free-form input do not apply to a turn of function calls.
 NO_FREE_FORM = "cut_input: no free-form input (a command, a diff, a custom tool's text)"
 NO_RESTATED = "restate_other_input: no streamed free-form input"
@@ -715,12 +726,7 @@ def test_schema_violation_rewrites_the_arguments_as_json_text_that_keeps_the_oth
         }
     }
     pieces = ['{"n": 1, ', '"city": "Zürich"}']
-    texts = [
-        call
-        for chunk in envelope["chunks"]
-        for choice in chunk["choices"]
-        for call in (choice.get("delta") or {}).get("tool_calls") or []
-    ]
+    texts = call_entries(envelope["chunks"])
     for call in texts:
         call["function"]["arguments"] = ""
     texts[0]["function"]["arguments"], texts[-1]["function"]["arguments"] = pieces
@@ -789,12 +795,7 @@ def test_schema_violation_rewrites_a_stated_input_that_the_fragments_repeat() ->
 
 def test_repeat_identity_states_the_calls_id_and_name_on_every_fragment() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_fragmented.json")
-    entries = [
-        entry
-        for chunk in mutate(envelope, "repeat_identity")["chunks"]
-        for choice in chunk["choices"]
-        for entry in (choice.get("delta") or {}).get("tool_calls") or []
-    ]
+    entries = call_entries(mutate(envelope, "repeat_identity")["chunks"])
     assert len(entries) > 2
     assert {(entry.get("id"), entry["function"].get("name")) for entry in entries} == {
         ("call_w1", "get_weather")
@@ -828,12 +829,7 @@ def test_delayed_identity_needs_a_second_fragment_and_takes_the_second_of_two() 
     }
     chunks.insert(entries[0][0] + 1, second)
     variant = mutate(envelope, "delayed_identity")["chunks"]
-    moved = [
-        entry
-        for chunk in variant
-        for choice in chunk["choices"]
-        for entry in (choice.get("delta") or {}).get("tool_calls") or []
-    ]
+    moved = call_entries(variant)
     assert ["id" in entry for entry in moved] == [False, True]
     # the first entry keeps its index and arguments only: its type goes with its identity
     assert [sorted(entry) for entry in moved] == [
@@ -978,12 +974,7 @@ def test_schema_violation_gives_an_argument_a_value_of_another_type_than_its_own
     envelope["tool_schemas"] = {
         "get_weather": {"type": "object", "properties": {"v": {"type": kind}}}
     }
-    calls = [
-        call
-        for chunk in envelope["chunks"]
-        for choice in chunk["choices"]
-        for call in (choice.get("delta") or {}).get("tool_calls") or []
-    ]
+    calls = call_entries(envelope["chunks"])
     for call in calls:
         call["function"]["arguments"] = ""
     calls[0]["function"]["arguments"] = f'{{"v": {value}}}'
