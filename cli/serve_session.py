@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from callgate.reassemble.profiles import PROFILES
-from callgate.reassemble.sessions import GEMINI_LIVE, REALTIME, session_parts
+from callgate.reassemble.sessions import GEMINI_LIVE, session_parts
 
 if TYPE_CHECKING:
     from wsproto.connection import Connection
@@ -240,7 +240,7 @@ def message_text(event: object) -> str:
     return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
 
 
-def asks_next(text: str, profile: str = REALTIME) -> bool:
+def asks_next(text: str, profile: str) -> bool:
     """Whether a client's message asks for the next part: ``response.create``; Gemini Live's
     ``setup``, ``clientContent`` or ``toolResponse``."""
     try:

@@ -34,6 +34,7 @@ def call_entries(chunks: list[Any]) -> list[dict[str, Any]]:
         for entry in (choice.get("delta") or {}).get("tool_calls") or []
     ]
 
+
 #: Why the kinds of free-form input do not apply to a turn of function calls.
 NO_FREE_FORM = "cut_input: no free-form input (a command, a diff, a custom tool's text)"
 NO_RESTATED = "restate_other_input: no streamed free-form input"

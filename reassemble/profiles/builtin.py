@@ -23,8 +23,6 @@ from callgate.reassemble.profiles import tools_anthropic, tools_openai
 from callgate.reassemble.profiles.shipped import TOOL_KEY, Builder, BuiltinSchema
 from callgate.reassemble.schema import SchemaProblem
 
-#: The key of a ``tool_schemas`` entry that holds a provider-defined tool's definition.
-
 #: Members of a definition that decide its calls' input; the rest (descriptions, cache
 #: control) is left out of fixtures.
 _DECIDING = frozenset(

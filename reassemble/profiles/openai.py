@@ -458,7 +458,6 @@ def names_cannot_repeat(value: Any, text: str) -> bool:
         return False
 
 
-#: What every Chat Completions server shares; Mistral's profile differs only in its translator.
 def _declared_tools(request: Mapping[str, Any]) -> dict[str, Any]:
     """``builtin.declared_tools``, loaded with the first request read: a check of a fixture that
     states its tool schemas never needs it."""
@@ -467,6 +466,7 @@ def _declared_tools(request: Mapping[str, Any]) -> dict[str, Any]:
     return declared_tools(request)
 
 
+#: What every Chat Completions server shares; Mistral's profile differs only in its translator.
 CHAT_WIRE: dict[str, Any] = {
     "stream_key": "chunks",
     "call_reasons": frozenset({"tool_calls"}),
