@@ -97,7 +97,11 @@ def langgraph(case: Case) -> str:
         max_retries=0,
         default_headers=case.headers,
         http_client=case.http_client(),
-        http_async_client=case.http_async_client(),
+        # langchain-openai's default async client is one per base URL for the whole process
+        # (``_cached_async_httpx_client``), while each case runs its own event loop: a
+        # connection pooled under a closed loop fails the next case with "Event loop is
+        # closed", which is this app's doing, not the framework's. A client per case.
+        http_async_client=case.http_async_client() or httpx.AsyncClient(),
     )
     agent = create_react_agent(model, [tool(case.get_weather)])
     asked = {"messages": [("user", PROMPT)]}
