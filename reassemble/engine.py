@@ -303,7 +303,9 @@ class Reassembler:
             )
             return False
         slot.lifecycle = outcome
-        if outcome is GROWING and slot.is_call and slot.key[0] not in self._turns:
+        # Only a start or a delta grows a slot, and both come after `_turn_over`: a slot of a
+        # turn that ended never gets here.
+        if outcome is GROWING and slot.is_call:
             self._growing[slot.key] = slot
         else:
             self._growing.pop(slot.key, None)

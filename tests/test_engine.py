@@ -813,3 +813,63 @@ def test_ollama_arguments_nested_too_deeply_to_write_are_a_limit_not_a_crash() -
     assert [(f.code, f.message) for f in found] == [
         (Code.LIMIT_EXCEEDED, "arguments are nested too deeply to write as JSON")
     ]
+
+
+def test_a_call_without_an_id_is_tolerated_and_reported_when_the_quirk_is_allowed() -> None:
+    engine = Reassembler("openai", {"get_weather": WEATHER}, allow_quirks=["missing_call_id"])
+    engine.feed(chunk(entry(0, '{"city":"Oslo"}', None, "get_weather")))
+    engine.feed(chunk(finish="tool_calls"))
+    report = engine.close()
+    found = [(f.code, f.severity, f.quirk, f.message, f.slot) for f in report.findings]
+    assert (report.status, found) == (
+        Status.PASS,
+        [(Code.MISSING_CALL_ID, Severity.TOLERATED, "missing_call_id", "the call has no id", 0)],
+    )
+
+
+def test_the_same_other_id_stated_again_is_one_collision() -> None:
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city":', "call_A", "get_weather")))
+    first = engine.feed(chunk(entry(0, "", "call_B")))
+    again = engine.feed(chunk(entry(0, '"Oslo"}', "call_B")))
+    third = engine.feed(chunk(entry(0, "", "call_C")))
+    assert ([f.code for f in first], again, [f.message for f in third]) == (
+        [Code.IDENTITY_COLLISION],
+        [],
+        ["slot 0 has id 'call_A'; a later fragment says 'call_C'"],
+    )
+
+
+def test_an_end_for_a_block_never_started_is_no_call() -> None:
+    engine = Reassembler("anthropic", {"get_weather": WEATHER})
+    for event in (
+        {"type": "message_start", "message": {"id": "msg_1", "content": []}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        {"type": "message_stop"},
+    ):
+        engine.feed(event)
+    report = engine.close()
+    assert (report.status, [(f.code, f.path) for f in report.findings], report.calls) == (
+        Status.INVALID,
+        [(Code.DELTA_BEFORE_START, "/events/1")],
+        (),
+    )
+
+
+def test_long_names_ids_and_reasons_are_quoted_clipped() -> None:
+    """A tool name or call id is quoted to 64 characters, a finish reason to 40."""
+    name, call_id = "t" * 70, "c" * 70
+    engine = Reassembler("openai", {name: {"type": "object"}})
+    engine.feed(chunk({"index": 0, "id": "call_A", "type": "custom", "custom": {"name": name}}))
+    engine.feed(chunk(finish="tool_calls"))
+    [mismatch] = engine.close().findings
+    engine = Reassembler("openai", {"get_weather": {"type": "object"}})
+    for index in (1, 2):
+        engine.feed(chunk(entry(index, "{}", call_id, "get_weather")))
+    engine.feed(chunk(finish="x" * 50))
+    assert [mismatch.message, *(f.message for f in engine.close().findings)] == [
+        f"tool {name[:64]!r} takes JSON; this call gives free-form input",
+        f"call id {call_id[:64]!r} is also the id of choice 0 slot 1",
+        f"the turn made tool calls but ended with {'x' * 40!r}, not 'tool_calls'",
+    ]
