@@ -383,7 +383,9 @@ def run(
     }
 
 
-def rows(rounds: int = ROUNDS) -> Iterator[str]:
+def rows(
+    rounds: int = ROUNDS, workloads: tuple[tuple[int, int, int, str], ...] = WORKLOADS
+) -> Iterator[str]:
     upstream = Upstream()
     yield (
         f"{'workload':<24} {'setup':<8} {'CPU ms/1k ev':>12} {'x plain':>8} "
@@ -391,7 +393,7 @@ def rows(rounds: int = ROUNDS) -> Iterator[str]:
         f"{'TTFB p50 ms':>11} {'lag p50 ms':>10} {'lag p95 ms':>10}"
     )
     kinds = ("plain", "observe", "enforce")
-    for workload in WORKLOADS:
+    for workload in workloads:
         clients, turns, events, shape = workload
         name = f"{clients} x {turns} x {events} {shape}"
         runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
@@ -421,11 +423,15 @@ def rows(rounds: int = ROUNDS) -> Iterator[str]:
 
 
 def main() -> None:
+    """``python bench/bench_proxy.py [SHAPE...]``: the workloads of those shapes, or all."""
+    shapes = sys.argv[1:] or list(SHAPES)
+    if unknown := sorted(set(shapes) - set(SHAPES)):
+        sys.exit(f"bench_proxy: no shape {unknown[0]!r}; shapes: {', '.join(SHAPES)}")
     print(
         "clients x turns per client x events per turn; bodies byte-identical in every run; "
         f"medians of {ROUNDS} alternated rounds"
     )
-    for row in rows():
+    for row in rows(workloads=tuple(w for w in WORKLOADS if w[3] in shapes)):
         print(row, flush=True)
 
 

@@ -55,7 +55,6 @@ class _HookError(Exception):
     def __init__(self, code: Code, message: str) -> None:
         super().__init__(message)
         self.code = code
-        self.message = message
 
 
 def loads(text: str, limits: Limits = DEFAULT_LIMITS, check_names: bool = True) -> Any:
@@ -226,7 +225,7 @@ _SAMPLED_RUN = re.compile(f"[-0-9]{{{_SAMPLED_RUN_LENGTH}}}")
 
 
 def _decode(
-    text: str, reader: _Reader, check_names: bool = True, tally: bool = True
+    text: str, reader: _Reader, check_names: bool, tally: bool = True
 ) -> tuple[Any, int, int | None]:
     """The value, where it ends, and how many objects it holds when the scan counted them
     (``_tallied``; else None). With no integer literal that could break a limit, the
@@ -265,7 +264,7 @@ def _decode(
         )
         value, end = scan(text, start)
     except _HookError as error:
-        raise StrictJSONError(error.code, error.message) from None
+        raise StrictJSONError(error.code, str(error)) from None
     except StopIteration as error:  # no value where the text starts (raw_decode's message)
         raise _invalid(text, "Expecting value", error.value) from None
     except json.JSONDecodeError as error:

@@ -873,3 +873,21 @@ def test_long_names_ids_and_reasons_are_quoted_clipped() -> None:
         f"call id {call_id[:64]!r} is also the id of choice 0 slot 1",
         f"the turn made tool calls but ended with {'x' * 40!r}, not 'tool_calls'",
     ]
+
+
+def test_an_error_the_parser_cannot_place_is_named_at_the_first_fragment() -> None:
+    """A repeated member name is found when the parse builds the object, with no position:
+    the finding points at where the arguments start."""
+    engine = openai()
+    engine.feed(chunk(entry(0, '{"city": "Oslo",', "call_A", "get_weather")))
+    engine.feed(chunk(entry(0, ' "days": 2,')))
+    engine.feed(chunk(entry(0, ' "city": "Bergen"}')))
+    engine.feed(chunk(finish="tool_calls"))
+    assert [(f.code, f.message, f.event, f.path) for f in engine.close().findings] == [
+        (
+            Code.DUPLICATE_KEY,
+            "arguments: member name 'city' appears twice",
+            0,
+            "/chunks/0/choices/0/delta/tool_calls/0/function/arguments",
+        )
+    ]

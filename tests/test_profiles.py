@@ -1206,3 +1206,38 @@ def test_a_slot_whose_fragments_change_between_function_and_custom_is_a_collisio
             )
         ],
     ]
+
+
+@pytest.mark.parametrize(
+    ("chunk", "found"),
+    [
+        (
+            {"error": {"message": "Overloaded", "code": "server_error"}},
+            ("stream_error", "provider sent an error: Overloaded", "/chunks/0/error", None),
+        ),
+        (
+            {"error": {"message": "m" * 250}},
+            ("stream_error", f"provider sent an error: {'m' * 200}", "/chunks/0/error", None),
+        ),
+        (
+            {"error": {"code": "server_error"}},
+            ("stream_error", "provider sent an error: server_error", "/chunks/0/error", None),
+        ),
+        (
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": 5}]},
+            (
+                "unsupported_event",
+                "finish_reason is not a string",
+                "/chunks/0/choices/0/finish_reason",
+                0,
+            ),
+        ),
+    ],
+)
+def test_a_chat_error_names_its_message_else_its_code_and_a_reason_must_be_text(
+    chunk: dict[str, Any], found: tuple[str, str, str, int | None]
+) -> None:
+    engine = Reassembler("openai", {"get_weather": {"type": "object"}})
+    engine.feed(chunk)
+    [first, _] = engine.close().findings  # and missing_terminal
+    assert (first.code.value, first.message, first.path, first.choice) == found

@@ -653,6 +653,7 @@ def test_the_depth_walk_over_containers_agrees_with_the_walk_over_every_value(
 
 def test_without_the_name_check_a_repeated_name_keeps_its_last_member_and_the_rest_holds() -> None:
     assert loads('{"a": 1, "a": [2]}', check_names=False) == {"a": [2]}
+    assert loads(' {"a": 1, "a": [2]}', check_names=False) == {"a": [2]}  # the slower path
     for text, code in [
         ('{"a": NaN}', Code.NON_FINITE_NUMBER),
         ('{"a": 1, "a": "\\ud800"}', Code.INVALID_UNICODE),
@@ -668,6 +669,10 @@ def test_the_duplicate_named_is_the_name_that_repeats() -> None:
     with pytest.raises(StrictJSONError) as refused:
         loads('{"a": 1, "b": 2, "b": 3}')
     assert str(refused.value).endswith("member name 'b' appears twice")
+    name = "n" * 50
+    with pytest.raises(StrictJSONError) as refused:
+        loads(f'{{"{name}": 1, "{name}": 2}}')
+    assert str(refused.value) == f"member name {name[:40]!r} appears twice"
 
 
 @pytest.mark.parametrize("kind", ["array", "object"])
@@ -692,3 +697,47 @@ def test_a_number_that_overflows_is_named_by_its_first_40_characters() -> None:
         Code.NON_FINITE_NUMBER,
         f"{literal[:40]} overflows to infinity",
     )
+
+
+def test_the_readers_kept_for_limits_never_pass_sixteen() -> None:
+    """One reader per ``Limits`` a caller passes, kept for the next parse: a caller making new
+    ``Limits`` for every parse must not grow the table without bound."""
+    kept = []
+    for number in range(40):
+        limits = Limits(max_argument_bytes=1000 + number)
+        kept.append(limits)  # alive, so that no two share an id
+        assert strict_json.loads('{"a": 1}', limits) == {"a": 1}
+        assert len(strict_json._READERS) <= 16
+    assert strict_json._READERS[id(kept[-1])].limits is kept[-1]
+
+
+def test_a_reader_kept_for_other_limits_is_not_used() -> None:
+    """Readers are kept by the id of their ``Limits``; an id Python gave a ``Limits`` that is
+    gone may come back for a new one, which must get its own reader."""
+    small, large = Limits(max_argument_bytes=8), Limits(max_argument_bytes=10_000)
+    strict_json._READERS[id(small)] = strict_json._Reader(large)
+    with pytest.raises(strict_json.StrictJSONError) as raised:
+        strict_json.loads('{"city": "Oslo"}', small)
+    assert (raised.value.code, strict_json._READERS[id(small)].limits) == (
+        Code.LIMIT_EXCEEDED,
+        small,
+    )
+
+
+def test_a_parse_while_another_holds_the_tally_leaves_its_count_alone() -> None:
+    """Two threads parsing at once: the one that finds the tally taken scans with the hooks,
+    so the counts the other has noted so far neither prove its names nor get cleared."""
+    reader = strict_json._DEFAULT_READER
+    assert strict_json._TALLY.pop("free")  # the other parse takes the tally ...
+    reader.sizes.append(1)  # ... and has counted one object's member
+    try:
+        with pytest.raises(strict_json.StrictJSONError) as raised:
+            strict_json.loads('{"a": 1, "a": 2}')
+        assert (raised.value.code, reader.sizes, strict_json._TALLY) == (
+            Code.DUPLICATE_KEY,
+            [1],
+            {},
+        )
+    finally:
+        reader.sizes.clear()
+        strict_json._TALLY["free"] = True
