@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from callgate.reassemble.framing import SSE
 from callgate.reassemble.profiles import PROFILES
+from callgate.reassemble.readers import READERS
 
 # No timing assertions in the suite, hypothesis's own included: a loaded machine (two xdist
 # workers, a proxy and an SDK process on two cores) must not fail a property.
@@ -113,3 +115,11 @@ def corpus_params(values: list[Any], ids: Any = None) -> list[Any]:
     if values:
         return [pytest.param(value, id=ids(value) if ids else None) for value in values]
     return [pytest.param(None, id="corpus-absent", marks=pytest.mark.skip(reason=CORPUS_ABSENT))]
+
+
+def blocked_event(profile: str, codes: list[str], framing: str = SSE) -> bytes:
+    """The provider's own error event that enforce mode sends after a blocked turn has begun
+    (nothing of a JSON array's closing sent yet): its message names the blocking codes."""
+    record = PROFILES[profile]
+    message = f"callgate blocked this turn: {', '.join(codes) or 'conformance failure'}"
+    return READERS[framing].error_frame(record, record.error_body(message, codes), first=False)

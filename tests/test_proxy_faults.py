@@ -26,9 +26,8 @@ from typing import Any
 
 import pytest
 
-from callgate.integrations.enforce.tap import blocked_event
 from callgate.reassemble.profiles import frames
-from tests.conftest import CONFORMANCE, load
+from tests.conftest import CONFORMANCE, blocked_event, load
 from tests.proxy_harness import (
     APPS_PYTHON,
     CLIENT,

@@ -22,7 +22,6 @@ from callgate.integrations.enforce.backlog import MAX_LOOKS
 from callgate.integrations.enforce.tap import (
     StreamTap,
     TapState,
-    blocked_event,
     deciding_pattern,
     may_decide,
     refusing,
@@ -34,7 +33,14 @@ from callgate.reassemble.eventstream import decode
 from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, NDJSON, SSE
 from callgate.reassemble.profiles import PROFILES, array_frames, framed, frames
 from callgate.redact import Exchange, fixture_bytes, redact_exchange, request_context
-from tests.conftest import CONFORMANCE, body_fixtures, deciding, fixture_id, load
+from tests.conftest import (
+    CONFORMANCE,
+    blocked_event,
+    body_fixtures,
+    deciding,
+    fixture_id,
+    load,
+)
 from tests.proxy_harness import request_body_of
 
 ERROR = "callgate blocked this turn: {}"

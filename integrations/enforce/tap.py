@@ -70,15 +70,6 @@ READING, HOLDING, PASSED, BLOCKED, BROKEN = (
 )
 
 
-def blocked_event(
-    profile: str, codes: list[str], framing: str = SSE, opens_array: bool = False
-) -> bytes:
-    """The profile's own error event, which makes the provider's SDK raise. In a JSON array it
-    is the last element and closes the array (``opens_array``: nothing of it was sent yet)."""
-    record = PROFILES[profile]
-    return READERS[framing].error_frame(record, _error_body(record, codes), first=opens_array)
-
-
 def _error_body(profile: Profile, codes: list[str]) -> Mapping[str, object]:
     message = f"callgate blocked this turn: {', '.join(codes) or 'conformance failure'}"
     return profile.error_body(message, codes)
