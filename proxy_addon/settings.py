@@ -16,6 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from callgate.integrations.enforce.tap import MAX_BODY
 from callgate.proxy_addon.webview import WebBody
 from callgate.reassemble.gate import ON_ERROR
 from callgate.redact import ArgumentMode
@@ -44,7 +45,7 @@ class Settings:
     allow_raw_dump: bool = False
     allow_verdict_change: bool = False
     web_body: WebBody = WebBody.redacted
-    max_body: int = 64 << 20
+    max_body: int = MAX_BODY
     web_body_max: int = 4 << 20
     #: A user interface shows flows (mitmweb, the mitmproxy console); mitmdump shows none, so
     #: no body is built for it.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import inspect
 import json
 import re
 import time
@@ -912,3 +913,12 @@ def test_a_body_whose_end_never_came_is_not_read_whole() -> None:
     through(ended, body, 64)
     assert (unended.close().status.value, ended.close().status.value) == ("pass", "pass")
     assert (unended.read_whole, ended.read_whole) == (False, True)
+
+
+def test_a_tap_keeps_64_mib_of_body_by_default_as_the_recorder_does() -> None:
+    """``docs/recording.md`` and ``docs/reliability.md`` give the default as 64 MiB; the
+    transport's tap takes the tap's default, the recorder its ``callgate_max_body``."""
+    from callgate.proxy_addon.settings import Settings
+
+    default = inspect.signature(StreamTap).parameters["max_body"].default
+    assert (default, Settings().max_body) == (64 * 2**20, 64 * 2**20)

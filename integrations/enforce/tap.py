@@ -59,6 +59,10 @@ from callgate.reassemble.readers import READERS, Reader, SSEReader
 from callgate.redact.encoding import Decompressor
 from callgate.redact.fragment_lines import FragmentLines, parse_texts
 
+#: The decoded body a tap keeps by default (64 MiB): past it, a stream that never ends is let go
+#: unjudged, so that it costs bounded memory.
+MAX_BODY = 64 << 20
+
 # The states by name, looked up once: the tap asks for its state at every chunk, and in Python
 # 3.11 an Enum member looked up through its class costs ten times an attribute.
 READING, HOLDING, PASSED, BLOCKED, BROKEN = (
@@ -166,7 +170,7 @@ class StreamTap:
         on_finding: Callable[[Finding], None],
         on_failure: Callable[[str], None],
         framing: str = SSE,
-        max_body: int = 64 << 20,
+        max_body: int = MAX_BODY,
         defer: Callable[[Callable[[], None]], object] | None = None,
         on_error: str = "block",
     ) -> None:
