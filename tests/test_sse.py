@@ -551,3 +551,11 @@ def test_a_whole_body_that_ends_inside_a_utf8_sequence_is_refused_where_it_ends(
         decode_all(b"data: {}\n\ndata: \xc3")
     assert refused.value.offset == 16
     assert decode_all(b"data: {}\n\ndata: x") == ([SSEEvent("{}")], True)
+
+
+def test_a_cr_s_lf_is_skipped_once_and_the_next_lf_ends_the_event() -> None:
+    decoder = SSEDecoder()
+    events = [
+        e for chunk in (b"data: a\r", b"\n", b"\n", b"data: b\n\n") for e in decoder.feed(chunk)
+    ]
+    assert [event.data for event in events] == ["a", "b"]
