@@ -120,7 +120,7 @@ def main() -> int:
             nonlocal done
             try:
                 for seed in range(number, TURNS, CLIENTS):
-                    client(port, f"c{number}", range(seed, seed + 1), EVENTS, [])
+                    client(port, f"c{number}", range(seed, seed + 1), EVENTS, "bench", [])
                     with lock:
                         done += 1
                         if done % SAMPLE == 0:

@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from callgate.integrations.enforce.tap import blocked_event
 from callgate.reassemble.profiles import PROFILES, array_frames, framed, frames
 from callgate.redact import redact_envelope
-from tests.conftest import CONFORMANCE, load
+from tests.conftest import CONFORMANCE, blocked_event, load
 from tests.proxy_harness import (
     APPS_PYTHON,
     Proxy,

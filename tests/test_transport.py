@@ -18,12 +18,12 @@ import pytest
 import callgate
 from callgate import Report, UsageError
 from callgate.integrations.enforce import transport as transport_module
-from callgate.integrations.enforce.tap import StreamTap, blocked_event, unjudged_frame
+from callgate.integrations.enforce.tap import StreamTap, unjudged_frame
 from callgate.reassemble import engine
 from callgate.reassemble.errors import SetupError
 from callgate.reassemble.profiles import PROFILES, frames
 from callgate.reassemble.readers import READERS
-from tests.conftest import CONFORMANCE, load
+from tests.conftest import CONFORMANCE, blocked_event, load
 from tests.proxy_harness import request_body
 
 PASSING, FAILING = "openai/valid_parallel_interleaved", "openai/reused_index_new_id"
