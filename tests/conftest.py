@@ -117,9 +117,13 @@ def corpus_params(values: list[Any], ids: Any = None) -> list[Any]:
     return [pytest.param(None, id="corpus-absent", marks=pytest.mark.skip(reason=CORPUS_ABSENT))]
 
 
+#: The message of the error event a gate sends for a blocked turn, its codes in place of ``{}``.
+BLOCKED_LINE = "callgate blocked this turn: {}"
+
+
 def blocked_event(profile: str, codes: list[str], framing: str = SSE) -> bytes:
     """The provider's own error event that enforce mode sends after a blocked turn has begun
     (nothing of a JSON array's closing sent yet): its message names the blocking codes."""
     record = PROFILES[profile]
-    message = f"callgate blocked this turn: {', '.join(codes) or 'conformance failure'}"
+    message = BLOCKED_LINE.format(", ".join(codes) or "conformance failure")
     return READERS[framing].error_frame(record, record.error_body(message, codes), first=False)

@@ -691,7 +691,7 @@ def test_the_depth_limit_holds_exactly_when_the_value_is_walked_for_surrogates(k
 
 def test_a_number_that_overflows_is_named_by_its_first_40_characters() -> None:
     literal = "9" * 50 + "e400"
-    with pytest.raises(strict_json.StrictJSONError) as raised:
+    with pytest.raises(StrictJSONError) as raised:
         strict_json.loads(f"[{literal}]")
     assert (raised.value.code, str(raised.value)) == (
         Code.NON_FINITE_NUMBER,
@@ -716,7 +716,7 @@ def test_a_reader_kept_for_other_limits_is_not_used() -> None:
     gone may come back for a new one, which must get its own reader."""
     small, large = Limits(max_argument_bytes=8), Limits(max_argument_bytes=10_000)
     strict_json._READERS[id(small)] = strict_json._Reader(large)
-    with pytest.raises(strict_json.StrictJSONError) as raised:
+    with pytest.raises(StrictJSONError) as raised:
         strict_json.loads('{"city": "Oslo"}', small)
     assert (raised.value.code, strict_json._READERS[id(small)].limits) == (
         Code.LIMIT_EXCEEDED,
@@ -731,7 +731,7 @@ def test_a_parse_while_another_holds_the_tally_leaves_its_count_alone() -> None:
     assert strict_json._TALLY.pop("free")  # the other parse takes the tally ...
     reader.sizes.append(1)  # ... and has counted one object's member
     try:
-        with pytest.raises(strict_json.StrictJSONError) as raised:
+        with pytest.raises(StrictJSONError) as raised:
             strict_json.loads('{"a": 1, "a": 2}')
         assert (raised.value.code, reader.sizes, strict_json._TALLY) == (
             Code.DUPLICATE_KEY,

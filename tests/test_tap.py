@@ -35,6 +35,7 @@ from callgate.reassemble.framing import EVENTSTREAM, JSON_ARRAY, MEDIA_TYPES, ND
 from callgate.reassemble.profiles import PROFILES, array_frames, framed, frames
 from callgate.redact import Exchange, fixture_bytes, redact_exchange, request_context
 from tests.conftest import (
+    BLOCKED_LINE,
     CONFORMANCE,
     blocked_event,
     body_fixtures,
@@ -43,8 +44,6 @@ from tests.conftest import (
     load,
 )
 from tests.proxy_harness import request_body_of
-
-ERROR = "callgate blocked this turn: {}"
 
 
 def tap_for(
@@ -125,7 +124,7 @@ def gemini(name: str) -> tuple[dict[str, Any], bytes]:
 
 
 def gemini_error(code: str) -> dict[str, Any]:
-    return {"error": {"code": 409, "message": ERROR.format(code), "status": "ABORTED"}}
+    return {"error": {"code": 409, "message": BLOCKED_LINE.format(code), "status": "ABORTED"}}
 
 
 @pytest.mark.parametrize("piece", [1, 7, 100_000])
@@ -168,7 +167,7 @@ def test_an_sse_body_cut_mid_line_gets_the_error_event_after_its_last_whole_even
     cut = b"".join(whole) + finish[:20]  # the finish chunk, cut: no terminal evidence arrived
     error = {
         "error": {
-            "message": ERROR.format("missing_terminal"),
+            "message": BLOCKED_LINE.format("missing_terminal"),
             "type": "callgate_blocked",
             "code": "missing_terminal",
             "param": None,
@@ -334,7 +333,7 @@ def test_a_json_array_blocked_or_failed_before_any_byte_went_is_one_whole_array(
     envelope, body = gemini("valid_single_call")
     tap = judging_tap(envelope, JSON_ARRAY, enforce=True, max_body=10)
     (limited,) = json.loads(through(tap, body, 40))
-    assert limited["error"]["message"] == ERROR.format("limit_exceeded")
+    assert limited["error"]["message"] == BLOCKED_LINE.format("limit_exceeded")
 
     def broken_feed(self: Reassembler, raw: object) -> Any:
         raise RuntimeError("engine fault")
@@ -481,7 +480,7 @@ def test_a_call_after_the_done_line_is_judged_before_anything_from_the_done_line
     assert through(tap, first + done, 100_000, end=False) == first
     assert (
         through(tap, late, 100_000)
-        == json.dumps({"error": ERROR.format("delta_after_terminal")}).encode() + b"\n"
+        == json.dumps({"error": BLOCKED_LINE.format("delta_after_terminal")}).encode() + b"\n"
     )
 
 
