@@ -97,11 +97,11 @@ class EventFramer(Blocks):
         """Whether ``data`` is whole events from where the last block ended, as nearly every
         chunk is: nothing is held, and it ends in two LFs, of which the second ends an empty
         line whatever came before. If so it is taken as ``feed`` would take it, whose blocks
-        would join to ``data``, and nothing of it is kept."""
-        if self._buffer or not data.endswith(b"\n\n"):
-            return False
-        self._line_empty = True  # as after the last LF; no CR is pending after an LF
-        return True
+        would join to ``data``, and nothing of it is kept.
+
+        The state needs no change: an empty buffer means the last byte fed ended an event (an
+        LF, with no CR pending), and so does the last byte of ``data``."""
+        return not self._buffer and data.endswith(b"\n\n")
 
     def _stepped_cuts(self, data: bytes, offset: int) -> list[int]:
         # Only line ends move the state, and a run of other bytes moves it as its first byte

@@ -172,8 +172,9 @@ def test_a_length_no_message_can_have_stops_the_framer_and_keeps_every_byte() ->
     assert framer.broken and framer.rest() == b"\x00\x00\x00\x05junk" + good
     assert starts_a_message(good) and not starts_a_message(b"\x00\x00\x00\x05junk" + good)
     # Four bytes of a length decide; the largest length a message may have waits for its bytes.
-    too_short = MessageFramer()
-    assert (too_short.feed(b"\x00\x00\x00\x05"), too_short.broken) == ([], True)
+    for length in (5, 15):  # 16 is the shortest message: a prelude and a CRC
+        too_short = MessageFramer()
+        assert (too_short.feed(length.to_bytes(4, "big")), too_short.broken) == ([], True)
     largest = MessageFramer()
     assert (largest.feed(prelude(MAX_MESSAGE)), largest.broken) == ([], False)
     assert MAX_MESSAGE == 12 + 128 * 1024 + 24 * 1024 * 1024 + 4
@@ -277,3 +278,33 @@ def message_with_headers(headers: bytes, payload: bytes = b"{}") -> bytes:
 def test_headers_a_decoder_cannot_read_are_refused_as_malformed(headers: bytes) -> None:
     with pytest.raises(EventStreamError, match=r"^malformed headers$"):
         decode(message_with_headers(headers))
+
+
+@pytest.mark.parametrize(
+    ("headers", "problem"),
+    [
+        (b"\x01a\x07\x00\x05ab", "a header value runs past the headers"),  # a string of 5, 2 sent
+        (b"\x01a\x06\x00\x01", "a header value runs past the headers"),  # bytes of 1, none sent
+        (b"\x01u\x09" + bytes(15), "a header value runs past the headers"),  # a UUID of 15 bytes
+        (b"\x01a\x0a", "header type 10 is not known"),
+    ],
+)
+def test_headers_that_run_short_or_name_no_type_are_refused_in_their_own_words(
+    headers: bytes, problem: str
+) -> None:
+    with pytest.raises(EventStreamError, match=f"^{problem}$"):
+        decode(message_with_headers(headers))
+
+
+def test_a_uuid_that_ends_the_headers_exactly_is_read() -> None:
+    value = uuid.UUID(int=(1 << 128) - 1)
+    assert decode(message_with_headers(b"\x01u\x09" + value.bytes)).headers == {"u": value}
+
+
+def test_a_header_length_that_reaches_into_the_message_crc_is_refused() -> None:
+    # 18 bytes: a prelude of 12, no headers, a payload of 2 and the CRC; the prelude claims 3
+    # bytes of headers, one more than there is room for before the CRC.
+    lengths = struct.pack(">II", 18, 3)
+    body = lengths + struct.pack(">I", zlib.crc32(lengths)) + b"{}"
+    with pytest.raises(EventStreamError, match=r"^headers run past the message$"):
+        decode(body + struct.pack(">I", zlib.crc32(body)))
