@@ -6,6 +6,7 @@ a failing one raises ``Blocked`` with nothing of its end sent (the real proxy:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,27 @@ def test_the_response_id_is_the_first_event_s() -> None:
     envelope = load(CONFORMANCE / "anthropic" / "valid_text_then_two_tools.json")
     _, _, turn = run(envelope)
     assert turn.response_id == envelope["events"][0]["message"]["id"]
+
+
+class Model:
+    """An SDK's model of one event, as LiteLLM's proxy hands its chunks on
+    (``ModelResponseStream``, a pydantic model): read through ``model_dump``."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        return json.loads(json.dumps(self.data))
+
+
+def test_models_of_events_are_read_as_their_json_and_go_on_as_they_came() -> None:
+    envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
+    models = [Model(chunk) for chunk in envelope["chunks"]]
+    turn = GatewayTurn("openai", request_of(envelope))
+    sent = [out for model in models for out in turn.take(model)]
+    assert sent + turn.finish() == models
+    assert turn.report is not None and turn.report.status == check(envelope).status
+    assert turn.response_id == envelope["chunks"][0]["id"]
 
 
 def test_an_item_it_cannot_read_is_a_type_error_and_what_was_held_goes_on() -> None:

@@ -145,7 +145,9 @@ def outcome(run):
 
 # A real server that answers every POST with ``body``: what serve cannot send, a chunk after
 # ``[DONE]``, as a gateway may.
-def after_done_server(body):
+# With ``missing``, the length it states is that many bytes more than it sends: the connection
+# closes mid-body.
+def after_done_server(body, missing=0):
     import http.server, threading
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -153,7 +155,7 @@ def after_done_server(body):
             self.rfile.read(int(self.headers.get("content-length") or 0))
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
-            self.send_header("content-length", str(len(body)))
+            self.send_header("content-length", str(len(body) + missing))
             self.end_headers()
             self.wfile.write(body)
 
@@ -186,11 +188,99 @@ async def after_done_async(chat):
         return [seen, blocked.report.blocking_codes]
     return [seen, []]
 
-after_body = sys.argv[6].encode()
-late = after_done_server(after_body)
-late_chat = Mistral(api_key="k", server_url=f"http://127.0.0.1:{late.server_address[1]}").chat
+def server_chat(body, missing=0):
+    server = after_done_server(body, missing)
+    return Mistral(api_key="k", server_url=f"http://127.0.0.1:{server.server_address[1]}").chat
+
+late_chat = server_chat(sys.argv[6].encode())
+# The turn through its [DONE], then the start of an event cut inside a UTF-8 character.
+cut_chat = server_chat(sys.argv[7].encode() + b"data: \\xe2\\x82")
+
+# The turn's calls without their finish reason, then the connection closes with bytes owed.
+half_body = sys.argv[8].encode()
+def wire_cut_sync():
+    made = server_chat(half_body, 100).stream(
+        model="m", messages=[{"role": "user", "content": "Hi"}], tools=mistral_tools)
+    try:
+        for _ in callgate.guard(made, mistral_tools):
+            pass
+    except callgate.Blocked as blocked:
+        return [blocked.report.blocking_codes, made.response.is_closed]
+    return [[], made.response.is_closed]
+
+async def wire_cut_async():
+    made = await server_chat(half_body, 100).stream_async(
+        model="m", messages=[{"role": "user", "content": "Hi"}], tools=mistral_tools)
+    try:
+        async for _ in callgate.guard(made, mistral_tools):
+            pass
+    except callgate.Blocked as blocked:
+        return [blocked.report.blocking_codes, made.response.is_closed]
+    return [[], made.response.is_closed]
+
+# The whole turn through its [DONE], then the connection closes with bytes still owed.
+def done_then_cut_sync():
+    made = server_chat(sys.argv[7].encode(), 100).stream(
+        model="m", messages=[{"role": "user", "content": "Hi"}], tools=mistral_tools)
+    seen = len(list(callgate.guard(made, mistral_tools)))
+    return [seen, made.response.is_closed]
+
+async def done_then_cut_async():
+    made = await server_chat(sys.argv[7].encode(), 100).stream_async(
+        model="m", messages=[{"role": "user", "content": "Hi"}], tools=mistral_tools)
+    seen = len([item async for item in callgate.guard(made, mistral_tools)])
+    return [seen, made.response.is_closed]
+
+def left_by_the_app_sync(chat):
+    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
+                       tools=mistral_tools)
+    items = iter(callgate.guard(made, mistral_tools))
+    next(items)
+    items.close()
+    return made.response.is_closed
+
+async def left_by_the_app_async(chat):
+    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
+                                   tools=mistral_tools)
+    items = aiter(callgate.guard(made, mistral_tools))
+    await anext(items)
+    await items.aclose()
+    return made.response.is_closed
+
+def read_to_the_end_sync(chat):
+    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
+                       tools=mistral_tools)
+    for _ in callgate.guard(made, mistral_tools):
+        pass
+    return made.response.is_closed
+
+async def read_to_the_end_async(chat):
+    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
+                                   tools=mistral_tools)
+    async for _ in callgate.guard(made, mistral_tools):
+        pass
+    return made.response.is_closed
+
+def closed_before_the_loop_sync(chat):
+    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
+                       tools=mistral_tools)
+    callgate.guard(made, mistral_tools)
+    made.close()
+    return made.response.is_closed
+
+async def closed_before_the_loop_async(chat):
+    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
+                                   tools=mistral_tools)
+    callgate.guard(made, mistral_tools)
+    await made.close()
+    return made.response.is_closed
 
 chat = Mistral(api_key="k", server_url=f"{base}/f/{mistral_fixture}").chat
+
+# A client of its own for each async case that reads a body to its end: a connection pooled
+# under one asyncio.run cannot serve the next.
+def fresh_chat():
+    return Mistral(api_key="k", server_url=f"{base}/f/{mistral_fixture}").chat
 print(json.dumps({
     "gemini": {
         "sync": outcome(run_sync),
@@ -212,6 +302,30 @@ print(json.dumps({
         "sync": outcome(lambda: after_done(late_chat)),
         "async": outcome(lambda: asyncio.run(after_done_async(late_chat))),
     },
+    "mistral cut after done": {
+        "sync": outcome(lambda: after_done(cut_chat)),
+        "async": outcome(lambda: asyncio.run(after_done_async(cut_chat))),
+    },
+    "mistral left by the app": {
+        "sync": outcome(lambda: left_by_the_app_sync(chat)),
+        "async": outcome(lambda: asyncio.run(left_by_the_app_async(fresh_chat()))),
+    },
+    "mistral read to the end": {
+        "sync": outcome(lambda: read_to_the_end_sync(chat)),
+        "async": outcome(lambda: asyncio.run(read_to_the_end_async(fresh_chat()))),
+    },
+    "mistral wire cut": {
+        "sync": outcome(wire_cut_sync),
+        "async": outcome(lambda: asyncio.run(wire_cut_async())),
+    },
+    "mistral done then cut": {
+        "sync": outcome(done_then_cut_sync),
+        "async": outcome(lambda: asyncio.run(done_then_cut_async())),
+    },
+    "mistral closed before the loop": {
+        "sync": outcome(lambda: closed_before_the_loop_sync(chat)),
+        "async": outcome(lambda: asyncio.run(closed_before_the_loop_async(fresh_chat()))),
+    },
 }))
 """
 
@@ -221,7 +335,15 @@ def outcomes() -> Iterator[dict[str, Any]]:
     server = FakeProvider(collect([CONFORMANCE])).start()
     try:
         yield app_script_output(
-            APP, server.url, GEMINI, MISTRAL, ANTHROPIC, json.dumps(SCHEMAS), after_done_body()
+            APP,
+            server.url,
+            GEMINI,
+            MISTRAL,
+            ANTHROPIC,
+            json.dumps(SCHEMAS),
+            after_done_body(),
+            through_done_body(),
+            unfinished_body(),
         )
     finally:
         server.close()
@@ -265,11 +387,25 @@ def test_a_guarded_anthropic_helpers_text_stream_is_the_sdks_own(outcomes: dict[
     assert outcomes["anthropic text"] == {"unguarded": text, "guarded": text}
 
 
+def mistral_events() -> list[str]:
+    return [f"data: {json.dumps(c)}\n\n" for c in load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]]
+
+
+def through_done_body() -> str:
+    """The mistral turn's body, through its ``[DONE]``."""
+    return "".join([*mistral_events(), "data: [DONE]\n\n"])
+
+
+def unfinished_body() -> str:
+    """The mistral turn's events, its calls without the finish reason that ends them."""
+    chunks = load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]
+    chunks[-1]["choices"][0]["finish_reason"] = None
+    return "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
+
+
 def after_done_body() -> str:
     """The mistral turn's body, then one more chunk after its ``[DONE]``: its last chunk again."""
-    chunks = load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]
-    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks]
-    return "".join([*events, "data: [DONE]\n\n", events[-1]])
+    return through_done_body() + mistral_events()[-1]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -284,3 +420,54 @@ def test_a_mistralai_turn_is_judged_on_the_body_after_the_sdks_last_item(
         len(chunks) - 1,
         ["delta_after_terminal", "duplicate_terminal"],
     ]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_mistralai_body_cut_inside_a_character_after_its_done_is_blocked(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    """The bytes after ``[DONE]`` end inside a UTF-8 character: text no profile reads, read
+    when the body ends, so the turn it would pass is blocked."""
+    chunks = load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]
+    assert outcomes["mistral cut after done"][mode] == [len(chunks) - 1, ["unsupported_event"]]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_guarded_mistralai_loop_the_app_leaves_closes_its_response(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    """The app takes one item and closes the guarded iterator: the response closes with it."""
+    assert outcomes["mistral left by the app"][mode] is True
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_guarded_mistralai_loop_read_to_its_end_closes_its_response(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    """The SDK's own close at its ``[DONE]`` waits for the guard, which reads the rest of the
+    body; the guarded loop closes the response once it has."""
+    assert outcomes["mistral read to the end"][mode] is True
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_guarded_mistralai_stream_closed_before_its_loop_closes_its_response(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    assert outcomes["mistral closed before the loop"][mode] is True
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_guarded_mistralai_turn_whose_connection_breaks_is_blocked_and_its_response_closed(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    assert outcomes["mistral wire cut"][mode] == [["missing_terminal"], True]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_guarded_mistralai_turn_whose_connection_breaks_after_its_done_closes_its_response(
+    outcomes: dict[str, Any], mode: str
+) -> None:
+    """The turn passed on what came; the guard, reading past ``[DONE]``, met the broken
+    connection, and closes the response when the loop ends."""
+    chunks = load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]
+    assert outcomes["mistral done then cut"][mode] == [len(chunks), True]

@@ -271,3 +271,11 @@ def test_replay_loads_no_other_command() -> None:
     loaded = _loaded_by("replay", str(CONFORMANCE / "openai" / "valid_fragmented.json"))
     assert "callgate.cli.replay.runner" in loaded
     assert _under(loaded, (*_OTHER_COMMANDS, "callgate.cli.check")) == []
+
+
+def test_the_in_app_gate_package_exports_guard_and_guarded_only() -> None:
+    """``callgate.integrations.sdk`` is a package a user may star-import: it gives the two
+    entry points, not the modules behind them."""
+    namespace: dict[str, object] = {}
+    exec("from callgate.integrations.sdk import *", namespace)
+    assert sorted(name for name in namespace if name != "__builtins__") == ["guard", "guarded"]

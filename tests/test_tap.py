@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from callgate.integrations.enforce.backlog import MAX_LOOKS
+from callgate.integrations.enforce import backlog
+from callgate.integrations.enforce.backlog import MAX_LOOKS, Backlog
 from callgate.integrations.enforce.tap import (
     StreamTap,
     TapState,
@@ -674,6 +675,22 @@ def test_a_body_let_go_at_its_limit_is_not_read_at_the_next_look() -> None:
     while asked:  # each look the backlog asks for, until it reads
         asked.pop()()
     assert tap.event_times == []
+
+
+def test_the_backlog_hands_over_chunks_that_came_within_a_millisecond_of_the_first_as_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chunks of one network read come within ``SAME_MOMENT`` (1 ms) of the first of them and
+    are read as one, timed when the last of them came; a chunk exactly 1 ms after the first
+    still belongs with it."""
+    moments = iter([0.0, 0.0005, 0.001, 0.0015, 0.0024, 0.0031])
+    monkeypatch.setattr(backlog.time, "monotonic", lambda: next(moments))
+    waiting = Backlog(lambda look: None, lambda: None)
+    for chunk in (b"a", b"b", b"c", b"d", b"e"):
+        waiting.add(chunk)
+    waiting.end()
+    assert list(waiting.take()) == [(b"abc", 0.001), (b"de", 0.0024), (b"", 0.0031)]
+    assert list(waiting.take()) == []
 
 
 def test_a_tap_closed_before_its_deferred_read_reads_what_it_was_given_first() -> None:

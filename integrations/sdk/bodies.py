@@ -41,7 +41,6 @@ class _Body:
         self._events: deque[object] = deque()
         #: The response's own byte iterator, once anything asked for the body.
         self._chunks: Any = None
-        self._finished = False
         #: The guarded loop is asking the SDK for an item: a close of the SDK's waits.
         self.asking = False
 
@@ -65,7 +64,6 @@ class _Body:
         read = self._gate.read
         while self._events:
             read(self._events.popleft())
-        self._finished = True
 
 
 class _SyncBody(_Body):
@@ -87,14 +85,13 @@ class _SyncBody(_Body):
 
     def finish(self) -> None:
         """Read the rest of the body (a body that fails is judged on what came); the guarded
-        loop closes it (``_items``)."""
-        if not self._finished:
-            try:
-                for chunk in self._chunks if self._chunks is not None else self._iter_bytes():
-                    self.take(chunk)
-            except Exception:  # the wire failed: judged on what came
-                pass
-            self.end()
+        loop closes it (``_items``), which calls this once."""
+        try:
+            for chunk in self._chunks if self._chunks is not None else self._iter_bytes():
+                self.take(chunk)
+        except Exception:  # the wire failed: judged on what came
+            pass
+        self.end()
 
     def close(self) -> None:
         self._close()
@@ -118,14 +115,13 @@ class _AsyncBody(_Body):
             await self.close()
 
     async def finish(self) -> None:
-        if not self._finished:
-            try:
-                chunks = self._chunks if self._chunks is not None else self._aiter_bytes()
-                async for chunk in chunks:
-                    self.take(chunk)
-            except Exception:  # the wire failed: judged on what came
-                pass
-            self.end()
+        try:
+            chunks = self._chunks if self._chunks is not None else self._aiter_bytes()
+            async for chunk in chunks:
+                self.take(chunk)
+        except Exception:  # the wire failed: judged on what came
+            pass
+        self.end()
 
     async def close(self) -> None:
         await self._aclose()
