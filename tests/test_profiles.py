@@ -3,6 +3,7 @@ and each fact agrees with the profile's own reader and its conformance fixtures.
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import itertools
@@ -19,7 +20,13 @@ from callgate.reassemble import Code, Reassembler, Status, check
 from callgate.reassemble.events import SlotKey
 from callgate.reassemble.eventstream import decode
 from callgate.reassemble.limits import Limits
-from callgate.reassemble.profiles import PROFILES, anthropic, profile_for, profile_of_events
+from callgate.reassemble.profiles import (
+    PROFILES,
+    anthropic,
+    framed,
+    profile_for,
+    profile_of_events,
+)
 from callgate.reassemble.profiles.base import ArgumentSite, Profile, function_tools, reason_replaced
 from callgate.reassemble.profiles.openai import ChatTranslator, names_cannot_repeat
 from callgate.reassemble.providers import provider_from_url
@@ -317,10 +324,10 @@ MALFORMED = {
         f"/events/1/{'e' * 60}",
         f"event type {'e' * 40!r} is not known",
     ),
-    "bedrock unknown block start, its name clipped": (
-        "bedrock-converse/valid_tool_only",
-        _set([1, "contentBlockStart", "start"], {"s" * 60: {}}),
-        f"/events/1/contentBlockStart/start/{'s' * 60}",
+    "bedrock unknown block start in the second block, its name clipped": (
+        "bedrock-converse/valid_single_call",
+        _set([4, "contentBlockStart", "start"], {"s" * 60: {}}),
+        f"/events/4/contentBlockStart/start/{'s' * 60}",
         f"block start {'s' * 40!r} is not known",
     ),
     "bedrock block start of two members": (
@@ -329,11 +336,79 @@ MALFORMED = {
         "/events/1/contentBlockStart/start",
         "start is not an object of one member",
     ),
-    "bedrock unknown delta member in the second block": (
+    "bedrock unknown delta member in the second block, its name clipped": (
         "bedrock-converse/valid_parallel_calls",
-        _set([5, "contentBlockDelta", "delta"], {"sparkle": {}}),
-        "/events/5/contentBlockDelta/delta/sparkle",
-        "delta 'sparkle' is not known",
+        _set([5, "contentBlockDelta", "delta"], {"p" * 60: {}}),
+        f"/events/5/contentBlockDelta/delta/{'p' * 60}",
+        f"delta {'p' * 40!r} is not known",
+    ),
+    "bedrock event of two members": (
+        "bedrock-converse/valid_tool_only",
+        _set(["+1"], {"contentBlockStop": {"contentBlockIndex": 0}, "metadata": {}}),
+        "/events/1",
+        "event is not one {eventType: payload} object",
+    ),
+    "bedrock payload not an object, its type clipped": (
+        "bedrock-converse/valid_tool_only",
+        _set(["+1"], {"k" * 60: 5}),
+        f"/events/1/{'k' * 60}",
+        f"{'k' * 40} payload is not an object",
+    ),
+    "bedrock text delta on the second block's toolUse": (
+        "bedrock-converse/valid_single_call",
+        _set([5, "contentBlockDelta", "delta"], {"text": "x"}),
+        "/events/5/contentBlockDelta/delta/text",
+        "a text delta on a toolUse block",
+    ),
+    "bedrock toolUse delta on the second block, started as text": (
+        "bedrock-converse/valid_single_call",
+        _set([4, "contentBlockStart", "start"], {"text": ""}),
+        "/events/5/contentBlockDelta/delta/toolUse",
+        "a toolUse delta on a block that is not a tool call",
+    ),
+    "cohere event without a type": (
+        "cohere/valid_single_call",
+        _set(["+1"], {"delta": {}}),
+        "/events/1",
+        "event has no type",
+    ),
+    "cohere unknown event type, its name clipped": (
+        "cohere/valid_single_call",
+        _set(["+1"], {"type": "t" * 60}),
+        "/events/1/type",
+        f"event type {'t' * 40!r} is not known",
+    ),
+    "cohere tool_calls of the second call not an object": (
+        "cohere/valid_parallel_calls",
+        _set([9, "delta", "message", "tool_calls"], "x"),
+        "/events/9/delta/message/tool_calls",
+        "tool_calls is not an object",
+    ),
+    "cohere function of the second call not an object": (
+        "cohere/valid_parallel_calls",
+        _set([9, "delta", "message", "tool_calls", "function"], "x"),
+        "/events/9/delta/message/tool_calls/function",
+        "function is not an object",
+    ),
+    "cohere arguments of the second call not a string": (
+        "cohere/valid_parallel_calls",
+        _set([9, "delta", "message", "tool_calls", "function", "arguments"], 5),
+        "/events/9/delta/message/tool_calls/function/arguments",
+        "arguments is not a string",
+    ),
+    "cohere finish_reason not a string": (
+        "cohere/valid_single_call",
+        _set([9, "delta", "finish_reason"], 5),
+        "/events/9/delta/finish_reason",
+        "finish_reason is not a string",
+    ),
+    "anthropic partial_json not a string": (
+        "anthropic/valid_fragmented",
+        lambda stream: next(e for e in stream if e["type"] == "content_block_delta")[
+            "delta"
+        ].__setitem__("partial_json", 5),
+        "/events/2/delta/partial_json",
+        "partial_json is not a string",
     ),
     "bedrock delta of two members": (
         "bedrock-converse/valid_single_call",
@@ -436,9 +511,20 @@ PLACES = {
     "openai message object equal to the delta, without Writer's quirk": (0, None),
     "openai message object without its quirk": (0, None),
     "bedrock unknown event type, its name clipped": (None, None),
-    "bedrock unknown block start, its name clipped": (0, 0),
+    "bedrock unknown block start in the second block, its name clipped": (0, 1),
+    "bedrock event of two members": (None, None),
+    "bedrock payload not an object, its type clipped": (None, None),
+    "bedrock text delta on the second block's toolUse": (0, 1),
+    "bedrock toolUse delta on the second block, started as text": (0, 1),
+    "cohere event without a type": (None, None),
+    "cohere unknown event type, its name clipped": (None, None),
+    "cohere tool_calls of the second call not an object": (0, 1),
+    "cohere function of the second call not an object": (0, 1),
+    "cohere arguments of the second call not a string": (0, 1),
+    "cohere finish_reason not a string": (None, None),
+    "anthropic partial_json not a string": (0, 0),
     "bedrock block start of two members": (0, 0),
-    "bedrock unknown delta member in the second block": (0, 1),
+    "bedrock unknown delta member in the second block, its name clipped": (0, 1),
     "bedrock delta of two members": (0, 1),
     "bedrock stopReason not a string": (None, None),
     "anthropic unknown event type, its name clipped": (None, None),
@@ -465,6 +551,39 @@ def test_a_malformed_event_is_unsupported_where_it_is_and_never_a_crash(case: st
     first = check(envelope).findings[0]
     assert (first.code, first.path, first.message) == (Code.UNSUPPORTED_EVENT, path, message)
     assert (first.choice, first.slot) == PLACES[case]
+
+
+def test_a_parse_error_points_at_the_fragment_an_anthropic_continuation_event_carried() -> None:
+    """Continuation events take the engine's short path, which records no pointer of its own:
+    the profile's ``continuation_pointer`` is where their text is."""
+    [finding] = check(load(CONFORMANCE / "anthropic" / "malformed_arguments.json")).findings
+    assert (finding.code, finding.path) == (
+        Code.INVALID_ARGUMENTS_JSON,
+        "/events/2/delta/partial_json",
+    )
+
+
+@pytest.mark.parametrize("done", [True, False])
+def test_a_cohere_body_ends_with_done_as_the_recorded_cohere_streams_do(done: bool) -> None:
+    """``data: [DONE]`` after ``message-end``, as in the corpus's recorded Cohere v2 streams
+    (``cohere-v2-command-r-*.sse``), unless the recording says the stream had none."""
+    envelope = load(CONFORMANCE / "cohere" / "valid_single_call.json")
+    envelope["meta"] = {"stream": {"done": done}}
+    body = b"".join(framed(envelope, "sse"))
+    assert body.endswith(b"data: [DONE]\n\n") is done
+
+
+def test_an_ollama_line_without_done_is_not_the_last() -> None:
+    envelope = load(CONFORMANCE / "ollama" / "valid_single_call.json")
+    expected = check(envelope)
+    assert envelope["chunks"][0]["done"] is False
+    del envelope["chunks"][0]["done"]
+    report = check(envelope)
+    assert (report.status, report.calls, report.findings) == (
+        expected.status,
+        expected.calls,
+        expected.findings,
+    )
 
 
 def test_ollama_calls_without_an_index_take_the_slots_after_the_highest_taken() -> None:
@@ -495,6 +614,7 @@ def test_an_ollama_line_is_known_by_its_created_at_done_and_message() -> None:
             ["chunks", 2, "message", "tool_calls", 0, "function", "index"],
             "function.index",
         ),
+        ("cohere/valid_single_call", ["events", 3, "index"], "tool call index"),
     ],
 )
 def test_an_index_that_is_none_is_invalid_slot_with_its_value_clipped(
@@ -793,13 +913,201 @@ def test_an_anthropic_error_event_names_its_type_and_up_to_200_characters() -> N
     assert findings[0].message.endswith(f"overloaded_error: {'m' * 200}")
 
 
+def test_a_bedrock_exception_names_its_type_and_up_to_160_characters() -> None:
+    engine = Reassembler("bedrock-converse", {})
+    [finding] = engine.feed({"throttlingException": {"message": "m" * 300}})
+    assert (finding.code, finding.path) == (Code.STREAM_ERROR, "/events/0/throttlingException")
+    assert finding.message.endswith(f"throttlingException: {'m' * 160}")
+
+
+@pytest.mark.parametrize(
+    ("delta", "said"),
+    [
+        ({"finish_reason": "ERROR", "error": "b" * 300}, "b" * 200),
+        ({"finish_reason": "ERROR"}, "finish_reason ERROR"),
+        ({"finish_reason": "COMPLETE", "error": "boom"}, "boom"),
+    ],
+)
+def test_a_cohere_error_is_named_by_its_text_up_to_200_characters_else_by_its_reason(
+    delta: dict[str, object], said: str
+) -> None:
+    engine = Reassembler("cohere", {})
+    findings = engine.feed({"type": "message-end", "delta": delta})
+    assert findings[0].code == Code.STREAM_ERROR
+    assert findings[0].message.endswith(f": {said}")
+
+
+@pytest.mark.parametrize("name", ["anthropic/valid_fragmented", "cohere/valid_single_call"])
+def test_argument_sites_pass_over_events_that_are_not_objects(name: str) -> None:
+    envelope = load(CONFORMANCE / f"{name}.json")
+    profile = PROFILES[envelope["profile"]]
+    events = envelope[profile.stream_key]
+    mixed = [item for event in events for item in ("not an event", 7, event)]
+    assert list(profile.argument_sites(mixed)) == list(profile.argument_sites(events))
+
+
+def test_an_event_stream_message_carries_text_as_utf8_as_providers_send_it() -> None:
+    text = "Zürich ☀"
+    converse, anthropic_profile = PROFILES["bedrock-converse"], PROFILES["anthropic"]
+    assert converse.to_message is not None and anthropic_profile.to_message is not None
+    payloads = [
+        decode(converse.to_message({"contentBlockDelta": {"delta": {"text": text}}})).payload,
+        decode(converse.to_message([text])).payload,  # an event of another shape: its JSON
+        base64.b64decode(
+            json.loads(decode(anthropic_profile.to_message({"type": "x", "text": text})).payload)[
+                "bytes"
+            ]
+        ),
+    ]
+    for payload in payloads:
+        assert text.encode() in payload and b"\\u" not in payload
+
+
+def test_a_bedrock_event_of_two_members_goes_out_as_an_unknown_event_with_its_json() -> None:
+    converse = PROFILES["bedrock-converse"]
+    assert converse.to_message is not None
+    message = decode(converse.to_message({"a": 1, "b": 2}))
+    assert (message.header(":event-type"), message.payload) == ("unknown", b'{"a": 1, "b": 2}')
+
+
+def test_an_anthropic_error_whose_error_is_not_an_object_goes_to_bedrock_as_its_own_exception() -> (
+    None
+):
+    anthropic_profile = PROFILES["anthropic"]
+    assert anthropic_profile.to_message is not None
+    message = decode(anthropic_profile.to_message({"type": "error", "error": "boom"}))
+    assert (message.header(":exception-type"), message.payload) == (
+        "modelStreamErrorException",
+        b'{"message": ""}',
+    )
+
+
+def gemini_chunk(*parts: object, finish: str | None = None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate]}
+
+
+def streamed_part(**call: object) -> dict[str, Any]:
+    return {"functionCall": {**call, "willContinue": True}}
+
+
+#: A whole call, then a streamed one opened in the same chunk: the streamed call is slot 1 of
+#: candidate 0, so a finding that named the slot as its choice would be seen.
+SECOND_CALL_OPENED = gemini_chunk(
+    {"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}}},
+    streamed_part(name="book_trip"),
+)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "code", "message"),
+    [
+        (
+            [SECOND_CALL_OPENED, gemini_chunk(streamed_part(args={}))],
+            Code.UNSUPPORTED_EVENT,
+            "a streamed call part carries args",
+        ),
+        (
+            [
+                SECOND_CALL_OPENED,
+                gemini_chunk(
+                    streamed_part(partialArgs=[{"jsonPath": "$.name", "stringValue": "A"}])
+                ),
+                gemini_chunk(streamed_part(partialArgs=[{"jsonPath": "$.name", "numberValue": 1}])),
+            ],
+            Code.INVALID_ARGUMENTS_JSON,
+            "partialArgs: $.name is already set",
+        ),
+        (
+            [
+                SECOND_CALL_OPENED,
+                gemini_chunk(
+                    streamed_part(
+                        partialArgs=[
+                            {"jsonPath": "$.name", "stringValue": "Ad", "willContinue": True}
+                        ]
+                    )
+                ),
+                gemini_chunk({"functionCall": {}}),
+            ],
+            Code.INVALID_ARGUMENTS_JSON,
+            "partialArgs: the call closed while $.name was still continuing",
+        ),
+        (
+            [
+                gemini_chunk(
+                    {"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}}},
+                    {"functionCall": {"name": "search", "id": 7, "args": {}}},
+                )
+            ],
+            Code.UNSUPPORTED_EVENT,
+            "id is not a string",
+        ),
+        (
+            [
+                SECOND_CALL_OPENED,
+                gemini_chunk(
+                    streamed_part(partialArgs=[{"jsonPath": "$" + ".a" * 3000, "numberValue": 1}])
+                ),
+                gemini_chunk({"functionCall": {}}),
+            ],
+            Code.LIMIT_EXCEEDED,
+            "args are nested too deeply to write as JSON",
+        ),
+    ],
+    ids=["args", "conflict", "closed-while-continuing", "id", "too-deep"],
+)
+def test_a_gemini_finding_on_the_second_call_names_candidate_0_and_slot_1(
+    chunks: list[dict[str, Any]], code: Code, message: str
+) -> None:
+    engine = Reassembler("gemini", {})
+    found = [f for chunk in chunks for f in engine.feed(chunk) if f.code != Code.UNKNOWN_TOOL]
+    assert [(f.code, f.message, f.choice, f.slot) for f in found] == [(code, message, 0, 1)]
+
+
+def test_a_gemini_call_whose_fields_are_null_is_read_without_them() -> None:
+    """A null ``partialArgs``/``willContinue``/``id`` is absent, as the SDK's model sends an
+    unset field: the call is a whole call."""
+    envelope = load(CONFORMANCE / "gemini" / "valid_single_call.json")
+    expected = check(envelope)
+    call = envelope["chunks"][0]["candidates"][0]["content"]["parts"][0]["functionCall"]
+    call.update(partialArgs=None, willContinue=None, id=None)
+    report = check(envelope)
+    assert (report.status, report.calls) == (expected.status, expected.calls)
+
+
+def test_a_blocked_gemini_prompt_names_its_reason_up_to_60_characters() -> None:
+    engine = Reassembler("gemini", {})
+    [finding] = engine.feed({"promptFeedback": {"blockReason": "B" * 100}})
+    assert (finding.code, finding.message) == (
+        Code.STREAM_ERROR,
+        f"the prompt was blocked: {'B' * 60}",
+    )
+
+
+def test_an_unknown_function_call_field_is_named_up_to_40_characters() -> None:
+    engine = Reassembler("gemini", {})
+    field = "f" * 60  # named before "g", the other unknown field, which goes unnamed
+    [finding] = engine.feed(gemini_chunk({"functionCall": {"name": "x", "g": 2, field: 1}}))
+    assert (finding.code, finding.message, finding.path) == (
+        Code.UNSUPPORTED_EVENT,
+        f"functionCall field {'f' * 40!r} is not known",
+        f"/chunks/0/candidates/0/content/parts/0/functionCall/{field}",
+    )
+
+
 def test_of_several_unknown_part_fields_the_first_by_name_is_named() -> None:
     envelope = load(CONFORMANCE / "gemini" / "valid_single_call.json")
     part = envelope["chunks"][0]["candidates"][0]["content"]["parts"][0]
     part["zzz"], part["aaa"] = 1, 2
     envelope.pop("expect")
     first = check(envelope).findings[0]
-    assert first.message == "part field 'aaa' is not known"
+    assert (first.message, first.path) == (
+        "part field 'aaa' is not known",
+        "/chunks/0/candidates/0/content/parts/0/aaa",
+    )
 
 
 def test_a_delta_of_the_wrong_kind_names_both_kinds_clipped_at_40_characters() -> None:

@@ -172,7 +172,7 @@ class ConverseTranslator:
                 return [
                     Problem(
                         Code.UNSUPPORTED_EVENT,
-                        f"a {member[:40]} delta on a toolUse block",
+                        f"a {member} delta on a toolUse block",  # one of _OUTPUT_DELTAS
                         f"{pointer}/{member}",
                         choice=key[0],
                         slot=key[1],
