@@ -433,27 +433,18 @@ def test_a_mistralai_body_cut_inside_a_character_after_its_done_is_blocked(
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_guarded_mistralai_loop_the_app_leaves_closes_its_response(
-    outcomes: dict[str, Any], mode: str
+@pytest.mark.parametrize(
+    "case",
+    [
+        "mistral left by the app",  # one item taken, then the guarded iterator closed
+        "mistral read to the end",
+        "mistral closed before the loop",  # closed after guard(), before its loop
+    ],
+)
+def test_a_guarded_mistralai_response_is_closed_however_the_app_leaves_it(
+    outcomes: dict[str, Any], case: str, mode: str
 ) -> None:
-    """The app takes one item and closes the guarded iterator: the response closes with it."""
-    assert outcomes["mistral left by the app"][mode] is True
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_guarded_mistralai_loop_read_to_its_end_closes_its_response(
-    outcomes: dict[str, Any], mode: str
-) -> None:
-    """The SDK's own close at its ``[DONE]`` waits for the guard, which reads the rest of the
-    body; the guarded loop closes the response once it has."""
-    assert outcomes["mistral read to the end"][mode] is True
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_guarded_mistralai_stream_closed_before_its_loop_closes_its_response(
-    outcomes: dict[str, Any], mode: str
-) -> None:
-    assert outcomes["mistral closed before the loop"][mode] is True
+    assert outcomes[case][mode] is True
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
