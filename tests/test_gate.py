@@ -168,6 +168,54 @@ def test_leaving_the_loop_early_closes_the_stream() -> None:
     assert source.closed
 
 
+class Failing(Source):
+    """Gives its events, then raises as an SDK's stream does when its connection breaks."""
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from super().__iter__()
+        raise ConnectionError("the connection broke")
+
+
+def test_a_stream_that_fails_is_judged_on_what_came() -> None:
+    """Cut before its terminal evidence, the turn may not run: ``Blocked``, raised from the
+    stream's error. With every event come, it could have: the stream's error, as it was."""
+    document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    events = events_of(document)
+    with pytest.raises(Blocked) as blocked:
+        for _ in guard(
+            Failing(events[: first_terminal(document)]), document["tool_schemas"], profile="openai"
+        ):
+            pass
+    assert blocked.value.report.blocking_codes == ["missing_terminal"]
+    assert isinstance(blocked.value.__cause__, ConnectionError)
+    with pytest.raises(ConnectionError):
+        for _ in guard(Failing(events), document["tool_schemas"], profile="openai"):
+            pass
+
+
+def test_an_async_stream_that_fails_is_judged_on_what_came() -> None:
+    document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
+    events = events_of(document)
+
+    async def failing(given: list[Any]) -> AsyncIterator[Any]:
+        for event in given:
+            yield event
+        raise ConnectionError("the connection broke")
+
+    async def run(given: list[Any]) -> BaseException:
+        try:
+            async for _ in guard(failing(given), document["tool_schemas"], profile="openai"):
+                pass
+        except (Blocked, ConnectionError) as stopped:
+            return stopped
+        raise AssertionError("the stream's failure was lost")
+
+    blocked = asyncio.run(run(events[: first_terminal(document)]))
+    assert isinstance(blocked, Blocked) and isinstance(blocked.__cause__, ConnectionError)
+    assert blocked.report.blocking_codes == ["missing_terminal"]
+    assert isinstance(asyncio.run(run(events)), ConnectionError)
+
+
 def test_a_stream_closed_early_gives_nothing_more() -> None:
     """Left by the loop, or closed by the app between two ``next`` calls: a closed guarded
     stream gives nothing more, rather than going on from where it was left."""

@@ -137,6 +137,17 @@ def anthropic_text(guarded):
     with (callgate.guard(made, tools) if guarded else made) as stream:
         return "".join(stream.text_stream)
 
+async def anthropic_text_async(guarded):
+    client = anthropic.AsyncAnthropic(
+        base_url=f"{base}/f/{anthropic_fixture}", api_key="k", max_retries=0
+    )
+    tools = [{"name": n, "input_schema": s} for n, s in schemas[anthropic_fixture].items()]
+    made = client.messages.stream(
+        model="m", max_tokens=64, messages=[{"role": "user", "content": "Hi"}], tools=tools
+    )
+    async with (callgate.guard(made, tools) if guarded else made) as stream:
+        return "".join([text async for text in stream.text_stream])
+
 def outcome(run):
     try:
         return run()
@@ -293,6 +304,8 @@ print(json.dumps({
     "anthropic text": {
         "unguarded": outcome(lambda: anthropic_text(False)),
         "guarded": outcome(lambda: anthropic_text(True)),
+        "unguarded async": outcome(lambda: asyncio.run(anthropic_text_async(False))),
+        "guarded async": outcome(lambda: asyncio.run(anthropic_text_async(True))),
     },
     "mistral closed by the app": {
         "sync": outcome(lambda: closed_by_the_app_sync(chat)),
@@ -384,7 +397,12 @@ def test_a_guarded_anthropic_helpers_text_stream_is_the_sdks_own(outcomes: dict[
         if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
     )
     assert text
-    assert outcomes["anthropic text"] == {"unguarded": text, "guarded": text}
+    assert outcomes["anthropic text"] == {
+        "unguarded": text,
+        "guarded": text,
+        "unguarded async": text,
+        "guarded async": text,
+    }
 
 
 def mistral_events() -> list[str]:
