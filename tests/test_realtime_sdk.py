@@ -66,6 +66,7 @@ class Session:
     queued: bool = False
     tools_as: str | None = None
     via: str | None = None
+    entered: bool = False  # opened with the manager's enter(), not its with block
     document: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -88,6 +89,7 @@ class Session:
             "queued": self.queued,
             "tools_as": self.tools_as,
             "via": self.via,
+            "entered": self.entered,
             "tools": tools_of(self.document),
         }
 
@@ -198,6 +200,10 @@ SESSIONS = [
         session(f"{REALTIME}/valid_single_call", mode=m, guard=g, abort_after=5)
         for m in ("sync", "async")
         for g in ("connection", "none")
+    ),
+    *(
+        session(TWO_TURNS, mode=mode, guard="manager", turns=2, entered=True)
+        for mode in ("sync", "async")
     ),
 ]
 
@@ -353,8 +359,8 @@ def test_the_blocked_second_turn_never_reaches_the_tool_runner() -> None:
         seen += 1
     # Two APIs, sync and async: connection or manager, told the tools or not (16); the tools
     # queued on the manager (4); the tools as the SDK's models (4); Realtime's setup through
-    # the connection's resources (2).
-    assert seen == 26
+    # the connection's resources (2); Realtime's manager opened with enter(), no with block (2).
+    assert seen == 28
 
 
 def test_the_realtime_session_pins_what_the_guard_blocks() -> None:

@@ -21,10 +21,11 @@ the case's id, with the traceback of a case that crashed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from openai import AsyncOpenAI, OpenAI
@@ -214,13 +215,32 @@ def guarded(case: dict[str, Any], manager: Any) -> Any:
     return guard(case, manager) if case["guard"] == "manager" else manager
 
 
+@contextlib.contextmanager
+def entered(manager: Any) -> Iterator[Any]:
+    """The connection opened with the manager's ``enter()``, without its ``with`` block."""
+    connection = manager.enter()
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+@contextlib.asynccontextmanager
+async def entered_async(manager: Any) -> AsyncIterator[Any]:
+    connection = await manager.enter()
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
 def run_sync(case: dict[str, Any]) -> dict[str, Any]:
     session = Session(case)
     client = OpenAI(**session.clients())
     manager = guarded(case, connect(client, case))
     for event in session.setup() if case.get("queued") else ():
         manager.send(event)  # queued on the manager, sent once the connection opens
-    with manager as connection:
+    with entered(manager) if case.get("entered") else manager as connection:
         if case["guard"] == "connection":
             connection = guard(case, connection)
         for event in () if case.get("queued") else session.setup():
@@ -249,7 +269,7 @@ async def run_async(case: dict[str, Any]) -> dict[str, Any]:
     manager = guarded(case, connect(client, case))
     for event in session.setup() if case.get("queued") else ():
         manager.send(event)
-    async with manager as connection:
+    async with entered_async(manager) if case.get("entered") else manager as connection:
         if case["guard"] == "connection":
             connection = guard(case, connection)
         for event in () if case.get("queued") else session.setup():
