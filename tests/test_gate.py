@@ -259,6 +259,12 @@ def test_calls_before_the_end_are_a_usage_error_and_a_blocked_turns_calls_raise(
             lambda: guard(Source([]), [], profile="openai", on_error="maybe"),
             "on_error 'maybe' is not one of block, pass",
         ),
+        # named before the stream is looked at: a helper manager's gate is made only when the
+        # manager opens, so the setting is checked first
+        (
+            lambda: guard(object(), [], on_error="maybe"),
+            "on_error 'maybe' is not one of block, pass",
+        ),
     ],
 )
 def test_misuse_is_a_one_line_usage_error(call: Any, line: str) -> None:
