@@ -235,6 +235,10 @@ def test_the_close_frame_enforce_mode_sends_is_an_internal_error_naming_the_code
     assert PROFILES["gemini-live"].error_body("blocked", ["missing_terminal", "x"]) == {
         "close": {"code": 1011, "reason": "callgate blocked: missing_terminal, x"}
     }
+    # A close frame's reason holds at most 123 bytes (RFC 6455: 125 of payload, 2 of code).
+    codes = ["missing_terminal"] * 10
+    reason = PROFILES["gemini-live"].error_body("blocked", codes)["close"]["reason"]  # type: ignore[index]
+    assert reason == f"callgate blocked: {', '.join(codes)}"[:123] and len(reason) == 123
 
 
 def test_audio_is_never_written_only_its_length_and_digest() -> None:
