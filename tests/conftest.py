@@ -127,3 +127,17 @@ def blocked_event(profile: str, codes: list[str], framing: str = SSE) -> bytes:
     record = PROFILES[profile]
     message = BLOCKED_LINE.format(", ".join(codes) or "conformance failure")
     return READERS[framing].error_frame(record, record.error_body(message, codes), first=False)
+
+
+class Dumps:
+    """Stands for an SDK's pydantic model (LiteLLM's chunks, the SDKs' events and tools): all
+    callgate may rely on is a callable ``model_dump``, whose options it notes (the real models
+    are fed in ``test_sdk.test_real_sdk_models_read_as_their_wire_json``)."""
+
+    def __init__(self, wire: Any) -> None:
+        self.wire = wire
+        self.asked: dict[str, Any] = {}
+
+    def model_dump(self, **options: Any) -> Any:
+        self.asked = options
+        return self.wire

@@ -15,7 +15,7 @@ import callgate
 from callgate import Blocked, CallgateError, UsageError, check, guard, mutate, mutations
 from callgate.reassemble.gate import Gate
 from callgate.reassemble.profiles import PROFILES
-from tests.conftest import CONFORMANCE, fixture_id, load
+from tests.conftest import CONFORMANCE, Dumps, fixture_id, load
 
 PROFILES_GUARDED = ("openai", "anthropic", "openai-responses", "mistral", "bedrock-converse")
 PASSING = [
@@ -389,22 +389,12 @@ def test_without_on_error_a_failure_of_callgates_own_reaches_the_caller() -> Non
         Gate("openai", {}, on_error="maybe")
 
 
-class Model:
-    """An SDK's model of one event, as pydantic-based SDKs hand them out: ``model_dump``."""
-
-    def __init__(self, event: dict[str, Any]) -> None:
-        self.event = event
-
-    def model_dump(self, **_: Any) -> dict[str, Any]:
-        return self.event
-
-
 def test_the_gate_holds_an_sdks_models_where_it_holds_their_events() -> None:
     document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
     gate: Gate[int] = Gate("openai", document["tool_schemas"])
     went = []
     for number, event in enumerate(events_of(document)):
-        gate.read(Model(event))
+        gate.read(Dumps(event))
         if gate.pass_on(number):
             went.append(number)
     assert went == list(range(first_terminal(document)))

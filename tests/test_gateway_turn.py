@@ -6,7 +6,6 @@ a failing one raises ``Blocked`` with nothing of its end sent (the real proxy:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from callgate import Blocked, check
 from callgate.integrations.gateway import GatewayTurn, profile_of_route
 from callgate.reassemble.profiles import PROFILES, framed
 from callgate.reassemble.report import Report
-from tests.conftest import CONFORMANCE, fixture_id, load
+from tests.conftest import CONFORMANCE, Dumps, fixture_id, load
 
 ROUTES = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 ROUTES["openai-responses"] = "/v1/responses"
@@ -135,20 +134,9 @@ def test_the_response_id_is_the_first_event_s() -> None:
     assert turn.response_id == envelope["events"][0]["message"]["id"]
 
 
-class Model:
-    """An SDK's model of one event, as LiteLLM's proxy hands its chunks on
-    (``ModelResponseStream``, a pydantic model): read through ``model_dump``."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-
-    def model_dump(self, **_: Any) -> dict[str, Any]:
-        return json.loads(json.dumps(self.data))
-
-
 def test_models_of_events_are_read_as_their_json_and_go_on_as_they_came() -> None:
     envelope = load(CONFORMANCE / "openai" / "valid_parallel_interleaved.json")
-    models = [Model(chunk) for chunk in envelope["chunks"]]
+    models = [Dumps(chunk) for chunk in envelope["chunks"]]  # LiteLLM's chunks
     turn = GatewayTurn("openai", request_of(envelope))
     sent = [out for model in models for out in turn.take(model)]
     assert sent + turn.finish() == models

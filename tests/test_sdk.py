@@ -18,7 +18,7 @@ from callgate.reassemble.profiles import PROFILES
 from callgate.reassemble.profiles.builtin import TOOL_KEY
 from callgate.reassemble.profiles.gemini_schema import to_json_schema
 from callgate.reassemble.sdk import tool_schemas_of
-from tests.conftest import CONFORMANCE, ROOT
+from tests.conftest import CONFORMANCE, ROOT, Dumps
 from tests.proxy_harness import APPS_PYTHON
 
 WEATHER = {
@@ -27,19 +27,6 @@ WEATHER = {
     "required": ["city"],
     "additionalProperties": False,
 }
-
-
-class Dumps:
-    """Stands for an SDK's pydantic model: all ``feed`` may rely on is a callable ``model_dump``
-    (the real models are fed in ``test_real_sdk_models_read_as_their_wire_json``)."""
-
-    def __init__(self, wire: Any) -> None:
-        self.wire = wire
-        self.asked: dict[str, Any] = {}
-
-    def model_dump(self, **options: Any) -> Any:
-        self.asked = options
-        return self.wire
 
 
 def envelope(path: Path) -> dict[str, Any]:
