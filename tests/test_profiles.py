@@ -904,20 +904,38 @@ def test_a_choice_whose_delta_is_null_is_an_empty_delta() -> None:
     assert engine.feed({"choices": [{"index": 0, "delta": None, "finish_reason": None}]}) == []
 
 
-def test_an_anthropic_error_event_names_its_type_and_up_to_200_characters() -> None:
-    engine = Reassembler("anthropic", {})
-    findings = engine.feed(
-        {"type": "error", "error": {"type": "overloaded_error", "message": "m" * 300}}
-    )
-    assert [f.code for f in findings] == [Code.STREAM_ERROR]
-    assert findings[0].message.endswith(f"overloaded_error: {'m' * 200}")
-
-
-def test_a_bedrock_exception_names_its_type_and_up_to_160_characters() -> None:
-    engine = Reassembler("bedrock-converse", {})
-    [finding] = engine.feed({"throttlingException": {"message": "m" * 300}})
-    assert (finding.code, finding.path) == (Code.STREAM_ERROR, "/events/0/throttlingException")
-    assert finding.message.endswith(f"throttlingException: {'m' * 160}")
+@pytest.mark.parametrize(
+    ("profile", "event", "said", "path"),
+    [
+        (
+            "anthropic",
+            {"type": "error", "error": {"type": "overloaded_error", "message": "m" * 300}},
+            f"overloaded_error: {'m' * 200}",
+            "/events/0/error",
+        ),
+        (
+            "bedrock-converse",
+            {"throttlingException": {"message": "m" * 300}},
+            f"throttlingException: {'m' * 160}",
+            "/events/0/throttlingException",
+        ),
+        (
+            "gemini",
+            {"promptFeedback": {"blockReason": "B" * 100}},
+            f"the prompt was blocked: {'B' * 60}",
+            "/chunks/0/promptFeedback/blockReason",
+        ),
+    ],
+    ids=["anthropic", "bedrock-converse", "gemini"],
+)
+def test_a_provider_error_is_named_by_its_text_clipped(
+    profile: str, event: dict[str, Any], said: str, path: str
+) -> None:
+    """An error event's type and message, or the reason a prompt was blocked, quoted up to the
+    profile's limit: 200 characters for Anthropic, 160 for Bedrock, 60 for a Gemini reason."""
+    [finding] = Reassembler(profile, {}).feed(event)
+    assert (finding.code, finding.path) == (Code.STREAM_ERROR, path)
+    assert finding.message.endswith(said)
 
 
 @pytest.mark.parametrize(
@@ -982,11 +1000,8 @@ def test_an_anthropic_error_whose_error_is_not_an_object_goes_to_bedrock_as_its_
     )
 
 
-def gemini_chunk(*parts: object, finish: str | None = None) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}}
-    if finish is not None:
-        candidate["finishReason"] = finish
-    return {"candidates": [candidate]}
+def gemini_chunk(*parts: object) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": list(parts)}}]}
 
 
 def streamed_part(**call: object) -> dict[str, Any]:
@@ -1076,15 +1091,6 @@ def test_a_gemini_call_whose_fields_are_null_is_read_without_them() -> None:
     call.update(partialArgs=None, willContinue=None, id=None)
     report = check(envelope)
     assert (report.status, report.calls) == (expected.status, expected.calls)
-
-
-def test_a_blocked_gemini_prompt_names_its_reason_up_to_60_characters() -> None:
-    engine = Reassembler("gemini", {})
-    [finding] = engine.feed({"promptFeedback": {"blockReason": "B" * 100}})
-    assert (finding.code, finding.message) == (
-        Code.STREAM_ERROR,
-        f"the prompt was blocked: {'B' * 60}",
-    )
 
 
 def test_an_unknown_function_call_field_is_named_up_to_40_characters() -> None:
