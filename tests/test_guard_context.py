@@ -101,27 +101,23 @@ def refused(make):
     return None
 
 async def closed_async(chat):
-    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
-                                   tools=mistral_tools)
+    made = await stream_async_of(chat)
     await made.close()
     return refused(lambda: callgate.guard(made, mistral_tools))
 
 def closed_sync(chat):
-    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
-                       tools=mistral_tools)
+    made = stream_of(chat)
     made.close()
     return refused(lambda: callgate.guard(made, mistral_tools))
 
 def closed_by_the_app_sync(chat):
-    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
-                       tools=mistral_tools)
+    made = stream_of(chat)
     for _ in callgate.guard(made, mistral_tools):
         made.close()
         return made.response.is_closed
 
 async def closed_by_the_app_async(chat):
-    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
-                                   tools=mistral_tools)
+    made = await stream_async_of(chat)
     async for _ in callgate.guard(made, mistral_tools):
         await made.close()
         return made.response.is_closed
@@ -177,111 +173,72 @@ def after_done_server(body, missing=0):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
-def after_done(chat):
-    seen = 0
-    try:
-        for _ in callgate.guard(
-            chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
-                        tools=mistral_tools), mistral_tools):
-            seen += 1
-    except callgate.Blocked as blocked:
-        return [seen, blocked.report.blocking_codes]
-    return [seen, []]
+HI = [{"role": "user", "content": "Hi"}]
 
-async def after_done_async(chat):
-    seen = 0
+def stream_of(chat):
+    return chat.stream(model="m", messages=HI, tools=mistral_tools)
+
+async def stream_async_of(chat):
+    return await chat.stream_async(model="m", messages=HI, tools=mistral_tools)
+
+# A guarded turn read to its end: the items the loop got, the codes that blocked it, and
+# whether its response is closed after.
+def turn(chat):
+    made, seen = stream_of(chat), 0
     try:
-        async for _ in callgate.guard(
-            await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
-                                    tools=mistral_tools), mistral_tools):
+        for _ in callgate.guard(made, mistral_tools):
             seen += 1
     except callgate.Blocked as blocked:
-        return [seen, blocked.report.blocking_codes]
-    return [seen, []]
+        return [seen, blocked.report.blocking_codes, made.response.is_closed]
+    return [seen, [], made.response.is_closed]
+
+async def turn_async(chat):
+    made, seen = await stream_async_of(chat), 0
+    try:
+        async for _ in callgate.guard(made, mistral_tools):
+            seen += 1
+    except callgate.Blocked as blocked:
+        return [seen, blocked.report.blocking_codes, made.response.is_closed]
+    return [seen, [], made.response.is_closed]
 
 def server_chat(body, missing=0):
     server = after_done_server(body, missing)
     return Mistral(api_key="k", server_url=f"http://127.0.0.1:{server.server_address[1]}").chat
 
-late_chat = server_chat(sys.argv[6].encode())
-# The turn through its [DONE], then the start of an event cut inside a UTF-8 character.
-cut_chat = server_chat(sys.argv[7].encode() + b"data: \\xe2\\x82")
-
-# The turn's calls without their finish reason, then the connection closes with bytes owed.
-half_body = sys.argv[8].encode()
-def wire_cut_sync():
-    made = server_chat(half_body, 100).stream(
-        model="m", messages=[{"role": "user", "content": "Hi"}], tools=mistral_tools)
-    try:
-        for _ in callgate.guard(made, mistral_tools):
-            pass
-    except callgate.Blocked as blocked:
-        return [blocked.report.blocking_codes, made.response.is_closed]
-    return [[], made.response.is_closed]
-
-async def wire_cut_async():
-    made = await server_chat(half_body, 100).stream_async(
-        model="m", messages=[{"role": "user", "content": "Hi"}], tools=mistral_tools)
-    try:
-        async for _ in callgate.guard(made, mistral_tools):
-            pass
-    except callgate.Blocked as blocked:
-        return [blocked.report.blocking_codes, made.response.is_closed]
-    return [[], made.response.is_closed]
-
-# The whole turn through its [DONE], then the connection closes with bytes still owed.
-def done_then_cut_sync():
-    made = server_chat(sys.argv[7].encode(), 100).stream(
-        model="m", messages=[{"role": "user", "content": "Hi"}], tools=mistral_tools)
-    seen = len(list(callgate.guard(made, mistral_tools)))
-    return [seen, made.response.is_closed]
-
-async def done_then_cut_async():
-    made = await server_chat(sys.argv[7].encode(), 100).stream_async(
-        model="m", messages=[{"role": "user", "content": "Hi"}], tools=mistral_tools)
-    seen = len([item async for item in callgate.guard(made, mistral_tools)])
-    return [seen, made.response.is_closed]
+turn_body, through_done, unfinished = (argument.encode() for argument in sys.argv[6:9])
+BODIES = {
+    # the turn, then its last chunk again after its [DONE]
+    "after done": (turn_body, 0),
+    # through its [DONE], then the start of an event cut inside a UTF-8 character
+    "cut after done": (through_done + b"data: \\xe2\\x82", 0),
+    # its calls without their finish reason, then the connection closes with bytes owed
+    "wire cut": (unfinished, 100),
+    # the whole turn through its [DONE], then the connection closes with bytes owed
+    "done then cut": (through_done, 100),
+}
 
 def left_by_the_app_sync(chat):
-    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
-                       tools=mistral_tools)
+    made = stream_of(chat)
     items = iter(callgate.guard(made, mistral_tools))
     next(items)
     items.close()
     return made.response.is_closed
 
 async def left_by_the_app_async(chat):
-    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
-                                   tools=mistral_tools)
+    made = await stream_async_of(chat)
     items = aiter(callgate.guard(made, mistral_tools))
     await anext(items)
     await items.aclose()
     return made.response.is_closed
 
-def read_to_the_end_sync(chat):
-    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
-                       tools=mistral_tools)
-    for _ in callgate.guard(made, mistral_tools):
-        pass
-    return made.response.is_closed
-
-async def read_to_the_end_async(chat):
-    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
-                                   tools=mistral_tools)
-    async for _ in callgate.guard(made, mistral_tools):
-        pass
-    return made.response.is_closed
-
 def closed_before_the_loop_sync(chat):
-    made = chat.stream(model="m", messages=[{"role": "user", "content": "Hi"}],
-                       tools=mistral_tools)
+    made = stream_of(chat)
     callgate.guard(made, mistral_tools)
     made.close()
     return made.response.is_closed
 
 async def closed_before_the_loop_async(chat):
-    made = await chat.stream_async(model="m", messages=[{"role": "user", "content": "Hi"}],
-                                   tools=mistral_tools)
+    made = await stream_async_of(chat)
     callgate.guard(made, mistral_tools)
     await made.close()
     return made.response.is_closed
@@ -311,29 +268,20 @@ print(json.dumps({
         "sync": outcome(lambda: closed_by_the_app_sync(chat)),
         "async": outcome(lambda: asyncio.run(closed_by_the_app_async(chat))),
     },
-    "mistral after done": {
-        "sync": outcome(lambda: after_done(late_chat)),
-        "async": outcome(lambda: asyncio.run(after_done_async(late_chat))),
-    },
-    "mistral cut after done": {
-        "sync": outcome(lambda: after_done(cut_chat)),
-        "async": outcome(lambda: asyncio.run(after_done_async(cut_chat))),
+    **{
+        f"mistral {name}": {
+            "sync": outcome(lambda: turn(server_chat(*body))),
+            "async": outcome(lambda: asyncio.run(turn_async(server_chat(*body)))),
+        }
+        for name, body in BODIES.items()
     },
     "mistral left by the app": {
         "sync": outcome(lambda: left_by_the_app_sync(chat)),
         "async": outcome(lambda: asyncio.run(left_by_the_app_async(fresh_chat()))),
     },
     "mistral read to the end": {
-        "sync": outcome(lambda: read_to_the_end_sync(chat)),
-        "async": outcome(lambda: asyncio.run(read_to_the_end_async(fresh_chat()))),
-    },
-    "mistral wire cut": {
-        "sync": outcome(wire_cut_sync),
-        "async": outcome(lambda: asyncio.run(wire_cut_async())),
-    },
-    "mistral done then cut": {
-        "sync": outcome(done_then_cut_sync),
-        "async": outcome(lambda: asyncio.run(done_then_cut_async())),
+        "sync": outcome(lambda: turn(chat)),
+        "async": outcome(lambda: asyncio.run(turn_async(fresh_chat()))),
     },
     "mistral closed before the loop": {
         "sync": outcome(lambda: closed_before_the_loop_sync(chat)),
@@ -426,28 +374,31 @@ def after_done_body() -> str:
     return through_done_body() + mistral_events()[-1]
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_mistralai_turn_is_judged_on_the_body_after_the_sdks_last_item(
-    outcomes: dict[str, Any], mode: str
-) -> None:
-    """mistralai stops at ``[DONE]``; what the body holds after it is read when the SDK's
-    stream ends, so a turn that goes on there is blocked: the item of the terminal evidence,
-    held until then, never reaches the loop."""
-    chunks = load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]
-    assert outcomes["mistral after done"][mode] == [
-        len(chunks) - 1,
-        ["delta_after_terminal", "duplicate_terminal"],
-    ]
+#: What a guarded mistralai turn gives the loop, what blocks it and whether its response is
+#: closed after, for each body (the app's ``BODIES``); mistralai stops at ``[DONE]``, and what
+#: the body holds after it is read when the SDK's stream ends.
+WHOLE_BODY = {
+    # the last chunk again after [DONE]: the turn goes on there, so the item of its terminal
+    # evidence, held until then, never reaches the loop
+    "mistral after done": [1, ["delta_after_terminal", "duplicate_terminal"], True],
+    # bytes after [DONE] that end inside a UTF-8 character: text no profile reads
+    "mistral cut after done": [1, ["unsupported_event"], True],
+    # the connection breaks before the finish reason: both chunks reach the loop (neither is
+    # terminal evidence), and the calls, never ended, are blocked at the end
+    "mistral wire cut": [2, ["missing_terminal"], True],
+    # the connection breaks after [DONE]: the turn passed on what came, and its response closes
+    "mistral done then cut": [2, [], True],
+    "mistral read to the end": [2, [], True],
+}
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_mistralai_body_cut_inside_a_character_after_its_done_is_blocked(
-    outcomes: dict[str, Any], mode: str
+@pytest.mark.parametrize("case", sorted(WHOLE_BODY))
+def test_a_guarded_mistralai_turn_is_judged_on_its_whole_body_and_its_response_closed(
+    outcomes: dict[str, Any], case: str, mode: str
 ) -> None:
-    """The bytes after ``[DONE]`` end inside a UTF-8 character: text no profile reads, read
-    when the body ends, so the turn it would pass is blocked."""
-    chunks = load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]
-    assert outcomes["mistral cut after done"][mode] == [len(chunks) - 1, ["unsupported_event"]]
+    assert len(load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]) == 2
+    assert outcomes[case][mode] == WHOLE_BODY[case]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -455,7 +406,6 @@ def test_a_mistralai_body_cut_inside_a_character_after_its_done_is_blocked(
     "case",
     [
         "mistral left by the app",  # one item taken, then the guarded iterator closed
-        "mistral read to the end",
         "mistral closed before the loop",  # closed after guard(), before its loop
     ],
 )
@@ -463,20 +413,3 @@ def test_a_guarded_mistralai_response_is_closed_however_the_app_leaves_it(
     outcomes: dict[str, Any], case: str, mode: str
 ) -> None:
     assert outcomes[case][mode] is True
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_guarded_mistralai_turn_whose_connection_breaks_is_blocked_and_its_response_closed(
-    outcomes: dict[str, Any], mode: str
-) -> None:
-    assert outcomes["mistral wire cut"][mode] == [["missing_terminal"], True]
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_guarded_mistralai_turn_whose_connection_breaks_after_its_done_closes_its_response(
-    outcomes: dict[str, Any], mode: str
-) -> None:
-    """The turn passed on what came; the guard, reading past ``[DONE]``, met the broken
-    connection, and closes the response when the loop ends."""
-    chunks = load(CONFORMANCE / f"{MISTRAL}.json")["chunks"]
-    assert outcomes["mistral done then cut"][mode] == [len(chunks), True]
