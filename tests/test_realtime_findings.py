@@ -18,10 +18,10 @@ RESPONSE = "resp_1"
 CALL = {"type": "function_call", "id": "item_1", "call_id": "call_1", "name": "f"}
 
 
-def added(item: dict[str, Any], index: int = 1, response: str = RESPONSE) -> dict[str, Any]:
+def added(item: dict[str, Any], index: int = 1) -> dict[str, Any]:
     return {
         "type": "response.output_item.added",
-        "response_id": response,
+        "response_id": RESPONSE,
         "output_index": index,
         "item": item,
     }
