@@ -4,7 +4,8 @@ The guard reads google-genai's and cohere's streams by wrapping the SDK's SSE re
 whole process; the loop it is reading for is noted only while the loop asks its stream for an
 item. An app that reads another stream of the same SDK, unguarded, between two items of a
 guarded loop (or after it) must get that stream as the SDK gives it, and the guarded turn must
-be judged on its own events. mistralai's ``EventStream`` closed before the guard saw it gives
+be judged on its own events; one read through aiohttp and left early has its response closed
+as the loop ends. mistralai's ``EventStream`` closed before the guard saw it gives
 no events at all: that is a caller's mistake, told at once, not a turn blocked later; closed by
 the app between two items of a guarded loop, its response closes at once. A guarded anthropic
 helper's ``text_stream`` is the text the SDK's own gives. A mistralai turn is judged on its
@@ -35,6 +36,7 @@ SCHEMAS = {
 }
 APP = """
 import asyncio, json, sys
+import aiohttp
 import httpx
 import callgate
 from google import genai
@@ -45,6 +47,7 @@ import anthropic
 
 base, gemini_fixture, mistral_fixture, anthropic_fixture = sys.argv[1:5]
 schemas = json.loads(sys.argv[5])
+paced = sys.argv[9]
 declarations = [
     {"name": name, "parameters_json_schema": schema}
     for name, schema in schemas[gemini_fixture].items()
@@ -92,6 +95,29 @@ async def run_async():
             between = await count()
         n += 1
     return {"calls": calls(guarded), "between": between, "after": await count()}
+
+# google-genai streams through an aiohttp session where the app gives one (or, without an httpx
+# client, where aiohttp is installed); the session tells its responses to a trace.
+async def gemini_aiohttp_left():
+    responses = []
+
+    async def ended(session, context, params):
+        responses.append(params.response)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_end.append(ended)
+    async with aiohttp.ClientSession(trace_configs=[trace]) as session:
+        options = types.HttpOptions(
+            base_url=f"{paced}/f/{gemini_fixture}/",
+            aiohttp_client=session,
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        models = genai.Client(api_key="k", http_options=options).aio.models
+        made = await models.generate_content_stream(model="m", contents="Hi", config=config)
+        items = aiter(callgate.guard(made, gemini_tools))
+        await anext(items)
+        await items.aclose()
+        return [response.closed for response in responses]
 
 def refused(make):
     try:
@@ -254,6 +280,7 @@ print(json.dumps({
         "sync": outcome(run_sync),
         "async": outcome(lambda: asyncio.run(run_async())),
     },
+    "gemini through aiohttp, left": outcome(lambda: asyncio.run(gemini_aiohttp_left())),
     "mistral closed": {
         "sync": outcome(lambda: closed_sync(chat)),
         "async": outcome(lambda: asyncio.run(closed_async(chat))),
@@ -293,7 +320,10 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def outcomes() -> Iterator[dict[str, Any]]:
-    server = FakeProvider(collect([CONFORMANCE])).start()
+    fixtures = collect([CONFORMANCE])
+    server = FakeProvider(fixtures).start()
+    # Events 50 ms apart: a turn the app leaves after its first item is still being sent.
+    paced = FakeProvider(fixtures, timing=0.05).start()
     try:
         yield app_script_output(
             APP,
@@ -305,9 +335,11 @@ def outcomes() -> Iterator[dict[str, Any]]:
             after_done_body(),
             through_done_body(),
             unfinished_body(),
+            paced.url,
         )
     finally:
         server.close()
+        paced.close()
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -320,6 +352,14 @@ def test_an_unguarded_stream_read_between_a_guarded_loops_items_is_its_own(
         "between": len(turn["chunks"]),
         "after": len(turn["chunks"]),
     }
+
+
+def test_a_guarded_gemini_turn_read_through_aiohttp_closes_its_response_as_the_loop_ends(
+    outcomes: dict[str, Any],
+) -> None:
+    """Left after one item while the server is still sending: the one response is closed by the
+    time ``aclose`` returns, not when the event loop finalises google-genai's own reader."""
+    assert outcomes["gemini through aiohttp, left"] == [True]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
