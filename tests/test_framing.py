@@ -239,6 +239,11 @@ def test_json_lines_split_only_at_line_feeds_and_drop_a_byte_order_mark() -> Non
     ]
 
 
+def test_json_lines_that_are_not_utf8_are_refused_naming_the_byte() -> None:
+    with pytest.raises(NotApplicable, match=r"^not UTF-8 at byte 16$"):
+        parse_stream_body(b'{"a": 1}\n{"b": "\xff"}\n', "application/x-ndjson")
+
+
 def test_a_crlf_that_ends_an_event_is_one_line_end_and_a_following_lf_is_another() -> None:
     framer = EventFramer()
     assert [bytes(b) for b in framer.feed(b"data: a\r")] == []
