@@ -244,11 +244,8 @@ class Reassembler:
             event.severity,
             event.quirk,
         )
-        slot = (
-            self._slots.get((event.choice, event.slot))
-            if event.choice is not None and event.slot is not None
-            else None
-        )
+        # No slot is keyed by None: a finding placed on no slot finds none.
+        slot = self._slots.get((event.choice, event.slot))  # type: ignore[arg-type]
         if slot is not None and event.severity is Severity.BLOCKING:
             slot.blocked = True
         if event.severity is Severity.BLOCKING and (
