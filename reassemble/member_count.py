@@ -44,7 +44,7 @@ def members_proven(text: str, kept: int, colons: int) -> bool:
     while (found := text.count(ending)) != 0:
         quotes += sign * found
         sign, ending = -sign, "\\" + ending
-    return quotes == kept or (quotes > kept and quotes - _opened(text) == kept)
+    return quotes == kept or quotes - _opened(text) == kept
 
 
 def _opened(text: str) -> int:
