@@ -67,6 +67,7 @@ class Session:
     tools_as: str | None = None
     via: str | None = None
     entered: bool = False  # opened with the manager's enter(), not its with block
+    model_update: bool = False  # a second session.update, the SDK's model, of instructions only
     document: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -90,6 +91,7 @@ class Session:
             "tools_as": self.tools_as,
             "via": self.via,
             "entered": self.entered,
+            "model_update": self.model_update,
             "tools": tools_of(self.document),
         }
 
@@ -174,6 +176,10 @@ SESSIONS = [
     ),
     *(
         session(TWO_TURNS, mode=mode, turns=2, read_tools=True, via="resources")
+        for mode in ("sync", "async")
+    ),
+    *(
+        session(TWO_TURNS, mode=mode, turns=2, read_tools=True, model_update=True)
         for mode in ("sync", "async")
     ),
     *(
@@ -281,13 +287,15 @@ def test_the_guard_reads_the_tools_the_app_gives_the_session() -> None:
     the guarded connection judge its responses, as the tools given would; so do those it queues
     on the guarded manager before the connection opens, function tools the app gives as the
     SDK's models inside its dict event, and those it sends through the connection's resources
-    (``connection.session.update``, as the SDK's docs do)."""
+    (``connection.session.update``, as the SDK's docs do). A later ``session.update`` the app
+    sends as the SDK's model, setting only the instructions, leaves them as they were."""
     read = [s for s in SESSIONS if s.read_tools and s.tools_as != "generator"]
-    assert {(s.queued, s.tools_as, s.via) for s in read} == {
-        (False, None, None),
-        (True, None, None),
-        (False, "models", None),
-        (False, None, "resources"),
+    assert {(s.queued, s.tools_as, s.via, s.model_update) for s in read} == {
+        (False, None, None, False),
+        (True, None, None, False),
+        (False, "models", None, False),
+        (False, None, "resources", False),
+        (False, None, None, True),
     }
     for s in read:
         told = next(
@@ -359,8 +367,9 @@ def test_the_blocked_second_turn_never_reaches_the_tool_runner() -> None:
         seen += 1
     # Two APIs, sync and async: connection or manager, told the tools or not (16); the tools
     # queued on the manager (4); the tools as the SDK's models (4); Realtime's setup through
-    # the connection's resources (2); Realtime's manager opened with enter(), no with block (2).
-    assert seen == 28
+    # the connection's resources (2); Realtime's manager opened with enter(), no with block (2);
+    # Realtime's instructions updated by the SDK's model after the tools (2).
+    assert seen == 30
 
 
 def test_the_realtime_session_pins_what_the_guard_blocks() -> None:

@@ -10,7 +10,8 @@ with the case's fixture (``/f/<name>/``), mutation (``x-callgate-mutate``) and c
 (``x-callgate-abort-after``: then it reads until the socket closes). It sends its tools
 (``session.update``), a user message and ``response.create`` (``queued``: on the manager,
 before the connection opens; ``tools_as: "models"``: function tools as the SDK's models;
-``via: "resources"``: through ``connection.session.update`` and its kin), then reads every
+``via: "resources"``: through ``connection.session.update`` and its kin; ``model_update``: then
+a second ``session.update``, the SDK's model, that sets only the instructions), then reads every
 event; at each ``response.done`` it runs the calls that response lists and, while ``turns``
 remain, answers them and asks for the next response. A ``Blocked`` is noted (its response and
 codes) and reading goes on on the same connection, as an app that skips the blocked response
@@ -30,6 +31,8 @@ from typing import Any
 
 from openai import AsyncOpenAI, OpenAI
 from openai.types.realtime.realtime_function_tool import RealtimeFunctionTool
+from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
+from openai.types.realtime.session_update_event import SessionUpdateEvent
 from openai.types.responses import FunctionTool
 
 import callgate
@@ -92,7 +95,7 @@ class Session:
         """A Responses ``response.create``: the HTTP body's fields, with the app's tools."""
         return {"type": "response.create", "model": "gpt-5", "tools": self.tools(), **fields}
 
-    def setup(self) -> list[dict[str, Any]]:
+    def setup(self) -> list[Any]:
         if self.responses:
             return [self.create(instructions=CANARY_INSTRUCTIONS, input=CANARY_PROMPT)]
         session = {
@@ -101,8 +104,15 @@ class Session:
             "instructions": CANARY_INSTRUCTIONS,
             "tools": self.tools(),
         }
+        updates: list[Any] = [{"type": "session.update", "session": session}]
+        if self.case.get("model_update"):
+            # The SDK writes a model without its unset members: the tools stay as they were.
+            instructions = RealtimeSessionCreateRequest(
+                type="realtime", instructions=CANARY_INSTRUCTIONS
+            )
+            updates.append(SessionUpdateEvent(type="session.update", session=instructions))
         return [
-            {"type": "session.update", "session": session},
+            *updates,
             {"type": "conversation.item.create", "item": USER},
             {"type": "response.create"},
         ]
