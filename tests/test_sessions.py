@@ -186,6 +186,13 @@ def test_only_function_call_arguments_are_argument_sites() -> None:
     ]
 
 
+def test_a_gemini_live_call_is_an_argument_site_only_where_it_is_an_object_with_args() -> None:
+    """A call without ``args``, or that is no object (even the text ``"args"``), has none."""
+    calls = [{"id": "a", "name": "n"}, "args", {"id": "b", "name": "n", "args": {}}]
+    sites = PROFILES["gemini-live"].argument_sites([{"toolCall": {"functionCalls": calls}}])
+    assert [(kind, key, member) for kind, key, _, member in sites] == [("copy", (0, 2), "args")]
+
+
 def test_an_argument_event_without_its_output_index_is_placed_by_its_item_id() -> None:
     envelope = load(REALTIME / "valid_interleaved_responses.json")
     for event in envelope["events"]:
