@@ -122,12 +122,6 @@ class GuardedSession:
     def recv(self) -> Any:
         return self._connection.recv()
 
-    def __enter__(self) -> GuardedSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._connection.close()
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self._connection, name)
 
@@ -163,12 +157,6 @@ class AsyncGuardedSession(GuardedSession):
 
     def recv(self) -> Awaitable[Any]:
         return self._connection.recv()  # type: ignore[no-any-return]
-
-    async def __aenter__(self) -> AsyncGuardedSession:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._connection.close()
 
 
 class GuardedSessionManager:
