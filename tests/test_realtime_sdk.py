@@ -68,6 +68,7 @@ class Session:
     via: str | None = None
     entered: bool = False  # opened with the manager's enter(), not its with block
     model_update: bool = False  # a second session.update, the SDK's model, of instructions only
+    update_on_manager: bool = False  # the session.update sent on the manager once open
     document: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -92,6 +93,7 @@ class Session:
             "via": self.via,
             "entered": self.entered,
             "model_update": self.model_update,
+            "update_on_manager": self.update_on_manager,
             "tools": tools_of(self.document),
         }
 
@@ -180,6 +182,12 @@ SESSIONS = [
     ),
     *(
         session(TWO_TURNS, mode=mode, turns=2, read_tools=True, model_update=True)
+        for mode in ("sync", "async")
+    ),
+    *(
+        session(
+            TWO_TURNS, mode=mode, guard="manager", turns=2, read_tools=True, update_on_manager=True
+        )
         for mode in ("sync", "async")
     ),
     *(
@@ -288,14 +296,16 @@ def test_the_guard_reads_the_tools_the_app_gives_the_session() -> None:
     on the guarded manager before the connection opens, function tools the app gives as the
     SDK's models inside its dict event, and those it sends through the connection's resources
     (``connection.session.update``, as the SDK's docs do). A later ``session.update`` the app
-    sends as the SDK's model, setting only the instructions, leaves them as they were."""
+    sends as the SDK's model, setting only the instructions, leaves them as they were. One the
+    app sends on the guarded manager once the connection is open is read too."""
     read = [s for s in SESSIONS if s.read_tools and s.tools_as != "generator"]
-    assert {(s.queued, s.tools_as, s.via, s.model_update) for s in read} == {
-        (False, None, None, False),
-        (True, None, None, False),
-        (False, "models", None, False),
-        (False, None, "resources", False),
-        (False, None, None, True),
+    assert {(s.queued, s.tools_as, s.via, s.model_update, s.update_on_manager) for s in read} == {
+        (False, None, None, False, False),
+        (True, None, None, False, False),
+        (False, "models", None, False, False),
+        (False, None, "resources", False, False),
+        (False, None, None, True, False),
+        (False, None, None, False, True),
     }
     for s in read:
         told = next(
@@ -368,8 +378,9 @@ def test_the_blocked_second_turn_never_reaches_the_tool_runner() -> None:
     # Two APIs, sync and async: connection or manager, told the tools or not (16); the tools
     # queued on the manager (4); the tools as the SDK's models (4); Realtime's setup through
     # the connection's resources (2); Realtime's manager opened with enter(), no with block (2);
-    # Realtime's instructions updated by the SDK's model after the tools (2).
-    assert seen == 30
+    # Realtime's instructions updated by the SDK's model after the tools (2); Realtime's tools
+    # sent on the manager once the connection is open (2).
+    assert seen == 32
 
 
 def test_the_realtime_session_pins_what_the_guard_blocks() -> None:

@@ -11,7 +11,9 @@ with the case's fixture (``/f/<name>/``), mutation (``x-callgate-mutate``) and c
 (``session.update``), a user message and ``response.create`` (``queued``: on the manager,
 before the connection opens; ``tools_as: "models"``: function tools as the SDK's models;
 ``via: "resources"``: through ``connection.session.update`` and its kin; ``model_update``: then
-a second ``session.update``, the SDK's model, that sets only the instructions), then reads every
+a second ``session.update``, the SDK's model, that sets only the instructions;
+``update_on_manager``: the ``session.update`` sent on the manager once the connection is open,
+which the SDK sends before the connection's next message), then reads every
 event; at each ``response.done`` it runs the calls that response lists and, while ``turns``
 remain, answers them and asks for the next response. A ``Blocked`` is noted (its response and
 codes) and reading goes on on the same connection, as an app that skips the blocked response
@@ -256,6 +258,8 @@ def run_sync(case: dict[str, Any]) -> dict[str, Any]:
         for event in () if case.get("queued") else session.setup():
             if case.get("via") == "resources":
                 by_resource(connection, event)
+            elif case.get("update_on_manager") and event["type"] == "session.update":
+                manager.send(event)
             else:
                 connection.send(event)
         while not session.done():
@@ -285,6 +289,8 @@ async def run_async(case: dict[str, Any]) -> dict[str, Any]:
         for event in () if case.get("queued") else session.setup():
             if case.get("via") == "resources":
                 await by_resource(connection, event)
+            elif case.get("update_on_manager") and event["type"] == "session.update":
+                manager.send(event)
             else:
                 await connection.send(event)
         while not session.done():
