@@ -217,19 +217,28 @@ def test_an_async_stream_that_fails_is_judged_on_what_came() -> None:
 
 
 def test_a_stream_closed_early_gives_nothing_more() -> None:
-    """Left by the loop, or closed by the app between two ``next`` calls: a closed guarded
-    stream gives nothing more, rather than going on from where it was left."""
+    """Left by the loop, closed by the app between two ``next`` calls, or by the end of its
+    ``with`` block: a closed guarded stream has closed the SDK's and gives nothing more, rather
+    than going on from where it was left."""
     document = load(CONFORMANCE / "openai" / "valid_fragmented.json")
-    for leave in ("break", "close"):
+    for leave in ("break", "close", "with"):
         source = Source(events_of(document))
         guarded = guard(source, document["tool_schemas"], profile="openai")
         if leave == "break":
             for _ in guarded:
                 break
-        else:
+        elif leave == "close":
             next(guarded)
             guarded.close()
-        assert (list(guarded), guarded.report, source.given) == ([], None, 1), leave
+        else:
+            with guarded:
+                next(guarded)
+        assert (list(guarded), guarded.report, source.given, source.closed) == (
+            [],
+            None,
+            1,
+            True,
+        ), leave
 
 
 def test_calls_before_the_end_are_a_usage_error_and_a_blocked_turns_calls_raise() -> None:
