@@ -437,7 +437,23 @@ def test_misuse_with_a_real_sdk_is_a_one_line_usage_error(case: Case, servers: S
         ),
         "read from": "guard() takes a stream nothing has read from yet",
         "not a client": "guarded() takes an SDK client (anthropic, openai), not a builtins.object",
+        **OTHER_STREAM.get(case.sdk, {}),
     }
+
+
+#: What guard() says of a stream of the SDK it cannot read (``tests/apps/guard_app.py``).
+OTHER_STREAM = {
+    "boto3": {
+        "another stream": "guard() reads Bedrock's ConverseStream and "
+        "InvokeModelWithResponseStream, not a SubscribeToShard stream"
+    },
+    "litellm": {
+        "another stream": "guard() reads a litellm stream whose provider stream is an openai or "
+        "anthropic SDK stream, not a "
+        "litellm.llms.ollama.completion.transformation.OllamaTextCompletionResponseIterator: "
+        "callgate cannot read the provider's events under it"
+    },
+}
 
 
 def test_every_case_names_a_fixture_that_exists() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import io
 import json
 import sys
 import traceback
@@ -362,9 +363,37 @@ OTHER_TOOL = {
 }
 
 
+def other_operation(case: dict[str, Any], tools: Any) -> None:
+    """botocore's ``EventStream`` of an operation that streams no model's turn."""
+    from botocore.eventstream import EventStream
+
+    callgate.guard(EventStream(io.BytesIO(b""), None, None, "SubscribeToShard"), tools)
+
+
+def other_provider(case: dict[str, Any], tools: Any) -> None:
+    """A litellm stream whose provider stream is litellm's own (Ollama's), not an SDK's."""
+    import litellm
+
+    stream = litellm.completion(
+        model="ollama/llama3",
+        api_base=f"{case['base']}/f/ollama/valid_single_call",
+        messages=[{"role": "user", "content": "Weather in Paris?"}],
+        stream=True,
+    )
+    try:
+        callgate.guard(stream, tools)
+    finally:
+        stream.completion_stream.close()
+
+
+#: A stream of the SDK that guard() cannot read, made the SDK's own way.
+OTHER_STREAM = {"boto3": other_operation, "litellm": other_provider}
+
+
 def misuse(case: dict[str, Any]) -> dict[str, Any]:
     """The one-line ``UsageError`` of each misuse: no tools, a client where a stream belongs, a
-    stream something read from already, an object that is no SDK client."""
+    stream something read from already, an object that is no SDK client, a stream of the SDK
+    that guard() cannot read (``OTHER_STREAM``)."""
     client, tools = client_of(case, False), sdk_tools(case)
     read_from = request(case, client, False)
     next(iter(read_from))
@@ -377,6 +406,8 @@ def misuse(case: dict[str, Any]) -> dict[str, Any]:
     if case["sdk"] in OTHER_TOOL:
         other = [*tools, OTHER_TOOL[case["sdk"]]]
         attempts["other tools"] = lambda: callgate.guard(request(case, client, False), other)
+    if case["sdk"] in OTHER_STREAM:
+        attempts["another stream"] = lambda: OTHER_STREAM[case["sdk"]](case, tools)
     lines = {}
     for name, attempt in attempts.items():
         try:
