@@ -774,3 +774,10 @@ def test_only_a_response_create_asks_a_session_for_a_response(
     one; any other goes by."""
     gate = SessionGate(profile, [])
     assert gate.read_client_text(json.dumps(message)) is asks
+
+
+@pytest.mark.parametrize("profile", ["openai-realtime", "openai-responses", "gemini-live"])
+def test_a_client_message_that_is_no_json_object_asks_for_nothing(profile: str) -> None:
+    gate = SessionGate(profile, [])
+    texts = ("response.create", '"response.create"', '["response.create"]')
+    assert [gate.read_client_text(text) for text in texts] == [False, False, False]
