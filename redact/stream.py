@@ -224,7 +224,9 @@ def _mask_copies(
             container[field] = mask_value(value, keep) if mode is ArgumentMode.MASK else ""
             continue
         if kind not in ("copy", "text_copy"):
-            continue
+            # Its field is kept from the scrub as an argument's: skipped here, it would be
+            # written as it came.
+            raise ValueError(f"an argument site of a kind the redactor does not know: {kind!r}")
         if kind == "text_copy" and not isinstance(value, str):
             # A built-in item's input object holds texts streamed apart (each command, the
             # diff), so it takes the stream's letter; a copy that differs only in letters and

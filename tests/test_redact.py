@@ -19,7 +19,7 @@ from callgate.reassemble import check
 from callgate.reassemble.body import parse_stream_body
 from callgate.reassemble.errors import InputError
 from callgate.reassemble.framing import SSE
-from callgate.reassemble.profiles import framed
+from callgate.reassemble.profiles import PROFILES, framed
 from callgate.redact import (
     ArgumentMode,
     Exchange,
@@ -33,7 +33,7 @@ from callgate.redact import (
 from callgate.redact.encoding import Decompressor, decode_whole
 from callgate.redact.leaks import encodings, find_leaks, secrets_of
 from callgate.redact.mask import Pseudonyms, mask_arguments
-from callgate.redact.stream import _enum_values
+from callgate.redact.stream import _enum_values, redacted_copy
 from tests.conftest import CONFORMANCE, conformance_fixtures, fixture_id, gemini_chunk, load
 
 WEATHER = {
@@ -193,6 +193,24 @@ def test_arguments_are_masked_across_fragments_keeping_keys_enums_and_boundaries
         for c in envelope["chunks"][1:-1]
     ]
     assert parts == ["", '{"city": "xx', 'xx", "unit": "celsius", "n": 3}']
+
+
+def test_an_argument_site_of_a_kind_the_redactor_does_not_know_refuses_the_fixture(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its field is kept from the scrub as an argument's: masked by no rule, it would be
+    written as it came."""
+    envelope = load(CONFORMANCE / "anthropic" / "valid_fragmented.json")
+    profile = PROFILES["anthropic"]
+
+    def sites(events: list[Any]) -> Any:
+        yield from profile.argument_sites(events)
+        yield "mystery", "key", events[0], "type"
+
+    mystery = dataclasses.replace(profile, argument_sites=sites, fragment_site=None)
+    monkeypatch.setitem(PROFILES, "anthropic", mystery)
+    with pytest.raises(ValueError, match=r"^an argument site of a kind .* not know: .mystery.$"):
+        redacted_copy(envelope, ArgumentMode.MASK, owned=False, keep_text=False)
 
 
 def test_output_text_keeps_its_shape_and_ids_keep_equality() -> None:
