@@ -69,6 +69,7 @@ class Session:
     entered: bool = False  # opened with the manager's enter(), not its with block
     model_update: bool = False  # a second session.update, the SDK's model, of instructions only
     update_on_manager: bool = False  # the session.update sent on the manager once open
+    iterate: bool = False  # events read by iterating the connection, not by recv()
     document: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -94,6 +95,7 @@ class Session:
             "entered": self.entered,
             "model_update": self.model_update,
             "update_on_manager": self.update_on_manager,
+            "iterate": self.iterate,
             "tools": tools_of(self.document),
         }
 
@@ -173,6 +175,11 @@ SESSIONS = [
     ),
     *(
         session(two, mode=mode, turns=2, read_tools=True, tools_as="models")
+        for two in (TWO_TURNS, RESPONSES_TWO_TURNS)
+        for mode in ("sync", "async")
+    ),
+    *(
+        session(two, mode=mode, turns=2, iterate=True)
         for two in (TWO_TURNS, RESPONSES_TWO_TURNS)
         for mode in ("sync", "async")
     ),
@@ -379,8 +386,9 @@ def test_the_blocked_second_turn_never_reaches_the_tool_runner() -> None:
     # queued on the manager (4); the tools as the SDK's models (4); Realtime's setup through
     # the connection's resources (2); Realtime's manager opened with enter(), no with block (2);
     # Realtime's instructions updated by the SDK's model after the tools (2); Realtime's tools
-    # sent on the manager once the connection is open (2).
-    assert seen == 32
+    # sent on the manager once the connection is open (2); events read by iterating the
+    # connection (4).
+    assert seen == 36
 
 
 def test_the_realtime_session_pins_what_the_guard_blocks() -> None:

@@ -14,7 +14,9 @@ before the connection opens; ``tools_as: "models"``: function tools as the SDK's
 a second ``session.update``, the SDK's model, that sets only the instructions;
 ``update_on_manager``: the ``session.update`` sent on the manager once the connection is open,
 which the SDK sends before the connection's next message), then reads every
-event; at each ``response.done`` it runs the calls that response lists and, while ``turns``
+event (``iterate``: by iterating the connection, a new loop after a ``Blocked``, where
+the SDK's own loop ends; else by ``recv()``); at each ``response.done`` it runs the calls that
+response lists and, while ``turns``
 remain, answers them and asks for the next response. A ``Blocked`` is noted (its response and
 codes) and reading goes on on the same connection, as an app that skips the blocked response
 does (an ``Unjudged`` the same). One interpreter runs every case; each result is printed under
@@ -262,14 +264,18 @@ def run_sync(case: dict[str, Any]) -> dict[str, Any]:
                 manager.send(event)
             else:
                 connection.send(event)
+        received = iter(connection) if case.get("iterate") else None
         while not session.done():
             try:
-                for answer in session.seen(connection.recv()):
+                event = connection.recv() if received is None else next(received)
+                for answer in session.seen(event):
                     connection.send(answer)
             except callgate.Blocked as blocked:
+                received = received and iter(connection)
                 for answer in session.block(blocked):
                     connection.send(answer)
             except callgate.Unjudged as unjudged:
+                received = received and iter(connection)
                 for answer in session.unjudge(unjudged):
                     connection.send(answer)
             except Exception as error:  # the socket closed under the app
@@ -293,14 +299,18 @@ async def run_async(case: dict[str, Any]) -> dict[str, Any]:
                 manager.send(event)
             else:
                 await connection.send(event)
+        received = aiter(connection) if case.get("iterate") else None
         while not session.done():
             try:
-                for answer in session.seen(await connection.recv()):
+                event = await (connection.recv() if received is None else anext(received))
+                for answer in session.seen(event):
                     await connection.send(answer)
             except callgate.Blocked as blocked:
+                received = received and aiter(connection)
                 for answer in session.block(blocked):
                     await connection.send(answer)
             except callgate.Unjudged as unjudged:
+                received = received and aiter(connection)
                 for answer in session.unjudge(unjudged):
                     await connection.send(answer)
             except Exception as error:
