@@ -8,19 +8,24 @@ Each case opens one session (``client.realtime.connect()``), sync or async, guar
 ``callgate.guard`` or not (``guard``: the connection, or the manager ``connect()`` returns),
 with the case's fixture (``/f/<name>/``), mutation (``x-callgate-mutate``) and cut
 (``x-callgate-abort-after``: then it reads until the socket closes). It sends its tools
-(``session.update``), a user message and ``response.create`` (``queued``: on the manager,
-before the connection opens; ``tools_as: "models"``: function tools as the SDK's models;
-``via: "resources"``: through ``connection.session.update`` and its kin; ``model_update``: then
-a second ``session.update``, the SDK's model, that sets only the instructions;
-``update_on_manager``: the ``session.update`` sent on the manager once the connection is open,
-which the SDK sends before the connection's next message), then reads every
-event (``iterate``: by iterating the connection, a new loop after a ``Blocked``, where
-the SDK's own loop ends; else by ``recv()``); at each ``response.done`` it runs the calls that
-response lists and, while ``turns``
-remain, answers them and asks for the next response. A ``Blocked`` is noted (its response and
-codes) and reading goes on on the same connection, as an app that skips the blocked response
-does (an ``Unjudged`` the same). One interpreter runs every case; each result is printed under
-the case's id, with the traceback of a case that crashed.
+(``session.update``), a user message and ``response.create``, then reads every event; at each
+``response.done`` it runs the calls that response lists and, while ``turns`` remain, answers
+them and asks for the next response. A ``Blocked`` is noted (its response and codes) and
+reading goes on on the same connection, as an app that skips the blocked response does (an
+``Unjudged`` the same). One interpreter runs every case; each result is printed under the
+case's id, with the traceback of a case that crashed. Options of a case:
+
+- ``queued``: the setup events sent on the manager before the connection opens;
+- ``entered``: the connection opened with the manager's ``enter()``, without its ``with`` block;
+- ``tools_as``: ``"models"``, function tools as the SDK's models; ``"generator"``, a generator
+  the SDK's transform lists (the Responses API's);
+- ``via: "resources"``: the setup sent through ``connection.session.update`` and its kin;
+- ``model_update``: a second ``session.update`` after the first, the SDK's model, that sets only
+  the instructions;
+- ``update_on_manager``: the ``session.update`` sent on the manager once the connection is open
+  (the SDK sends it before the connection's next message);
+- ``iterate``: events read by iterating the connection, a new loop after each ``Blocked`` (where
+  the SDK's own loop ends), not by ``recv()``.
 """
 
 from __future__ import annotations
